@@ -1,0 +1,42 @@
+/**
+ * @file @brief Kernel argument structs, one per kernel family, mirrored field for field by `#[repr(C)]`
+ * structs in src/ (each side checks the size).
+ */
+#pragma once
+
+namespace ts {
+
+/// @brief Arguments of every SpMM kernel: C (m x n) = A (m x k, CSR) * B (k x n, row-major).
+struct SpmmParams {
+  int m;                        // rows of A and C
+  int k;                        // columns of A, rows of B
+  int n;                        // columns of B and C
+  int nnz;                      // stored entries of A
+  const int* row_swizzle;       // (m) rows in processing order (longest first), global; null = identity
+  const void* values;           // (nnz) A's values, global, element type of the kernel
+  const int* row_offsets;       // (m + 1) CSR row pointer, global
+  const int* column_indices;    // (nnz) CSR column indices, global
+  const void* dense;            // (k, n) B, row-major, global
+  const float* bias;            // (m) bias added before a ReLU, global; null = plain SpMM
+  void* out;                    // (m, n) C, row-major, global; every element is written
+};
+static_assert(sizeof(SpmmParams) == 72, "SpmmParams must match src/spmm/launch.rs");
+
+/// @brief Arguments of the seed SpMV kernels: y = alpha * A x + beta * y.
+struct SpmvParams {
+  int m;                        // rows of A, length of y
+  int k;                        // columns of A, length of x
+  int nnz;                      // stored entries of A
+  float alpha;
+  float beta;                   // 0 means y is not read
+  int pad;
+  const float* values;          // (nnz) global
+  const int* row_offsets;       // (m + 1) global
+  const int* column_indices;    // (nnz) global
+  const float* x;               // (k) global
+  float* prefix;                // (nnz) per-32-block inclusive prefix sums of the products, global scratch
+  float* y;                     // (m) global
+};
+static_assert(sizeof(SpmvParams) == 72, "SpmvParams must match src/spmv.rs");
+
+}  // namespace ts

@@ -1,0 +1,208 @@
+//! CSR matrices on the device, uploaded after validation, with row statistics and a longest-first row order
+//! computed once at upload.
+
+use cudarc::driver::{CudaSlice, DeviceRepr};
+use sprs::CsMatView;
+
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::scalar::Scalar;
+
+/// Ways a CSR matrix can be malformed. Each is reported before anything reaches the device.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CsrError {
+    #[error("row pointer has length {got}, expected rows + 1 = {expected}")]
+    IndptrLength { got: usize, expected: usize },
+    #[error("row pointer must start at 0, starts at {0}")]
+    IndptrStart(usize),
+    #[error("row pointer decreases at row {row}: {start} > {end}")]
+    IndptrNotMonotone { row: usize, start: usize, end: usize },
+    #[error("row pointer ends at {end} but there are {indices} column indices and {values} values")]
+    LengthMismatch { end: usize, indices: usize, values: usize },
+    #[error("row {row}: column index {col} is out of range for {cols} columns")]
+    ColumnOutOfRange { row: usize, col: usize, cols: usize },
+    #[error("row {row}: column indices are not sorted ({prev} before {col})")]
+    Unsorted { row: usize, prev: usize, col: usize },
+    #[error("row {row}: duplicate column index {col}")]
+    Duplicate { row: usize, col: usize },
+    #[error("{what} = {value} exceeds i32::MAX ({}): the kernels use 32-bit indices", i32::MAX)]
+    TooLarge { what: &'static str, value: usize },
+}
+
+/// Checks that (indptr, indices, values) is a CSR matrix of shape rows x cols with sorted, unique, in-range
+/// column indices, and that every size fits the kernels' 32-bit indices.
+pub fn validate(
+    rows: usize,
+    cols: usize,
+    indptr: &[usize],
+    indices: &[usize],
+    values_len: usize,
+) -> Result<(), CsrError> {
+    let fits =
+        |what, value: usize| if value > i32::MAX as usize { Err(CsrError::TooLarge { what, value }) } else { Ok(()) };
+    fits("rows", rows)?;
+    fits("columns", cols)?;
+    if indptr.len() != rows + 1 {
+        return Err(CsrError::IndptrLength { got: indptr.len(), expected: rows + 1 });
+    }
+    if indptr[0] != 0 {
+        return Err(CsrError::IndptrStart(indptr[0]));
+    }
+    let end = indptr[rows];
+    if end != indices.len() || end != values_len {
+        return Err(CsrError::LengthMismatch { end, indices: indices.len(), values: values_len });
+    }
+    fits("nonzeros", end)?;
+    // Monotone pointers first: with them and indptr[rows] == len, every row slice below is in bounds.
+    if let Some(row) = (0..rows).find(|&r| indptr[r] > indptr[r + 1]) {
+        return Err(CsrError::IndptrNotMonotone { row, start: indptr[row], end: indptr[row + 1] });
+    }
+    for row in 0..rows {
+        let (start, stop) = (indptr[row], indptr[row + 1]);
+        let mut prev: Option<usize> = None;
+        for &col in &indices[start..stop] {
+            if col >= cols {
+                return Err(CsrError::ColumnOutOfRange { row, col, cols });
+            }
+            match prev {
+                Some(p) if p == col => return Err(CsrError::Duplicate { row, col }),
+                Some(p) if p > col => return Err(CsrError::Unsorted { row, prev: p, col }),
+                _ => {}
+            }
+            prev = Some(col);
+        }
+    }
+    Ok(())
+}
+
+/// Row-length statistics, computed once at upload; production kernels choose their work split from them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RowStats {
+    pub min: usize,
+    pub max: usize,
+    pub mean: f64,
+    /// Coefficient of variation (standard deviation / mean); 0 for an empty matrix.
+    pub cv: f64,
+    pub empty_rows: usize,
+}
+
+impl RowStats {
+    /// Statistics of the row lengths of a CSR row pointer.
+    pub fn from_indptr(indptr: &[usize]) -> RowStats {
+        let rows = indptr.len().saturating_sub(1);
+        if rows == 0 {
+            return RowStats::default();
+        }
+        let lens = indptr.windows(2).map(|w| w[1] - w[0]);
+        let (mut min, mut max, mut sum, mut sum_sq, mut empty) = (usize::MAX, 0usize, 0f64, 0f64, 0usize);
+        for l in lens {
+            min = min.min(l);
+            max = max.max(l);
+            sum += l as f64;
+            sum_sq += (l as f64) * (l as f64);
+            empty += usize::from(l == 0);
+        }
+        let mean = sum / rows as f64;
+        let var = (sum_sq / rows as f64 - mean * mean).max(0.0);
+        RowStats { min, max, mean, cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 }, empty_rows: empty }
+    }
+}
+
+/// Rows ordered by descending length (ties by row index), so that long rows start first and short rows
+/// fill the tail of the grid (Sputnik's row swizzle).
+pub fn row_swizzle(indptr: &[usize]) -> Vec<i32> {
+    let mut order: Vec<i32> = (0..indptr.len().saturating_sub(1) as i32).collect();
+    order.sort_by_key(|&r| std::cmp::Reverse(indptr[r as usize + 1] - indptr[r as usize]));
+    order
+}
+
+/// Copies a host slice to the device. Empty slices get a one-element allocation so every pointer handed to
+/// a kernel is valid; the kernels never read past the logical length.
+pub(crate) fn upload_slice<T: DeviceRepr + Default + Copy>(
+    gpu: &Gpu,
+    data: &[T],
+    what: &'static str,
+) -> Result<CudaSlice<T>> {
+    let bytes = std::mem::size_of_val(data).max(std::mem::size_of::<T>());
+    let padded;
+    let src = if data.is_empty() {
+        padded = [T::default()];
+        &padded[..]
+    } else {
+        data
+    };
+    gpu.stream().clone_htod(src).map_err(Error::driver(what, bytes))
+}
+
+/// A CSR matrix on the device with 32-bit indices.
+pub struct DeviceCsr<T: Scalar> {
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    pub(crate) row_offsets: CudaSlice<i32>,
+    pub(crate) column_indices: CudaSlice<i32>,
+    pub(crate) values: CudaSlice<T>,
+    pub(crate) row_swizzle: CudaSlice<i32>,
+    stats: RowStats,
+}
+
+impl<T: Scalar> DeviceCsr<T> {
+    /// Validates and uploads a sprs CSR matrix (a CSC matrix is refused: convert it with `to_csr()`).
+    pub fn upload(gpu: &Gpu, a: CsMatView<T>) -> Result<Self> {
+        if !a.is_csr() {
+            return Err(Error::ShapeMismatch("expected a CSR matrix, got CSC (use .to_csr())".into()));
+        }
+        // sprs views of row slices keep the parent's offsets: rebase them.
+        let indptr = a.indptr();
+        let proper = indptr.to_proper();
+        let base = indptr.raw_storage().first().copied().unwrap_or(0);
+        let end = base + proper.last().copied().unwrap_or(0);
+        let (indices, values) = match (a.indices().get(base..end), a.data().get(base..end)) {
+            (Some(i), Some(v)) => (i, v),
+            _ => {
+                return Err(CsrError::LengthMismatch { end, indices: a.indices().len(), values: a.data().len() }.into())
+            }
+        };
+        Self::from_parts(gpu, a.rows(), a.cols(), &proper, indices, values)
+    }
+
+    /// Validates and uploads raw CSR arrays.
+    pub fn from_parts(
+        gpu: &Gpu,
+        rows: usize,
+        cols: usize,
+        indptr: &[usize],
+        indices: &[usize],
+        values: &[T],
+    ) -> Result<Self> {
+        validate(rows, cols, indptr, indices, values.len())?;
+        let to_i32 = |v: &[usize]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
+        let offsets = to_i32(indptr);
+        let cols_i32 = to_i32(indices);
+        let swizzle = row_swizzle(indptr);
+        Ok(DeviceCsr {
+            rows,
+            cols,
+            nnz: indices.len(),
+            row_offsets: upload_slice(gpu, &offsets, "uploading CSR row offsets")?,
+            column_indices: upload_slice(gpu, &cols_i32, "uploading CSR column indices")?,
+            values: upload_slice(gpu, values, "uploading CSR values")?,
+            row_swizzle: upload_slice(gpu, &swizzle, "uploading the row swizzle")?,
+            stats: RowStats::from_indptr(indptr),
+        })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+    /// Row-length statistics computed at upload.
+    pub fn stats(&self) -> &RowStats {
+        &self.stats
+    }
+}

@@ -1,0 +1,58 @@
+//! Dense row-major matrices on the device.
+
+use cudarc::driver::CudaSlice;
+
+use crate::csr::upload_slice;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::scalar::Scalar;
+
+/// A dense row-major `rows x cols` matrix on the device.
+pub struct DeviceDense<T: Scalar> {
+    rows: usize,
+    cols: usize,
+    pub(crate) data: CudaSlice<T>,
+}
+
+impl<T: Scalar> DeviceDense<T> {
+    /// Uploads `data` (row-major, `rows * cols` elements).
+    pub fn upload(gpu: &Gpu, rows: usize, cols: usize, data: &[T]) -> Result<Self> {
+        let len = rows.checked_mul(cols).ok_or_else(|| Error::TooLarge(format!("{rows} x {cols} elements")))?;
+        if data.len() != len {
+            return Err(Error::ShapeMismatch(format!(
+                "dense {rows} x {cols} needs {len} elements, got {}",
+                data.len()
+            )));
+        }
+        Ok(DeviceDense { rows, cols, data: upload_slice(gpu, data, "uploading a dense matrix")? })
+    }
+
+    /// A matrix of zeros.
+    pub fn zeros(gpu: &Gpu, rows: usize, cols: usize) -> Result<Self> {
+        let len = rows.checked_mul(cols).ok_or_else(|| Error::TooLarge(format!("{rows} x {cols} elements")))?;
+        let bytes = len.max(1) * std::mem::size_of::<T>();
+        let data =
+            gpu.stream().alloc_zeros::<T>(len.max(1)).map_err(Error::driver("allocating a dense matrix", bytes))?;
+        Ok(DeviceDense { rows, cols, data })
+    }
+
+    /// Overwrites every element with `value` (tests poison outputs this way before each run).
+    pub fn fill(&mut self, gpu: &Gpu, value: T) -> Result<()> {
+        let host = vec![value; self.data.len()];
+        gpu.stream().memcpy_htod(&host, &mut self.data).map_err(Error::driver("filling a dense matrix", 0))
+    }
+
+    /// Copies the matrix back (row-major).
+    pub fn download(&self, gpu: &Gpu) -> Result<Vec<T>> {
+        let mut v = gpu.stream().clone_dtoh(&self.data).map_err(Error::driver("downloading a dense matrix", 0))?;
+        v.truncate(self.rows * self.cols);
+        Ok(v)
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+}

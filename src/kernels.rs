@@ -1,0 +1,61 @@
+//! The embedded kernels: one fatbin per family, built by build.rs, and the generated table of SpMM variants.
+
+use crate::scalar::DType;
+use crate::spmm::SpmmConfig;
+
+include!(concat!(env!("OUT_DIR"), "/kernels_gen.rs"));
+
+/// A kernel family: one folder under `cuda/`, one fatbin, one module loaded per [`crate::Gpu`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    Spmm,
+    Spmv,
+}
+
+impl Family {
+    /// All families, in the order of their module slots.
+    pub const ALL: [Family; 2] = [Family::Spmm, Family::Spmv];
+
+    /// The family's folder name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Spmm => "spmm",
+            Family::Spmv => "spmv",
+        }
+    }
+
+    /// The embedded fatbin (empty when the build had no nvcc).
+    pub(crate) fn fatbin(self) -> &'static [u8] {
+        match self {
+            Family::Spmm => SPMM_FATBIN,
+            Family::Spmv => SPMV_FATBIN,
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Names of the seed SpMV kernels (cuda/spmv/spmv.cu).
+pub(crate) const SPMV_SEED_PRODUCTS: &str = "spmv_seed_block_prefix_f32";
+pub(crate) const SPMV_SEED_COMBINE: &str = "spmv_seed_combine_rows_f32";
+
+/// The SpMM variants compiled into this build (empty without nvcc). Tests and benches iterate over it.
+pub fn compiled_spmm_variants() -> &'static [SpmmConfig] {
+    if KERNELS_BUILT {
+        SPMM_TABLE
+    } else {
+        &[]
+    }
+}
+
+/// The SpMM variant table as written in cuda/spmm/variants.txt, whether or not this build compiled it.
+pub fn spmm_table() -> &'static [SpmmConfig] {
+    SPMM_TABLE
+}
+
+/// The compiled variants for one element type.
+pub fn compiled_spmm_variants_for(dtype: DType) -> impl Iterator<Item = &'static SpmmConfig> {
+    compiled_spmm_variants().iter().filter(move |c| c.dtype == dtype)
+}

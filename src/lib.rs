@@ -1,0 +1,45 @@
+//! # tilesparse
+//!
+//! Sparse-matrix kernels for NVIDIA GPUs, from Rust: a Sputnik-style tiled SpMM (CSR x dense row-major) whose
+//! [`SpmmConfig`] mirrors Sputnik's template parameters and selects among precompiled CUDA variants, a seed
+//! SpMV, and a multi-threaded CPU backend with an independent f64 oracle.
+//!
+//! Layers: `kernels` (embedded fatbins and names) → one thin `unsafe` launcher per family → safe functions
+//! ([`spmm()`], [`spmv_seed`]) that validate, select and launch.
+//!
+//! ```no_run
+//! use tilesparse::{gen, Gpu, DeviceCsr, DeviceDense, SpmmConfig};
+//! let gpu = Gpu::new(0)?;
+//! let a = gen::uniform_random(1024, 1024, 0.1, 7);
+//! let b = gen::dense_matrix(1024, 256, 8);
+//! let a_dev = DeviceCsr::upload(&gpu, a.view())?;
+//! let b_dev = DeviceDense::upload(&gpu, 1024, 256, &b)?;
+//! let mut c_dev = DeviceDense::<f32>::zeros(&gpu, 1024, 256)?;
+//! let config = SpmmConfig::select(1024, 1024, 256, a.nnz(), tilesparse::DType::F32);
+//! tilesparse::spmm(&gpu, &a_dev, &b_dev, &mut c_dev, &config)?;
+//! let c = c_dev.download(&gpu)?;
+//! # Ok::<(), tilesparse::Error>(())
+//! ```
+
+pub mod baseline;
+pub mod cpu;
+pub mod csr;
+pub mod dense;
+pub mod error;
+pub mod gen;
+pub mod gpu;
+pub mod kernels;
+pub mod mtx;
+pub mod scalar;
+pub mod spmm;
+pub mod spmv;
+pub mod suite;
+pub mod timing;
+
+pub use csr::{CsrError, DeviceCsr, RowStats};
+pub use dense::DeviceDense;
+pub use error::{Error, Result};
+pub use gpu::Gpu;
+pub use scalar::{DType, Scalar};
+pub use spmm::{spmm, spmm_auto, SpmmConfig};
+pub use spmv::spmv_seed;
