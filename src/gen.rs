@@ -1,0 +1,639 @@
+//! Seeded generators of test and benchmark matrices.
+//!
+//! Every generator is a pure function of its arguments and seed. Rows are generated in
+//! parallel, each from its own random stream derived from (seed, generator, row), so
+//! the result does not depend on the number of rayon threads. All matrices are CSR with
+//! sorted, unique column indices; values are uniform in [-1, 1) unless said otherwise.
+
+use crate::scalar::Scalar;
+use rayon::prelude::*;
+use sprs::CsMat;
+use std::collections::HashSet;
+
+/// SplitMix64: tiny, fast, and good enough for test data; also used to derive the
+/// per-row streams (its output function is a strong 64-bit mixer).
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator whose whole stream is determined by `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    /// The next 64 uniformly distributed bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix64(self.0)
+    }
+
+    /// Uniform in [0, 1), with 53 random bits.
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform in [lo, hi).
+    pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.uniform()
+    }
+
+    /// Uniform integer in 0..n, without modulo bias (Lemire's multiply-and-reject).
+    pub fn below(&mut self, n: usize) -> usize {
+        assert!(n > 0, "Rng::below(0)");
+        let n = n as u64;
+        // Products whose low half falls below 2^64 mod n would over-represent some
+        // results; rejecting them makes every result equally likely.
+        let threshold = n.wrapping_neg() % n;
+        loop {
+            let p = self.next_u64() as u128 * n as u128;
+            if (p as u64) >= threshold {
+                return (p >> 64) as usize;
+            }
+        }
+    }
+
+    /// Standard normal (Box-Muller; the second value is dropped to keep the state one u64).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.uniform(); // in (0, 1]: ln stays finite
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
+    /// Uniform in [-1, 1) as f32, built from 24 random bits so that the f32 value is
+    /// exact (rounding an f64 draw could produce exactly 1.0).
+    fn signed_unit_f32(&mut self) -> f32 {
+        let u = (self.next_u64() >> 40) as f32 * (1.0 / (1u32 << 24) as f32);
+        2.0 * u - 1.0
+    }
+}
+
+/// The SplitMix64 output function.
+fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Salts that give each generator its own streams, so that e.g. a sparse A and a dense
+/// B made with the same seed are not built from the same random numbers.
+mod salt {
+    pub const UNIFORM: u64 = 1;
+    pub const NNZ: u64 = 2;
+    pub const POWER_LAW: u64 = 3;
+    pub const BANDED: u64 = 4;
+    pub const EMPTY_ROWS: u64 = 5;
+    pub const DENSE_ROW: u64 = 6;
+    pub const PRUNED: u64 = 7;
+    pub const DENSE: u64 = 8;
+}
+
+/// The random stream for item `index` (usually a row) of generator `salt`.
+fn stream(seed: u64, salt: u64, index: usize) -> Rng {
+    Rng::new(seed ^ mix64(mix64(salt).wrapping_add(index as u64)))
+}
+
+/// `x` rounded down or up at random so that the expected result is exactly `x`; this
+/// keeps the average density right when `density * k` is not an integer.
+fn stochastic_round(x: f64, rng: &mut Rng) -> usize {
+    let f = x.floor();
+    f as usize + usize::from(rng.uniform() < x - f)
+}
+
+/// Fills `out` with `out.len()` distinct values from 0..n, sorted ascending.
+///
+/// Dense picks (over a third of n) use selection sampling, one pass over 0..n that
+/// emits in order; sparse ones use Floyd's algorithm, O(len) draws, then a sort.
+fn sample_sorted(rng: &mut Rng, n: usize, out: &mut [usize]) {
+    let len = out.len();
+    assert!(len <= n, "cannot pick {len} distinct values from 0..{n}");
+    if len * 3 > n {
+        let mut pos = 0;
+        for c in 0..n {
+            if pos == len {
+                break;
+            }
+            // Take c with probability (still needed) / (still available).
+            if rng.below(n - c) < len - pos {
+                out[pos] = c;
+                pos += 1;
+            }
+        }
+    } else {
+        let mut set = HashSet::with_capacity(len);
+        for j in n - len..n {
+            let t = rng.below(j + 1);
+            if !set.insert(t) {
+                set.insert(j);
+            }
+        }
+        for (o, v) in out.iter_mut().zip(set) {
+            *o = v;
+        }
+        out.sort_unstable();
+    }
+}
+
+/// Builds an m x k CSR matrix whose row lengths can be computed up front: the lengths
+/// give indptr, then rows are filled in parallel straight into the final arrays, which
+/// keeps huge matrices (the 110M-entry stencil) free of per-row allocations.
+/// `fill(row, cols, vals)` must write sorted, unique columns.
+fn build_rows(
+    m: usize,
+    k: usize,
+    row_len: impl Fn(usize) -> usize + Sync,
+    fill: impl Fn(usize, &mut [usize], &mut [f32]) + Sync,
+) -> CsMat<f32> {
+    let lens: Vec<usize> = (0..m).into_par_iter().map(&row_len).collect();
+    let mut indptr = Vec::with_capacity(m + 1);
+    indptr.push(0usize);
+    for len in lens {
+        indptr.push(indptr[indptr.len() - 1] + len);
+    }
+    let nnz = indptr[m];
+    let mut indices = vec![0usize; nnz];
+    let mut data = vec![0f32; nnz];
+
+    // Cut the output into disjoint blocks of rows so that blocks can be written in
+    // parallel without unsafe code.
+    const BLOCK: usize = 1024;
+    let mut blocks = Vec::with_capacity(m.div_ceil(BLOCK));
+    let (mut ind_rest, mut val_rest) = (&mut indices[..], &mut data[..]);
+    for r0 in (0..m).step_by(BLOCK) {
+        let r1 = (r0 + BLOCK).min(m);
+        let len = indptr[r1] - indptr[r0];
+        let (ind, ind_tail) = std::mem::take(&mut ind_rest).split_at_mut(len);
+        let (val, val_tail) = std::mem::take(&mut val_rest).split_at_mut(len);
+        blocks.push((r0, r1, ind, val));
+        (ind_rest, val_rest) = (ind_tail, val_tail);
+    }
+    blocks.into_par_iter().for_each(|(r0, r1, ind, val)| {
+        let base = indptr[r0];
+        for r in r0..r1 {
+            let (s, e) = (indptr[r] - base, indptr[r + 1] - base);
+            fill(r, &mut ind[s..e], &mut val[s..e]);
+        }
+    });
+    CsMat::new((m, k), indptr, indices, data)
+}
+
+/// Random m x k matrix where each row holds about `density * k` distinct uniformly
+/// chosen columns (the count is rounded up or down at random so the mean is exact).
+pub fn uniform_random(m: usize, k: usize, density: f64, seed: u64) -> CsMat<f32> {
+    assert!((0.0..=1.0).contains(&density), "density {density} not in [0, 1]");
+    let target = density * k as f64;
+    // Each row's stream is replayed in `fill`, so the length drawn first is the same.
+    let row_len = |r: usize| stochastic_round(target, &mut stream(seed, salt::UNIFORM, r)).min(k);
+    build_rows(m, k, row_len, |r, cols, vals| {
+        let mut rng = stream(seed, salt::UNIFORM, r);
+        // Replay the length draw (never inside debug_assert!: release must draw it too).
+        let len = stochastic_round(target, &mut rng).min(k);
+        debug_assert_eq!(len, cols.len());
+        sample_sorted(&mut rng, k, cols);
+        vals.iter_mut().for_each(|v| *v = rng.signed_unit_f32());
+    })
+}
+
+/// Random m x k matrix with exactly `nnz` entries at distinct uniformly chosen positions
+/// (Sputnik's test list uses shapes like 7 x 96 with 333 entries). Sequential: meant
+/// for small and medium matrices.
+pub fn uniform_random_nnz(m: usize, k: usize, nnz: usize, seed: u64) -> CsMat<f32> {
+    let cells = m.checked_mul(k).expect("m * k overflows usize");
+    assert!(nnz <= cells, "nnz {nnz} > m * k = {cells}");
+    let mut rng = stream(seed, salt::NNZ, 0);
+    let mut pos = vec![0usize; nnz];
+    sample_sorted(&mut rng, cells, &mut pos);
+    let mut indptr = vec![0usize; m + 1];
+    for &p in &pos {
+        indptr[p / k + 1] += 1;
+    }
+    for r in 0..m {
+        indptr[r + 1] += indptr[r];
+    }
+    // Row-major positions are sorted, so columns within a row come out sorted too.
+    let indices = pos.iter().map(|&p| p % k).collect();
+    let data = (0..nnz).map(|_| rng.signed_unit_f32()).collect();
+    CsMat::new((m, k), indptr, indices, data)
+}
+
+/// Random m x k matrix with Pareto-distributed row lengths (tail exponent `alpha` > 1,
+/// mean `avg_row_len` before clamping to k): most rows near the minimum
+/// `avg_row_len * (alpha - 1) / alpha`, a few very long ones, like power-law graphs.
+/// Columns are uniform.
+pub fn power_law(m: usize, k: usize, avg_row_len: f64, alpha: f64, seed: u64) -> CsMat<f32> {
+    assert!(alpha > 1.0, "alpha {alpha} must exceed 1 for a finite mean");
+    assert!(avg_row_len >= 0.0, "negative average row length");
+    let x_min = avg_row_len * (alpha - 1.0) / alpha;
+    let draw_len = |rng: &mut Rng| {
+        // Inverse CDF of Pareto(x_min, alpha); 1 - u is in (0, 1], so this is finite.
+        let x = x_min * (1.0 - rng.uniform()).powf(-1.0 / alpha);
+        stochastic_round(x.min(k as f64), rng).min(k)
+    };
+    build_rows(
+        m,
+        k,
+        |r| draw_len(&mut stream(seed, salt::POWER_LAW, r)),
+        |r, cols, vals| {
+            let mut rng = stream(seed, salt::POWER_LAW, r);
+            let len = draw_len(&mut rng);
+            debug_assert_eq!(len, cols.len());
+            sample_sorted(&mut rng, k, cols);
+            vals.iter_mut().for_each(|v| *v = rng.signed_unit_f32());
+        },
+    )
+}
+
+/// Columns of row `i` in a band of half-width `hb`, clipped to 0..k.
+fn band(i: usize, k: usize, hb: usize) -> std::ops::Range<usize> {
+    let lo = i.saturating_sub(hb).min(k);
+    let hi = i.saturating_add(hb).saturating_add(1).min(k);
+    lo..hi.max(lo)
+}
+
+/// m x k matrix with every entry |i - j| <= `half_bandwidth` (and j < k) present.
+pub fn banded(m: usize, k: usize, half_bandwidth: usize, seed: u64) -> CsMat<f32> {
+    build_rows(
+        m,
+        k,
+        |r| band(r, k, half_bandwidth).len(),
+        |r, cols, vals| {
+            let mut rng = stream(seed, salt::BANDED, r);
+            for ((c, v), j) in cols.iter_mut().zip(vals).zip(band(r, k, half_bandwidth)) {
+                *c = j;
+                *v = rng.signed_unit_f32();
+            }
+        },
+    )
+}
+
+/// Copy of CSR `a` with `round(fraction * rows)` randomly chosen rows emptied.
+pub fn with_empty_rows(a: &CsMat<f32>, fraction: f64, seed: u64) -> CsMat<f32> {
+    assert!(a.is_csr(), "expected a CSR matrix");
+    assert!((0.0..=1.0).contains(&fraction), "fraction {fraction} not in [0, 1]");
+    let (m, k) = a.shape();
+    let mut cleared_rows = vec![0usize; (fraction * m as f64).round() as usize];
+    sample_sorted(&mut stream(seed, salt::EMPTY_ROWS, 0), m, &mut cleared_rows);
+    let mut cleared = vec![false; m];
+    cleared_rows.iter().for_each(|&r| cleared[r] = true);
+    let indptr = a.proper_indptr();
+    let row = |r: usize| indptr[r]..indptr[r + 1];
+    build_rows(
+        m,
+        k,
+        |r| if cleared[r] { 0 } else { row(r).len() },
+        |r, cols, vals| {
+            if cleared[r] {
+                return;
+            }
+            cols.copy_from_slice(&a.indices()[row(r)]);
+            vals.copy_from_slice(&a.data()[row(r)]);
+        },
+    )
+}
+
+/// Copy of CSR `a` whose row `row` holds all k columns. Entries already there keep
+/// their values; new ones are uniform in [-1, 1) from a stream seeded by `row`.
+pub fn with_dense_row(a: &CsMat<f32>, row: usize) -> CsMat<f32> {
+    assert!(a.is_csr(), "expected a CSR matrix");
+    let (m, k) = a.shape();
+    assert!(row < m, "row {row} out of range for {m} rows");
+    let indptr = a.proper_indptr();
+    let span = |r: usize| indptr[r]..indptr[r + 1];
+    build_rows(
+        m,
+        k,
+        |r| if r == row { k } else { span(r).len() },
+        |r, cols, vals| {
+            let (old_cols, old_vals) = (&a.indices()[span(r)], &a.data()[span(r)]);
+            if r != row {
+                cols.copy_from_slice(old_cols);
+                vals.copy_from_slice(old_vals);
+                return;
+            }
+            let mut rng = stream(row as u64, salt::DENSE_ROW, 0);
+            let mut next = 0; // merge cursor into the old, sorted row
+            for (j, (c, v)) in cols.iter_mut().zip(vals.iter_mut()).enumerate() {
+                *c = j;
+                // Drawn for every column, so a new value depends only on (row, column),
+                // not on which entries the row had before.
+                let fresh = rng.signed_unit_f32();
+                if old_cols.get(next) == Some(&j) {
+                    *v = old_vals[next];
+                    next += 1;
+                } else {
+                    *v = fresh;
+                }
+            }
+        },
+    )
+}
+
+/// DL-style weight matrix: dense normal(0, 1) * 0.05 values, of which the
+/// `round((1 - sparsity) * m * k)` largest in magnitude over the whole matrix are kept
+/// (global magnitude pruning); ties at the threshold are kept in row-major order.
+pub fn pruned_dense(m: usize, k: usize, sparsity: f64, seed: u64) -> CsMat<f32> {
+    assert!((0.0..=1.0).contains(&sparsity), "sparsity {sparsity} not in [0, 1]");
+    let mut dense = vec![0f32; m * k];
+    if k > 0 {
+        dense.par_chunks_mut(k).enumerate().for_each(|(r, row)| {
+            let mut rng = stream(seed, salt::PRUNED, r);
+            row.iter_mut().for_each(|v| *v = (rng.normal() * 0.05) as f32);
+        });
+    }
+    let total = dense.len();
+    let keep = (((1.0 - sparsity) * total as f64).round() as usize).min(total);
+    // The keep-th largest magnitude is the threshold; an O(total) selection beats a sort.
+    let (threshold, mut ties_left) = if keep == 0 {
+        (f32::INFINITY, 0)
+    } else {
+        let mut mags: Vec<f32> = dense.iter().map(|v| v.abs()).collect();
+        let (_, &mut t, _) = mags.select_nth_unstable_by(total - keep, f32::total_cmp);
+        let above = dense.iter().filter(|v| v.abs() > t).count();
+        (t, keep - above)
+    };
+    let mut indptr = Vec::with_capacity(m + 1);
+    let mut indices = Vec::with_capacity(keep);
+    let mut data = Vec::with_capacity(keep);
+    indptr.push(0);
+    for r in 0..m {
+        for (j, &v) in dense[r * k..(r + 1) * k].iter().enumerate() {
+            let tie = v.abs() == threshold && ties_left > 0;
+            if v.abs() > threshold || tie {
+                ties_left -= usize::from(tie);
+                indices.push(j);
+                data.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    CsMat::new((m, k), indptr, indices, data)
+}
+
+/// 27-point stencil on an nx * ny * nz grid (row = x + nx * (y + ny * z)): 26 on the
+/// diagonal, -1 for each of the up to 26 neighbours. Built straight into the CSR arrays
+/// in parallel, because 160^3 has 4.1M rows and 110M entries.
+pub fn laplacian_27pt(nx: usize, ny: usize, nz: usize) -> CsMat<f32> {
+    let n = nx * ny * nz;
+    let coords = |r: usize| (r % nx, (r / nx) % ny, r / (nx * ny));
+    // Neighbour offsets that stay inside 0..len along one axis.
+    let span = |x: usize, len: usize| (x.saturating_sub(1))..(x + 2).min(len);
+    build_rows(
+        n,
+        n,
+        |r| {
+            let (x, y, z) = coords(r);
+            span(x, nx).len() * span(y, ny).len() * span(z, nz).len()
+        },
+        |r, cols, vals| {
+            let (x, y, z) = coords(r);
+            let mut p = 0;
+            // z, then y, then x ascending is ascending column order.
+            for zz in span(z, nz) {
+                for yy in span(y, ny) {
+                    for xx in span(x, nx) {
+                        let c = xx + nx * (yy + ny * zz);
+                        cols[p] = c;
+                        vals[p] = if c == r { 26.0 } else { -1.0 };
+                        p += 1;
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// Dense rows x cols matrix, row-major, uniform in [-1, 1).
+pub fn dense_matrix(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
+    let mut out = vec![0f32; rows * cols];
+    if cols > 0 {
+        out.par_chunks_mut(cols).enumerate().for_each(|(r, row)| {
+            let mut rng = stream(seed, salt::DENSE, r);
+            row.iter_mut().for_each(|v| *v = rng.signed_unit_f32());
+        });
+    }
+    out
+}
+
+/// `a` with its values converted to `T` (round to nearest); same structure and storage.
+pub fn convert<T: Scalar>(a: &CsMat<f32>) -> CsMat<T> {
+    let indptr = a.proper_indptr().into_owned();
+    let indices = a.indices().to_vec();
+    let data = a.data().par_iter().map(|&v| T::from_f32(v)).collect();
+    if a.is_csr() {
+        CsMat::new(a.shape(), indptr, indices, data)
+    } else {
+        CsMat::new_csc(a.shape(), indptr, indices, data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::f16;
+
+    /// Shape, CSR, sorted unique in-range columns, values in [-1, 1) when `unit`.
+    fn check(a: &CsMat<f32>, m: usize, k: usize, unit: bool) {
+        assert_eq!(a.shape(), (m, k));
+        assert!(a.is_csr());
+        let ip = a.indptr();
+        let ip = ip.raw_storage();
+        assert_eq!(ip.len(), m + 1);
+        assert_eq!(ip[0], 0);
+        assert_eq!(ip[m], a.nnz());
+        for r in 0..m {
+            let cols = &a.indices()[ip[r]..ip[r + 1]];
+            assert!(cols.windows(2).all(|w| w[0] < w[1]), "row {r} not strictly sorted");
+            assert!(cols.iter().all(|&c| c < k));
+        }
+        if unit {
+            assert!(a.data().iter().all(|&v| (-1.0..1.0).contains(&v)));
+        }
+    }
+
+    fn row_len(a: &CsMat<f32>, r: usize) -> usize {
+        a.indptr().outer_inds_sz(r).len()
+    }
+
+    fn one_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+        rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(f)
+    }
+
+    #[test]
+    fn rng_basics() {
+        let mut a = Rng::new(7);
+        let mut b = Rng::new(7);
+        let xs: Vec<u64> = (0..8).map(|_| a.next_u64()).collect();
+        assert_eq!(xs, (0..8).map(|_| b.next_u64()).collect::<Vec<_>>());
+        assert_ne!(xs[0], Rng::new(8).next_u64());
+        let mut counts = [0usize; 5];
+        let (mut sum, mut sq) = (0.0, 0.0);
+        for _ in 0..100_000 {
+            let u = a.uniform();
+            assert!((0.0..1.0).contains(&u));
+            let r = a.range(-3.0, 5.0);
+            assert!((-3.0..5.0).contains(&r));
+            counts[a.below(5)] += 1;
+            let z = a.normal();
+            sum += z;
+            sq += z * z;
+        }
+        assert!(counts.iter().all(|&c| (19_000..21_000).contains(&c)), "{counts:?}");
+        let mean = sum / 1e5;
+        assert!(mean.abs() < 0.02 && (sq / 1e5 - 1.0).abs() < 0.03, "{mean} {sq}");
+    }
+
+    #[test]
+    fn uniform_random_invariants_and_density() {
+        for (density, m, k) in [(0.1, 300, 257), (0.5, 200, 300), (0.0, 5, 10), (1.0, 4, 9)] {
+            let a = uniform_random(m, k, density, 3);
+            check(&a, m, k, true);
+            let want = density * k as f64;
+            for r in 0..m {
+                assert!((row_len(&a, r) as f64 - want).abs() < 1.0, "row {r}");
+            }
+            let mean = a.nnz() as f64 / m as f64;
+            assert!((mean - want).abs() < 0.1, "density {density}: mean {mean} vs {want}");
+        }
+        let a = uniform_random(100, 1000, 0.0125, 9);
+        assert!((a.nnz() as f64 / 100.0 - 12.5).abs() < 0.2);
+    }
+
+    #[test]
+    fn uniform_random_is_deterministic_and_thread_independent() {
+        for density in [0.05, 0.6] {
+            let a = uniform_random(3000, 200, density, 11);
+            assert_eq!(a, uniform_random(3000, 200, density, 11));
+            assert_eq!(a, one_thread(|| uniform_random(3000, 200, density, 11)));
+            assert_ne!(a, uniform_random(3000, 200, density, 12));
+        }
+    }
+
+    #[test]
+    fn uniform_random_nnz_exact() {
+        for (m, k, nnz) in [(7, 96, 333), (8, 8, 64), (5, 5, 0), (1000, 1000, 5000)] {
+            let a = uniform_random_nnz(m, k, nnz, 1);
+            check(&a, m, k, true);
+            assert_eq!(a.nnz(), nnz);
+            assert_eq!(a, uniform_random_nnz(m, k, nnz, 1));
+        }
+        assert_ne!(uniform_random_nnz(7, 96, 333, 1), uniform_random_nnz(7, 96, 333, 2));
+    }
+
+    #[test]
+    fn power_law_lengths() {
+        let (m, k, avg) = (20_000, 4096, 16.0);
+        let a = power_law(m, k, avg, 2.5, 5);
+        check(&a, m, k, true);
+        let mean = a.nnz() as f64 / m as f64;
+        assert!((mean - avg).abs() < 0.8, "mean row length {mean}");
+        let long = (0..m).filter(|&r| row_len(&a, r) as f64 > 3.0 * avg).count();
+        let short = (0..m).filter(|&r| row_len(&a, r) < 16).count();
+        assert!(long > 100 && long < 1000, "{long} long rows");
+        assert!(short > m / 2, "{short} short rows");
+        assert_eq!(a, power_law(m, k, avg, 2.5, 5));
+        assert_ne!(a, power_law(m, k, avg, 2.5, 6));
+        // Clamped to k.
+        let b = power_law(50, 8, 100.0, 1.5, 1);
+        check(&b, 50, 8, true);
+        assert_eq!(b.nnz(), 50 * 8);
+    }
+
+    #[test]
+    fn banded_has_exactly_the_band() {
+        let (m, k, hb) = (10, 7, 2);
+        let a = banded(m, k, hb, 4);
+        check(&a, m, k, true);
+        for i in 0..m {
+            for j in 0..k {
+                assert_eq!(a.get(i, j).is_some(), i.abs_diff(j) <= hb, "({i}, {j})");
+            }
+        }
+        assert_eq!(a, banded(m, k, hb, 4));
+        assert_ne!(a, banded(m, k, hb, 5));
+        assert_eq!(banded(3, 3, usize::MAX, 0).nnz(), 9);
+    }
+
+    #[test]
+    fn empty_and_dense_rows() {
+        let base = banded(200, 150, 60, 1); // every row non-empty
+        let a = with_empty_rows(&base, 0.25, 2);
+        check(&a, 200, 150, true);
+        let empty: Vec<usize> = (0..200).filter(|&r| row_len(&a, r) == 0).collect();
+        assert_eq!(empty.len(), 50);
+        for r in (0..200).filter(|r| !empty.contains(r)) {
+            assert_eq!(a.outer_view(r), base.outer_view(r), "row {r}");
+        }
+        assert_eq!(a, with_empty_rows(&base, 0.25, 2));
+        assert_ne!(a, with_empty_rows(&base, 0.25, 3));
+
+        let d = with_dense_row(&base, 7);
+        check(&d, 200, 150, true);
+        assert_eq!(row_len(&d, 7), 150);
+        assert_eq!(d.nnz(), base.nnz() - row_len(&base, 7) + 150);
+        for (j, v) in base.outer_view(7).unwrap().iter() {
+            assert_eq!(d.get(7, j), Some(v));
+        }
+        assert_eq!(d.outer_view(8), base.outer_view(8));
+    }
+
+    #[test]
+    fn pruned_dense_keeps_the_largest() {
+        let (m, k) = (64, 48);
+        let full = pruned_dense(m, k, 0.0, 8);
+        assert_eq!(full.nnz(), m * k);
+        let std = (full.data().iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / (m * k) as f64).sqrt();
+        assert!((std - 0.05).abs() < 0.005, "std {std}");
+        let a = pruned_dense(m, k, 0.9, 8);
+        check(&a, m, k, false);
+        assert_eq!(a.nnz(), (0.1f64 * (m * k) as f64).round() as usize);
+        let min_kept = a.data().iter().map(|v| v.abs()).fold(f32::INFINITY, f32::min);
+        let max_dropped =
+            full.iter().filter(|(_, (i, j))| a.get(*i, *j).is_none()).map(|(v, _)| v.abs()).fold(0.0, f32::max);
+        assert!(min_kept >= max_dropped);
+        for (v, (i, j)) in a.iter() {
+            assert_eq!(full.get(i, j), Some(v));
+        }
+        assert_ne!(a, pruned_dense(m, k, 0.9, 9));
+        assert_eq!(pruned_dense(m, k, 1.0, 8).nnz(), 0);
+    }
+
+    #[test]
+    fn laplacian_structure() {
+        let (nx, ny, nz) = (3, 4, 5);
+        let a = laplacian_27pt(nx, ny, nz);
+        let n = nx * ny * nz;
+        check(&a, n, n, false);
+        // Per axis, a path of length l has 3l - 2 (i, j) pairs with |i - j| <= 1.
+        assert_eq!(a.nnz(), (3 * nx - 2) * (3 * ny - 2) * (3 * nz - 2));
+        assert_eq!(a, a.transpose_view().to_csr());
+        for r in 0..n {
+            assert_eq!(a.get(r, r), Some(&26.0));
+            let sum: f32 = a.outer_view(r).unwrap().iter().map(|(_, v)| v).sum();
+            assert_eq!(sum, 27.0 - row_len(&a, r) as f32, "row {r}");
+        }
+        // The interior point (1, 1, 1) has all 26 neighbours.
+        assert_eq!(row_len(&a, 1 + nx * (1 + ny)), 27);
+    }
+
+    #[test]
+    fn dense_matrix_values() {
+        let d = dense_matrix(300, 17, 4);
+        assert_eq!(d.len(), 300 * 17);
+        assert!(d.iter().all(|v| (-1.0..1.0).contains(v)));
+        assert_eq!(d, one_thread(|| dense_matrix(300, 17, 4)));
+        assert_ne!(d, dense_matrix(300, 17, 5));
+        assert!(dense_matrix(0, 5, 1).is_empty() && dense_matrix(5, 0, 1).is_empty());
+    }
+
+    #[test]
+    fn convert_rounds_values() {
+        let a = uniform_random(20, 30, 0.3, 6);
+        let h = convert::<f16>(&a);
+        assert_eq!(h.indptr(), a.indptr());
+        assert_eq!(h.indices(), a.indices());
+        for (x, y) in a.data().iter().zip(h.data()) {
+            assert_eq!(*y, f16::from_f32(*x));
+        }
+        let d = convert::<f64>(&a);
+        assert!(a.data().iter().zip(d.data()).all(|(x, y)| *x as f64 == *y));
+    }
+}
