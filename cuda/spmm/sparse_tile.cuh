@@ -1,0 +1,72 @@
+/**
+ * @file @brief Stage 1: the subwarp loads a tile of its row's nonzeros (values and pre-scaled column
+ * indices) into shared memory, collaboratively and with vector loads.
+ */
+#pragma once
+
+#include "common/vector.cuh"
+
+namespace ts {
+
+/// @brief Loads `kBlockItemsK` nonzeros of one row per call into the subwarp's shared tiles.
+template <typename Config>
+struct SparseTileLoader {
+  typedef typename Config::Scalar T;
+  static constexpr int kSV = Config::kSparseVectorWidth;
+  static constexpr int kStride = Config::kBlockWidth * kSV;  // entries between one thread's vectors
+
+  const T* values_;           // global: this thread's next vector of A's values
+  const int* column_indices_;  // global: the matching column indices
+  T* values_tile_;            // shared: this thread's first slot in the subwarp's (block_items_k) value tile
+  int* offsets_tile_;         // shared: the same slot in the (block_items_k) tile of offsets into B
+  int first_slot_;            // tile position of this thread's first vector
+  int n_;                     // columns of B: a column index c becomes the row offset c * n
+
+  __device__ __forceinline__ SparseTileLoader(int n, int row_offset, int thread_idx_x, const T* values,
+                                              const int* column_indices, T* values_tile, int* offsets_tile)
+      : values_(values + row_offset + thread_idx_x * kSV),
+        column_indices_(column_indices + row_offset + thread_idx_x * kSV),
+        values_tile_(values_tile + thread_idx_x * kSV),
+        offsets_tile_(offsets_tile + thread_idx_x * kSV),
+        first_slot_(thread_idx_x * kSV),
+        n_(n) {}
+
+  /// @brief Loads one full tile. With kMaskPrefix, tile positions below `lead` (entries of the previous row,
+  /// brought in by the memory aligner) get value 0 and offset -1.
+  template <bool kMaskPrefix>
+  __device__ __forceinline__ void load(int lead) {
+#pragma unroll
+    for (int i = 0; i < Config::kThreadVectorsK; ++i) {
+      Vec<T, kSV> values = load_global<T, kSV>(values_ + i * kStride);
+      const Vec<int, kSV> columns = load_global<int, kSV>(column_indices_ + i * kStride);
+      Vec<int, kSV> offsets;
+#pragma unroll
+      for (int j = 0; j < kSV; ++j) {
+        offsets.v[j] = columns.v[j] * n_;
+        if (kMaskPrefix && first_slot_ + i * kStride + j < lead) {
+          values.v[j] = from_float<T>(0.0f);
+          offsets.v[j] = -1;
+        }
+      }
+      store(values_tile_ + i * kStride, values);
+      store(offsets_tile_ + i * kStride, offsets);
+    }
+    values_ += Config::kBlockItemsK;
+    column_indices_ += Config::kBlockItemsK;
+  }
+
+  /// @brief Loads the last `count < kBlockItemsK` entries with scalar loads: vector loads could run past
+  /// the end of the arrays. The residue never holds foreign entries (see MemoryAligner).
+  __device__ __forceinline__ void load_residue(int count) {
+    const T* values = values_ - first_slot_;
+    const int* column_indices = column_indices_ - first_slot_;
+    T* values_tile = values_tile_ - first_slot_;
+    int* offsets_tile = offsets_tile_ - first_slot_;
+    for (int i = first_slot_ / kSV; i < count; i += Config::kBlockWidth) {
+      values_tile[i] = values[i];
+      offsets_tile[i] = __ldg(column_indices + i) * n_;
+    }
+  }
+};
+
+}  // namespace ts

@@ -1,0 +1,65 @@
+/**
+ * @file @brief The SpMM template parameters and every rule they must obey. src/spmm/config.rs repeats each
+ * rule, with the same message, in `SpmmConfig::validate`.
+ */
+#pragma once
+
+namespace ts {
+
+/// @brief Compile-time configuration of one SpMM variant (Sputnik's `SpmmConfig`, field for field).
+template <typename Scalar_,            // element type of A, B and C (float, __half, __nv_bfloat16)
+          int kSparseVectorWidth_,     // elements of A per vector load
+          int kDenseVectorWidth_,      // elements of B and C per vector load/store
+          int kBlockItemsY_,           // rows of C per block (one subwarp per row)
+          int kBlockItemsK_,           // nonzeros of a row per shared-memory tile
+          int kBlockItemsX_,           // columns of C per block
+          int kBlockWidth_,            // threads per subwarp (threadIdx.x)
+          int kResidueUnroll_,         // unroll factor of the residue loop
+          bool kPredicateLoads_,       // guard loads and stores in n (needed when n % block_items_x != 0)
+          bool kLaunchBounds_,         // emit __launch_bounds__ with a min occupancy
+          int kMinOccupancy_>          // blocks per SM the compiler must fit when kLaunchBounds_
+struct SpmmConfig {
+  typedef Scalar_ Scalar;
+  static constexpr int kSparseVectorWidth = kSparseVectorWidth_;
+  static constexpr int kDenseVectorWidth = kDenseVectorWidth_;
+  static constexpr int kBlockItemsY = kBlockItemsY_;
+  static constexpr int kBlockItemsK = kBlockItemsK_;
+  static constexpr int kBlockItemsX = kBlockItemsX_;
+  static constexpr int kBlockWidth = kBlockWidth_;
+  static constexpr int kResidueUnroll = kResidueUnroll_;
+  static constexpr bool kPredicateLoads = kPredicateLoads_;
+  static constexpr bool kLaunchBounds = kLaunchBounds_;
+  static constexpr int kMinOccupancy = kMinOccupancy_;
+
+  static constexpr int kThreadsPerBlock = kBlockItemsY * kBlockWidth;
+  /// Dense vectors each thread loads per row of B (and stores per row of C).
+  static constexpr int kThreadVectorsX = kBlockItemsX / (kBlockWidth * kDenseVectorWidth);
+  /// Sparse vectors each thread loads per tile.
+  static constexpr int kThreadVectorsK = kBlockItemsK / (kBlockWidth * kSparseVectorWidth);
+
+  static_assert(kThreadsPerBlock % 32 == 0, "block_items_y * block_width must be a multiple of 32");
+  static_assert(kBlockItemsK >= kBlockWidth && kBlockItemsK % kBlockWidth == 0,
+                "block_items_k must be a multiple of block_width");
+  static_assert(kBlockItemsX >= kBlockWidth && kBlockItemsX % kBlockWidth == 0,
+                "block_items_x must be a multiple of block_width");
+  static_assert(kSparseVectorWidth <= kBlockItemsK / kBlockWidth,
+                "sparse_vector_width must be <= block_items_k / block_width");
+  static_assert(kDenseVectorWidth * kBlockWidth <= kBlockItemsX,
+                "dense_vector_width * block_width must be <= block_items_x");
+  static_assert(kBlockItemsK % kResidueUnroll == 0, "block_items_k must be a multiple of residue_unroll");
+  static_assert(kBlockWidth == 1 || kBlockWidth % 2 == 0, "block_width must be 1 or even");
+  static_assert(kBlockWidth <= 1 || kBlockWidth >= 32 || kBlockItemsY * kBlockWidth == 32,
+                "a block_width between 1 and 32 needs block_items_y * block_width == 32");
+  static_assert(kBlockWidth <= 32, "block_width must be <= 32");
+  static_assert(kBlockItemsX % (kBlockWidth * kDenseVectorWidth) == 0,
+                "block_items_x must be a multiple of block_width * dense_vector_width");
+  static_assert(kBlockItemsK % (kBlockWidth * kSparseVectorWidth) == 0,
+                "block_items_k must be a multiple of block_width * sparse_vector_width");
+  static_assert(sizeof(Scalar) * kSparseVectorWidth <= 16 && sizeof(Scalar) * kDenseVectorWidth <= 16,
+                "a vector access moves at most 16 bytes");
+  static_assert((kSparseVectorWidth & (kSparseVectorWidth - 1)) == 0 &&
+                    (kDenseVectorWidth & (kDenseVectorWidth - 1)) == 0,
+                "vector widths must be powers of two");
+};
+
+}  // namespace ts

@@ -1,0 +1,160 @@
+//! [`SpmmConfig`]: the Rust mirror of `ts::SpmmConfig` (cuda/spmm/spmm_config.cuh), field for field.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::scalar::DType;
+
+/// One SpMM variant: element type, vector widths, tile shape and code-generation switches.
+///
+/// Mirrors the C++ template field for field; [`SpmmConfig::validate`] repeats each of its `static_assert`s
+/// with the same message, and [`SpmmConfig::kernel_name`] is the one place a kernel name is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SpmmConfig {
+    /// Element type of A, B and C (accumulation is always f32).
+    pub dtype: DType,
+    /// Elements of A per vector load (1, 2, 4; up to 8 for 16-bit types).
+    pub sparse_vector_width: u32,
+    /// Elements of B and C per vector load and store.
+    pub dense_vector_width: u32,
+    /// Rows of C per block: one subwarp per row.
+    pub block_items_y: u32,
+    /// Nonzeros of a row per shared-memory tile.
+    pub block_items_k: u32,
+    /// Columns of C per block.
+    pub block_items_x: u32,
+    /// Threads per subwarp.
+    pub block_width: u32,
+    /// Unroll factor of the residue loop.
+    pub residue_unroll: u32,
+    /// Guard loads and stores in n; without it n must be a multiple of `block_items_x`.
+    pub predicate_loads: bool,
+    /// Emit `__launch_bounds__` with `min_occupancy` blocks per SM.
+    pub launch_bounds: bool,
+    /// Blocks per SM the compiler must fit when `launch_bounds` is set.
+    pub min_occupancy: u32,
+}
+
+impl SpmmConfig {
+    /// Threads per block.
+    pub fn threads_per_block(&self) -> u32 {
+        self.block_items_y * self.block_width
+    }
+
+    /// The exported kernel name, e.g. `spmm_f32_s4d4_y4k32x32w8_u4_pred`. build.rs writes the same names
+    /// (a test checks every row of the table round-trips through both).
+    pub fn kernel_name(&self) -> String {
+        let mut s = format!(
+            "spmm_{}_s{}d{}_y{}k{}x{}w{}_u{}_{}",
+            self.dtype,
+            self.sparse_vector_width,
+            self.dense_vector_width,
+            self.block_items_y,
+            self.block_items_k,
+            self.block_items_x,
+            self.block_width,
+            self.residue_unroll,
+            if self.predicate_loads { "pred" } else { "nopred" }
+        );
+        if self.launch_bounds {
+            s.push_str(&format!("_lb{}", self.min_occupancy));
+        }
+        s
+    }
+
+    /// Checks every rule of the C++ template, with the same messages as its `static_assert`s.
+    pub fn validate(&self) -> Result<(), String> {
+        let (sv, dv, y, k, x, w, ru) = (
+            self.sparse_vector_width,
+            self.dense_vector_width,
+            self.block_items_y,
+            self.block_items_k,
+            self.block_items_x,
+            self.block_width,
+            self.residue_unroll,
+        );
+        let rule = |ok: bool, msg: &str| if ok { Ok(()) } else { Err(msg.to_string()) };
+        // Host-only rules first, so that the template's rules below never divide by zero.
+        rule(sv > 0 && dv > 0 && y > 0 && k > 0 && x > 0 && w > 0 && ru > 0, "every size must be positive")?;
+        rule(!self.launch_bounds || self.min_occupancy > 0, "min_occupancy must be positive with launch_bounds")?;
+        rule(self.dtype != DType::F64, "SpMM kernels store f32, f16 or bf16")?;
+        let elem = self.dtype.size() as u32;
+        // The template's static_asserts, in its order and words.
+        rule((y * w) % 32 == 0, "block_items_y * block_width must be a multiple of 32")?;
+        rule(k >= w && k % w == 0, "block_items_k must be a multiple of block_width")?;
+        rule(x >= w && x % w == 0, "block_items_x must be a multiple of block_width")?;
+        rule(sv <= k / w, "sparse_vector_width must be <= block_items_k / block_width")?;
+        rule(dv * w <= x, "dense_vector_width * block_width must be <= block_items_x")?;
+        rule(k % ru == 0, "block_items_k must be a multiple of residue_unroll")?;
+        rule(w == 1 || w % 2 == 0, "block_width must be 1 or even")?;
+        rule(
+            w <= 1 || w >= 32 || y * w == 32,
+            "a block_width between 1 and 32 needs block_items_y * block_width == 32",
+        )?;
+        rule(w <= 32, "block_width must be <= 32")?;
+        rule(x % (w * dv) == 0, "block_items_x must be a multiple of block_width * dense_vector_width")?;
+        rule(k % (w * sv) == 0, "block_items_k must be a multiple of block_width * sparse_vector_width")?;
+        rule(elem * sv <= 16 && elem * dv <= 16, "a vector access moves at most 16 bytes")?;
+        rule(sv.is_power_of_two() && dv.is_power_of_two(), "vector widths must be powers of two")?;
+        rule(k % 4 == 0, "block_items_k must be a multiple of 4")?;
+        Ok(())
+    }
+}
+
+impl fmt::Display for SpmmConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.kernel_name())
+    }
+}
+
+impl FromStr for SpmmConfig {
+    type Err = String;
+
+    /// Parses a kernel name (the `spmm_` prefix is optional), e.g. `f32_s4d4_y4k32x32w8_u4_pred_lb8`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("cannot parse config '{s}': expected e.g. spmm_f32_s4d4_y4k32x32w8_u4_pred[_lb8]");
+        let body = s.strip_prefix("spmm_").unwrap_or(s);
+        let parts: Vec<&str> = body.split('_').collect();
+        if !(parts.len() == 5 || parts.len() == 6) {
+            return Err(bad());
+        }
+        let dtype: DType = parts[0].parse()?;
+        // Reads "<letter><number>..." groups in order.
+        let nums = |part: &str, letters: &[char]| -> Option<Vec<u32>> {
+            let mut out = Vec::new();
+            let mut rest = part;
+            for &l in letters {
+                rest = rest.strip_prefix(l)?;
+                let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+                out.push(rest[..end].parse().ok()?);
+                rest = &rest[end..];
+            }
+            rest.is_empty().then_some(out)
+        };
+        let sd = nums(parts[1], &['s', 'd']).ok_or_else(bad)?;
+        let tile = nums(parts[2], &['y', 'k', 'x', 'w']).ok_or_else(bad)?;
+        let ru = nums(parts[3], &['u']).ok_or_else(bad)?;
+        let predicate_loads = match parts[4] {
+            "pred" => true,
+            "nopred" => false,
+            _ => return Err(bad()),
+        };
+        let (launch_bounds, min_occupancy) = match parts.get(5) {
+            Some(lb) => (true, lb.strip_prefix("lb").and_then(|v| v.parse().ok()).ok_or_else(bad)?),
+            None => (false, 8),
+        };
+        Ok(SpmmConfig {
+            dtype,
+            sparse_vector_width: sd[0],
+            dense_vector_width: sd[1],
+            block_items_y: tile[0],
+            block_items_k: tile[1],
+            block_items_x: tile[2],
+            block_width: tile[3],
+            residue_unroll: ru[0],
+            predicate_loads,
+            launch_bounds,
+            min_occupancy,
+        })
+    }
+}

@@ -1,0 +1,257 @@
+//! Sputnik-style tiled SpMM: C (m x n) = A (m x k, CSR) * B (k x n, row-major), optionally + bias and ReLU.
+
+mod config;
+mod select;
+
+pub use config::SpmmConfig;
+
+use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+
+use crate::csr::DeviceCsr;
+use crate::dense::DeviceDense;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::kernels::{compiled_spmm_variants, Family, KERNELS_BUILT};
+use crate::scalar::Scalar;
+
+/// Kernel arguments; mirrors `ts::SpmmParams` in cuda/common/params.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct SpmmParams {
+    m: i32,
+    k: i32,
+    n: i32,
+    nnz: i32,
+    row_swizzle: u64,
+    values: u64,
+    row_offsets: u64,
+    column_indices: u64,
+    dense: u64,
+    bias: u64,
+    out: u64,
+}
+const _: () = assert!(std::mem::size_of::<SpmmParams>() == 72, "SpmmParams must match cuda/common/params.cuh");
+// SAFETY: plain old data with the C layout the kernel expects.
+unsafe impl cudarc::driver::DeviceRepr for SpmmParams {}
+
+/// The up to three compiled variants of the same dtype that differ least from `config`.
+fn nearest_compiled(config: &SpmmConfig) -> String {
+    let distance = |c: &SpmmConfig| {
+        let d = |a: u32, b: u32| (a as i64 - b as i64).unsigned_abs().min(1) as u32;
+        4 * d(c.block_items_x, config.block_items_x)
+            + 4 * d(c.block_width, config.block_width)
+            + 2 * d(c.block_items_y, config.block_items_y)
+            + 2 * d(c.block_items_k, config.block_items_k)
+            + d(c.sparse_vector_width, config.sparse_vector_width)
+            + d(c.dense_vector_width, config.dense_vector_width)
+            + d(c.residue_unroll, config.residue_unroll)
+            + u32::from(c.predicate_loads != config.predicate_loads)
+            + u32::from(c.launch_bounds != config.launch_bounds)
+    };
+    let mut candidates: Vec<&SpmmConfig> =
+        compiled_spmm_variants().iter().filter(|c| c.dtype == config.dtype).collect();
+    candidates.sort_by_key(|c| distance(c));
+    if candidates.is_empty() {
+        return format!("none for {}", config.dtype);
+    }
+    candidates.iter().take(3).map(|c| c.kernel_name()).collect::<Vec<_>>().join(", ")
+}
+
+/// Checks that `config` can run C (m x n) = A (m x k) * B on this build: valid, compiled, and able to
+/// handle this n. Pure: no device needed.
+pub fn check_config(config: &SpmmConfig, dtype: crate::DType, m: usize, k: usize, n: usize) -> Result<()> {
+    let name = config.kernel_name();
+    if config.dtype != dtype {
+        return Err(Error::InvalidConfig {
+            config: name,
+            rule: format!("config is for {} but the operands are {dtype}", config.dtype),
+        });
+    }
+    config.validate().map_err(|rule| Error::InvalidConfig { config: name.clone(), rule })?;
+    if !KERNELS_BUILT {
+        return Err(Error::KernelsNotBuilt);
+    }
+    if !compiled_spmm_variants().iter().any(|c| c.kernel_name() == name) {
+        return Err(Error::NotCompiled { config: name, nearest: nearest_compiled(config) });
+    }
+    let dv = config.dense_vector_width as usize;
+    if n % dv != 0 {
+        let narrower = SpmmConfig {
+            dense_vector_width: select::widest_dividing(n, &[1, 2, 4, 8]).min(config.dense_vector_width),
+            ..*config
+        };
+        return Err(Error::Unsupported {
+            config: name,
+            reason: format!(
+                "dense_vector_width {dv} does not divide n = {n} (rows of B would be misaligned); use a narrower width, \
+                 e.g. {} (or SpmmConfig::select / spmm_auto)",
+                narrower.kernel_name()
+            ),
+        });
+    }
+    if !config.predicate_loads && n % config.block_items_x as usize != 0 {
+        return Err(Error::Unsupported {
+            config: name,
+            reason: format!(
+                "n = {n} is not a multiple of block_items_x = {} and the config has no predicates",
+                config.block_items_x
+            ),
+        });
+    }
+    if k.saturating_mul(n) > i32::MAX as usize {
+        return Err(Error::TooLarge(format!(
+            "B has k * n = {k} * {n} elements; the kernels index B with 32-bit offsets"
+        )));
+    }
+    let grid_y = n.div_ceil(config.block_items_x as usize);
+    if grid_y > 65_535 {
+        return Err(Error::TooLarge(format!(
+            "n = {n} needs {grid_y} column blocks of {} (at most 65535)",
+            config.block_items_x
+        )));
+    }
+    if m > i32::MAX as usize || n > i32::MAX as usize {
+        return Err(Error::TooLarge(format!("m = {m}, n = {n} must fit in i32")));
+    }
+    Ok(())
+}
+
+fn check_shapes<T: Scalar>(a: &DeviceCsr<T>, b: &DeviceDense<T>, c: &DeviceDense<T>) -> Result<()> {
+    if a.cols() != b.rows() {
+        return Err(Error::ShapeMismatch(format!(
+            "A is {} x {} but B is {} x {}",
+            a.rows(),
+            a.cols(),
+            b.rows(),
+            b.cols()
+        )));
+    }
+    if c.rows() != a.rows() || c.cols() != b.cols() {
+        return Err(Error::ShapeMismatch(format!(
+            "C is {} x {} but A * B is {} x {}",
+            c.rows(),
+            c.cols(),
+            a.rows(),
+            b.cols()
+        )));
+    }
+    Ok(())
+}
+
+/// C = A * B with the given config. Every element of C is written.
+pub fn spmm<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    config: &SpmmConfig,
+) -> Result<()> {
+    launch(gpu, a, b, None, c, config)
+}
+
+/// C = ReLU(A * B + bias), bias broadcast along each row (one value per row of C).
+pub fn spmm_bias_relu<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    bias: &cudarc::driver::CudaSlice<f32>,
+    c: &mut DeviceDense<T>,
+    config: &SpmmConfig,
+) -> Result<()> {
+    if bias.len() < a.rows() {
+        return Err(Error::ShapeMismatch(format!("bias has {} elements, C has {} rows", bias.len(), a.rows())));
+    }
+    launch(gpu, a, b, Some(bias), c, config)
+}
+
+/// C = A * B with [`SpmmConfig::select`]'s choice; returns the config used.
+pub fn spmm_auto<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+) -> Result<SpmmConfig> {
+    let config = SpmmConfig::select(a.rows(), a.cols(), b.cols(), a.nnz(), T::DTYPE);
+    spmm(gpu, a, b, c, &config)?;
+    Ok(config)
+}
+
+/// The one launcher: checks, then the single unsafe launch.
+fn launch<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    bias: Option<&cudarc::driver::CudaSlice<f32>>,
+    c: &mut DeviceDense<T>,
+    config: &SpmmConfig,
+) -> Result<()> {
+    check_shapes(a, b, c)?;
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    check_config(config, T::DTYPE, m, k, n)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let name = config.kernel_name();
+    let function = gpu.function(Family::Spmm, &name)?;
+    let stream = gpu.stream();
+    let (row_swizzle, _g1) = a.row_swizzle.device_ptr(stream);
+    let (values, _g2) = a.values.device_ptr(stream);
+    let (row_offsets, _g3) = a.row_offsets.device_ptr(stream);
+    let (column_indices, _g4) = a.column_indices.device_ptr(stream);
+    let (dense, _g5) = b.data.device_ptr(stream);
+    let bias_ptr = bias.map(|s| s.device_ptr(stream));
+    let (out, _g6) = c.data.device_ptr_mut(stream);
+    let params = SpmmParams {
+        m: m as i32,
+        k: k as i32,
+        n: n as i32,
+        nnz: a.nnz() as i32,
+        row_swizzle,
+        values,
+        row_offsets,
+        column_indices,
+        dense,
+        bias: bias_ptr.as_ref().map_or(0, |(p, _)| *p),
+        out,
+    };
+    let cfg = LaunchConfig {
+        grid_dim: (
+            m.div_ceil(config.block_items_y as usize) as u32,
+            n.div_ceil(config.block_items_x as usize) as u32,
+            1,
+        ),
+        block_dim: (config.block_width, config.block_items_y, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: check_shapes/check_config established that the kernel matches T and the problem: A's arrays
+    // were validated at upload (sorted in-range columns, monotone offsets, 32-bit sizes), B is k x n and C is
+    // m x n with n a multiple of the dense vector width (aligned vector accesses), k * n fits in i32, and the
+    // grid covers exactly m rows and n columns. All buffers outlive the launch on this stream.
+    unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }.map_err(Error::driver("launching SpMM", 0))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::spmm_table;
+
+    #[test]
+    fn every_table_row_is_valid_and_its_name_round_trips() {
+        assert!(!spmm_table().is_empty());
+        for c in spmm_table() {
+            c.validate().unwrap_or_else(|e| panic!("{c}: {e}"));
+            let parsed: SpmmConfig = c.kernel_name().parse().unwrap();
+            assert_eq!(parsed.kernel_name(), c.kernel_name());
+        }
+    }
+
+    #[test]
+    fn table_names_are_unique() {
+        let mut names: Vec<String> = spmm_table().iter().map(|c| c.kernel_name()).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len());
+    }
+}

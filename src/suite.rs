@@ -1,0 +1,280 @@
+//! The SpMM benchmark suite of NOTES.md and the runner behind `tilesparse bench spmm` and the criterion
+//! benches: every figure is a ratio against cuSPARSE and cuBLAS measured in the same run.
+
+use std::path::{Path, PathBuf};
+
+use sprs::CsMat;
+
+use crate::baseline::cublas::Cublas;
+use crate::baseline::cusparse::{Cusparse, CusparseSpmm, SpmmAlg};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::kernels::compiled_spmm_variants_for;
+use crate::scalar::Scalar;
+use crate::spmm::{check_config, spmm, SpmmConfig};
+use crate::timing::time_op;
+use crate::{gen, mtx, DeviceCsr, DeviceDense};
+
+/// One SpMM problem: a sparse matrix and the width n of B.
+pub struct SpmmProblem {
+    pub name: String,
+    pub a: CsMat<f32>,
+    pub n: usize,
+}
+
+/// Where the real matrices are: `TILESPARSE_MATRICES`, else `../shared/matrices` beside the crate.
+pub fn matrices_dir() -> PathBuf {
+    std::env::var_os("TILESPARSE_MATRICES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices"))
+}
+
+/// Reads a real matrix as f32 CSR.
+pub fn load_matrix(path: &Path) -> Result<CsMat<f32>> {
+    let (a, _) = mtx::read_matrix_market(path)?;
+    Ok(a.map(|&v| v as f32))
+}
+
+/// The fp32 suite of issue 3. `filter` keeps problems whose name contains it. Real matrices that are not
+/// found are skipped with a line on stderr (the report says which ran).
+pub fn spmm_suite(filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
+    let keep = |name: &str| filter.is_none_or(|f| name.contains(f));
+    let mut out = Vec::new();
+    for &sparsity in &[0.5, 0.8, 0.9, 0.95, 0.98] {
+        for &n in &[128usize, 256, 4096] {
+            let name = format!("uniform_4096x4096_s{:02}_n{n}", (sparsity * 100.0) as u32);
+            if keep(&name) {
+                out.push(SpmmProblem { name, a: gen::uniform_random(4096, 4096, 1.0 - sparsity, 42), n });
+            }
+        }
+    }
+    for &sparsity in &[0.8, 0.9] {
+        let name = format!("uniform_8192x2048_s{:02}_n128", (sparsity * 100.0) as u32);
+        if keep(&name) {
+            out.push(SpmmProblem { name, a: gen::uniform_random(8192, 2048, 1.0 - sparsity, 43), n: 128 });
+        }
+    }
+    let dir = matrices_dir();
+    let mut real: Vec<(String, Vec<usize>)> = Vec::new();
+    for layer in ["attn_q_384x384", "ffn_in_1536x384", "ffn_out_384x1536"] {
+        for s in ["70", "90", "98"] {
+            real.push((format!("minilm_l0_{layer}_s{s}"), vec![256, 1024]));
+        }
+    }
+    real.push(("email-Enron".into(), vec![32, 128]));
+    real.push(("copter2".into(), vec![32, 128]));
+    for (file, ns) in real {
+        if !ns.iter().any(|n| keep(&format!("{file}_n{n}"))) {
+            continue;
+        }
+        let path = dir.join(format!("{file}.mtx.gz"));
+        if !path.exists() {
+            eprintln!("suite: {} not found, skipped", path.display());
+            continue;
+        }
+        let a = load_matrix(&path)?;
+        for n in ns {
+            let name = format!("{file}_n{n}");
+            if keep(&name) {
+                out.push(SpmmProblem { name, a: a.clone(), n });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// How long to measure.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub warmup: usize,
+    pub iters: usize,
+    /// Time every compiled variant that can run the problem (else only the selected one).
+    pub all_variants: bool,
+    /// Skip cuBLAS when the densified A would exceed this many bytes.
+    pub cublas_limit_bytes: usize,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions { warmup: 5, iters: 30, all_variants: true, cublas_limit_bytes: 4 << 30 }
+    }
+}
+
+/// A timed entry: a name and its median event time, or why it did not run.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub name: String,
+    pub ms: std::result::Result<f64, String>,
+}
+
+/// One problem's figures.
+#[derive(Clone, Debug)]
+pub struct SpmmReport {
+    pub problem: String,
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    pub nnz: usize,
+    pub variants: Vec<Entry>,
+    pub selected: Entry,
+    pub cusparse: Vec<Entry>,
+    pub cublas: Entry,
+    /// max |ours - cuSPARSE| / max |cuSPARSE| for the selected variant: a sanity check, not the test.
+    pub agreement: f64,
+}
+
+impl SpmmReport {
+    /// GFLOP/s of a run of `ms` milliseconds (2 * nnz * n flops).
+    pub fn gflops(&self, ms: f64) -> f64 {
+        2.0 * self.nnz as f64 * self.n as f64 / ms / 1e6
+    }
+    fn best(entries: &[Entry]) -> Option<&Entry> {
+        entries.iter().filter(|e| e.ms.is_ok()).min_by(|a, b| a.ms.as_ref().unwrap().total_cmp(b.ms.as_ref().unwrap()))
+    }
+    /// The fastest of our variants.
+    pub fn best_variant(&self) -> Option<&Entry> {
+        Self::best(&self.variants)
+    }
+    /// The fastest cuSPARSE algorithm.
+    pub fn best_cusparse(&self) -> Option<&Entry> {
+        Self::best(&self.cusparse)
+    }
+    /// cuSPARSE best time / our selected time.
+    pub fn speedup_vs_cusparse(&self) -> Option<f64> {
+        Some(self.best_cusparse()?.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
+    }
+    /// cuBLAS time / our selected time.
+    pub fn speedup_vs_cublas(&self) -> Option<f64> {
+        Some(self.cublas.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
+    }
+}
+
+/// Measures our variants, the selected config, every cuSPARSE CSR algorithm and cuBLAS on one problem.
+pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptions) -> Result<SpmmReport> {
+    let a_host: CsMat<T> = gen::convert(&problem.a);
+    let (m, k, n) = (a_host.rows(), a_host.cols(), problem.n);
+    let b_host: Vec<T> = gen::dense_matrix(k, n, 7).into_iter().map(T::from_f32).collect();
+    let a = DeviceCsr::upload(gpu, a_host.view())?;
+    let b = DeviceDense::upload(gpu, k, n, &b_host)?;
+    let mut c = DeviceDense::<T>::zeros(gpu, m, n)?;
+    let timed = |name: String, r: Result<crate::timing::Timings>| Entry {
+        name,
+        ms: r.map(|t| t.median_ms()).map_err(|e| e.to_string()),
+    };
+
+    let selected_config = SpmmConfig::select(m, k, n, a.nnz(), T::DTYPE);
+    let mut variants = Vec::new();
+    if opts.all_variants {
+        for config in compiled_spmm_variants_for(T::DTYPE) {
+            if check_config(config, T::DTYPE, m, k, n).is_ok() {
+                let r = time_op(gpu, opts.warmup, opts.iters, || spmm(gpu, &a, &b, &mut c, config));
+                variants.push(timed(config.kernel_name(), r));
+            }
+        }
+    }
+    let selected = timed(
+        selected_config.kernel_name(),
+        time_op(gpu, opts.warmup, opts.iters, || spmm(gpu, &a, &b, &mut c, &selected_config)),
+    );
+    let ours = c.download(gpu)?;
+
+    let lib = Cusparse::new(gpu)?;
+    let mut cusparse = Vec::new();
+    let mut reference: Option<Vec<T>> = None;
+    for alg in SpmmAlg::ALL {
+        let mut c2 = DeviceDense::<T>::zeros(gpu, m, n)?;
+        let r = CusparseSpmm::new(gpu, &lib, &a, &b, &mut c2, alg)
+            .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run(gpu)));
+        let ok = r.is_ok();
+        cusparse.push(timed(format!("cusparse_{}", alg.name()), r));
+        if ok && reference.is_none() {
+            reference = Some(c2.download(gpu)?);
+        }
+    }
+    let agreement = reference.map_or(f64::NAN, |r| {
+        let scale = r.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+        r.iter().zip(&ours).map(|(x, y)| (x.to_f64() - y.to_f64()).abs()).fold(0.0, f64::max) / scale
+    });
+
+    let dense_bytes = m * k * std::mem::size_of::<T>();
+    let cublas = if dense_bytes > opts.cublas_limit_bytes {
+        Entry {
+            name: "cublas_gemm".into(),
+            ms: Err(format!("skipped: dense A would be {:.1} GiB", dense_bytes as f64 / (1u64 << 30) as f64)),
+        }
+    } else {
+        let r = (|| {
+            let lib = Cublas::new(gpu)?;
+            let dense_a = densify(&a_host);
+            let a_dense = gpu.stream().clone_htod(&dense_a).map_err(Error::driver("uploading dense A", dense_bytes))?;
+            let mut c3 = DeviceDense::<T>::zeros(gpu, m, n)?;
+            time_op(gpu, opts.warmup, opts.iters, || lib.gemm_row_major(gpu, &a_dense, &b, &mut c3))
+        })();
+        timed("cublas_gemm".into(), r)
+    };
+    Ok(SpmmReport {
+        problem: problem.name.clone(),
+        m,
+        k,
+        n,
+        nnz: a.nnz(),
+        variants,
+        selected,
+        cusparse,
+        cublas,
+        agreement,
+    })
+}
+
+/// The sparse matrix as a dense row-major array (the cuBLAS baseline's input).
+pub fn densify<T: Scalar>(a: &CsMat<T>) -> Vec<T> {
+    let k = a.cols();
+    let mut dense = vec![T::default(); a.rows() * k];
+    for (v, (i, j)) in a.iter() {
+        dense[i * k + j] = *v;
+    }
+    dense
+}
+
+/// Geometric mean of positive values.
+pub fn geomean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp()
+}
+
+fn json_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn json_entry(e: &Entry) -> String {
+    match &e.ms {
+        Ok(ms) => format!("{{\"name\":{},\"ms\":{ms}}}", json_str(&e.name)),
+        Err(why) => format!("{{\"name\":{},\"error\":{}}}", json_str(&e.name), json_str(why)),
+    }
+}
+
+/// The reports as JSON (one object per problem).
+pub fn reports_to_json(reports: &[SpmmReport]) -> String {
+    let items: Vec<String> = reports
+        .iter()
+        .map(|r| {
+            let list = |v: &[Entry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
+            format!(
+                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cublas\":{},\"agreement\":{}}}",
+                json_str(&r.problem),
+                r.m,
+                r.k,
+                r.n,
+                r.nnz,
+                json_entry(&r.selected),
+                list(&r.variants),
+                list(&r.cusparse),
+                json_entry(&r.cublas),
+                if r.agreement.is_finite() { r.agreement.to_string() } else { "null".into() }
+            )
+        })
+        .collect();
+    format!("[\n{}\n]\n", items.join(",\n"))
+}
