@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds everything the GPU suite needs into one folder that runs on a GPU machine without a Rust toolchain:
+# the release test binaries, the bench binaries, the CLI, tests/data, the real matrices of the benchmark
+# suite, and run-all.sh. Usage: scripts/gpu-bundle.sh [OUT_DIR]   (default gpu-bundle; ignored by git)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-gpu-bundle}"
+export TILESPARSE_REQUIRE_NVCC=1
+rm -rf "$out"
+mkdir -p "$out/tests" "$out/benches" "$out/bin" "$out/data" "$out/matrices"
+
+list_executables() { # cargo's JSON messages -> "name path" for each test or bench executable
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["target"]["kind"][0], m["target"]["name"], m["executable"])'
+}
+cargo build --release --bins
+cp target/release/tilesparse "$out/bin/"
+cargo test --release --no-run --message-format=json 2>/dev/null | list_executables | while read -r kind name exe; do
+  case "$kind" in lib) cp "$exe" "$out/tests/lib" ;; *) cp "$exe" "$out/tests/$name" ;; esac
+done
+cargo bench --no-run --message-format=json 2>/dev/null | list_executables | while read -r kind name exe; do
+  [ "$kind" = bench ] && cp "$exe" "$out/benches/$name"
+done
+cp tests/data/* "$out/data/"
+shared="${TILESPARSE_MATRICES:-../shared/matrices}"
+for f in minilm_l0_*.mtx.gz email-Enron.mtx.gz copter2.mtx.gz 4elt.mtx.gz case_ACTIVSg70k_ybus_im.mtx.gz; do
+  for p in "$shared"/$f; do [ -f "$p" ] && cp "$p" "$out/matrices/"; done
+done
+cp scripts/run-all.sh "$out/"
+echo "bundle in $out: $(ls "$out/tests" | wc -l) test binaries, $(ls "$out/benches" | wc -l) benches, $(du -sh "$out" | cut -f1)"

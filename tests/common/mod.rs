@@ -1,0 +1,83 @@
+//! Shared test helpers: GPU-or-skip, oracle comparison with a derived bound, the poison value.
+#![allow(dead_code)]
+
+use std::io::Write;
+
+use sprs::{CsMat, CsMatView};
+use tilesparse::cpu::oracle;
+use tilesparse::kernels::KERNELS_BUILT;
+use tilesparse::{DType, Gpu, Scalar};
+
+/// Written into every output before a run: a finite value no correct result equals, so an unwritten
+/// element shows up as a mismatch (NaN poison would hide unwritten elements in NaN-propagation tests).
+pub const POISON: f64 = -12345.678;
+
+/// The GPU, or None after a visible skip line. With TILESPARSE_REQUIRE_GPU=1 a missing GPU fails the test.
+pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
+    let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
+    let why = if !KERNELS_BUILT {
+        "this build has no kernels (nvcc was missing)".to_string()
+    } else {
+        match Gpu::new(0) {
+            Ok(gpu) => return Some(gpu),
+            Err(e) => e.to_string(),
+        }
+    };
+    assert!(!require, "TILESPARSE_REQUIRE_GPU=1 but {test} cannot run: {why}");
+    // Written to the stderr handle, not with eprintln!, so that the test harness does not capture it.
+    let _ = writeln!(std::io::stderr(), "SKIP {test}: {why}");
+    None
+}
+
+/// The f64 oracle of C = A * B with its elementwise rounding bound (`spmm_error_bound`), computed once per
+/// problem and checked against any number of results.
+pub struct SpmmOracle {
+    want: Vec<f64>,
+    bound: Vec<f64>,
+}
+
+impl SpmmOracle {
+    pub fn new<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize) -> Self {
+        let want = oracle::spmm(a, b, n);
+        let abs = oracle::spmm_abs(a, b, n);
+        let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
+        let bound = oracle::spmm_error_bound(&abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff());
+        SpmmOracle { want, bound }
+    }
+
+    /// Panics with the first mismatch.
+    pub fn check<T: Scalar>(&self, what: &str, got: &[T]) {
+        let got64: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
+        let cmp = oracle::compare(&got64, &self.want, &self.bound);
+        assert_eq!(
+            cmp.mismatches,
+            0,
+            "{what}: {} of {} elements mismatch; first (index, got, want) = {:?}",
+            cmp.mismatches,
+            got.len(),
+            cmp.first_mismatch
+        );
+    }
+}
+
+/// Compares `got` with the f64 oracle of C = A * B; panics with the first mismatch.
+pub fn check_spmm<T: Scalar>(what: &str, a: CsMatView<T>, b: &[T], n: usize, got: &[T]) {
+    SpmmOracle::new(a, b, n).check(what, got);
+}
+
+/// A CSR matrix from (row, col, value) triplets.
+pub fn from_triplets(m: usize, k: usize, entries: &[(usize, usize, f32)]) -> CsMat<f32> {
+    let mut tri = sprs::TriMat::new((m, k));
+    for &(i, j, v) in entries {
+        tri.add_triplet(i, j, v);
+    }
+    tri.to_csr()
+}
+
+/// A file of tests/data: `TILESPARSE_TEST_DATA` where the tests run away from the source tree (the GPU bundle).
+pub fn data_path(file: &str) -> std::path::PathBuf {
+    std::env::var_os("TILESPARSE_TEST_DATA")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data"))
+        .join(file)
+}

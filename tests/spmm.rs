@@ -1,0 +1,228 @@
+//! SpMM on the GPU: every compiled variant against the f64 oracle, awkward shapes, NaN/Inf, bias + ReLU,
+//! and the typed errors. Each run's output is poisoned first.
+
+mod common;
+
+use common::{check_spmm, from_triplets, gpu_or_skip, SpmmOracle, POISON};
+use sprs::CsMat;
+use tilesparse::kernels::compiled_spmm_variants_for;
+use tilesparse::spmm::{check_config, spmm_bias_relu};
+use tilesparse::{gen, spmm, spmm_auto, DType, DeviceCsr, DeviceDense, Error, Gpu, SpmmConfig};
+
+/// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
+fn run(gpu: &Gpu, a: &CsMat<f32>, b: &[f32], n: usize, config: &SpmmConfig) -> Vec<f32> {
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(gpu, a.cols(), n, b).unwrap();
+    let mut c_dev = DeviceDense::<f32>::zeros(gpu, a.rows(), n).unwrap();
+    c_dev.fill(gpu, POISON as f32).unwrap();
+    spmm(gpu, &a_dev, &b_dev, &mut c_dev, config).unwrap_or_else(|e| panic!("{config}: {e}"));
+    c_dev.download(gpu).unwrap()
+}
+
+/// Every compiled f32 variant that can run (m, k, n) on A, each checked against the oracle (computed once).
+/// A and B are uploaded once; C is poisoned before every run.
+fn check_all_variants(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
+    let b = gen::dense_matrix(a.cols(), n, seed);
+    let oracle = SpmmOracle::new(a.view(), &b, n);
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(gpu, a.cols(), n, &b).unwrap();
+    let mut c_dev = DeviceDense::<f32>::zeros(gpu, a.rows(), n).unwrap();
+    let mut ran = 0;
+    for config in compiled_spmm_variants_for(DType::F32) {
+        if check_config(config, DType::F32, a.rows(), a.cols(), n).is_err() {
+            continue;
+        }
+        c_dev.fill(gpu, POISON as f32).unwrap();
+        spmm(gpu, &a_dev, &b_dev, &mut c_dev, config).unwrap_or_else(|e| panic!("{config}: {e}"));
+        oracle.check(&format!("{what} with {config}"), &c_dev.download(gpu).unwrap());
+        ran += 1;
+    }
+    ran
+}
+
+#[test]
+fn every_variant_matches_the_oracle_on_sputniks_problem_list() {
+    let Some(gpu) = gpu_or_skip("every_variant_matches_the_oracle_on_sputniks_problem_list") else { return };
+    // (m, k, n, nnz) as in Sputnik's tests, then its benchmark shapes at 75% sparsity.
+    let mut problems: Vec<(String, CsMat<f32>, usize)> = vec![
+        ("7x96x40 nnz 333".into(), gen::uniform_random_nnz(7, 96, 333, 1), 40),
+        ("11x55x8 nnz 293".into(), gen::uniform_random_nnz(11, 55, 293, 2), 8),
+    ];
+    for n in [512, 256, 128] {
+        problems.push((format!("1024x1024x{n}"), gen::uniform_random(1024, 1024, 0.25, 3 + n as u64), n));
+    }
+    for m in [2048, 6144, 8192] {
+        problems.push((format!("{m}x2048x128"), gen::uniform_random(m, 2048, 0.25, m as u64), 128));
+    }
+    let total = compiled_spmm_variants_for(DType::F32).count();
+    assert!(total > 0);
+    for (i, (what, a, n)) in problems.iter().enumerate() {
+        let ran = check_all_variants(&gpu, what, a, *n, 100 + i as u64);
+        assert!(ran > 0, "{what}: no variant ran");
+    }
+}
+
+#[test]
+fn every_variant_handles_awkward_shapes() {
+    let Some(gpu) = gpu_or_skip("every_variant_handles_awkward_shapes") else { return };
+    let mut cases: Vec<(String, CsMat<f32>)> = Vec::new();
+    // Row lengths around the tile size and misaligned row starts exercise the aligner and the residue.
+    cases.push(("power-law 300x257".into(), gen::power_law(300, 257, 20.0, 1.5, 11)));
+    cases.push(("empty rows".into(), gen::with_empty_rows(&gen::uniform_random(97, 130, 0.3, 12), 0.4, 13)));
+    cases.push(("one dense row".into(), gen::with_dense_row(&gen::uniform_random(50, 333, 0.05, 14), 17)));
+    cases.push(("nnz = 0".into(), CsMat::zero((33, 40))));
+    cases.push(("m = 1".into(), gen::uniform_random(1, 200, 0.5, 15)));
+    cases.push(("k = 1".into(), gen::uniform_random(64, 1, 0.7, 16)));
+    cases.push(("tall 1000x3".into(), gen::uniform_random(1000, 3, 0.6, 17)));
+    cases.push(("wide 5x3000".into(), gen::uniform_random(5, 3000, 0.2, 18)));
+    cases.push(("banded 211x211".into(), gen::banded(211, 211, 20, 19)));
+    for (what, a) in &cases {
+        for n in [1usize, 2, 3, 4, 7, 8, 12, 16, 18, 33, 34, 64, 66, 100, 129] {
+            check_all_variants(&gpu, &format!("{what}, n = {n}"), a, n, 7 * n as u64);
+        }
+    }
+}
+
+#[test]
+fn a_real_matrix_matches_the_oracle() {
+    let Some(gpu) = gpu_or_skip("a_real_matrix_matches_the_oracle") else { return };
+    for file in ["utm300.mtx.gz", "west0479.mtx.gz", "well1850.mtx.gz"] {
+        let path = common::data_path(file);
+        let a = tilesparse::suite::load_matrix(&path).unwrap();
+        for n in [32, 100] {
+            check_all_variants(&gpu, &format!("{file}, n = {n}"), &a, n, 5);
+        }
+    }
+}
+
+#[test]
+fn nan_and_inf_propagate_and_masked_entries_do_not_leak() {
+    let Some(gpu) = gpu_or_skip("nan_and_inf_propagate_and_masked_entries_do_not_leak") else { return };
+    let (k, n) = (300, 32);
+    // Row 0 touches column 0 only; row 1 starts at offset 1 (misaligned for vector widths 2 and 4) and has
+    // 70 entries (two full tiles plus residue) that avoid columns 0 and 1. Row 2 holds a NaN value.
+    let mut entries = vec![(0, 0, 0.5f32)];
+    entries.extend((0..70).map(|j| (1, 2 + 3 * j, 0.25f32 * (j % 5) as f32 - 0.5)));
+    entries.extend((0..40).map(|j| (2, 1 + 2 * j, if j == 13 { f32::NAN } else { 1.0 })));
+    entries.extend((0..45).map(|j| (3, 1 + 6 * j, 1.0f32)));
+    let a = from_triplets(4, k, &entries);
+    let mut b = gen::dense_matrix(k, n, 3);
+    b[..n].fill(f32::NAN); // B row 0: only row 0 of C may become NaN
+    b[n + 5] = f32::INFINITY; // B row 1, column 5: row 3 of C column 5 is +Inf, row 2 column 5 is NaN
+    for config in compiled_spmm_variants_for(DType::F32) {
+        if check_config(config, DType::F32, 4, k, n).is_err() {
+            continue;
+        }
+        let c = run(&gpu, &a, &b, n, config);
+        check_spmm(&format!("NaN/Inf with {config}"), a.view(), &b, n, &c);
+        assert!(c[..n].iter().all(|v| v.is_nan()), "{config}: row 0 must be NaN");
+        assert!(
+            c[n..2 * n].iter().all(|v| v.is_finite()),
+            "{config}: row 1 picked up a masked entry: {:?}",
+            &c[n..2 * n]
+        );
+        assert!(c[2 * n..3 * n].iter().all(|v| v.is_nan()), "{config}: the NaN in row 2 must propagate");
+        assert_eq!(c[3 * n + 5], f32::INFINITY, "{config}: Inf must propagate");
+    }
+}
+
+#[test]
+fn bias_relu_epilogue_matches_and_keeps_nan() {
+    let Some(gpu) = gpu_or_skip("bias_relu_epilogue_matches_and_keeps_nan") else { return };
+    let (m, k, n) = (64, 128, 48);
+    let mut a = gen::uniform_random(m, k, 0.2, 21);
+    a.data_mut()[0] = f32::NAN; // first entry of row 0 (row 0 is not empty at this density)
+    let b = gen::dense_matrix(k, n, 22);
+    let bias: Vec<f32> = (0..m).map(|i| (i as f32 - 32.0) * 0.05).collect();
+    let want_pre = tilesparse::cpu::oracle::spmm(a.view(), &b, n);
+    let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(&gpu, k, n, &b).unwrap();
+    let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+    for config in compiled_spmm_variants_for(DType::F32) {
+        if check_config(config, DType::F32, m, k, n).is_err() {
+            continue;
+        }
+        let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
+        c_dev.fill(&gpu, POISON as f32).unwrap();
+        spmm_bias_relu(&gpu, &a_dev, &b_dev, &bias_dev, &mut c_dev, config).unwrap();
+        let c = c_dev.download(&gpu).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let want = want_pre[i * n + j] + bias[i] as f64;
+                let got = c[i * n + j] as f64;
+                if want.is_nan() {
+                    assert!(got.is_nan(), "{config}: ({i},{j}) NaN became {got}");
+                } else {
+                    let want = want.max(0.0);
+                    assert!(
+                        (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                        "{config}: ({i},{j}) got {got} want {want}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn auto_picks_a_runnable_config_for_every_n() {
+    let Some(gpu) = gpu_or_skip("auto_picks_a_runnable_config_for_every_n") else { return };
+    let a = gen::uniform_random(77, 90, 0.3, 31);
+    let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    for n in 1..=70 {
+        let b = gen::dense_matrix(90, n, n as u64);
+        let b_dev = DeviceDense::upload(&gpu, 90, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<f32>::zeros(&gpu, 77, n).unwrap();
+        c_dev.fill(&gpu, POISON as f32).unwrap();
+        let used = spmm_auto(&gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+        check_spmm(&format!("auto n = {n} ({used})"), a.view(), &b, n, &c_dev.download(&gpu).unwrap());
+    }
+}
+
+#[test]
+fn bad_problems_get_typed_errors() {
+    let Some(gpu) = gpu_or_skip("bad_problems_get_typed_errors") else { return };
+    let a = gen::uniform_random(16, 24, 0.3, 41);
+    let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let b18 = DeviceDense::upload(&gpu, 24, 18, &gen::dense_matrix(24, 18, 1)).unwrap();
+    let mut c18 = DeviceDense::<f32>::zeros(&gpu, 16, 18).unwrap();
+    let float4: SpmmConfig = "spmm_f32_s4d4_y4k32x32w8_u4_pred".parse().unwrap();
+    // n = 18: float4 rows of B would be misaligned; the error names a narrower config.
+    match spmm(&gpu, &a_dev, &b18, &mut c18, &float4) {
+        Err(Error::Unsupported { reason, .. }) => assert!(reason.contains("d2"), "{reason}"),
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    // No predicates with n % block_items_x != 0.
+    let nopred: SpmmConfig = "spmm_f32_s1d1_y1k32x32w32_u4_nopred".parse().unwrap();
+    assert!(matches!(spmm(&gpu, &a_dev, &b18, &mut c18, &nopred), Err(Error::Unsupported { .. })));
+    // Shapes that do not fit.
+    let b_wrong = DeviceDense::upload(&gpu, 23, 18, &gen::dense_matrix(23, 18, 2)).unwrap();
+    assert!(matches!(spmm(&gpu, &a_dev, &b_wrong, &mut c18, &nopred), Err(Error::ShapeMismatch(_))));
+    let mut c_wrong = DeviceDense::<f32>::zeros(&gpu, 15, 18).unwrap();
+    assert!(matches!(spmm(&gpu, &a_dev, &b18, &mut c_wrong, &nopred), Err(Error::ShapeMismatch(_))));
+    // Valid but not compiled: the error lists compiled neighbours.
+    let odd = SpmmConfig { residue_unroll: 2, ..float4 };
+    match spmm(&gpu, &a_dev, &b18, &mut c18, &odd) {
+        Err(Error::NotCompiled { nearest, .. }) => assert!(nearest.contains("spmm_f32_"), "{nearest}"),
+        other => panic!("expected NotCompiled, got {other:?}"),
+    }
+    // Invalid: block_width 3.
+    let invalid = SpmmConfig { block_width: 3, ..float4 };
+    assert!(matches!(spmm(&gpu, &a_dev, &b18, &mut c18, &invalid), Err(Error::InvalidConfig { .. })));
+    // Bad CSR never reaches the device.
+    let bad = DeviceCsr::<f32>::from_parts(&gpu, 2, 4, &[0, 2, 3], &[3, 1, 0], &[1.0, 2.0, 3.0]);
+    assert!(matches!(bad, Err(Error::InvalidCsr(tilesparse::CsrError::Unsorted { .. }))));
+    let oob = DeviceCsr::<f32>::from_parts(&gpu, 2, 4, &[0, 1, 2], &[1, 4], &[1.0, 2.0]);
+    assert!(matches!(oob, Err(Error::InvalidCsr(tilesparse::CsrError::ColumnOutOfRange { .. }))));
+}
+
+/// Small enough to run under compute-sanitizer (memcheck, racecheck) in run-all.sh --sanitize: every variant,
+/// misaligned row starts, full tiles plus residues, predicated columns.
+#[test]
+fn sanitizer_spmm_every_variant_small() {
+    let Some(gpu) = gpu_or_skip("sanitizer_spmm_every_variant_small") else { return };
+    let a = gen::power_law(40, 150, 30.0, 1.5, 51);
+    for n in [36, 64] {
+        check_all_variants(&gpu, &format!("sanitizer n = {n}"), &a, n, 52);
+    }
+}
