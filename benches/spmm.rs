@@ -42,7 +42,7 @@ fn vector_widths(c: &mut Criterion) {
                 })
             });
         }
-        let selected = SpmmConfig::select(m, k, n, a.nnz(), DType::F32);
+        let selected = SpmmConfig::select_with_stats(m, k, n, a_dev.stats(), DType::F32);
         group.bench_function(BenchmarkId::new("selected", name), |bench| {
             bench.iter_custom(|iters| {
                 event_time(&gpu, iters, || spmm(&gpu, &a_dev, &b_dev, &mut c_dev, &selected)).unwrap()

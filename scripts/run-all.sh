@@ -11,7 +11,7 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so'; then
   lib="$(find / -xdev -name 'libcublas.so.1[0-9]*' 2>/dev/null | head -n 1)"
   [ -n "$lib" ] && export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
 fi
-"$here/bin/tilesparse" info | head -n 3
+"$here/bin/tilesparse" info > "$here/info.txt" && head -n 3 "$here/info.txt"
 pass=0
 fail=0
 for t in "$here"/tests/*; do
@@ -20,7 +20,7 @@ for t in "$here"/tests/*; do
 done
 if [ "${1:-}" = "--sanitize" ]; then
   for tool in memcheck racecheck; do
-    for t in spmm spmv; do
+    for t in spmm spmv spgemm; do
       [ -x "$here/tests/$t" ] || continue
       echo "== compute-sanitizer --tool $tool $t"
       if compute-sanitizer --tool "$tool" --error-exitcode 99 "$here/tests/$t" --test-threads=1 sanitizer_ 2>&1 | tail -n 5; then

@@ -162,7 +162,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         ms: r.map(|t| t.median_ms()).map_err(|e| e.to_string()),
     };
 
-    let selected_config = SpmmConfig::select(m, k, n, a.nnz(), T::DTYPE);
+    let selected_config = SpmmConfig::select_with_stats(m, k, n, a.stats(), T::DTYPE);
     let mut variants = Vec::new();
     if opts.all_variants {
         for config in compiled_spmm_variants_for(T::DTYPE) {

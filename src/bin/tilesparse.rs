@@ -11,7 +11,7 @@ use tilesparse::kernels::{compiled_spmm_variants, CUDA_ARCHS, KERNELS_BUILT, NVC
 use tilesparse::spmm::SpmmConfig;
 use tilesparse::suite::{self, BenchOptions};
 use tilesparse::timing::time_op;
-use tilesparse::{gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, Scalar};
+use tilesparse::{gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, RowStats, Scalar};
 
 #[derive(Parser)]
 #[command(name = "tilesparse", version, about = "GPU sparse-matrix kernels: SpMM, SpMV")]
@@ -248,7 +248,7 @@ fn run_spmm(args: SpmmArgs) -> Result<()> {
     let flops = 2.0 * a.nnz() as f64 * n as f64;
     // The config is checked before choosing the device, so a bad one is an error on any machine.
     let config = if args.config == "auto" {
-        SpmmConfig::select(m, k, n, a.nnz(), args.dtype)
+        SpmmConfig::select_with_stats(m, k, n, &RowStats::from_indptr(&a.indptr().to_proper()), args.dtype)
     } else {
         let invalid = |rule| Error::InvalidConfig { config: args.config.clone(), rule };
         let c: SpmmConfig = args.config.parse().map_err(invalid)?;

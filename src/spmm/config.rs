@@ -62,6 +62,13 @@ impl SpmmConfig {
         s
     }
 
+    /// Whether two configs name the same kernel (min_occupancy only matters with launch bounds).
+    pub fn same_kernel(&self, other: &SpmmConfig) -> bool {
+        let normal =
+            |c: &SpmmConfig| SpmmConfig { min_occupancy: if c.launch_bounds { c.min_occupancy } else { 0 }, ..*c };
+        normal(self) == normal(other)
+    }
+
     /// Checks every rule of the C++ template, with the same messages as its `static_assert`s.
     pub fn validate(&self) -> Result<(), String> {
         let (sv, dv, y, k, x, w, ru) = (

@@ -71,7 +71,8 @@ pub fn check_config(config: &SpmmConfig, dtype: crate::DType, m: usize, k: usize
     if !KERNELS_BUILT {
         return Err(Error::KernelsNotBuilt);
     }
-    if !compiled_spmm_variants().iter().any(|c| c.kernel_name() == name) {
+    // A structural comparison: this runs on every launch, and building 66 names would cost ~10 us.
+    if !compiled_spmm_variants().iter().any(|c| c.same_kernel(config)) {
         return Err(Error::NotCompiled { config: name, nearest: nearest_compiled(config) });
     }
     let dv = config.dense_vector_width as usize;
@@ -164,14 +165,14 @@ pub fn spmm_bias_relu<T: Scalar>(
     launch(gpu, a, b, Some(bias), c, config)
 }
 
-/// C = A * B with [`SpmmConfig::select`]'s choice; returns the config used.
+/// C = A * B with [`SpmmConfig::select_with_stats`]'s choice; returns the config used.
 pub fn spmm_auto<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
     c: &mut DeviceDense<T>,
 ) -> Result<SpmmConfig> {
-    let config = SpmmConfig::select(a.rows(), a.cols(), b.cols(), a.nnz(), T::DTYPE);
+    let config = SpmmConfig::select_with_stats(a.rows(), a.cols(), b.cols(), a.stats(), T::DTYPE);
     spmm(gpu, a, b, c, &config)?;
     Ok(config)
 }

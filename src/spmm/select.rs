@@ -1,6 +1,7 @@
 //! The config heuristic: a pure function of the problem, unit-tested, each branch citing NOTES.md.
 
 use super::SpmmConfig;
+use crate::csr::RowStats;
 use crate::scalar::DType;
 
 /// The widest of `widths` that divides `n` (1 always does).
@@ -8,13 +9,14 @@ pub(crate) fn widest_dividing(n: usize, widths: &[u32]) -> u32 {
     widths.iter().copied().filter(|&w| n % w as usize == 0).max().unwrap_or(1)
 }
 
-fn tile(dtype: DType, sv: u32, dv: u32, y: u32, x: u32, w: u32, pred: bool) -> SpmmConfig {
+#[allow(clippy::too_many_arguments)]
+fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u32, pred: bool) -> SpmmConfig {
     SpmmConfig {
         dtype,
         sparse_vector_width: sv,
         dense_vector_width: dv,
         block_items_y: y,
-        block_items_k: 32,
+        block_items_k: k,
         block_items_x: x,
         block_width: w,
         residue_unroll: 4,
@@ -25,28 +27,52 @@ fn tile(dtype: DType, sv: u32, dv: u32, y: u32, x: u32, w: u32, pred: bool) -> S
 }
 
 impl SpmmConfig {
-    /// Chooses a compiled config for C (m x n) = A (m x k, nnz stored entries) * B (k x n).
+    /// Chooses a compiled config for C (m x n) = A (m x k, nnz stored entries) * B (k x n), knowing only the
+    /// mean row length. [`SpmmConfig::select_with_stats`] also sees how uneven the rows are.
+    pub fn select(m: usize, k: usize, n: usize, nnz: usize, dtype: DType) -> SpmmConfig {
+        let mean = nnz as f64 / m.max(1) as f64;
+        let stats = RowStats { min: 0, max: 0, mean, cv: 0.0, empty_rows: 0 };
+        Self::select_with_stats(m, k, n, &stats, dtype)
+    }
+
+    /// Chooses a compiled config from the row statistics computed at upload ([`crate::DeviceCsr::stats`]).
     ///
     /// The result always satisfies `validate()`, is in the variant table, and its dense vector width divides
-    /// n, so it never needs a misaligned access. Starting point: Sputnik's fp32 dispatch (NOTES.md, "SpMM
-    /// selection"), which branches on n alone; m, k and nnz are taken so that later measurements can refine it.
-    pub fn select(m: usize, k: usize, n: usize, nnz: usize, dtype: DType) -> SpmmConfig {
-        let _ = (m, k, nnz);
+    /// n, so it never needs a misaligned access. Each branch cites the H100 sweep in NOTES.md ("SpMM
+    /// selection", 2026-11-22).
+    pub fn select_with_stats(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
+        let _ = k;
+        let mean = stats.mean;
         let dv = widest_dividing(n, &[1, 2, 4]);
         if n <= 8 {
-            // One 8-wide tile covers n; float4 sparse loads (NOTES.md: SpMM selection, n <= 16).
-            tile(dtype, 4, 1, 4, 8, 8, n % 8 != 0)
+            // One 8-wide tile covers n; float4 sparse loads (Sputnik's dispatch for n <= 8).
+            tile(dtype, 4, 1, 4, 32, 8, 8, n % 8 != 0)
         } else if n <= 16 {
-            tile(dtype, 4, dv.min(2), 4, 16, 8, n % 16 != 0)
+            tile(dtype, 4, dv.min(2), 4, 32, 16, 8, n % 16 != 0)
+        } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
+            // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 63 us vs 102 us) and few
+            // rows (pruned FFN weights, m <= 1536, n = 1024: 45 us vs 56 us), where it makes the most blocks.
+            tile(dtype, 1, 4, 1, 32, 128, 32, false)
+        } else if dv == 4 && mean <= 100.0 {
+            // Short rows waste most of a 32-entry tile (copter2, 12.7 per row, n = 128: 57 us vs 94 us;
+            // uniform 98%, 82 per row, n = 4096: 477 us vs 595 us).
+            tile(dtype, 1, 4, 4, 8, 32, 8, n % 32 != 0)
+        } else if dv == 4 && mean <= 600.0 && n % 64 == 0 && n <= 256 {
+            // Rows of a few tiles, small n (uniform 90% and 95%, n = 128 and 256).
+            SpmmConfig { launch_bounds: true, ..tile(dtype, 2, 4, 4, 16, 64, 8, false) }
+        } else if dv == 4 && mean <= 600.0 {
+            // Rows of a few tiles, large n (uniform 90%, n = 4096: 1.70 ms vs 1.77 ms; 95%: 0.99 vs 1.13 ms).
+            tile(dtype, 2, 4, 4, 16, 32, 8, n % 32 != 0)
         } else if dv == 4 && n % 64 == 0 {
-            // Large tile with launch bounds, only when no predicates are needed (Sputnik: avoids spills).
-            SpmmConfig { launch_bounds: true, ..tile(dtype, 4, 4, 4, 64, 8, false) }
+            // Long rows: the 64-wide tile with launch bounds (best on uniform 50% and 80% for every n).
+            SpmmConfig { launch_bounds: true, ..tile(dtype, 4, 4, 4, 32, 64, 8, false) }
         } else if dv == 4 {
-            tile(dtype, 4, 4, 4, 32, 8, n % 32 != 0)
+            tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
         } else if dv == 2 {
-            tile(dtype, 2, 2, 2, 32, 16, n % 32 != 0)
+            // Sputnik's dispatch for even n.
+            tile(dtype, 2, 2, 2, 32, 32, 16, n % 32 != 0)
         } else {
-            tile(dtype, 1, 1, 1, 32, 32, n % 32 != 0)
+            tile(dtype, 1, 1, 1, 32, 32, 32, n % 32 != 0)
         }
     }
 }
@@ -58,30 +84,42 @@ mod tests {
 
     #[test]
     fn select_is_valid_tabled_and_aligned_for_every_n() {
-        for n in 1..=300usize {
-            let c = SpmmConfig::select(1000, 1000, n, 10_000, DType::F32);
-            c.validate().unwrap_or_else(|e| panic!("n={n}: {c} invalid: {e}"));
-            assert!(
-                spmm_table().iter().any(|t| t.kernel_name() == c.kernel_name()),
-                "n={n}: {c} is not in variants.txt"
-            );
-            assert_eq!(n % c.dense_vector_width as usize, 0, "n={n}: {c}");
-            if !c.predicate_loads {
-                assert_eq!(n % c.block_items_x as usize, 0, "n={n}: {c} without predicates");
+        for (m, per_row) in [(1000usize, 1usize), (1000, 50), (5000, 300), (4096, 2000)] {
+            for n in 1..=300usize {
+                let c = SpmmConfig::select(m, 1000, n, m * per_row, DType::F32);
+                c.validate().unwrap_or_else(|e| panic!("n={n}: {c} invalid: {e}"));
+                assert!(spmm_table().iter().any(|t| t.same_kernel(&c)), "n={n}: {c} is not in variants.txt");
+                assert_eq!(n % c.dense_vector_width as usize, 0, "n={n}: {c}");
+                if !c.predicate_loads {
+                    assert_eq!(n % c.block_items_x as usize, 0, "n={n}: {c} without predicates");
+                }
             }
         }
     }
 
     #[test]
     fn select_follows_the_documented_branches() {
-        let s = |n| SpmmConfig::select(4096, 4096, n, 1 << 20, DType::F32);
-        assert_eq!(s(8).kernel_name(), "spmm_f32_s4d1_y4k32x8w8_u4_nopred");
-        assert_eq!(s(5).kernel_name(), "spmm_f32_s4d1_y4k32x8w8_u4_pred");
-        assert_eq!(s(16).kernel_name(), "spmm_f32_s4d2_y4k32x16w8_u4_nopred");
-        assert_eq!(s(128).kernel_name(), "spmm_f32_s4d4_y4k32x64w8_u4_nopred_lb8");
-        assert_eq!(s(100).kernel_name(), "spmm_f32_s4d4_y4k32x32w8_u4_pred");
-        assert_eq!(s(34).kernel_name(), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
-        assert_eq!(s(33).kernel_name(), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
+        // (m, n, nnz) -> kernel
+        let s = |m: usize, n: usize, nnz: usize| SpmmConfig::select(m, 4096, n, nnz, DType::F32).kernel_name();
+        let long = 4096 * 2048; // 2048 per row
+        assert_eq!(s(4096, 8, long), "spmm_f32_s4d1_y4k32x8w8_u4_nopred");
+        assert_eq!(s(4096, 5, long), "spmm_f32_s4d1_y4k32x8w8_u4_pred");
+        assert_eq!(s(4096, 16, long), "spmm_f32_s4d2_y4k32x16w8_u4_nopred");
+        assert_eq!(s(4096, 128, long), "spmm_f32_s4d4_y4k32x64w8_u4_nopred_lb8");
+        assert_eq!(s(4096, 100, long), "spmm_f32_s4d4_y4k32x32w8_u4_pred");
+        assert_eq!(s(4096, 34, long), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
+        assert_eq!(s(4096, 33, long), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
+        assert_eq!(s(1536, 1024, 1536 * 115), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(s(55476, 128, 704_476), "spmm_f32_s1d4_y4k8x32w8_u4_nopred"); // copter2
+        assert_eq!(s(4096, 36, 4096 * 82), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(s(4096, 128, 4096 * 410), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
+        assert_eq!(s(4096, 4096, 4096 * 410), "spmm_f32_s2d4_y4k16x32w8_u4_nopred");
+        assert_eq!(s(4096, 100, 4096 * 410), "spmm_f32_s2d4_y4k16x32w8_u4_pred");
+        let skewed = RowStats { min: 1, max: 1383, mean: 10.0, cv: 3.6, empty_rows: 0 }; // email-Enron
+        assert_eq!(
+            SpmmConfig::select_with_stats(36692, 36692, 128, &skewed, DType::F32).kernel_name(),
+            "spmm_f32_s1d4_y1k32x128w32_u4_nopred"
+        );
     }
 
     #[test]
