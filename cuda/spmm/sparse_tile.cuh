@@ -8,7 +8,8 @@
 
 namespace ts {
 
-/// @brief Loads `kBlockItemsK` nonzeros of one row per call into the subwarp's shared tiles.
+/// @brief Loads `kBlockItemsK` nonzeros of one row at a time into the subwarp's shared tiles: `fetch` to
+/// registers, `commit` to shared memory, so the next tile can be in flight while the current one is used.
 template <typename Config>
 struct SparseTileLoader {
   typedef typename Config::Scalar T;
@@ -31,18 +32,34 @@ struct SparseTileLoader {
         first_slot_(thread_idx_x * kSV),
         n_(n) {}
 
-  /// @brief Loads one full tile. With kMaskPrefix, tile positions below `lead` (entries of the previous row,
-  /// brought in by the memory aligner) get value 0 and offset -1.
-  template <bool kMaskPrefix>
-  __device__ __forceinline__ void load(int lead) {
+  /// (thread_vectors_k) vectors of the next tile, fetched ahead into registers so that their global-memory
+  /// latency overlaps the dense loads and the multiply of the current tile.
+  Vec<T, kSV> values_fragment_[Config::kThreadVectorsK];
+  Vec<int, kSV> columns_fragment_[Config::kThreadVectorsK];
+
+  /// @brief Issues the global loads of the next full tile into registers and advances to the tile after it.
+  __device__ __forceinline__ void fetch() {
 #pragma unroll
     for (int i = 0; i < Config::kThreadVectorsK; ++i) {
-      Vec<T, kSV> values = load_global<T, kSV>(values_ + i * kStride);
-      const Vec<int, kSV> columns = load_global<int, kSV>(column_indices_ + i * kStride);
+      values_fragment_[i] = load_global<T, kSV>(values_ + i * kStride);
+      columns_fragment_[i] = load_global<int, kSV>(column_indices_ + i * kStride);
+    }
+    values_ += Config::kBlockItemsK;
+    column_indices_ += Config::kBlockItemsK;
+  }
+
+  /// @brief Writes the fetched tile to shared memory, column indices scaled to row offsets of B. With
+  /// kMaskPrefix, tile positions below `lead` (entries of the previous row, brought in by the memory aligner)
+  /// get value 0 and offset -1.
+  template <bool kMaskPrefix>
+  __device__ __forceinline__ void commit(int lead) {
+#pragma unroll
+    for (int i = 0; i < Config::kThreadVectorsK; ++i) {
+      Vec<T, kSV> values = values_fragment_[i];
       Vec<int, kSV> offsets;
 #pragma unroll
       for (int j = 0; j < kSV; ++j) {
-        offsets.v[j] = columns.v[j] * n_;
+        offsets.v[j] = columns_fragment_[i].v[j] * n_;
         if (kMaskPrefix && first_slot_ + i * kStride + j < lead) {
           values.v[j] = from_float<T>(0.0f);
           offsets.v[j] = -1;
@@ -51,12 +68,11 @@ struct SparseTileLoader {
       store(values_tile_ + i * kStride, values);
       store(offsets_tile_ + i * kStride, offsets);
     }
-    values_ += Config::kBlockItemsK;
-    column_indices_ += Config::kBlockItemsK;
   }
 
   /// @brief Loads the last `count < kBlockItemsK` entries with scalar loads: vector loads could run past
-  /// the end of the arrays. The residue never holds foreign entries (see MemoryAligner).
+  /// the end of the arrays. The residue never holds foreign entries (see MemoryAligner). Call it after the
+  /// last full tile was fetched: the loader then points at the residue.
   __device__ __forceinline__ void load_residue(int count) {
     const T* values = values_ - first_slot_;
     const int* column_indices = column_indices_ - first_slot_;

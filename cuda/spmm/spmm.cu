@@ -16,8 +16,8 @@
 
 namespace ts {
 
-/// @brief The kernel body. Reads: load sparse tile, sync, load dense fragment, multiply-accumulate, sync;
-/// then the residue; then the store.
+/// @brief The kernel body. Reads: commit the fetched sparse tile, sync, fetch the next one, load the dense
+/// fragment, multiply-accumulate, sync; then the residue; then the store.
 template <typename Config>
 __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   typedef typename Config::Scalar T;
@@ -50,19 +50,23 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
 
   int nonzeros = aligner.nonzeros;
   // The first tile is peeled: only it can hold foreign entries from the aligner, so only it pays for masking.
+  // Each tile's sparse loads are issued one tile ahead (fetch), so they overlap the previous tile's work.
   if (nonzeros >= kK) {
-    sparse_tile_loader.template load<true>(aligner.lead);
+    sparse_tile_loader.fetch();
+    sparse_tile_loader.template commit<true>(aligner.lead);
     barrier.sync();
+    nonzeros -= kK;
+    if (nonzeros >= kK) sparse_tile_loader.fetch();
     dense_tile_loader.template load<true>(offsets_tile, predicates, dense_fragment);
     tile_mac<Config>(values_tile, dense_fragment, accumulator);
-    nonzeros -= kK;
-  }
-  for (; nonzeros >= kK; nonzeros -= kK) {
-    barrier.sync();  // the previous tile has been read by the whole subwarp before it is overwritten
-    sparse_tile_loader.template load<false>(0);
-    barrier.sync();
-    dense_tile_loader.template load<false>(offsets_tile, predicates, dense_fragment);
-    tile_mac<Config>(values_tile, dense_fragment, accumulator);
+    for (; nonzeros >= kK; nonzeros -= kK) {
+      barrier.sync();  // the previous tile has been read by the whole subwarp before it is overwritten
+      sparse_tile_loader.template commit<false>(0);
+      barrier.sync();
+      if (nonzeros >= 2 * kK) sparse_tile_loader.fetch();
+      dense_tile_loader.template load<false>(offsets_tile, predicates, dense_fragment);
+      tile_mac<Config>(values_tile, dense_fragment, accumulator);
+    }
   }
 
   barrier.sync();

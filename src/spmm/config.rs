@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use crate::scalar::DType;
 
+include!("kernel_name.rs");
+
 /// One SpMM variant: element type, vector widths, tile shape and code-generation switches.
 ///
 /// Mirrors the C++ template field for field; [`SpmmConfig::validate`] repeats each of its `static_assert`s
@@ -41,12 +43,11 @@ impl SpmmConfig {
         self.block_items_y * self.block_width
     }
 
-    /// The exported kernel name, e.g. `spmm_f32_s4d4_y4k32x32w8_u4_pred`. build.rs writes the same names
-    /// (a test checks every row of the table round-trips through both).
+    /// The exported kernel name, e.g. `spmm_f32_s4d4_y4k32x32w8_u4_pred` (built by `kernel_name.rs`, which
+    /// build.rs includes too).
     pub fn kernel_name(&self) -> String {
-        let mut s = format!(
-            "spmm_{}_s{}d{}_y{}k{}x{}w{}_u{}_{}",
-            self.dtype,
+        spmm_kernel_name(
+            self.dtype.name(),
             self.sparse_vector_width,
             self.dense_vector_width,
             self.block_items_y,
@@ -54,12 +55,10 @@ impl SpmmConfig {
             self.block_items_x,
             self.block_width,
             self.residue_unroll,
-            if self.predicate_loads { "pred" } else { "nopred" }
-        );
-        if self.launch_bounds {
-            s.push_str(&format!("_lb{}", self.min_occupancy));
-        }
-        s
+            self.predicate_loads,
+            self.launch_bounds,
+            self.min_occupancy,
+        )
     }
 
     /// Whether two configs name the same kernel (min_occupancy only matters with launch bounds).
