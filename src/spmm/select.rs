@@ -50,18 +50,25 @@ impl SpmmConfig {
         } else if n <= 16 {
             tile(dtype, 4, dv.min(2), 4, 32, 16, 8, n % 16 != 0)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
-            // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 63 us vs 102 us) and few
+            // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and few
             // rows (pruned FFN weights, m <= 1536, n = 1024: 45 us vs 56 us), where it makes the most blocks.
             tile(dtype, 1, 4, 1, 32, 128, 32, false)
-        } else if dv == 4 && mean <= 100.0 {
-            // Short rows waste most of a 32-entry tile (copter2, 12.7 per row, n = 128: 57 us vs 94 us;
-            // uniform 98%, 82 per row, n = 4096: 477 us vs 595 us).
+        } else if dv == 4 && stats.cv > 2.0 {
+            // Skewed rows with narrower n: Sputnik's default tile (email-Enron, n = 32: 28 us; k = 8: 54 us).
+            tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
+        } else if dv == 4 && (mean <= 100.0 || (mean <= 250.0 && n > 256)) {
+            // Short rows waste most of a 32-entry tile (copter2, 12.7 per row, n = 128: 58 us vs 94 us;
+            // uniform 98%, n = 4096: 450 us vs 595 us; uniform 95%, n = 4096: 924 us vs 966 us with k = 16).
             tile(dtype, 1, 4, 4, 8, 32, 8, n % 32 != 0)
+        } else if dv == 4 && mean <= 1000.0 && n % 128 == 0 && n > 256 {
+            // Two rows of 16 threads over 128 columns, k = 16: uniform 90%, n = 4096: 1.56 ms vs 1.75 ms
+            // (8.8 TFLOP/s); uniform 80%, n = 4096: 2.92 ms vs 3.00 ms.
+            tile(dtype, 1, 4, 2, 16, 128, 16, false)
         } else if dv == 4 && mean <= 600.0 && n % 64 == 0 && n <= 256 {
             // Rows of a few tiles, small n (uniform 90% and 95%, n = 128 and 256).
             SpmmConfig { launch_bounds: true, ..tile(dtype, 2, 4, 4, 16, 64, 8, false) }
         } else if dv == 4 && mean <= 600.0 {
-            // Rows of a few tiles, large n (uniform 90%, n = 4096: 1.70 ms vs 1.77 ms; 95%: 0.99 vs 1.13 ms).
+            // Rows of a few tiles, other n (uniform 90%, n = 4096, before the 128-wide tile: 1.70 vs 1.77 ms).
             tile(dtype, 2, 4, 4, 16, 32, 8, n % 32 != 0)
         } else if dv == 4 && n % 64 == 0 {
             // Long rows: the 64-wide tile with launch bounds (best on uniform 50% and 80% for every n).
@@ -85,8 +92,9 @@ mod tests {
     #[test]
     fn select_is_valid_tabled_and_aligned_for_every_n() {
         for (m, per_row) in [(1000usize, 1usize), (1000, 50), (5000, 300), (4096, 2000)] {
-            for n in 1..=300usize {
-                let c = SpmmConfig::select(m, 1000, n, m * per_row, DType::F32);
+            for (n, cv) in (1..=300usize).flat_map(|n| [(n, 0.0), (n, 3.0)]) {
+                let stats = RowStats { min: 0, max: 0, mean: per_row as f64, cv, empty_rows: 0 };
+                let c = SpmmConfig::select_with_stats(m, 1000, n, &stats, DType::F32);
                 c.validate().unwrap_or_else(|e| panic!("n={n}: {c} invalid: {e}"));
                 assert!(spmm_table().iter().any(|t| t.same_kernel(&c)), "n={n}: {c} is not in variants.txt");
                 assert_eq!(n % c.dense_vector_width as usize, 0, "n={n}: {c}");
@@ -112,14 +120,15 @@ mod tests {
         assert_eq!(s(1536, 1024, 1536 * 115), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(55476, 128, 704_476), "spmm_f32_s1d4_y4k8x32w8_u4_nopred"); // copter2
         assert_eq!(s(4096, 36, 4096 * 82), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(s(4096, 4096, 4096 * 205), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
         assert_eq!(s(4096, 128, 4096 * 410), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
-        assert_eq!(s(4096, 4096, 4096 * 410), "spmm_f32_s2d4_y4k16x32w8_u4_nopred");
+        assert_eq!(s(4096, 4096, 4096 * 410), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(s(4096, 4096, 4096 * 2048), "spmm_f32_s4d4_y4k32x64w8_u4_nopred_lb8");
         assert_eq!(s(4096, 100, 4096 * 410), "spmm_f32_s2d4_y4k16x32w8_u4_pred");
         let skewed = RowStats { min: 1, max: 1383, mean: 10.0, cv: 3.6, empty_rows: 0 }; // email-Enron
-        assert_eq!(
-            SpmmConfig::select_with_stats(36692, 36692, 128, &skewed, DType::F32).kernel_name(),
-            "spmm_f32_s1d4_y1k32x128w32_u4_nopred"
-        );
+        let skewed_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &skewed, DType::F32).kernel_name();
+        assert_eq!(skewed_pick(128), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(skewed_pick(32), "spmm_f32_s4d4_y4k32x32w8_u4_nopred");
     }
 
     #[test]
