@@ -4,35 +4,42 @@
 mod common;
 
 use common::{check_spmm, from_triplets, gpu_or_skip, SpmmOracle, POISON};
+use half::{bf16, f16};
 use sprs::CsMat;
 use tilesparse::kernels::compiled_spmm_variants_for;
 use tilesparse::spmm::{check_config, spmm_bias_relu};
-use tilesparse::{gen, spmm, spmm_auto, DType, DeviceCsr, DeviceDense, Error, Gpu, SpmmConfig};
+use tilesparse::{gen, spmm, spmm_auto, DType, DeviceCsr, DeviceDense, Error, Gpu, Scalar, SpmmConfig};
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
-fn run(gpu: &Gpu, a: &CsMat<f32>, b: &[f32], n: usize, config: &SpmmConfig) -> Vec<f32> {
+fn run<T: Scalar>(gpu: &Gpu, a: &CsMat<T>, b: &[T], n: usize, config: &SpmmConfig) -> Vec<T> {
     let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
     let b_dev = DeviceDense::upload(gpu, a.cols(), n, b).unwrap();
-    let mut c_dev = DeviceDense::<f32>::zeros(gpu, a.rows(), n).unwrap();
-    c_dev.fill(gpu, POISON as f32).unwrap();
+    let mut c_dev = DeviceDense::<T>::zeros(gpu, a.rows(), n).unwrap();
+    c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
     spmm(gpu, &a_dev, &b_dev, &mut c_dev, config).unwrap_or_else(|e| panic!("{config}: {e}"));
     c_dev.download(gpu).unwrap()
 }
 
-/// Every compiled f32 variant that can run (m, k, n) on A, each checked against the oracle (computed once).
-/// A and B are uploaded once; C is poisoned before every run.
-fn check_all_variants(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
-    let b = gen::dense_matrix(a.cols(), n, seed);
+/// B (k x n) of random values rounded to T.
+fn dense<T: Scalar>(k: usize, n: usize, seed: u64) -> Vec<T> {
+    gen::dense_matrix(k, n, seed).into_iter().map(T::from_f32).collect()
+}
+
+/// Every compiled variant of T that can run (m, k, n) on A (rounded to T), each checked against the oracle
+/// on the rounded inputs (computed once). A and B are uploaded once; C is poisoned before every run.
+fn check_all_variants<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
+    let a: CsMat<T> = gen::convert(a);
+    let b = dense::<T>(a.cols(), n, seed);
     let oracle = SpmmOracle::new(a.view(), &b, n);
     let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
     let b_dev = DeviceDense::upload(gpu, a.cols(), n, &b).unwrap();
-    let mut c_dev = DeviceDense::<f32>::zeros(gpu, a.rows(), n).unwrap();
+    let mut c_dev = DeviceDense::<T>::zeros(gpu, a.rows(), n).unwrap();
     let mut ran = 0;
-    for config in compiled_spmm_variants_for(DType::F32) {
-        if check_config(config, DType::F32, a.rows(), a.cols(), n).is_err() {
+    for config in compiled_spmm_variants_for(T::DTYPE) {
+        if check_config(config, T::DTYPE, a.rows(), a.cols(), n).is_err() {
             continue;
         }
-        c_dev.fill(gpu, POISON as f32).unwrap();
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         spmm(gpu, &a_dev, &b_dev, &mut c_dev, config).unwrap_or_else(|e| panic!("{config}: {e}"));
         oracle.check(&format!("{what} with {config}"), &c_dev.download(gpu).unwrap());
         ran += 1;
@@ -57,7 +64,7 @@ fn every_variant_matches_the_oracle_on_sputniks_problem_list() {
     let total = compiled_spmm_variants_for(DType::F32).count();
     assert!(total > 0);
     for (i, (what, a, n)) in problems.iter().enumerate() {
-        let ran = check_all_variants(&gpu, what, a, *n, 100 + i as u64);
+        let ran = check_all_variants::<f32>(&gpu, what, a, *n, 100 + i as u64);
         assert!(ran > 0, "{what}: no variant ran");
     }
 }
@@ -78,7 +85,7 @@ fn every_variant_handles_awkward_shapes() {
     cases.push(("banded 211x211".into(), gen::banded(211, 211, 20, 19)));
     for (what, a) in &cases {
         for n in [1usize, 2, 3, 4, 7, 8, 12, 16, 18, 33, 34, 64, 66, 100, 129] {
-            check_all_variants(&gpu, &format!("{what}, n = {n}"), a, n, 7 * n as u64);
+            check_all_variants::<f32>(&gpu, &format!("{what}, n = {n}"), a, n, 7 * n as u64);
         }
     }
 }
@@ -90,14 +97,13 @@ fn a_real_matrix_matches_the_oracle() {
         let path = common::data_path(file);
         let a = tilesparse::suite::load_matrix(&path).unwrap();
         for n in [32, 100] {
-            check_all_variants(&gpu, &format!("{file}, n = {n}"), &a, n, 5);
+            check_all_variants::<f32>(&gpu, &format!("{file}, n = {n}"), &a, n, 5);
         }
     }
 }
 
-#[test]
-fn nan_and_inf_propagate_and_masked_entries_do_not_leak() {
-    let Some(gpu) = gpu_or_skip("nan_and_inf_propagate_and_masked_entries_do_not_leak") else { return };
+/// NaN and Inf propagate, and the entries the memory aligner masks never touch B.
+fn nan_and_inf_case<T: Scalar>(gpu: &Gpu) {
     let (k, n) = (300, 32);
     // Row 0 touches column 0 only; row 1 starts at offset 1 (misaligned for vector widths 2 and 4) and has
     // 70 entries (two full tiles plus residue) that avoid columns 0 and 1. Row 2 holds a NaN value.
@@ -105,16 +111,17 @@ fn nan_and_inf_propagate_and_masked_entries_do_not_leak() {
     entries.extend((0..70).map(|j| (1, 2 + 3 * j, 0.25f32 * (j % 5) as f32 - 0.5)));
     entries.extend((0..40).map(|j| (2, 1 + 2 * j, if j == 13 { f32::NAN } else { 1.0 })));
     entries.extend((0..45).map(|j| (3, 1 + 6 * j, 1.0f32)));
-    let a = from_triplets(4, k, &entries);
-    let mut b = gen::dense_matrix(k, n, 3);
-    b[..n].fill(f32::NAN); // B row 0: only row 0 of C may become NaN
-    b[n + 5] = f32::INFINITY; // B row 1, column 5: row 3 of C column 5 is +Inf, row 2 column 5 is NaN
-    for config in compiled_spmm_variants_for(DType::F32) {
-        if check_config(config, DType::F32, 4, k, n).is_err() {
+    let a: CsMat<T> = gen::convert(&from_triplets(4, k, &entries));
+    let mut b = dense::<T>(k, n, 3);
+    b[..n].fill(T::from_f32(f32::NAN)); // B row 0: only row 0 of C may become NaN
+    b[n + 5] = T::from_f32(f32::INFINITY); // B row 1, column 5: C[3][5] is +Inf, C[2][5] is NaN
+    let oracle = SpmmOracle::new(a.view(), &b, n);
+    for config in compiled_spmm_variants_for(T::DTYPE) {
+        if check_config(config, T::DTYPE, 4, k, n).is_err() {
             continue;
         }
-        let c = run(&gpu, &a, &b, n, config);
-        check_spmm(&format!("NaN/Inf with {config}"), a.view(), &b, n, &c);
+        let c: Vec<f64> = run(gpu, &a, &b, n, config).iter().map(|v| v.to_f64()).collect();
+        oracle.check(&format!("NaN/Inf with {config}"), &c);
         assert!(c[..n].iter().all(|v| v.is_nan()), "{config}: row 0 must be NaN");
         assert!(
             c[n..2 * n].iter().all(|v| v.is_finite()),
@@ -122,8 +129,16 @@ fn nan_and_inf_propagate_and_masked_entries_do_not_leak() {
             &c[n..2 * n]
         );
         assert!(c[2 * n..3 * n].iter().all(|v| v.is_nan()), "{config}: the NaN in row 2 must propagate");
-        assert_eq!(c[3 * n + 5], f32::INFINITY, "{config}: Inf must propagate");
+        assert_eq!(c[3 * n + 5], f64::INFINITY, "{config}: Inf must propagate");
     }
+}
+
+#[test]
+fn nan_and_inf_propagate_and_masked_entries_do_not_leak() {
+    let Some(gpu) = gpu_or_skip("nan_and_inf_propagate_and_masked_entries_do_not_leak") else { return };
+    nan_and_inf_case::<f32>(&gpu);
+    nan_and_inf_case::<f16>(&gpu);
+    nan_and_inf_case::<bf16>(&gpu);
 }
 
 #[test]
@@ -222,7 +237,76 @@ fn bad_problems_get_typed_errors() {
 fn sanitizer_spmm_every_variant_small() {
     let Some(gpu) = gpu_or_skip("sanitizer_spmm_every_variant_small") else { return };
     let a = gen::power_law(40, 150, 30.0, 1.5, 51);
-    for n in [36, 64] {
-        check_all_variants(&gpu, &format!("sanitizer n = {n}"), &a, n, 52);
+    for n in [36, 64, 264] {
+        check_all_variants::<f32>(&gpu, &format!("sanitizer n = {n}"), &a, n, 52);
+        check_all_variants::<f16>(&gpu, &format!("sanitizer f16 n = {n}"), &a, n, 53);
+        check_all_variants::<bf16>(&gpu, &format!("sanitizer bf16 n = {n}"), &a, n, 54);
     }
+}
+
+/// Every compiled f16 and bf16 variant against the oracle on the rounded inputs, over Sputnik's shapes and the
+/// awkward ones.
+fn half_variants_case<T: Scalar>(gpu: &Gpu) {
+    let what = T::DTYPE;
+    let total = compiled_spmm_variants_for(what).count();
+    assert!(total > 0, "no {what} variants compiled");
+    let problems: Vec<(String, CsMat<f32>, usize)> = vec![
+        ("7x96x40 nnz 333".into(), gen::uniform_random_nnz(7, 96, 333, 1), 40),
+        ("11x55x8 nnz 293".into(), gen::uniform_random_nnz(11, 55, 293, 2), 8),
+        ("1024x1024x256".into(), gen::uniform_random(1024, 1024, 0.25, 3), 256),
+        ("2048x2048x128".into(), gen::uniform_random(2048, 2048, 0.25, 4), 128),
+        ("power-law 300x257".into(), gen::power_law(300, 257, 20.0, 1.5, 11), 0),
+        ("empty rows".into(), gen::with_empty_rows(&gen::uniform_random(97, 130, 0.3, 12), 0.4, 13), 0),
+        ("one dense row".into(), gen::with_dense_row(&gen::uniform_random(50, 333, 0.05, 14), 17), 0),
+        ("nnz = 0".into(), CsMat::zero((33, 40)), 0),
+        ("m = 1".into(), gen::uniform_random(1, 200, 0.5, 15), 0),
+        ("k = 1".into(), gen::uniform_random(64, 1, 0.7, 16), 0),
+    ];
+    for (i, (name, a, n)) in problems.iter().enumerate() {
+        let ns: Vec<usize> = if *n > 0 { vec![*n] } else { vec![1, 3, 8, 18, 34, 66, 100, 256] };
+        for n in ns {
+            check_all_variants::<T>(gpu, &format!("{what} {name}, n = {n}"), a, n, 200 + i as u64);
+        }
+    }
+}
+
+#[test]
+fn every_half_variant_matches_the_oracle() {
+    let Some(gpu) = gpu_or_skip("every_half_variant_matches_the_oracle") else { return };
+    half_variants_case::<f16>(&gpu);
+    half_variants_case::<bf16>(&gpu);
+}
+
+/// Sputnik's hidden fp16 limits, each of which this test would trip: column indices past 32767 (Sputnik
+/// stores 16-bit indices), odd row lengths (Sputnik needs even ones), and n = 18, 34, 66 (Sputnik faults with
+/// a misaligned address): here auto selection narrows the vector width, and an explicit wide config is a
+/// typed error, never a fault.
+fn sputnik_limits_case<T: Scalar>(gpu: &Gpu) {
+    let a = gen::uniform_random(24, 40_000, 0.003, 61); // about 120 per row, columns up to 39999
+    assert!(a.indices().iter().any(|&c| c > 32_767));
+    assert!(a.outer_iterator().any(|r| r.nnz() % 2 == 1), "want odd row lengths");
+    check_all_variants::<T>(gpu, &format!("{} k = 40000", T::DTYPE), &a, 64, 62);
+    let a: CsMat<T> = gen::convert(&a);
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    for n in [18usize, 34, 66] {
+        let b = dense::<T>(40_000, n, n as u64);
+        let b_dev = DeviceDense::upload(gpu, 40_000, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<T>::zeros(gpu, 24, n).unwrap();
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+        assert!(n % used.dense_vector_width as usize == 0, "{used} for n = {n}");
+        SpmmOracle::new(a.view(), &b, n).check(&format!("auto n = {n} ({used})"), &c_dev.download(gpu).unwrap());
+        let wide = compiled_spmm_variants_for(T::DTYPE).find(|c| c.dense_vector_width == 8).expect("an 8-wide variant");
+        assert!(
+            matches!(spmm(gpu, &a_dev, &b_dev, &mut c_dev, wide), Err(Error::Unsupported { .. })),
+            "{wide}, n = {n}"
+        );
+    }
+}
+
+#[test]
+fn half_lifts_sputniks_limits() {
+    let Some(gpu) = gpu_or_skip("half_lifts_sputniks_limits") else { return };
+    sputnik_limits_case::<f16>(&gpu);
+    sputnik_limits_case::<bf16>(&gpu);
 }
