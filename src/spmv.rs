@@ -1,11 +1,15 @@
-//! SpMV: y = alpha * A x + beta * y. The seed kernel pair of shared/seeds/spmv-csr-shared-prefix-sum.md.
+//! SpMV: y = alpha * A x + beta * y. The production kernels of issue 6 ([`spmv`] with an [`SpmvPlan`]) and the
+//! seed kernel pair of shared/seeds/spmv-csr-shared-prefix-sum.md ([`spmv_seed`]).
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use sprs::CsMatView;
 
-use crate::csr::DeviceCsr;
+use crate::cpu::oracle;
+use crate::csr::{DeviceCsr, RowStats};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::kernels::{Family, SPMV_SEED_COMBINE, SPMV_SEED_PRODUCTS};
+use crate::scalar::{DType, Scalar};
 
 /// Kernel arguments; mirrors `ts::SpmvParams` in cuda/common/params.cuh.
 #[repr(C)]
@@ -114,4 +118,416 @@ pub fn spmv_seed(
     unsafe { stream.launch_builder(&combine).arg(&params).launch(cfg) }
         .map_err(Error::driver("launching the seed SpMV row combine", 0))?;
     Ok(())
+}
+
+/// The subwarp widths the vector kernel is compiled for (cuda/spmv/spmv_csr.cu, `TILESPARSE_SPMV_DTYPE`).
+pub const THREADS_PER_ROW: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Threads per block of the vector and block kernels (`ts::kSpmvBlock`).
+const BLOCK: u32 = 256;
+/// Threads per block of the fix-up kernel (`ts::kSpmvFixupBlock`).
+const FIXUP_BLOCK: u32 = 128;
+/// Entries per chunk of a long row in [`SpmvStrategy::Split`]: 16 per thread of a 256-thread block, so the
+/// longest row costs one wave of blocks instead of one block's serial walk.
+pub const CHUNK: usize = 4096;
+/// Mean row length from which [`SpmvPlan::choose`] gives every row a whole block.
+pub const BLOCK_PER_ROW_MEAN: f64 = 512.0;
+/// Row-length coefficient of variation above which a matrix with rows past the vector kernel's reach is split.
+pub const SKEWED_CV: f64 = 1.0;
+
+/// How the production SpMV splits the rows among threads. Every strategy is deterministic: each row's sum is
+/// taken in a fixed order and each element of y is written by exactly one thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpmvStrategy {
+    /// A subwarp of `threads_per_row` lanes (one of [`THREADS_PER_ROW`]) per row, xor-shuffle reduction.
+    Vector { threads_per_row: u32 },
+    /// One 256-thread block per row: rows uniformly long.
+    BlockPerRow,
+    /// Rows of at most `long_row` entries by the vector kernel; the longer ones, listed when the plan is made, in
+    /// chunks of [`CHUNK`] entries, one block each, whose partial sums a fix-up kernel adds in chunk order.
+    Split { threads_per_row: u32, long_row: u32 },
+}
+
+impl std::fmt::Display for SpmvStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpmvStrategy::Vector { threads_per_row } => write!(f, "vector_t{threads_per_row}"),
+            SpmvStrategy::BlockPerRow => f.write_str("block_per_row"),
+            SpmvStrategy::Split { threads_per_row, long_row } => write!(f, "split_t{threads_per_row}_long{long_row}"),
+        }
+    }
+}
+
+/// A production SpMV kernel; [`ProductionKernel::name`] is the only place its `extern "C"` name is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ProductionKernel {
+    Vector(u32),
+    Block,
+    Fixup,
+}
+
+impl ProductionKernel {
+    fn name(self, dtype: DType) -> String {
+        match self {
+            ProductionKernel::Vector(t) => format!("spmv_csr_vector_{dtype}_t{t}"),
+            ProductionKernel::Block => format!("spmv_csr_block_{dtype}"),
+            ProductionKernel::Fixup => format!("spmv_csr_fixup_{dtype}"),
+        }
+    }
+}
+
+/// Kernel arguments of the production kernels; mirrors `ts::SpmvCsrParams` in cuda/common/params.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct SpmvCsrParams {
+    m: i32,
+    k: i32,
+    long_row: i32,
+    num_long: i32,
+    alpha: f64,
+    beta: f64,
+    values: u64,
+    row_offsets: u64,
+    column_indices: u64,
+    x: u64,
+    y: u64,
+    long_rows: u64,
+    long_row_chunks: u64,
+    chunk_bounds: u64,
+    partials: u64,
+}
+const _: () = assert!(std::mem::size_of::<SpmvCsrParams>() == 104, "SpmvCsrParams must match cuda/common/params.cuh");
+// SAFETY: plain old data with the C layout the kernels expect.
+unsafe impl cudarc::driver::DeviceRepr for SpmvCsrParams {}
+
+/// The long rows of a [`SpmvStrategy::Split`] plan, cut into chunks, on the device.
+struct LongRows {
+    /// (num_long) the rows longer than the strategy's `long_row`, ascending.
+    rows: CudaSlice<i32>,
+    /// (num_long + 1) index of each row's first chunk.
+    row_chunks: CudaSlice<i32>,
+    /// (2 * chunks) [start, end) of each chunk in A's entries.
+    chunk_bounds: CudaSlice<i32>,
+    /// (chunks) the chunks' sums, f64 for f64 matrices and f32 otherwise (allocated as f64: big enough for both).
+    partials: CudaSlice<f64>,
+    num_long: usize,
+    chunks: usize,
+}
+
+/// The host side of a split: long rows, each one's first chunk, and every chunk's entry range.
+fn chunk_long_rows(indptr: &[i32], long_row: u32) -> (Vec<i32>, Vec<i32>, Vec<i32>) {
+    let (mut rows, mut row_chunks, mut bounds) = (Vec::new(), vec![0i32], Vec::new());
+    for (r, w) in indptr.windows(2).enumerate() {
+        if (w[1] - w[0]) as i64 > long_row as i64 {
+            rows.push(r as i32);
+            let mut start = w[0];
+            while start < w[1] {
+                let end = start.saturating_add(CHUNK as i32).min(w[1]);
+                bounds.extend([start, end]);
+                start = end;
+            }
+            row_chunks.push((bounds.len() / 2) as i32);
+        }
+    }
+    (rows, row_chunks, bounds)
+}
+
+/// The work split of the production SpMV for one matrix, and the workspace it needs. Made once per matrix
+/// ([`SpmvPlan::new`]); a plan is valid only for the matrix it was made from (shape and entry count are checked
+/// at each call, the row structure is not).
+pub struct SpmvPlan {
+    strategy: SpmvStrategy,
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    long: Option<LongRows>,
+}
+
+impl SpmvPlan {
+    /// The strategy for a matrix with these row statistics (NOTES.md, "Production SpMV", says why):
+    /// - rows uniformly long (mean >= [`BLOCK_PER_ROW_MEAN`], cv <= [`SKEWED_CV`]): [`SpmvStrategy::BlockPerRow`];
+    /// - otherwise a subwarp of T = the power of two nearest above mean / 2, clamped to 1..=32, per row, so
+    ///   that each lane takes about two entries (two independent loads in flight);
+    /// - skewed (cv > [`SKEWED_CV`]) with rows longer than `long_row` = max(32 T, 256) (rows a subwarp would
+    ///   walk for more than 32 steps): [`SpmvStrategy::Split`] with those rows chunked over blocks.
+    pub fn choose(stats: &RowStats, rows: usize, nnz: usize) -> SpmvStrategy {
+        if rows == 0 || nnz == 0 {
+            return SpmvStrategy::Vector { threads_per_row: 1 };
+        }
+        if stats.mean >= BLOCK_PER_ROW_MEAN && stats.cv <= SKEWED_CV {
+            return SpmvStrategy::BlockPerRow;
+        }
+        let half_mean = (stats.mean / 2.0).ceil().clamp(1.0, 32.0) as u32;
+        let threads_per_row = half_mean.next_power_of_two();
+        let long_row = (32 * threads_per_row).max(256);
+        if stats.cv > SKEWED_CV && stats.max > long_row as usize {
+            SpmvStrategy::Split { threads_per_row, long_row }
+        } else {
+            SpmvStrategy::Vector { threads_per_row }
+        }
+    }
+
+    /// The plan [`SpmvPlan::choose`] picks from `a`'s upload statistics.
+    pub fn new<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<Self> {
+        Self::with_strategy(gpu, a, Self::choose(a.stats(), a.rows(), a.nnz()))
+    }
+
+    /// A plan with a forced strategy (tests, benchmarks). A split downloads the row pointer once to list the long
+    /// rows and uploads their chunks.
+    pub fn with_strategy<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, strategy: SpmvStrategy) -> Result<Self> {
+        let invalid = |rule: &str| Error::InvalidConfig { config: strategy.to_string(), rule: rule.to_string() };
+        let long = match strategy {
+            SpmvStrategy::Vector { threads_per_row } | SpmvStrategy::Split { threads_per_row, .. }
+                if !THREADS_PER_ROW.contains(&threads_per_row) =>
+            {
+                return Err(invalid("threads_per_row must be 1, 2, 4, 8, 16 or 32"));
+            }
+            SpmvStrategy::Split { long_row, .. } if long_row > i32::MAX as u32 => {
+                return Err(invalid("long_row must fit in i32"));
+            }
+            SpmvStrategy::Split { long_row, .. } => {
+                let indptr = gpu
+                    .stream()
+                    .clone_dtoh(&a.row_offsets)
+                    .map_err(Error::driver("downloading the row pointer for the SpMV plan", 0))?;
+                let (rows, row_chunks, bounds) = chunk_long_rows(&indptr[..=a.rows()], long_row);
+                let (num_long, chunks) = (rows.len(), bounds.len() / 2);
+                let up = |v: &[i32], what| crate::csr::upload_slice(gpu, v, what);
+                Some(LongRows {
+                    rows: up(&rows, "uploading the SpMV long rows")?,
+                    row_chunks: up(&row_chunks, "uploading the SpMV long-row chunks")?,
+                    chunk_bounds: up(&bounds, "uploading the SpMV chunk bounds")?,
+                    partials: gpu
+                        .stream()
+                        .alloc_zeros::<f64>(chunks.max(1))
+                        .map_err(Error::driver("allocating the SpMV chunk partials", chunks.max(1) * 8))?,
+                    num_long,
+                    chunks,
+                })
+            }
+            _ => None,
+        };
+        Ok(SpmvPlan { strategy, rows: a.rows(), cols: a.cols(), nnz: a.nnz(), long })
+    }
+
+    /// The strategy this plan runs.
+    pub fn strategy(&self) -> SpmvStrategy {
+        self.strategy
+    }
+
+    /// Rows handled by the long-row kernels (0 unless the strategy is a split).
+    pub fn long_rows(&self) -> usize {
+        self.long.as_ref().map_or(0, |l| l.num_long)
+    }
+}
+
+/// y = alpha * A x + beta * y with the production kernels, as `plan` splits the work. Values are f32, f64, f16 or
+/// bf16; sums run in f64 for f64 and in f32 otherwise; alpha and beta are rounded to that type. With beta == 0,
+/// y is only written (NaN there does not leak). The same inputs give the same bits on every run.
+pub fn spmv<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    x: &CudaSlice<T>,
+    alpha: f64,
+    beta: f64,
+    y: &mut CudaSlice<T>,
+    plan: &SpmvPlan,
+) -> Result<()> {
+    if x.len() < a.cols() || y.len() < a.rows() {
+        return Err(Error::ShapeMismatch(format!(
+            "A is {} x {}, x has {} and y has {} elements",
+            a.rows(),
+            a.cols(),
+            x.len(),
+            y.len()
+        )));
+    }
+    if (plan.rows, plan.cols, plan.nnz) != (a.rows(), a.cols(), a.nnz()) {
+        return Err(Error::ShapeMismatch(format!(
+            "the SpMV plan was made for a {} x {} matrix with {} entries, A is {} x {} with {}",
+            plan.rows,
+            plan.cols,
+            plan.nnz,
+            a.rows(),
+            a.cols(),
+            a.nnz()
+        )));
+    }
+    if a.rows() == 0 {
+        return Ok(());
+    }
+    let dtype = T::DTYPE;
+    let stream = gpu.stream();
+    let (values, _g1) = a.values.device_ptr(stream);
+    let (row_offsets, _g2) = a.row_offsets.device_ptr(stream);
+    let (column_indices, _g3) = a.column_indices.device_ptr(stream);
+    let (x_ptr, _g4) = x.device_ptr(stream);
+    let (y_ptr, _g5) = y.device_ptr_mut(stream);
+    let mut params = SpmvCsrParams {
+        m: a.rows() as i32,
+        k: a.cols() as i32,
+        long_row: i32::MAX,
+        num_long: 0,
+        alpha,
+        beta,
+        values,
+        row_offsets,
+        column_indices,
+        x: x_ptr,
+        y: y_ptr,
+        long_rows: 0,
+        long_row_chunks: 0,
+        chunk_bounds: 0,
+        partials: 0,
+    };
+    let grid = |items: usize, block: u32| LaunchConfig {
+        grid_dim: (items.div_ceil(block as usize) as u32, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let threads_per_row = match plan.strategy {
+        SpmvStrategy::BlockPerRow => {
+            let f = gpu.function(Family::Spmv, &ProductionKernel::Block.name(dtype))?;
+            // SAFETY: one block per row < m; A was validated at upload (offsets monotone and <= nnz, columns
+            // < k <= x.len()); each row's block writes only y[row], row < m <= y.len().
+            unsafe { stream.launch_builder(&f).arg(&params).launch(grid(a.rows() * BLOCK as usize, BLOCK)) }
+                .map_err(Error::driver("launching the block-per-row SpMV", 0))?;
+            return Ok(());
+        }
+        SpmvStrategy::Vector { threads_per_row } => threads_per_row,
+        SpmvStrategy::Split { threads_per_row, long_row } => {
+            let long = plan.long.as_ref().expect("a split plan holds its long rows");
+            params.long_row = long_row as i32;
+            params.num_long = long.num_long as i32;
+            if long.num_long > 0 {
+                let (rows_ptr, _g6) = long.rows.device_ptr(stream);
+                let (chunks_ptr, _g7) = long.row_chunks.device_ptr(stream);
+                let (bounds_ptr, _g8) = long.chunk_bounds.device_ptr(stream);
+                let (partials_ptr, _g9) = long.partials.device_ptr(stream);
+                (params.long_rows, params.long_row_chunks, params.chunk_bounds, params.partials) =
+                    (rows_ptr, chunks_ptr, bounds_ptr, partials_ptr);
+                let chunk_kernel = gpu.function(Family::Spmv, &ProductionKernel::Block.name(dtype))?;
+                // SAFETY: one block per chunk < chunks; the bounds were cut from this matrix's row pointer (the
+                // plan's shape and nnz match A), so they lie in 0..nnz; partials holds `chunks` f64 >= the
+                // accumulation type.
+                unsafe {
+                    stream.launch_builder(&chunk_kernel).arg(&params).launch(grid(long.chunks * BLOCK as usize, BLOCK))
+                }
+                .map_err(Error::driver("launching the SpMV long-row chunks", 0))?;
+                let fixup = gpu.function(Family::Spmv, &ProductionKernel::Fixup.name(dtype))?;
+                // SAFETY: one thread per long row < num_long; its chunk range lies in 0..chunks, its row < m.
+                unsafe { stream.launch_builder(&fixup).arg(&params).launch(grid(long.num_long, FIXUP_BLOCK)) }
+                    .map_err(Error::driver("launching the SpMV long-row fix-up", 0))?;
+            }
+            threads_per_row
+        }
+    };
+    let f = gpu.function(Family::Spmv, &ProductionKernel::Vector(threads_per_row).name(dtype))?;
+    // SAFETY: threads_per_row lanes per row < m (checked against THREADS_PER_ROW when the plan was made); A was
+    // validated at upload; each row's lane 0 writes only y[row], and rows longer than long_row are skipped.
+    unsafe { stream.launch_builder(&f).arg(&params).launch(grid(a.rows() * threads_per_row as usize, BLOCK)) }
+        .map_err(Error::driver("launching the vector SpMV", 0))?;
+    Ok(())
+}
+
+/// Element-wise bound on |y - y_exact| for the production SpMV, y_exact being the f64 oracle's y on the same
+/// (already rounded) stored inputs.
+///
+/// Row i is a sum of l_i products accumulated with unit roundoff u_acc (f32's for f32/f16/bf16, f64's for f64) in
+/// a fixed but arbitrary order: |s - s_exact| <= gamma(l_i + 1) (|A||x|)_i (Higham eq. 3.5, one extra rounding
+/// for the split's chunk partials), and the f64 oracle adds gamma_f64(l_i) of the same; this is
+/// [`oracle::spmm_error_bound`] with n = 1, and it also covers storing s in the output type (u_out). Scaling by
+/// alpha multiplies it by |alpha|; we use max(|alpha|, 1) so that its absolute underflow floor stays when alpha
+/// is 0 (beta * y_i alone can be subnormal in f16). The epilogue alpha * s + beta * y_i adds at most
+/// 2 u_acc (|alpha| (|A||x|)_i + |beta y_i|) (two roundings, the products included) and the final store u_out of
+/// the same magnitude, so
+///
+/// bound_i = max(|alpha|, 1) B_i + (2 u_acc + u_out)(1 + 2 u_acc) (|alpha| (|A||x|)_i + |beta y_i|),
+///
+/// with B the SpMM bound (which carries the absolute underflow floor). `y` is read only when beta != 0.
+pub fn spmv_error_bound<T: Scalar>(a: CsMatView<T>, x: &[T], alpha: f64, beta: f64, y: Option<&[T]>) -> Vec<f64> {
+    let u_acc = if T::DTYPE == DType::F64 { DType::F64 } else { DType::F32 }.unit_roundoff();
+    let u_out = T::DTYPE.unit_roundoff();
+    let abs = oracle::spmm_abs(a, x, 1);
+    let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
+    let base = oracle::spmm_error_bound(&abs, &lens, 1, u_acc, u_out);
+    let coef = (2.0 * u_acc + u_out) * (1.0 + 2.0 * u_acc);
+    (0..a.rows())
+        .map(|i| {
+            let by = match y {
+                Some(y) if beta != 0.0 => (beta * y[i].to_f64()).abs(),
+                _ => 0.0,
+            };
+            alpha.abs().max(1.0) * base[i] + coef * (alpha.abs() * abs[i] + by)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(lens: &[usize]) -> (RowStats, usize, usize) {
+        let mut indptr = vec![0usize];
+        for &l in lens {
+            indptr.push(indptr.last().unwrap() + l);
+        }
+        (RowStats::from_indptr(&indptr), lens.len(), *indptr.last().unwrap())
+    }
+
+    #[test]
+    fn choose_picks_the_subwarp_from_the_mean() {
+        for (len, t) in [(1, 1), (2, 1), (3, 2), (5, 4), (16, 8), (27, 16), (64, 32), (400, 32)] {
+            let (s, m, nnz) = stats(&vec![len; 1000]);
+            assert_eq!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Vector { threads_per_row: t }, "row length {len}");
+        }
+    }
+
+    #[test]
+    fn choose_gives_long_uniform_rows_a_block_and_splits_skewed_matrices() {
+        let (s, m, nnz) = stats(&vec![2000; 100]);
+        assert_eq!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::BlockPerRow);
+        // Power-law-like: mostly short rows, a few very long ones.
+        let mut lens = vec![6usize; 10_000];
+        lens[17] = 200_000;
+        lens[500] = 3_000;
+        let (s, m, nnz) = stats(&lens);
+        assert!(s.cv > SKEWED_CV);
+        assert!(matches!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Split { threads_per_row: 16, long_row: 512 }));
+        // Skewed but every row within the vector kernel's reach: no split.
+        let mut lens = vec![1usize; 10_000];
+        lens[3] = 200;
+        let (s, m, nnz) = stats(&lens);
+        assert_eq!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Vector { threads_per_row: 1 });
+        // Nothing to do.
+        let (s, m, nnz) = stats(&[0, 0, 0]);
+        assert_eq!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Vector { threads_per_row: 1 });
+        assert_eq!(SpmvPlan::choose(&RowStats::default(), 0, 0), SpmvStrategy::Vector { threads_per_row: 1 });
+    }
+
+    #[test]
+    fn long_rows_are_cut_into_chunks_that_cover_them() {
+        let indptr = [0, 3, 3 + 10_000, 3 + 10_000 + 300, 3 + 10_000 + 300 + 4096];
+        let (rows, row_chunks, bounds) = chunk_long_rows(&indptr, 256);
+        assert_eq!(rows, vec![1, 2, 3]);
+        assert_eq!(row_chunks, vec![0, 3, 4, 5]);
+        assert_eq!(bounds, vec![3, 4099, 4099, 8195, 8195, 10_003, 10_003, 10_303, 10_303, 14_399]);
+    }
+
+    #[test]
+    fn kernel_names_match_the_cuda_instantiations() {
+        assert_eq!(ProductionKernel::Vector(16).name(DType::Bf16), "spmv_csr_vector_bf16_t16");
+        assert_eq!(ProductionKernel::Block.name(DType::F64), "spmv_csr_block_f64");
+        assert_eq!(ProductionKernel::Fixup.name(DType::F16), "spmv_csr_fixup_f16");
+        // The CUDA side pastes the same names from these macros: every dtype and width must be instantiated.
+        let cu = include_str!("../cuda/spmv/spmv_csr.cu");
+        assert!(cu.contains("spmv_csr_vector_##tag##_t##threads"), "vector kernel name pattern changed");
+        assert!(cu.contains("spmv_csr_block_##tag") && cu.contains("spmv_csr_fixup_##tag"), "name pattern changed");
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::Bf16] {
+            assert!(cu.contains(&format!("TILESPARSE_SPMV_DTYPE({dtype}, ")), "{dtype} is not instantiated");
+        }
+        for t in THREADS_PER_ROW {
+            assert!(cu.contains(&format!("TILESPARSE_SPMV_VECTOR(tag, Value, {t})")), "width {t} is not instantiated");
+        }
+    }
 }

@@ -107,6 +107,13 @@ pub struct Entry {
     pub ms: std::result::Result<f64, String>,
 }
 
+impl Entry {
+    /// The median of a timing, or the error that stopped it.
+    pub(crate) fn timed(name: String, r: Result<crate::timing::Timings>) -> Entry {
+        Entry { name, ms: r.map(|t| t.median_ms()).map_err(|e| e.to_string()) }
+    }
+}
+
 /// One problem's figures.
 #[derive(Clone, Debug)]
 pub struct SpmmReport {
@@ -157,10 +164,6 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     let a = DeviceCsr::upload(gpu, a_host.view())?;
     let b = DeviceDense::upload(gpu, k, n, &b_host)?;
     let mut c = DeviceDense::<T>::zeros(gpu, m, n)?;
-    let timed = |name: String, r: Result<crate::timing::Timings>| Entry {
-        name,
-        ms: r.map(|t| t.median_ms()).map_err(|e| e.to_string()),
-    };
 
     let selected_config = SpmmConfig::select_with_stats(m, k, n, a.stats(), T::DTYPE);
     let mut variants = Vec::new();
@@ -168,11 +171,11 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         for config in compiled_spmm_variants_for(T::DTYPE) {
             if check_config(config, T::DTYPE, m, k, n).is_ok() {
                 let r = time_op(gpu, opts.warmup, opts.iters, || spmm(gpu, &a, &b, &mut c, config));
-                variants.push(timed(config.kernel_name(), r));
+                variants.push(Entry::timed(config.kernel_name(), r));
             }
         }
     }
-    let selected = timed(
+    let selected = Entry::timed(
         selected_config.kernel_name(),
         time_op(gpu, opts.warmup, opts.iters, || spmm(gpu, &a, &b, &mut c, &selected_config)),
     );
@@ -186,7 +189,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         let r = CusparseSpmm::new(gpu, &lib, &a, &b, &mut c2, alg)
             .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run(gpu)));
         let ok = r.is_ok();
-        cusparse.push(timed(format!("cusparse_{}", alg.name()), r));
+        cusparse.push(Entry::timed(format!("cusparse_{}", alg.name()), r));
         if ok && reference.is_none() {
             reference = Some(c2.download(gpu)?);
         }
@@ -210,7 +213,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
             let mut c3 = DeviceDense::<T>::zeros(gpu, m, n)?;
             time_op(gpu, opts.warmup, opts.iters, || lib.gemm_row_major(gpu, &a_dense, &b, &mut c3))
         })();
-        timed("cublas_gemm".into(), r)
+        Entry::timed("cublas_gemm".into(), r)
     };
     Ok(SpmmReport {
         problem: problem.name.clone(),
@@ -244,11 +247,11 @@ pub fn geomean(values: &[f64]) -> f64 {
     (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp()
 }
 
-fn json_str(s: &str) -> String {
+pub(crate) fn json_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-fn json_entry(e: &Entry) -> String {
+pub(crate) fn json_entry(e: &Entry) -> String {
     match &e.ms {
         Ok(ms) => format!("{{\"name\":{},\"ms\":{ms}}}", json_str(&e.name)),
         Err(why) => format!("{{\"name\":{},\"error\":{}}}", json_str(&e.name), json_str(why)),

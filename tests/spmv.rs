@@ -1,12 +1,13 @@
-//! The seed SpMV on the GPU against the f64 oracle.
+//! The seed and the production SpMV on the GPU against the f64 oracle.
 
 mod common;
 
 use common::{gpu_or_skip, POISON};
+use half::{bf16, f16};
 use sprs::CsMat;
 use tilesparse::cpu::oracle;
-use tilesparse::spmv::SeedSpmvWorkspace;
-use tilesparse::{gen, spmv_seed, DeviceCsr, Gpu};
+use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace, THREADS_PER_ROW};
+use tilesparse::{gen, spmv, spmv_seed, DeviceCsr, Error, Gpu, Scalar, SpmvPlan, SpmvStrategy};
 
 /// Runs the seed kernel and checks it. The seed sums a row as differences of block prefix sums, so its
 /// error is bounded by the absolute sums of the blocks the row touches, not of the row alone:
@@ -91,4 +92,210 @@ fn sanitizer_spmv_seed_small() {
     let Some(gpu) = gpu_or_skip("sanitizer_spmv_seed_small") else { return };
     let a = gen::power_law(300, 200, 9.0, 1.5, 9);
     check(&gpu, "sanitizer", &a, 1.0, 1.0, &gen::dense_matrix(300, 1, 1));
+}
+
+/// Every strategy, forced: each vector width, block per row, and splits with a low threshold (many long rows,
+/// several chunks each) and with the default-like one.
+fn all_strategies() -> Vec<SpmvStrategy> {
+    let mut v: Vec<SpmvStrategy> =
+        THREADS_PER_ROW.iter().map(|&threads_per_row| SpmvStrategy::Vector { threads_per_row }).collect();
+    v.push(SpmvStrategy::BlockPerRow);
+    v.push(SpmvStrategy::Split { threads_per_row: 4, long_row: 8 });
+    v.push(SpmvStrategy::Split { threads_per_row: 32, long_row: 1024 });
+    v
+}
+
+/// The production SpMV on A, x and y_in rounded to T, with `strategy` (None: the plan's own choice), checked
+/// against the f64 oracle on the same rounded inputs within [`spmv_error_bound`] (its doc comment derives the
+/// bound from the accumulation length). y is first filled with `y_in`; with beta = 0 that content must neither
+/// be read (NaN) nor survive (poison). Returns y.
+#[allow(clippy::too_many_arguments)]
+fn check_production<T: Scalar>(
+    gpu: &Gpu,
+    what: &str,
+    a: &CsMat<f32>,
+    x: &[f32],
+    strategy: Option<SpmvStrategy>,
+    alpha: f64,
+    beta: f64,
+    y_in: &[f32],
+) -> Vec<T> {
+    let a_t: CsMat<T> = gen::convert(a);
+    let x_t: Vec<T> = x.iter().map(|&v| T::from_f32(v)).collect();
+    let y_t: Vec<T> = y_in.iter().map(|&v| T::from_f32(v)).collect();
+    let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
+    let plan = match strategy {
+        Some(s) => SpmvPlan::with_strategy(gpu, &a_dev, s).unwrap(),
+        None => SpmvPlan::new(gpu, &a_dev).unwrap(),
+    };
+    let x_dev = gpu.stream().clone_htod(&x_t).unwrap();
+    let mut y_dev = gpu.stream().clone_htod(&y_t).unwrap();
+    spmv(gpu, &a_dev, &x_dev, alpha, beta, &mut y_dev, &plan).unwrap();
+    let y = gpu.stream().clone_dtoh(&y_dev).unwrap();
+    let want = oracle::spmv(a_t.view(), &x_t, alpha, Some(&y_t), beta);
+    let bound = spmv_error_bound(a_t.view(), &x_t, alpha, beta, Some(&y_t));
+    let got: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
+    let cmp = oracle::compare(&got, &want, &bound);
+    assert_eq!(
+        cmp.mismatches,
+        0,
+        "{what} ({}, {}): {} of {} mismatch; first (index, got, want) {:?}",
+        T::DTYPE,
+        plan.strategy(),
+        cmp.mismatches,
+        got.len(),
+        cmp.first_mismatch
+    );
+    y
+}
+
+/// The awkward shapes of the production tests.
+fn production_cases() -> Vec<(&'static str, CsMat<f32>)> {
+    vec![
+        ("uniform 1000x800", gen::uniform_random(1000, 800, 0.02, 1)),
+        ("power-law 5000x5000", gen::power_law(5000, 5000, 12.0, 1.5, 2)),
+        ("empty rows", gen::with_empty_rows(&gen::uniform_random(300, 300, 0.05, 3), 0.5, 4)),
+        ("one row of 200k entries", gen::with_dense_row(&gen::uniform_random(300, 200_000, 0.0001, 5), 100)),
+        ("rectangular 50x3000", gen::uniform_random(50, 3000, 0.01, 6)),
+        ("rectangular 3000x50", gen::uniform_random(3000, 50, 0.1, 7)),
+        ("nnz = 0", CsMat::zero((17, 9))),
+        ("m = 1", gen::uniform_random(1, 100, 0.3, 8)),
+    ]
+}
+
+fn production_all_strategies<T: Scalar>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    for (what, a) in &production_cases() {
+        let x = gen::dense_matrix(a.cols(), 1, 11);
+        let y_in = gen::dense_matrix(a.rows(), 1, 12);
+        for strategy in all_strategies() {
+            for (alpha, beta) in [(1.0, 0.0), (2.5, 0.0), (1.0, 1.0), (-0.5, 2.0), (0.0, 1.0)] {
+                let what = format!("{what}, alpha {alpha}, beta {beta}");
+                check_production::<T>(&gpu, &what, a, &x, Some(strategy), alpha, beta, &y_in);
+            }
+        }
+        check_production::<T>(&gpu, &format!("{what}, chosen plan"), a, &x, None, 1.5, -1.0, &y_in);
+    }
+}
+
+#[test]
+fn production_spmv_f32_every_strategy_matches_the_oracle() {
+    production_all_strategies::<f32>("production_spmv_f32_every_strategy_matches_the_oracle");
+}
+
+#[test]
+fn production_spmv_f64_every_strategy_matches_the_oracle() {
+    production_all_strategies::<f64>("production_spmv_f64_every_strategy_matches_the_oracle");
+}
+
+#[test]
+fn production_spmv_f16_every_strategy_matches_the_oracle() {
+    production_all_strategies::<f16>("production_spmv_f16_every_strategy_matches_the_oracle");
+}
+
+#[test]
+fn production_spmv_bf16_every_strategy_matches_the_oracle() {
+    production_all_strategies::<bf16>("production_spmv_bf16_every_strategy_matches_the_oracle");
+}
+
+#[test]
+fn production_spmv_with_beta_zero_neither_reads_nor_keeps_y() {
+    let Some(gpu) = gpu_or_skip("production_spmv_with_beta_zero_neither_reads_nor_keeps_y") else { return };
+    let a = gen::with_dense_row(&gen::power_law(2000, 3000, 8.0, 1.5, 9), 7);
+    let x = gen::dense_matrix(3000, 1, 1);
+    for strategy in all_strategies() {
+        for y_fill in [f32::NAN, POISON as f32] {
+            let y_in = vec![y_fill; 2000];
+            check_production::<f32>(&gpu, &format!("beta 0 over {y_fill}"), &a, &x, Some(strategy), 1.5, 0.0, &y_in);
+            check_production::<f16>(&gpu, &format!("beta 0 over {y_fill}"), &a, &x, Some(strategy), 1.0, 0.0, &y_in);
+        }
+    }
+}
+
+#[test]
+fn production_spmv_propagates_nan_and_inf_to_their_rows_only() {
+    let Some(gpu) = gpu_or_skip("production_spmv_propagates_nan_and_inf_to_their_rows_only") else { return };
+    let base = gen::with_dense_row(&gen::uniform_random(600, 5000, 0.004, 13), 300);
+    let mut a = base.clone();
+    // NaN in a short row and in the long row; Inf in x reaches every row that stores its column.
+    a.data_mut()[3] = f32::NAN;
+    let long_start = a.proper_indptr()[300];
+    a.data_mut()[long_start + 4000] = f32::NAN;
+    let mut x = gen::dense_matrix(5000, 1, 14);
+    x[1234] = f32::INFINITY;
+    x[77] = f32::NEG_INFINITY;
+    let y_in = gen::dense_matrix(600, 1, 15);
+    for strategy in all_strategies() {
+        check_production::<f32>(&gpu, "NaN in A, Inf in x", &a, &x, Some(strategy), 1.0, 0.5, &y_in);
+        check_production::<f64>(&gpu, "NaN in A, Inf in x", &a, &x, Some(strategy), 1.0, 0.0, &y_in);
+    }
+}
+
+#[test]
+fn production_spmv_is_deterministic() {
+    let Some(gpu) = gpu_or_skip("production_spmv_is_deterministic") else { return };
+    let a = gen::with_dense_row(&gen::power_law(20_000, 20_000, 16.0, 1.5, 16), 5);
+    let x = gen::dense_matrix(20_000, 1, 17);
+    let y_in = gen::dense_matrix(20_000, 1, 18);
+    for strategy in all_strategies() {
+        let first = check_production::<f32>(&gpu, "run 1", &a, &x, Some(strategy), 1.0, 1.0, &y_in);
+        for run in 2..=3 {
+            let again = check_production::<f32>(&gpu, "run again", &a, &x, Some(strategy), 1.0, 1.0, &y_in);
+            let same = first.iter().zip(&again).all(|(p, q)| p.to_bits() == q.to_bits());
+            assert!(same, "{strategy}: run {run} differs in its bits from run 1");
+        }
+    }
+}
+
+#[test]
+fn production_spmv_on_real_matrices() {
+    let Some(gpu) = gpu_or_skip("production_spmv_on_real_matrices") else { return };
+    for file in ["pores_1.mtx.gz", "lund_a.mtx.gz", "utm300.mtx.gz", "west0479.mtx.gz", "well1850.mtx.gz"] {
+        let a = tilesparse::suite::load_matrix(&common::data_path(file)).unwrap();
+        let x = gen::dense_matrix(a.cols(), 1, 19);
+        let y_in = gen::dense_matrix(a.rows(), 1, 20);
+        for strategy in [None, Some(SpmvStrategy::Split { threads_per_row: 8, long_row: 4 })] {
+            check_production::<f32>(&gpu, file, &a, &x, strategy, 1.0, 0.5, &y_in);
+            check_production::<f64>(&gpu, file, &a, &x, strategy, -2.0, 0.0, &y_in);
+        }
+    }
+}
+
+#[test]
+fn production_spmv_refuses_bad_operands() {
+    let Some(gpu) = gpu_or_skip("production_spmv_refuses_bad_operands") else { return };
+    let a = gen::uniform_random(100, 80, 0.1, 21);
+    let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let plan = SpmvPlan::new(&gpu, &a_dev).unwrap();
+    let x_short = gpu.stream().alloc_zeros::<f32>(79).unwrap();
+    let x = gpu.stream().alloc_zeros::<f32>(80).unwrap();
+    let mut y_short = gpu.stream().alloc_zeros::<f32>(99).unwrap();
+    let mut y = gpu.stream().alloc_zeros::<f32>(100).unwrap();
+    let r = spmv(&gpu, &a_dev, &x_short, 1.0, 0.0, &mut y, &plan);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "short x: {r:?}");
+    let r = spmv(&gpu, &a_dev, &x, 1.0, 0.0, &mut y_short, &plan);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "short y: {r:?}");
+    let other = DeviceCsr::upload(&gpu, gen::uniform_random(100, 80, 0.2, 22).view()).unwrap();
+    let r = spmv(&gpu, &other, &x, 1.0, 0.0, &mut y, &plan);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "plan of another matrix: {r:?}");
+    let r = SpmvPlan::with_strategy(&gpu, &a_dev, SpmvStrategy::Vector { threads_per_row: 3 });
+    assert!(matches!(r, Err(Error::InvalidConfig { .. })), "3 threads per row: {:?}", r.err());
+}
+
+/// Small enough for compute-sanitizer in run-all.sh --sanitize: every kernel kind once, f32 and f16.
+#[test]
+fn sanitizer_spmv_production_small() {
+    let Some(gpu) = gpu_or_skip("sanitizer_spmv_production_small") else { return };
+    let a = gen::with_dense_row(&gen::power_law(300, 5000, 9.0, 1.5, 23), 10);
+    let x = gen::dense_matrix(5000, 1, 24);
+    let y_in = gen::dense_matrix(300, 1, 25);
+    for strategy in [
+        SpmvStrategy::Vector { threads_per_row: 1 },
+        SpmvStrategy::Vector { threads_per_row: 32 },
+        SpmvStrategy::BlockPerRow,
+        SpmvStrategy::Split { threads_per_row: 8, long_row: 16 },
+    ] {
+        check_production::<f32>(&gpu, "sanitizer", &a, &x, Some(strategy), 1.0, 1.0, &y_in);
+        check_production::<f16>(&gpu, "sanitizer", &a, &x, Some(strategy), 1.0, 0.0, &y_in);
+    }
 }

@@ -39,4 +39,24 @@ struct SpmvParams {
 };
 static_assert(sizeof(SpmvParams) == 72, "SpmvParams must match src/spmv.rs");
 
+/// @brief Arguments of the production SpMV kernels (cuda/spmv/spmv_csr.cu): y = alpha * A x + beta * y.
+struct SpmvCsrParams {
+  int m;                        // rows of A, length of y
+  int k;                        // columns of A, length of x
+  int long_row;                 // vector kernel: rows longer than this are left to the long-row kernels
+  int num_long;                 // entries of long_rows
+  double alpha;                 // converted to the accumulation type in the kernel
+  double beta;                  // 0 means y is not read
+  const void* values;           // (nnz) A's values, global, element type of the kernel
+  const int* row_offsets;       // (m + 1) CSR row pointer, global
+  const int* column_indices;    // (nnz) CSR column indices, global
+  const void* x;                // (k) global, element type of the kernel
+  void* y;                      // (m) global, element type of the kernel; each row written by exactly one thread
+  const int* long_rows;         // (num_long) rows longer than long_row, ascending, global
+  const int* long_row_chunks;   // (num_long + 1) first chunk of each long row, global
+  const int* chunk_bounds;      // (2 * chunks) [start, end) of each chunk in A's entries, global; null: chunk = row
+  void* partials;               // (chunks) chunk sums in the accumulation type, global scratch
+};
+static_assert(sizeof(SpmvCsrParams) == 104, "SpmvCsrParams must match src/spmv.rs");
+
 }  // namespace ts

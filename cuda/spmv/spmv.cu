@@ -53,3 +53,6 @@ extern "C" __global__ void spmv_seed_combine_rows_f32(const ts::SpmvParams p) {
   // beta == 0 must not read y: y may be uninitialised or hold NaN.
   p.y[row] = p.beta == 0.0f ? p.alpha * sum : p.alpha * sum + p.beta * p.y[row];
 }
+
+// The production SpMV (issue 6): compiled into the same fatbin.
+#include "spmv/spmv_csr.cu"

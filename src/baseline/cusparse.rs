@@ -281,3 +281,139 @@ fn scalars(dtype: DType, a64: &f64, b64: &f64, a32: &f32, b32: &f32) -> (*const 
         (a32 as *const f32 as *const c_void, b32 as *const f32 as *const c_void)
     }
 }
+
+/// cuSPARSE's CSR SpMV algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpmvAlg {
+    CsrAlg1,
+    CsrAlg2,
+}
+
+impl SpmvAlg {
+    pub const ALL: [SpmvAlg; 2] = [SpmvAlg::CsrAlg1, SpmvAlg::CsrAlg2];
+    fn raw(self) -> cs::cusparseSpMVAlg_t {
+        match self {
+            SpmvAlg::CsrAlg1 => cs::cusparseSpMVAlg_t::CUSPARSE_SPMV_CSR_ALG1,
+            SpmvAlg::CsrAlg2 => cs::cusparseSpMVAlg_t::CUSPARSE_SPMV_CSR_ALG2,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            SpmvAlg::CsrAlg1 => "CSR_ALG1",
+            SpmvAlg::CsrAlg2 => "CSR_ALG2",
+        }
+    }
+}
+
+/// A dense vector descriptor.
+struct DnVecDescr<'a> {
+    raw: cs::cusparseDnVecDescr_t,
+    _v: PhantomData<&'a ()>,
+}
+
+impl DnVecDescr<'_> {
+    fn new(len: usize, ptr: u64, dtype: DType) -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: ptr addresses len elements that outlive the descriptor (tied by the caller's borrow).
+        check("cusparseCreateDnVec", unsafe {
+            cs::cusparseCreateDnVec(&mut raw, len as i64, ptr as *mut c_void, cuda_data_type(dtype))
+        })?;
+        Ok(DnVecDescr { raw, _v: PhantomData })
+    }
+}
+
+impl Drop for DnVecDescr<'_> {
+    fn drop(&mut self) {
+        // SAFETY: created in new, destroyed once.
+        unsafe { cs::cusparseDestroyDnVec(self.raw) };
+    }
+}
+
+/// A prepared cuSPARSE SpMV y = A x (descriptors and workspace made once), so that [`CusparseSpmv::run`] times
+/// only the multiplication.
+pub struct CusparseSpmv<'a> {
+    lib: &'a Cusparse,
+    a: CsrDescr<'a>,
+    x: DnVecDescr<'a>,
+    y: DnVecDescr<'a>,
+    alg: SpmvAlg,
+    dtype: DType,
+    buffer: CudaSlice<u8>,
+}
+
+impl<'a> CusparseSpmv<'a> {
+    /// Prepares y = A x with algorithm `alg`. Fails with [`Error::Cusparse`] where cuSPARSE does not support the
+    /// combination.
+    pub fn new<T: Scalar>(
+        gpu: &Gpu,
+        lib: &'a Cusparse,
+        a: &'a DeviceCsr<T>,
+        x: &'a CudaSlice<T>,
+        y: &'a mut CudaSlice<T>,
+        alg: SpmvAlg,
+    ) -> Result<Self> {
+        if x.len() < a.cols() || y.len() < a.rows() {
+            return Err(Error::ShapeMismatch(format!(
+                "A is {} x {}, x has {} and y has {} elements",
+                a.rows(),
+                a.cols(),
+                x.len(),
+                y.len()
+            )));
+        }
+        let stream = gpu.stream();
+        let a_d = CsrDescr::new(gpu, a)?;
+        let x_d = DnVecDescr::new(a.cols(), x.device_ptr(stream).0, T::DTYPE)?;
+        let y_d = DnVecDescr::new(a.rows(), y.device_ptr_mut(stream).0, T::DTYPE)?;
+        let (alpha, beta) = (1f64, 0f64);
+        let (alpha32, beta32) = (1f32, 0f32);
+        let (pa, pb) = scalars(T::DTYPE, &alpha, &beta, &alpha32, &beta32);
+        let mut size = 0usize;
+        // SAFETY: descriptors and handle are live; alpha/beta point at host scalars of the compute type.
+        check("cusparseSpMV_bufferSize", unsafe {
+            cs::cusparseSpMV_bufferSize(
+                lib.handle,
+                cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                pa,
+                a_d.raw,
+                x_d.raw,
+                pb,
+                y_d.raw,
+                compute_type(T::DTYPE),
+                alg.raw(),
+                &mut size,
+            )
+        })?;
+        let buffer = stream
+            .alloc_zeros::<u8>(size.max(1))
+            .map_err(Error::driver("allocating the cuSPARSE SpMV buffer", size))?;
+        Ok(CusparseSpmv { lib, a: a_d, x: x_d, y: y_d, alg, dtype: T::DTYPE, buffer })
+    }
+
+    /// Runs y = A x on the stream.
+    pub fn run(&mut self, gpu: &Gpu) -> Result<()> {
+        let (alpha, beta) = (1f64, 0f64);
+        let (alpha32, beta32) = (1f32, 0f32);
+        let (pa, pb) = scalars(self.dtype, &alpha, &beta, &alpha32, &beta32);
+        let (buf, _g) = self.buffer.device_ptr_mut(gpu.stream());
+        // SAFETY: everything was prepared in new and is still borrowed.
+        check("cusparseSpMV", unsafe {
+            cs::cusparseSpMV(
+                self.lib.handle,
+                cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                pa,
+                self.a.raw,
+                self.x.raw,
+                pb,
+                self.y.raw,
+                compute_type(self.dtype),
+                self.alg.raw(),
+                buf as *mut c_void,
+            )
+        })
+    }
+
+    pub fn alg(&self) -> SpmvAlg {
+        self.alg
+    }
+}
