@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Kernel families: one folder under `cuda/` and one fatbin each.
-const FAMILIES: &[&str] = &["spmm", "spmv"];
+const FAMILIES: &[&str] = &["spmm", "spmv", "spgemm"];
 
 /// One row of `cuda/spmm/variants.txt`.
 struct Variant {
@@ -30,12 +30,12 @@ struct Variant {
     mo: u32,
 }
 
+include!("src/spmm/kernel_name.rs");
+
 impl Variant {
-    /// Must match `SpmmConfig::kernel_name` in src/spmm/config.rs (a unit test there checks the generated list).
     fn kernel_name(&self) -> String {
-        let mut s = format!(
-            "spmm_{}_s{}d{}_y{}k{}x{}w{}_u{}_{}",
-            self.dtype,
+        spmm_kernel_name(
+            &self.dtype,
             self.sv,
             self.dv,
             self.y,
@@ -43,12 +43,10 @@ impl Variant {
             self.x,
             self.w,
             self.ru,
-            if self.pred { "pred" } else { "nopred" }
-        );
-        if self.lb {
-            let _ = write!(s, "_lb{}", self.mo);
-        }
-        s
+            self.pred,
+            self.lb,
+            self.mo,
+        )
     }
 }
 

@@ -2,7 +2,7 @@
 //! computed once at upload.
 
 use cudarc::driver::{CudaSlice, DeviceRepr};
-use sprs::CsMatView;
+use sprs::{CsMat, CsMatView};
 
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -190,6 +190,47 @@ impl<T: Scalar> DeviceCsr<T> {
             row_swizzle: upload_slice(gpu, &swizzle, "uploading the row swizzle")?,
             stats: RowStats::from_indptr(indptr),
         })
+    }
+
+    /// Wraps CSR arrays a kernel built on the device (row pointer of rows + 1, column indices and values of
+    /// at least max(nnz, 1) elements, valid CSR). The row pointer is read back once for the row statistics
+    /// and the swizzle.
+    pub(crate) fn from_device_parts(
+        gpu: &Gpu,
+        rows: usize,
+        cols: usize,
+        row_offsets: CudaSlice<i32>,
+        column_indices: CudaSlice<i32>,
+        values: CudaSlice<T>,
+    ) -> Result<Self> {
+        let offsets =
+            gpu.stream().clone_dtoh(&row_offsets).map_err(Error::driver("reading back CSR row offsets", 0))?;
+        let indptr: Vec<usize> = offsets.iter().take(rows + 1).map(|&o| o as usize).collect();
+        let swizzle = row_swizzle(&indptr);
+        Ok(DeviceCsr {
+            rows,
+            cols,
+            nnz: indptr.last().copied().unwrap_or(0),
+            row_offsets,
+            column_indices,
+            values,
+            row_swizzle: upload_slice(gpu, &swizzle, "uploading the row swizzle")?,
+            stats: RowStats::from_indptr(&indptr),
+        })
+    }
+
+    /// Copies the matrix back into a sprs CSR matrix (validated on the way).
+    pub fn download(&self, gpu: &Gpu) -> Result<CsMat<T>> {
+        let stream = gpu.stream();
+        let to_usize = |v: Vec<i32>, len: usize| v.into_iter().take(len).map(|x| x as usize).collect::<Vec<usize>>();
+        let indptr = stream.clone_dtoh(&self.row_offsets).map_err(Error::driver("downloading CSR row offsets", 0))?;
+        let indices =
+            stream.clone_dtoh(&self.column_indices).map_err(Error::driver("downloading CSR column indices", 0))?;
+        let mut values = stream.clone_dtoh(&self.values).map_err(Error::driver("downloading CSR values", 0))?;
+        let (indptr, indices) = (to_usize(indptr, self.rows + 1), to_usize(indices, self.nnz));
+        values.truncate(self.nnz);
+        validate(self.rows, self.cols, &indptr, &indices, values.len())?;
+        Ok(CsMat::new((self.rows, self.cols), indptr, indices, values))
     }
 
     pub fn rows(&self) -> usize {

@@ -10,17 +10,19 @@ include!(concat!(env!("OUT_DIR"), "/kernels_gen.rs"));
 pub enum Family {
     Spmm,
     Spmv,
+    Spgemm,
 }
 
 impl Family {
     /// All families, in the order of their module slots.
-    pub const ALL: [Family; 2] = [Family::Spmm, Family::Spmv];
+    pub const ALL: [Family; 3] = [Family::Spmm, Family::Spmv, Family::Spgemm];
 
     /// The family's folder name.
     pub fn name(self) -> &'static str {
         match self {
             Family::Spmm => "spmm",
             Family::Spmv => "spmv",
+            Family::Spgemm => "spgemm",
         }
     }
 
@@ -29,6 +31,7 @@ impl Family {
         match self {
             Family::Spmm => SPMM_FATBIN,
             Family::Spmv => SPMV_FATBIN,
+            Family::Spgemm => SPGEMM_FATBIN,
         }
     }
 
