@@ -31,9 +31,11 @@ pub mod gpu;
 pub mod kernels;
 pub mod mtx;
 pub mod scalar;
+pub mod spgemm;
 pub mod spmm;
 pub mod spmv;
 pub mod suite;
+pub mod suite_spmv;
 pub mod timing;
 
 pub use csr::{CsrError, DeviceCsr, RowStats};
@@ -42,4 +44,4 @@ pub use error::{Error, Result};
 pub use gpu::Gpu;
 pub use scalar::{DType, Scalar};
 pub use spmm::{spmm, spmm_auto, SpmmConfig};
-pub use spmv::spmv_seed;
+pub use spmv::{spmv, spmv_seed, SpmvPlan, SpmvStrategy};

@@ -1,17 +1,22 @@
 //! The `tilesparse` command line: device info, SpMM and SpMV runs with verification, and benchmarks.
 
+use std::any::Any;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
+use cudarc::driver::CudaSlice;
 use sprs::CsMat;
 use tilesparse::cpu::{backend, oracle};
 use tilesparse::kernels::{compiled_spmm_variants, CUDA_ARCHS, KERNELS_BUILT, NVCC_VERSION};
+use tilesparse::spgemm::{self, DeviceCoo, LadderKernel, SPGEMM_K4_GRID};
 use tilesparse::spmm::SpmmConfig;
+use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace};
 use tilesparse::suite::{self, BenchOptions};
+use tilesparse::suite_spmv::{self, compulsory_bytes};
 use tilesparse::timing::time_op;
-use tilesparse::{gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, RowStats, Scalar};
+use tilesparse::{gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, RowStats, Scalar, SpmvPlan};
 
 #[derive(Parser)]
 #[command(name = "tilesparse", version, about = "GPU sparse-matrix kernels: SpMM, SpMV")]
@@ -26,8 +31,10 @@ enum Command {
     Info,
     /// C = A * B: A sparse (a file or generated), B dense random k x n.
     Spmm(SpmmArgs),
-    /// y = alpha * A x + beta * y with the seed prefix-sum kernel.
+    /// y = alpha * A x + beta * y with the production SpMV (default) or the seed prefix-sum kernel.
     Spmv(SpmvArgs),
+    /// C = A * A (A * A^T when A is not square) with one kernel of the seed's SpGEMM ladder.
+    Spgemm(SpgemmArgs),
     /// Benchmarks against cuSPARSE and cuBLAS in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -79,7 +86,7 @@ struct SpmmArgs {
     /// Columns of B and C.
     #[arg(long, default_value_t = 128)]
     n: usize,
-    /// f32 (f16 and bf16 are parsed, and refused until their kernels exist).
+    /// Element type of A, B and C: f32, f16 or bf16 (accumulation is f32).
     #[arg(long, default_value = "f32")]
     dtype: DType,
     /// `auto` or a kernel name such as spmm_f32_s4d4_y4k32x32w8_u4_pred (see `tilesparse info`).
@@ -114,9 +121,12 @@ struct SpmvArgs {
     /// Write x, y_in and y to Matrix Market files in this folder.
     #[arg(long)]
     dump: Option<PathBuf>,
-    /// Value type: f32 (the seed kernel is fp32).
+    /// Value type: f32, f64, f16 or bf16 (the seed kernel is fp32 only).
     #[arg(long, default_value = "f32")]
     dtype: DType,
+    /// The production SpMV or the seed prefix-sum kernel.
+    #[arg(long, value_enum, default_value = "production")]
+    kernel: SpmvKernel,
     /// Index type: i32 (the kernels' only one; larger matrices get a typed error).
     #[arg(long, default_value = "i32")]
     index_type: String,
@@ -130,8 +140,54 @@ struct SpmvArgs {
     verify: bool,
 }
 
+#[derive(Args)]
+struct SpgemmArgs {
+    #[command(flatten)]
+    matrix: MatrixArgs,
+    /// k0, k1, k2, k3, k4, kp, or a grid point such as k4_b256_t2048 / kp_b128_t1024.
+    #[arg(long, default_value = "k4")]
+    kernel: String,
+    /// Check C (converted to sorted CSR on the GPU) against the f64 oracle.
+    #[arg(long)]
+    verify: bool,
+    /// Untimed runs before timing (the seed skipped its first 3).
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    #[arg(long, default_value_t = 10)]
+    iters: usize,
+}
+
+/// The SpMV kernels of `tilesparse spmv`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SpmvKernel {
+    Seed,
+    Production,
+}
+
+impl SpmvKernel {
+    fn name(self) -> &'static str {
+        match self {
+            SpmvKernel::Seed => "seed",
+            SpmvKernel::Production => "production",
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// The SpMV suite: seed, production, cuSPARSE CSR ALG1/ALG2, effective bandwidth against the copy bandwidth.
+    Spmv {
+        /// Keep problems whose name contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        #[arg(long, default_value_t = 30)]
+        iters: usize,
+        /// Also write the reports as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// The SpMM suite: every compiled variant, the selected one, cuSPARSE ALG1-3 and cuBLAS, per problem.
     Spmm {
         /// Keep problems whose name contains this.
@@ -140,6 +196,9 @@ enum BenchCommand {
         /// Time only the selected config (not every variant).
         #[arg(long)]
         selected_only: bool,
+        /// Element type: f32, f16 or bf16 (cuSPARSE and cuBLAS get the same type, fp32 compute).
+        #[arg(long, default_value = "f32")]
+        dtype: DType,
         #[arg(long, default_value_t = 5)]
         warmup: usize,
         #[arg(long, default_value_t = 30)]
@@ -147,6 +206,19 @@ enum BenchCommand {
         /// Also write the reports as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// The seed's SpGEMM ladder on C = A * A: CPU backend, k0..k4 and kp, then the k4 (block, tile) grid search.
+    Spgemm {
+        #[command(flatten)]
+        matrix: MatrixArgs,
+        /// Write the k4 grid search as an SVG heat map here.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+        /// Untimed runs before timing each kernel.
+        #[arg(long, default_value_t = 3)]
+        warmup: usize,
+        #[arg(long, default_value_t = 10)]
+        iters: usize,
     },
 }
 
@@ -156,9 +228,12 @@ fn main() -> ExitCode {
         Command::Info => info(),
         Command::Spmm(args) => run_spmm(args),
         Command::Spmv(args) => run_spmv(args),
-        Command::Bench(BenchCommand::Spmm { filter, selected_only, warmup, iters, json }) => {
-            bench_spmm(filter, selected_only, warmup, iters, json)
+        Command::Bench(BenchCommand::Spmv { filter, warmup, iters, json }) => bench_spmv(filter, warmup, iters, json),
+        Command::Bench(BenchCommand::Spmm { filter, selected_only, dtype, warmup, iters, json }) => {
+            bench_spmm(filter, selected_only, dtype, warmup, iters, json)
         }
+        Command::Spgemm(args) => run_spgemm(args),
+        Command::Bench(BenchCommand::Spgemm { matrix, svg, warmup, iters }) => bench_spgemm(matrix, svg, warmup, iters),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -238,28 +313,36 @@ fn report_check(got: &[f64], want: &[f64], bound: &[f64]) -> Result<()> {
 }
 
 fn run_spmm(args: SpmmArgs) -> Result<()> {
-    let (name, a) = args.matrix.load()?;
-    let (m, k, n) = (a.rows(), a.cols(), args.n);
-    let b: Vec<f32> = gen::dense_matrix(k, n, args.matrix.seed + 1);
-    println!("A: {name}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}", a.nnz(), args.dtype);
-    if args.dtype != DType::F32 {
-        return Err(Error::UnsupportedDtype { dtype: args.dtype, op: "spmm (f16/bf16 kernels are not built yet)" });
+    match args.dtype {
+        DType::F32 => run_spmm_typed::<f32>(args),
+        DType::F16 => run_spmm_typed::<half::f16>(args),
+        DType::Bf16 => run_spmm_typed::<half::bf16>(args),
+        DType::F64 => Err(Error::UnsupportedDtype { dtype: DType::F64, op: "spmm (f32, f16, bf16)" }),
     }
+}
+
+/// SpMM with elements of type T (A and B generated or read in f32, then rounded to T).
+fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
+    let (name, a32) = args.matrix.load()?;
+    let a: CsMat<T> = gen::convert(&a32);
+    let (m, k, n) = (a.rows(), a.cols(), args.n);
+    let b: Vec<T> = gen::dense_matrix(k, n, args.matrix.seed + 1).into_iter().map(T::from_f32).collect();
+    println!("A: {name}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}", a.nnz(), T::DTYPE);
     let flops = 2.0 * a.nnz() as f64 * n as f64;
     // The config is checked before choosing the device, so a bad one is an error on any machine.
     let config = if args.config == "auto" {
-        SpmmConfig::select_with_stats(m, k, n, &RowStats::from_indptr(&a.indptr().to_proper()), args.dtype)
+        SpmmConfig::select_with_stats(m, k, n, &RowStats::from_indptr(&a.indptr().to_proper()), T::DTYPE)
     } else {
         let invalid = |rule| Error::InvalidConfig { config: args.config.clone(), rule };
         let c: SpmmConfig = args.config.parse().map_err(invalid)?;
         c.validate().map_err(invalid)?;
         c
     };
-    let c: Vec<f32> = match gpu_or_notice(args.cpu) {
+    let c: Vec<T> = match gpu_or_notice(args.cpu) {
         Some(gpu) => {
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
-            let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n)?;
+            let mut c_dev = DeviceDense::<T>::zeros(&gpu, m, n)?;
             let t =
                 time_op(&gpu, args.warmup, args.iters, || tilesparse::spmm(&gpu, &a_dev, &b_dev, &mut c_dev, &config))?;
             let ms = t.median_ms();
@@ -272,7 +355,7 @@ fn run_spmm(args: SpmmArgs) -> Result<()> {
             c_dev.download(&gpu)?
         }
         None => {
-            let mut c = vec![0f32; m * n];
+            let mut c = vec![T::default(); m * n];
             let start = Instant::now();
             let runs = args.iters.max(1);
             for _ in 0..runs {
@@ -288,10 +371,11 @@ fn run_spmm(args: SpmmArgs) -> Result<()> {
         }
     };
     if args.verify {
+        // The oracle sees the rounded inputs; the bound covers f32 accumulation and rounding to T.
         let want = oracle::spmm(a.view(), &b, n);
         let abs = oracle::spmm_abs(a.view(), &b, n);
         let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
-        let bound = oracle::spmm_error_bound(&abs, &lens, n, DType::F32.unit_roundoff(), DType::F32.unit_roundoff());
+        let bound = oracle::spmm_error_bound(&abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff());
         let got: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
         report_check(&got, &want, &bound)?;
     }
@@ -306,45 +390,95 @@ fn run_spmv(args: SpmvArgs) -> Result<()> {
         "debug" => 3,
         other => return Err(Error::Usage(format!("unknown log level '{other}' (error, warn, info, debug)"))),
     };
-    if args.dtype != DType::F32 {
+    if args.kernel == SpmvKernel::Seed && args.dtype != DType::F32 {
         return Err(Error::UnsupportedDtype { dtype: args.dtype, op: "the seed spmv (fp32 only)" });
     }
     if args.index_type != "i32" {
         return Err(Error::Usage(format!("index type '{}': the kernels use i32 indices", args.index_type)));
     }
-    let (name, a) = args.matrix.load()?;
+    match args.dtype {
+        DType::F32 => run_spmv_typed::<f32>(&args, level),
+        DType::F64 => run_spmv_typed::<f64>(&args, level),
+        DType::F16 => run_spmv_typed::<half::f16>(&args, level),
+        DType::Bf16 => run_spmv_typed::<half::bf16>(&args, level),
+    }
+}
+
+/// The seed kernel, which exists for f32 only: other element types are refused.
+fn spmv_seed_f32<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    x: &CudaSlice<T>,
+    (alpha, beta): (f32, f32),
+    y: &mut CudaSlice<T>,
+    ws: &mut SeedSpmvWorkspace,
+) -> Result<()> {
+    let (a, x, y): (&dyn Any, &dyn Any, &mut dyn Any) = (a, x, y);
+    match (a.downcast_ref::<DeviceCsr<f32>>(), x.downcast_ref::<CudaSlice<f32>>(), y.downcast_mut::<CudaSlice<f32>>()) {
+        (Some(a), Some(x), Some(y)) => tilesparse::spmv_seed(gpu, a, x, alpha, beta, y, ws),
+        _ => Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "the seed spmv (fp32 only)" }),
+    }
+}
+
+/// The SpMV kernel of a run, prepared for its matrix.
+enum PreparedSpmv {
+    Seed(SeedSpmvWorkspace),
+    Production(Box<SpmvPlan>),
+}
+
+fn run_spmv_typed<T: Scalar>(args: &SpmvArgs, level: u8) -> Result<()> {
+    let (name, a32) = args.matrix.load()?;
+    let a: CsMat<T> = gen::convert(&a32);
+    drop(a32);
     let (m, k) = (a.rows(), a.cols());
+    let (alpha, beta) = (args.alpha, args.beta);
     if level >= 1 && a.nnz() > args.large_threshold {
         eprintln!("warning: {} nonzeros exceeds the large-matrix threshold {}", a.nnz(), args.large_threshold);
     }
     if level >= 2 {
-        println!("A: {name}, {m} x {k}, {} nonzeros; y = {} * A x + {} * y", a.nnz(), args.alpha, args.beta);
+        println!("A: {name}, {m} x {k}, {} nonzeros, {}; y = {alpha} * A x + {beta} * y", a.nnz(), T::DTYPE);
     }
-    let x: Vec<f32> = gen::dense_matrix(k, 1, args.matrix.seed + 1);
-    let y_in: Vec<f32> = gen::dense_matrix(m, 1, args.matrix.seed + 2);
-    let y: Vec<f32> = match gpu_or_notice(false) {
+    let x: Vec<T> = gen::dense_matrix(k, 1, args.matrix.seed + 1).into_iter().map(T::from_f32).collect();
+    let y_in: Vec<T> = gen::dense_matrix(m, 1, args.matrix.seed + 2).into_iter().map(T::from_f32).collect();
+    let gpu = gpu_or_notice(false);
+    let y: Vec<T> = match &gpu {
         Some(gpu) => {
-            let a_dev = DeviceCsr::upload(&gpu, a.view())?;
+            let a_dev = DeviceCsr::upload(gpu, a.view())?;
             let x_dev = gpu.stream().clone_htod(&x).map_err(|e| Error::Driver { what: "uploading x", source: e })?;
             let mut y_dev =
                 gpu.stream().clone_htod(&y_in).map_err(|e| Error::Driver { what: "uploading y", source: e })?;
-            let mut ws = tilesparse::spmv::SeedSpmvWorkspace::new(&gpu, a.nnz())?;
+            let mut prepared = match args.kernel {
+                SpmvKernel::Seed => PreparedSpmv::Seed(SeedSpmvWorkspace::new(gpu, a.nnz())?),
+                SpmvKernel::Production => PreparedSpmv::Production(Box::new(SpmvPlan::new(gpu, &a_dev)?)),
+            };
+            if let (PreparedSpmv::Production(plan), true) = (&prepared, level >= 3) {
+                println!("plan: {} ({} long rows); row stats {:?}", plan.strategy(), plan.long_rows(), a_dev.stats());
+            }
+            let mut run = |y: &mut CudaSlice<T>| match &mut prepared {
+                PreparedSpmv::Seed(ws) => spmv_seed_f32(gpu, &a_dev, &x_dev, (alpha, beta), y, ws),
+                PreparedSpmv::Production(plan) => {
+                    tilesparse::spmv(gpu, &a_dev, &x_dev, alpha as f64, beta as f64, y, plan)
+                }
+            };
             // Timed runs overwrite y; beta != 0 makes repeated runs compound, so time on a scratch copy.
             let mut y_scratch = y_dev.clone();
-            let t = time_op(&gpu, args.warmup, args.iters, || {
-                tilesparse::spmv_seed(&gpu, &a_dev, &x_dev, args.alpha, args.beta, &mut y_scratch, &mut ws)
-            })?;
+            let t = time_op(gpu, args.warmup, args.iters, || run(&mut y_scratch))?;
             let ms = t.median_ms();
-            let bytes = (a.nnz() * 8 + (m + 1) * 4 + k * 4 + m * 4 * if args.beta != 0.0 { 2 } else { 1 }) as f64;
+            let bytes =
+                compulsory_bytes(m, k, a.nnz(), T::DTYPE.size()) + if beta != 0.0 { m * T::DTYPE.size() } else { 0 };
             if level >= 2 {
-                println!("GPU seed SpMV: median {ms:.4} ms, {:.1} GB/s of compulsory traffic", bytes / ms / 1e6);
+                println!(
+                    "GPU {} SpMV: median {ms:.4} ms, {:.1} GB/s of compulsory traffic",
+                    args.kernel.name(),
+                    bytes as f64 / ms / 1e6
+                );
             }
-            tilesparse::spmv_seed(&gpu, &a_dev, &x_dev, args.alpha, args.beta, &mut y_dev, &mut ws)?;
+            run(&mut y_dev)?;
             gpu.stream().clone_dtoh(&y_dev).map_err(|e| Error::Driver { what: "downloading y", source: e })?
         }
         None => {
             let mut y = y_in.clone();
-            backend::spmv(a.view(), &x, args.alpha, args.beta, &mut y);
+            backend::spmv(a.view(), &x, alpha, beta, &mut y);
             y
         }
     };
@@ -358,17 +492,84 @@ fn run_spmv(args: SpmvArgs) -> Result<()> {
         }
     }
     if args.verify {
-        let want = oracle::spmv(a.view(), &x, args.alpha as f64, Some(&y_in), args.beta as f64);
-        // The seed sums rows as differences of 32-entry block prefixes: its error scales with the block's
-        // absolute sum, not the row's (see spmv_seed's docs).
-        let abs_a = a.map(|v| v.abs());
-        let abs_x: Vec<f32> = x.iter().map(|v| v.abs()).collect();
-        let mag = oracle::spmv(abs_a.view(), &abs_x, 1.0, None, 0.0);
-        let block_max = mag.iter().fold(0.0f64, |acc, v| acc.max(*v)).max(1.0);
-        let bound: Vec<f64> =
-            mag.iter().map(|_| 128.0 * f32::EPSILON as f64 * block_max * args.alpha.abs().max(1.0) as f64).collect();
-        let got: Vec<f64> = y.iter().map(|v| *v as f64).collect();
+        let want = oracle::spmv(a.view(), &x, alpha as f64, Some(&y_in), beta as f64);
+        // The CPU backend accumulates like the production kernels (f64 for f64, f32 otherwise).
+        let bound = if args.kernel == SpmvKernel::Seed && gpu.is_some() {
+            // The seed sums rows as differences of 32-entry block prefixes: its error scales with the block's
+            // absolute sum, not the row's (see spmv_seed's docs).
+            let mag = oracle::spmm_abs(a.view(), &x, 1);
+            let block_max = mag.iter().fold(0.0f64, |acc, v| acc.max(*v)).max(1.0);
+            vec![128.0 * f32::EPSILON as f64 * block_max * alpha.abs().max(1.0) as f64; m]
+        } else {
+            spmv_error_bound(a.view(), &x, alpha as f64, beta as f64, Some(&y_in))
+        };
+        let got: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
         report_check(&got, &want, &bound)?;
+    }
+    Ok(())
+}
+
+fn bench_spmv(filter: Option<String>, warmup: usize, iters: usize, json: Option<PathBuf>) -> Result<()> {
+    let gpu = Gpu::new(0)?;
+    let copy_gbps = suite_spmv::copy_bandwidth_gbps(&gpu, 1 << 30, warmup, iters)?;
+    println!(
+        "device: {}; device-to-device copy of 1 GiB: {copy_gbps:.1} GB/s (read + written); median of {iters} \
+         event-timed runs after {warmup} warm-ups; f32, y = A x",
+        gpu.info().name
+    );
+    let problems = suite_spmv::spmv_suite(filter.as_deref())?;
+    let mut reports = Vec::new();
+    for p in &problems {
+        let r = suite_spmv::bench_spmv(&gpu, p, warmup, iters)?;
+        println!("\n== {} (m {} k {} nnz {}; production plan {})", r.problem, r.m, r.k, r.nnz, r.strategy);
+        for e in [&r.seed, &r.production].into_iter().chain(&r.cusparse) {
+            match &e.ms {
+                Ok(ms) => {
+                    let gbps = r.gbps(*ms);
+                    let ratio = r.speedup_over(e).map_or("-".into(), |s| format!("{s:.2}x"));
+                    println!(
+                        "  {:<36} {ms:>10.4} ms {gbps:>8.1} GB/s {:>5.1}% of copy; production speedup {ratio}",
+                        e.name,
+                        100.0 * gbps / copy_gbps
+                    );
+                }
+                Err(why) => println!("  {:<36} {why}", e.name),
+            }
+        }
+        println!("  agreement with cuSPARSE {:.1e}", r.agreement);
+        reports.push(r);
+    }
+    println!(
+        "\n{:<36} {:>10} {:>8} {:>7} {:>9} {:>9} {:>9}",
+        "problem", "prod ms", "GB/s", "% copy", "vs ALG1", "vs ALG2", "vs seed"
+    );
+    let mut ratios = Vec::new();
+    for r in &reports {
+        let ours = r.production.ms.as_ref().ok().copied().unwrap_or(f64::NAN);
+        let fmt =
+            |e: Option<&suite::Entry>| e.and_then(|e| r.speedup_over(e)).map_or("-".into(), |s| format!("{s:.2}x"));
+        if let Some(s) = r.best_cusparse().and_then(|e| r.speedup_over(e)) {
+            ratios.push(s);
+        }
+        println!(
+            "{:<36} {ours:>10.4} {:>8.1} {:>6.1}% {:>9} {:>9} {:>9}",
+            r.problem,
+            r.gbps(ours),
+            100.0 * r.gbps(ours) / copy_gbps,
+            fmt(r.cusparse.first()),
+            fmt(r.cusparse.get(1)),
+            fmt(Some(&r.seed))
+        );
+    }
+    println!(
+        "geometric mean vs best cuSPARSE: {:.3}x over {} problems; min {:.3}x",
+        suite::geomean(&ratios),
+        ratios.len(),
+        ratios.iter().copied().fold(f64::INFINITY, f64::min)
+    );
+    if let Some(path) = json {
+        std::fs::write(&path, suite_spmv::reports_to_json(&reports, copy_gbps))
+            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
     }
     Ok(())
 }
@@ -376,6 +577,7 @@ fn run_spmv(args: SpmvArgs) -> Result<()> {
 fn bench_spmm(
     filter: Option<String>,
     selected_only: bool,
+    dtype: DType,
     warmup: usize,
     iters: usize,
     json: Option<PathBuf>,
@@ -384,13 +586,18 @@ fn bench_spmm(
     let opts = BenchOptions { warmup, iters, all_variants: !selected_only, ..Default::default() };
     let problems = suite::spmm_suite(filter.as_deref())?;
     println!(
-        "device: {}; {} problems; median of {iters} event-timed runs after {warmup} warm-ups",
+        "device: {}; dtype {dtype}; {} problems; median of {iters} event-timed runs after {warmup} warm-ups",
         gpu.info().name,
         problems.len()
     );
     let mut reports = Vec::new();
     for p in &problems {
-        let r = suite::bench_spmm::<f32>(&gpu, p, &opts)?;
+        let r = match dtype {
+            DType::F32 => suite::bench_spmm::<f32>(&gpu, p, &opts)?,
+            DType::F16 => suite::bench_spmm::<half::f16>(&gpu, p, &opts)?,
+            DType::Bf16 => suite::bench_spmm::<half::bf16>(&gpu, p, &opts)?,
+            DType::F64 => return Err(Error::UnsupportedDtype { dtype, op: "spmm (f32, f16, bf16)" }),
+        };
         println!("\n== {} (m {} k {} n {} nnz {})", r.problem, r.m, r.k, r.n, r.nnz);
         let line = |e: &suite::Entry| match &e.ms {
             Ok(ms) => format!("{:<44} {:>10.4} ms {:>9.1} GFLOP/s", e.name, ms, r.gflops(*ms)),
@@ -446,4 +653,188 @@ fn bench_spmm(
             .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
     }
     Ok(())
+}
+
+/// The SpGEMM problem of the CLI: A and the right operand, A itself when square, else A^T.
+fn spgemm_operands(matrix: &MatrixArgs) -> Result<(CsMat<f32>, CsMat<f32>)> {
+    let (name, a) = matrix.load()?;
+    let square = a.rows() == a.cols();
+    let b = if square { a.clone() } else { a.transpose_view().to_csr() };
+    println!(
+        "A: {name}, {} x {}, {} nonzeros; C = A * {}",
+        a.rows(),
+        a.cols(),
+        a.nnz(),
+        if square { "A" } else { "A^T" }
+    );
+    Ok((a, b))
+}
+
+/// Median wall time of the CPU backend's SpGEMM over `runs` runs, in ms.
+fn time_cpu_spgemm(a: &CsMat<f32>, b: &CsMat<f32>, runs: usize) -> (f64, CsMat<f32>) {
+    let mut c = backend::spgemm(a.view(), b.view());
+    let mut ms: Vec<f64> = (0..runs.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            c = backend::spgemm(a.view(), b.view());
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    (ms[ms.len() / 2], c)
+}
+
+fn run_spgemm(args: SpgemmArgs) -> Result<()> {
+    let kernel: LadderKernel = args.kernel.parse()?;
+    let (a, b) = spgemm_operands(&args.matrix)?;
+    let c = match gpu_or_notice(false) {
+        Some(gpu) => {
+            let a_dev = DeviceCsr::upload(&gpu, a.view())?;
+            let b_dev = DeviceCsr::upload(&gpu, b.view())?;
+            let mut out = DeviceCoo::for_product(&gpu, &a_dev, &b_dev)?;
+            let t = time_op(&gpu, args.warmup, args.iters, || {
+                spgemm::spgemm_ladder_into(&gpu, &a_dev, &b_dev, kernel, &mut out).map(|_| ())
+            })?;
+            println!(
+                "GPU {}: {kernel}: median {:.4} ms over {} runs (nnz read-back included); nnz(C) = {} (bound {})",
+                gpu.info().name,
+                t.median_ms(),
+                args.iters,
+                out.nnz(),
+                out.capacity()
+            );
+            if !args.verify {
+                return Ok(());
+            }
+            spgemm::coo_to_csr(&gpu, &out)?.download(&gpu)?
+        }
+        None => {
+            let (ms, c) = time_cpu_spgemm(&a, &b, args.iters);
+            println!("CPU backend ({} threads): median {ms:.3} ms; nnz(C) = {}", rayon::current_num_threads(), c.nnz());
+            c
+        }
+    };
+    if args.verify {
+        let cmp = spgemm::check_product(a.view(), b.view(), &c)?;
+        println!(
+            "verify: structure equal, values OK against the f64 oracle (max abs err {:.3e}, max rel err {:.3e})",
+            cmp.max_abs_err, cmp.max_rel_err
+        );
+    }
+    Ok(())
+}
+
+fn bench_spgemm(matrix: MatrixArgs, svg: Option<PathBuf>, warmup: usize, iters: usize) -> Result<()> {
+    let (a, b) = spgemm_operands(&matrix)?;
+    let (cpu_ms, c) = time_cpu_spgemm(&a, &b, iters);
+    println!("CPU backend ({} threads): {cpu_ms:.3} ms; nnz(C) = {}", rayon::current_num_threads(), c.nnz());
+    let gpu = Gpu::new(0)?;
+    let a_dev = DeviceCsr::upload(&gpu, a.view())?;
+    let b_dev = DeviceCsr::upload(&gpu, b.view())?;
+    let mut out = DeviceCoo::for_product(&gpu, &a_dev, &b_dev)?;
+    let mut time = |kernel: LadderKernel| -> Result<f64> {
+        let t = time_op(&gpu, warmup, iters, || {
+            spgemm::spgemm_ladder_into(&gpu, &a_dev, &b_dev, kernel, &mut out).map(|_| ())
+        })?;
+        if out.nnz() != c.nnz() {
+            return Err(Error::Verification(format!(
+                "{kernel}: nnz(C) = {}, the CPU backend has {}",
+                out.nnz(),
+                c.nnz()
+            )));
+        }
+        Ok(t.median_ms())
+    };
+    println!(
+        "GPU {}: median of {iters} event-timed runs after {warmup} warm-ups (nnz read-back included)",
+        gpu.info().name
+    );
+    let mut previous = cpu_ms;
+    for kernel in LadderKernel::LADDER {
+        let ms = time(kernel)?;
+        println!(
+            "  {:<14} {ms:>10.4} ms ({:+.1} % vs the previous line)",
+            kernel.to_string(),
+            (ms / previous - 1.0) * 100.0
+        );
+        previous = ms;
+    }
+    println!("k4 grid search (block x tile), ms:");
+    let mut grid = Vec::with_capacity(SPGEMM_K4_GRID.len());
+    for &(block, tile) in SPGEMM_K4_GRID {
+        grid.push(((block, tile), time(LadderKernel::K4 { block, tile })?));
+    }
+    let blocks = grid_axis(&grid, |p| p.0);
+    let tiles = grid_axis(&grid, |p| p.1);
+    println!("  {:>6}{}", "block", tiles.iter().map(|t| format!("{t:>10}")).collect::<String>());
+    for &block in &blocks {
+        let row: String = tiles
+            .iter()
+            .map(|&tile| {
+                grid.iter()
+                    .find(|(p, _)| *p == (block, tile))
+                    .map_or(format!("{:>10}", "-"), |(_, ms)| format!("{ms:>10.4}"))
+            })
+            .collect();
+        println!("  {block:>6}{row}");
+    }
+    let ((block, tile), best) = grid.iter().copied().min_by(|x, y| x.1.total_cmp(&y.1)).expect("the grid is not empty");
+    println!("best: k4_b{block}_t{tile} at {best:.4} ms ({:.2}x the CPU backend)", cpu_ms / best);
+    if let Some(path) = svg {
+        std::fs::write(&path, heatmap_svg(&grid, &blocks, &tiles))
+            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        println!("heat map: {}", path.display());
+    }
+    Ok(())
+}
+
+/// The distinct values of one coordinate of the grid, ascending.
+fn grid_axis(grid: &[((u32, u32), f64)], coord: impl Fn((u32, u32)) -> u32) -> Vec<u32> {
+    let mut v: Vec<u32> = grid.iter().map(|(p, _)| coord(*p)).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The k4 grid search as an SVG heat map: blocks down, tiles across, green (fastest) to red (slowest) on a
+/// log scale, each cell labelled with its time.
+fn heatmap_svg(grid: &[((u32, u32), f64)], blocks: &[u32], tiles: &[u32]) -> String {
+    const CELL_W: usize = 90;
+    const CELL_H: usize = 40;
+    const LEFT: usize = 70;
+    const TOP: usize = 60;
+    let (lo, hi) = grid.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &(_, ms)| (lo.min(ms), hi.max(ms)));
+    let (w, h) = (LEFT + CELL_W * tiles.len() + 10, TOP + CELL_H * blocks.len() + 10);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <text x=\"{LEFT}\" y=\"18\" font-size=\"14\">SpGEMM k4: median ms by block size (rows) and tile size (columns)</text>\n"
+    );
+    for (x, tile) in tiles.iter().enumerate() {
+        s += &format!(
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">tile {tile}</text>\n",
+            LEFT + x * CELL_W + CELL_W / 2,
+            TOP - 8
+        );
+    }
+    for (y, block) in blocks.iter().enumerate() {
+        let cy = TOP + y * CELL_H;
+        s += &format!(
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">block {block}</text>\n",
+            LEFT - 6,
+            cy + CELL_H / 2 + 4
+        );
+        for (x, tile) in tiles.iter().enumerate() {
+            let Some(&(_, ms)) = grid.iter().find(|(p, _)| *p == (*block, *tile)) else { continue };
+            let t = if hi > lo { (ms / lo).ln() / (hi / lo).ln() } else { 0.0 };
+            let cx = LEFT + x * CELL_W;
+            s += &format!(
+                "<rect x=\"{cx}\" y=\"{cy}\" width=\"{CELL_W}\" height=\"{CELL_H}\" fill=\"hsl({:.0},70%,55%)\" stroke=\"white\"/>\n\
+                 <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{ms:.3}</text>\n",
+                120.0 * (1.0 - t),
+                cx + CELL_W / 2,
+                cy + CELL_H / 2 + 4
+            );
+        }
+    }
+    s + "</svg>\n"
 }
