@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Builds everything the GPU suite needs into one folder that runs on a GPU machine without a Rust toolchain:
-# the release test binaries, the bench binaries, the CLI, tests/data, the real matrices of the benchmark
-# suite, and run-all.sh. Usage: scripts/gpu-bundle.sh [OUT_DIR]   (default gpu-bundle; ignored by git)
+# the release test binaries, the bench binaries, the CLI, tests/data, the real matrices of ../shared/matrices,
+# run-all.sh (tests) and gpu-suite.sh (tests and every benchmark table). Usage: scripts/gpu-bundle.sh [OUT_DIR]   (default gpu-bundle; ignored by git)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-gpu-bundle}"
 export TILESPARSE_REQUIRE_NVCC=1
+# The bundle is for the H100/H200 machines: sm_90 machine code (and compute_90 PTX) only, which keeps the
+# binaries small enough to travel. Override with TILESPARSE_CUDA_ARCHS.
+export TILESPARSE_CUDA_ARCHS="${TILESPARSE_CUDA_ARCHS:-90}"
 rm -rf "$out"
 mkdir -p "$out/tests" "$out/benches" "$out/bin" "$out/data" "$out/matrices"
 
@@ -28,8 +31,6 @@ cargo bench --no-run --message-format=json 2>/dev/null | list_executables | whil
 done
 cp tests/data/* "$out/data/"
 shared="${TILESPARSE_MATRICES:-../shared/matrices}"
-for f in minilm_l0_*.mtx.gz email-Enron.mtx.gz copter2.mtx.gz 4elt.mtx.gz case_ACTIVSg70k_ybus_im.mtx.gz; do
-  for p in "$shared"/$f; do [ -f "$p" ] && cp "$p" "$out/matrices/"; done
-done
-cp scripts/run-all.sh "$out/"
+cp "$shared"/*.mtx.gz "$out/matrices/" # all of them: the SpMV suite runs over every real matrix
+cp scripts/run-all.sh scripts/gpu-suite.sh "$out/"
 echo "bundle in $out: $(ls "$out/tests" | wc -l) test binaries, $(ls "$out/benches" | wc -l) benches, $(du -sh "$out" | cut -f1)"

@@ -8,7 +8,7 @@ use sprs::CsMat;
 use crate::baseline::cusparse::{Cusparse, CusparseSpmv, SpmvAlg};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::spmv::{spmv, spmv_seed, SeedSpmvWorkspace, SpmvPlan};
+use crate::spmv::{spmv, spmv_seed, SeedSpmvWorkspace, SpmvPlan, SpmvStrategy, THREADS_PER_ROW};
 use crate::suite::{json_entry, json_str, load_matrix, matrices_dir, Entry};
 use crate::timing::time_op;
 use crate::{gen, DeviceCsr};
@@ -75,6 +75,8 @@ pub struct SpmvReport {
     pub strategy: String,
     pub seed: Entry,
     pub production: Entry,
+    /// Every single-kernel strategy forced in turn (the data that `SpmvPlan::choose` is tuned from).
+    pub strategies: Vec<Entry>,
     pub cusparse: Vec<Entry>,
     /// max |production - cuSPARSE| / max |cuSPARSE|: a sanity check, not the test.
     pub agreement: f64,
@@ -116,6 +118,14 @@ pub fn bench_spmv(gpu: &Gpu, problem: &SpmvProblem, warmup: usize, iters: usize)
         time_op(gpu, warmup, iters, || spmv(gpu, &a, &x, 1.0, 0.0, &mut y, &plan)),
     );
     let ours = gpu.stream().clone_dtoh(&y).map_err(Error::driver("downloading y", m * 4))?;
+    let forced =
+        THREADS_PER_ROW.iter().map(|&t| SpmvStrategy::Vector { threads_per_row: t }).chain([SpmvStrategy::BlockPerRow]);
+    let mut strategies = Vec::new();
+    for strategy in forced {
+        let r = SpmvPlan::with_strategy(gpu, &a, strategy)
+            .and_then(|p| time_op(gpu, warmup, iters, || spmv(gpu, &a, &x, 1.0, 0.0, &mut y, &p)));
+        strategies.push(Entry::timed(strategy.to_string(), r));
+    }
 
     let lib = Cusparse::new(gpu)?;
     let mut cusparse = Vec::new();
@@ -142,6 +152,7 @@ pub fn bench_spmv(gpu: &Gpu, problem: &SpmvProblem, warmup: usize, iters: usize)
         strategy: plan.strategy().to_string(),
         seed,
         production,
+        strategies,
         cusparse,
         agreement,
     })
@@ -171,7 +182,7 @@ pub fn reports_to_json(reports: &[SpmvReport], copy_gbps: f64) -> String {
             format!(
                 concat!(
                     "{{\"problem\":{},\"m\":{},\"k\":{},\"nnz\":{},\"compulsory_bytes\":{},\"strategy\":{},",
-                    "\"seed\":{},\"production\":{},\"cusparse\":[{}],\"agreement\":{}}}"
+                    "\"seed\":{},\"production\":{},\"strategies\":[{}],\"cusparse\":[{}],\"agreement\":{}}}"
                 ),
                 json_str(&r.problem),
                 r.m,
@@ -181,6 +192,7 @@ pub fn reports_to_json(reports: &[SpmvReport], copy_gbps: f64) -> String {
                 json_str(&r.strategy),
                 json_entry(&r.seed),
                 json_entry(&r.production),
+                r.strategies.iter().map(json_entry).collect::<Vec<_>>().join(","),
                 r.cusparse.iter().map(json_entry).collect::<Vec<_>>().join(","),
                 if r.agreement.is_finite() { r.agreement.to_string() } else { "null".into() }
             )
@@ -210,12 +222,14 @@ mod tests {
             strategy: "vector_t8".into(),
             seed: entry("seed", Ok(0.5)),
             production: entry("production_vector_t8", Ok(0.25)),
+            strategies: vec![entry("vector_t4", Ok(0.3))],
             cusparse: vec![entry("cusparse_CSR_ALG1", Err("not supported".into()))],
             agreement: f64::NAN,
         };
         let json = reports_to_json(&[r], 3000.0);
         assert!(json.contains(r#""problem":"a\"b""#), "{json}");
         assert!(json.contains(r#"{"name":"cusparse_CSR_ALG1","error":"not supported"}"#), "{json}");
+        assert!(json.contains(r#""strategies":[{"name":"vector_t4","ms":0.3}]"#), "{json}");
         assert!(json.contains(r#""agreement":null"#) && json.contains(r#""compulsory_bytes":64"#), "{json}");
     }
 }

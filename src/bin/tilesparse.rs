@@ -522,7 +522,7 @@ fn bench_spmv(filter: Option<String>, warmup: usize, iters: usize, json: Option<
     for p in &problems {
         let r = suite_spmv::bench_spmv(&gpu, p, warmup, iters)?;
         println!("\n== {} (m {} k {} nnz {}; production plan {})", r.problem, r.m, r.k, r.nnz, r.strategy);
-        for e in [&r.seed, &r.production].into_iter().chain(&r.cusparse) {
+        for e in [&r.seed, &r.production].into_iter().chain(&r.strategies).chain(&r.cusparse) {
             match &e.ms {
                 Ok(ms) => {
                     let gbps = r.gbps(*ms);
