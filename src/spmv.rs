@@ -243,11 +243,16 @@ pub struct SpmvPlan {
     long: Option<LongRows>,
 }
 
+/// Row entries each lane of a vector-kernel subwarp should walk ([`SpmvPlan::choose`]).
+const ENTRIES_PER_LANE: f64 = 7.0;
+
 impl SpmvPlan {
     /// The strategy for a matrix with these row statistics (NOTES.md, "Production SpMV", says why):
     /// - rows uniformly long (mean >= [`BLOCK_PER_ROW_MEAN`], cv <= [`SKEWED_CV`]): [`SpmvStrategy::BlockPerRow`];
-    /// - otherwise a subwarp of T = the power of two nearest above mean / 2, clamped to 1..=32, per row, so
-    ///   that each lane takes about two entries (two independent loads in flight);
+    /// - otherwise a subwarp of T = the power of two nearest above mean / 7, clamped to 1..=32, per row: each
+    ///   lane walks about seven entries. Measured on the H100 (NOTES.md, "Production SpMV", step 2): the
+    ///   27-point Laplacian (26.7 per row) runs at 92% of copy bandwidth with T = 4 and at 57% with T = 16
+    ///   (the first rule, mean / 2); uniform 16 per row is within 2% for T = 2..16;
     /// - skewed (cv > [`SKEWED_CV`]) with rows longer than `long_row` = max(32 T, 256) (rows a subwarp would
     ///   walk for more than 32 steps): [`SpmvStrategy::Split`] with those rows chunked over blocks.
     pub fn choose(stats: &RowStats, rows: usize, nnz: usize) -> SpmvStrategy {
@@ -257,8 +262,8 @@ impl SpmvPlan {
         if stats.mean >= BLOCK_PER_ROW_MEAN && stats.cv <= SKEWED_CV {
             return SpmvStrategy::BlockPerRow;
         }
-        let half_mean = (stats.mean / 2.0).ceil().clamp(1.0, 32.0) as u32;
-        let threads_per_row = half_mean.next_power_of_two();
+        let lanes = (stats.mean / ENTRIES_PER_LANE).ceil().clamp(1.0, 32.0) as u32;
+        let threads_per_row = lanes.next_power_of_two();
         let long_row = (32 * threads_per_row).max(256);
         if stats.cv > SKEWED_CV && stats.max > long_row as usize {
             SpmvStrategy::Split { threads_per_row, long_row }
@@ -477,7 +482,7 @@ mod tests {
 
     #[test]
     fn choose_picks_the_subwarp_from_the_mean() {
-        for (len, t) in [(1, 1), (2, 1), (3, 2), (5, 4), (16, 8), (27, 16), (64, 32), (400, 32)] {
+        for (len, t) in [(1, 1), (2, 1), (7, 1), (8, 2), (16, 4), (27, 4), (64, 16), (400, 32)] {
             let (s, m, nnz) = stats(&vec![len; 1000]);
             assert_eq!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Vector { threads_per_row: t }, "row length {len}");
         }
@@ -493,7 +498,7 @@ mod tests {
         lens[500] = 3_000;
         let (s, m, nnz) = stats(&lens);
         assert!(s.cv > SKEWED_CV);
-        assert!(matches!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Split { threads_per_row: 16, long_row: 512 }));
+        assert!(matches!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Split { threads_per_row: 4, long_row: 256 }));
         // Skewed but every row within the vector kernel's reach: no split.
         let mut lens = vec![1usize; 10_000];
         lens[3] = 200;
