@@ -88,22 +88,26 @@ impl SpmmConfig {
 }
 
 impl SpmmConfig {
-    /// The f16/bf16 choice: the fp32 branches with widths counted in 16-bit elements (an 8-wide vector is one
-    /// 16-byte access). Not yet tuned by its own sweep: NOTES.md ("Mixed precision") records the first one.
+    /// The f16/bf16 choice, widths counted in 16-bit elements (8 = one 16-byte vector). From the first f16 and
+    /// bf16 sweep on the H100 (NOTES.md, "Mixed precision"): the short k-tiles win far more often than in fp32
+    /// (fewer registers, more blocks per SM), and one warp per row over 256 columns loses everywhere but at 50%.
     fn select_half(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
         let mean = stats.mean;
         let dv = widest_dividing(n, &[1, 2, 4, 8]);
-        if dv == 8 && n % 256 == 0 && (stats.cv > 2.0 || m <= 2048) {
-            tile(dtype, 1, 8, 1, 32, 256, 32, false)
-        } else if dv == 8 && stats.cv <= 2.0 && mean <= 100.0 {
-            tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
-        } else if dv == 8 && stats.cv <= 2.0 && mean <= 1000.0 && n % 256 == 0 && n > 256 {
-            tile(dtype, 1, 8, 2, 16, 256, 16, false)
-        } else if dv == 8 && stats.cv <= 2.0 && mean <= 600.0 {
-            tile(dtype, 2, 8, 4, 16, 64, 8, n % 64 != 0)
-        } else if dv == 8 {
-            tile(dtype, 4, 8, 4, 32, 64, 8, n % 64 != 0)
-        } else if dv == 4 {
+        if dv == 8 && stats.cv <= 2.0 && !(m <= 2048 && n <= 256) {
+            if mean <= 600.0 {
+                // Uniform 90% n = 4096: 0.955 ms (14.4 TFLOP/s) vs 1.215 ms with the 256-wide tile.
+                tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
+            } else if mean > 1500.0 && n % 256 == 0 && n > 256 {
+                // Uniform 50% n = 4096: 4.08 ms (f16), 4.78 ms (bf16) vs 4.53 / 5.59 ms.
+                tile(dtype, 1, 8, 2, 16, 256, 16, false)
+            } else {
+                // Uniform 80%: n = 128 66 us vs 82 us, n = 4096 1.89 ms vs 2.06 ms.
+                tile(dtype, 2, 8, 4, 16, 64, 8, n % 64 != 0)
+            }
+        } else if dv >= 4 {
+            // Skewed rows (email-Enron n = 128: 58 us vs 67 us) and small problems (pruned 384-row weights at
+            // n = 256: 12 us vs 15 us): Sputnik's 32-wide tile.
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
         } else if dv == 2 {
             tile(dtype, 2, 2, 2, 32, 32, 16, true)
@@ -160,6 +164,22 @@ mod tests {
         let skewed_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &skewed, DType::F32).kernel_name();
         assert_eq!(skewed_pick(128), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(skewed_pick(32), "spmm_f32_s4d4_y4k32x32w8_u4_nopred");
+    }
+
+    #[test]
+    fn half_selection_follows_its_sweep() {
+        let s = |m: usize, n: usize, mean: f64, cv: f64| {
+            let stats = RowStats { min: 0, max: 0, mean, cv, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, 4096, n, &stats, DType::F16).kernel_name()
+        };
+        assert_eq!(s(4096, 4096, 410.0, 0.05), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        assert_eq!(s(4096, 4096, 2048.0, 0.02), "spmm_f16_s1d8_y2k16x256w16_u4_nopred");
+        assert_eq!(s(4096, 128, 819.0, 0.03), "spmm_f16_s2d8_y4k16x64w8_u4_nopred");
+        assert_eq!(s(36692, 128, 10.0, 3.6), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");
+        assert_eq!(s(384, 256, 115.0, 0.3), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");
+        assert_eq!(s(1536, 1024, 38.0, 0.7), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        assert_eq!(s(100, 18, 5.0, 0.1), "spmm_f16_s2d2_y2k32x32w16_u4_pred");
+        assert_eq!(s(100, 7, 5.0, 0.1), "spmm_f16_s1d1_y1k32x32w32_u4_pred");
     }
 
     #[test]
