@@ -32,6 +32,18 @@ const _: () = assert!(std::mem::size_of::<SpmvParams>() == 72, "SpmvParams must 
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmvParams {}
 
+/// x must hold A's columns and y A's rows (longer buffers are allowed; only the first elements are used).
+pub(crate) fn check_operands<T: crate::Scalar>(a: &DeviceCsr<T>, x_len: usize, y_len: usize) -> Result<()> {
+    if x_len < a.cols() || y_len < a.rows() {
+        return Err(Error::ShapeMismatch(format!(
+            "A is {} x {}, x has {x_len} and y has {y_len} elements",
+            a.rows(),
+            a.cols()
+        )));
+    }
+    Ok(())
+}
+
 /// Scratch for the seed SpMV: the per-block prefix sums of the nnz products.
 pub struct SeedSpmvWorkspace {
     prefix: CudaSlice<f32>,
@@ -63,15 +75,7 @@ pub fn spmv_seed(
     y: &mut CudaSlice<f32>,
     workspace: &mut SeedSpmvWorkspace,
 ) -> Result<()> {
-    if x.len() < a.cols() || y.len() < a.rows() {
-        return Err(Error::ShapeMismatch(format!(
-            "A is {} x {}, x has {} and y has {} elements",
-            a.rows(),
-            a.cols(),
-            x.len(),
-            y.len()
-        )));
-    }
+    check_operands(a, x.len(), y.len())?;
     if workspace.prefix.len() < a.nnz() {
         return Err(Error::ShapeMismatch(format!(
             "the workspace holds {} products, A has {}",
@@ -338,15 +342,7 @@ pub fn spmv<T: Scalar>(
     y: &mut CudaSlice<T>,
     plan: &SpmvPlan,
 ) -> Result<()> {
-    if x.len() < a.cols() || y.len() < a.rows() {
-        return Err(Error::ShapeMismatch(format!(
-            "A is {} x {}, x has {} and y has {} elements",
-            a.rows(),
-            a.cols(),
-            x.len(),
-            y.len()
-        )));
-    }
+    check_operands(a, x.len(), y.len())?;
     if (plan.rows, plan.cols, plan.nnz) != (a.rows(), a.cols(), a.nnz()) {
         return Err(Error::ShapeMismatch(format!(
             "the SpMV plan was made for a {} x {} matrix with {} entries, A is {} x {} with {}",

@@ -352,15 +352,7 @@ impl<'a> CusparseSpmv<'a> {
         y: &'a mut CudaSlice<T>,
         alg: SpmvAlg,
     ) -> Result<Self> {
-        if x.len() < a.cols() || y.len() < a.rows() {
-            return Err(Error::ShapeMismatch(format!(
-                "A is {} x {}, x has {} and y has {} elements",
-                a.rows(),
-                a.cols(),
-                x.len(),
-                y.len()
-            )));
-        }
+        crate::spmv::check_operands(a, x.len(), y.len())?;
         let stream = gpu.stream();
         let a_d = CsrDescr::new(gpu, a)?;
         let x_d = DnVecDescr::new(a.cols(), x.device_ptr(stream).0, T::DTYPE)?;

@@ -173,39 +173,38 @@ impl SpmvKernel {
     }
 }
 
+/// What every suite benchmark takes.
+#[derive(Args)]
+struct SuiteArgs {
+    /// Keep problems whose name contains this.
+    #[arg(long)]
+    filter: Option<String>,
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+    #[arg(long, default_value_t = 30)]
+    iters: usize,
+    /// Also write the reports as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum BenchCommand {
     /// The SpMV suite: seed, production, cuSPARSE CSR ALG1/ALG2, effective bandwidth against the copy bandwidth.
     Spmv {
-        /// Keep problems whose name contains this.
-        #[arg(long)]
-        filter: Option<String>,
-        #[arg(long, default_value_t = 5)]
-        warmup: usize,
-        #[arg(long, default_value_t = 30)]
-        iters: usize,
-        /// Also write the reports as JSON here.
-        #[arg(long)]
-        json: Option<PathBuf>,
+        #[command(flatten)]
+        suite: SuiteArgs,
     },
     /// The SpMM suite: every compiled variant, the selected one, cuSPARSE ALG1-3 and cuBLAS, per problem.
     Spmm {
-        /// Keep problems whose name contains this.
-        #[arg(long)]
-        filter: Option<String>,
+        #[command(flatten)]
+        suite: SuiteArgs,
         /// Time only the selected config (not every variant).
         #[arg(long)]
         selected_only: bool,
         /// Element type: f32, f16 or bf16 (cuSPARSE and cuBLAS get the same type, fp32 compute).
         #[arg(long, default_value = "f32")]
         dtype: DType,
-        #[arg(long, default_value_t = 5)]
-        warmup: usize,
-        #[arg(long, default_value_t = 30)]
-        iters: usize,
-        /// Also write the reports as JSON here.
-        #[arg(long)]
-        json: Option<PathBuf>,
     },
     /// The seed's SpGEMM ladder on C = A * A: CPU backend, k0..k4 and kp, then the k4 (block, tile) grid search.
     Spgemm {
@@ -228,10 +227,8 @@ fn main() -> ExitCode {
         Command::Info => info(),
         Command::Spmm(args) => run_spmm(args),
         Command::Spmv(args) => run_spmv(args),
-        Command::Bench(BenchCommand::Spmv { filter, warmup, iters, json }) => bench_spmv(filter, warmup, iters, json),
-        Command::Bench(BenchCommand::Spmm { filter, selected_only, dtype, warmup, iters, json }) => {
-            bench_spmm(filter, selected_only, dtype, warmup, iters, json)
-        }
+        Command::Bench(BenchCommand::Spmv { suite }) => bench_spmv(suite),
+        Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype }) => bench_spmm(suite, selected_only, dtype),
         Command::Spgemm(args) => run_spgemm(args),
         Command::Bench(BenchCommand::Spgemm { matrix, svg, warmup, iters }) => bench_spgemm(matrix, svg, warmup, iters),
     };
@@ -509,7 +506,8 @@ fn run_spmv_typed<T: Scalar>(args: &SpmvArgs, level: u8) -> Result<()> {
     Ok(())
 }
 
-fn bench_spmv(filter: Option<String>, warmup: usize, iters: usize, json: Option<PathBuf>) -> Result<()> {
+fn bench_spmv(args: SuiteArgs) -> Result<()> {
+    let SuiteArgs { filter, warmup, iters, json } = args;
     let gpu = Gpu::new(0)?;
     let copy_gbps = suite_spmv::copy_bandwidth_gbps(&gpu, 1 << 30, warmup, iters)?;
     println!(
@@ -574,14 +572,8 @@ fn bench_spmv(filter: Option<String>, warmup: usize, iters: usize, json: Option<
     Ok(())
 }
 
-fn bench_spmm(
-    filter: Option<String>,
-    selected_only: bool,
-    dtype: DType,
-    warmup: usize,
-    iters: usize,
-    json: Option<PathBuf>,
-) -> Result<()> {
+fn bench_spmm(args: SuiteArgs, selected_only: bool, dtype: DType) -> Result<()> {
+    let SuiteArgs { filter, warmup, iters, json } = args;
     let gpu = Gpu::new(0)?;
     let opts = BenchOptions { warmup, iters, all_variants: !selected_only, ..Default::default() };
     let problems = suite::spmm_suite(filter.as_deref())?;
