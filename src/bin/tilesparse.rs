@@ -506,6 +506,21 @@ fn run_spmv_typed<T: Scalar>(args: &SpmvArgs, level: u8) -> Result<()> {
     Ok(())
 }
 
+/// The summary line of a suite: geometric mean and minimum of our speedups over the best cuSPARSE algorithm.
+fn print_geomean(ratios: &[f64]) {
+    println!(
+        "geometric mean vs best cuSPARSE: {:.3}x over {} problems; min {:.3}x",
+        suite::geomean(ratios),
+        ratios.len(),
+        ratios.iter().copied().fold(f64::INFINITY, f64::min)
+    );
+}
+
+/// Writes a suite's JSON report.
+fn write_json(path: &std::path::Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))
+}
+
 fn bench_spmv(args: SuiteArgs) -> Result<()> {
     let SuiteArgs { filter, warmup, iters, json } = args;
     let gpu = Gpu::new(0)?;
@@ -559,15 +574,9 @@ fn bench_spmv(args: SuiteArgs) -> Result<()> {
             fmt(Some(&r.seed))
         );
     }
-    println!(
-        "geometric mean vs best cuSPARSE: {:.3}x over {} problems; min {:.3}x",
-        suite::geomean(&ratios),
-        ratios.len(),
-        ratios.iter().copied().fold(f64::INFINITY, f64::min)
-    );
+    print_geomean(&ratios);
     if let Some(path) = json {
-        std::fs::write(&path, suite_spmv::reports_to_json(&reports, copy_gbps))
-            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        write_json(&path, &suite_spmv::reports_to_json(&reports, copy_gbps))?;
     }
     Ok(())
 }
@@ -634,15 +643,9 @@ fn bench_spmm(args: SuiteArgs, selected_only: bool, dtype: DType) -> Result<()> 
             r.speedup_vs_cublas().map_or("-".into(), |v| format!("{v:.2}x"))
         );
     }
-    println!(
-        "geometric mean vs best cuSPARSE: {:.3}x over {} problems; min {:.3}x",
-        suite::geomean(&ratios),
-        ratios.len(),
-        ratios.iter().copied().fold(f64::INFINITY, f64::min)
-    );
+    print_geomean(&ratios);
     if let Some(path) = json {
-        std::fs::write(&path, suite::reports_to_json(&reports))
-            .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        write_json(&path, &suite::reports_to_json(&reports))?;
     }
     Ok(())
 }
