@@ -107,6 +107,15 @@ pub struct Entry {
     pub ms: std::result::Result<f64, String>,
 }
 
+/// The fastest entry that ran.
+pub(crate) fn fastest(entries: &[Entry]) -> Option<&Entry> {
+    entries
+        .iter()
+        .filter_map(|e| e.ms.as_ref().ok().map(|ms| (e, *ms)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(e, _)| e)
+}
+
 impl Entry {
     /// The median of a timing, or the error that stopped it.
     pub(crate) fn timed(name: String, r: Result<crate::timing::Timings>) -> Entry {
@@ -135,16 +144,13 @@ impl SpmmReport {
     pub fn gflops(&self, ms: f64) -> f64 {
         2.0 * self.nnz as f64 * self.n as f64 / ms / 1e6
     }
-    fn best(entries: &[Entry]) -> Option<&Entry> {
-        entries.iter().filter(|e| e.ms.is_ok()).min_by(|a, b| a.ms.as_ref().unwrap().total_cmp(b.ms.as_ref().unwrap()))
-    }
     /// The fastest of our variants.
     pub fn best_variant(&self) -> Option<&Entry> {
-        Self::best(&self.variants)
+        fastest(&self.variants)
     }
     /// The fastest cuSPARSE algorithm.
     pub fn best_cusparse(&self) -> Option<&Entry> {
-        Self::best(&self.cusparse)
+        fastest(&self.cusparse)
     }
     /// cuSPARSE best time / our selected time.
     pub fn speedup_vs_cusparse(&self) -> Option<f64> {

@@ -9,7 +9,7 @@ use crate::baseline::cusparse::{Cusparse, CusparseSpmv, SpmvAlg};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::spmv::{spmv, spmv_seed, SeedSpmvWorkspace, SpmvPlan, SpmvStrategy, THREADS_PER_ROW};
-use crate::suite::{json_entry, json_str, load_matrix, matrices_dir, Entry};
+use crate::suite::{fastest, json_entry, json_str, load_matrix, matrices_dir, Entry};
 use crate::timing::time_op;
 use crate::{gen, DeviceCsr};
 
@@ -89,10 +89,7 @@ impl SpmvReport {
     }
     /// The fastest cuSPARSE algorithm.
     pub fn best_cusparse(&self) -> Option<&Entry> {
-        self.cusparse
-            .iter()
-            .filter(|e| e.ms.is_ok())
-            .min_by(|a, b| a.ms.as_ref().unwrap().total_cmp(b.ms.as_ref().unwrap()))
+        fastest(&self.cusparse)
     }
     /// `entry`'s time / production time (above 1: production is faster).
     pub fn speedup_over(&self, entry: &Entry) -> Option<f64> {
