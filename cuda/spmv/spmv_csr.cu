@@ -17,8 +17,9 @@ namespace ts {
 constexpr int kSpmvBlock = 256;
 /// Threads per block of the fix-up kernel (one thread per long row).
 constexpr int kSpmvFixupBlock = 128;
-/// Entries each lane loads before adding: about two per lane in the vector kernel (SpmvPlan::choose picks
-/// T ~ mean / 2), four in the block kernel, whose rows are long.
+/// Entries each lane loads before adding (independent loads in flight): two per step in the vector kernel
+/// (SpmvPlan::choose gives each lane about seven entries of its row), four in the block kernel, whose rows are
+/// long.
 constexpr int kVectorUnroll = 2;
 constexpr int kBlockUnroll = 4;
 
