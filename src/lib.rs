@@ -1,11 +1,12 @@
 //! # tilesparse
 //!
-//! Sparse-matrix kernels for NVIDIA GPUs, from Rust: a Sputnik-style tiled SpMM (CSR x dense row-major) whose
-//! [`SpmmConfig`] mirrors Sputnik's template parameters and selects among precompiled CUDA variants, a seed
-//! SpMV, and a multi-threaded CPU backend with an independent f64 oracle.
+//! Sparse-matrix kernels for NVIDIA GPUs, from Rust: a Sputnik-style tiled SpMM (CSR x dense row-major, f32,
+//! f16, bf16) whose [`SpmmConfig`] mirrors Sputnik's template parameters and selects among precompiled CUDA
+//! variants; SpMV (the seed prefix-sum kernel and a production kernel planned from row statistics); the seed
+//! write-up's SpGEMM ladder ([`spgemm`]); and a multi-threaded CPU backend with an independent f64 oracle.
 //!
 //! Layers: `kernels` (embedded fatbins and names) → one thin `unsafe` launcher per family → safe functions
-//! ([`spmm()`], [`spmv_seed`]) that validate, select and launch.
+//! ([`spmm()`], [`spmv()`], [`spmv_seed`], [`spgemm::spgemm_ladder`]) that validate, select and launch.
 //!
 //! ```no_run
 //! use tilesparse::{gen, Gpu, DeviceCsr, DeviceDense, SpmmConfig};

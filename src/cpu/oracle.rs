@@ -126,7 +126,7 @@ pub struct Comparison {
 /// Element-wise check of `got` against `want`.
 ///
 /// Element i passes iff both are NaN, or both are infinite with the same sign, or both
-/// are finite and |got - want| <= bound[i]. Anything else (NaN vs a number, inf vs
+/// are finite and `|got - want| <= bound[i]`. Anything else (NaN vs a number, inf vs
 /// finite, opposite infinities) is a mismatch, so kernels that swallow or invent
 /// NaN/Inf are caught.
 pub fn compare(got: &[f64], want: &[f64], bound: &[f64]) -> Comparison {
