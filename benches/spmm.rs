@@ -62,7 +62,7 @@ fn add_selected_and_baselines<T: Scalar>(
     let (m, k, n) = (a.rows(), a.cols(), b_dev.cols());
     let tag = T::DTYPE;
     let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
-    let selected = SpmmConfig::select_with_stats(m, k, n, a_dev.stats(), tag);
+    let selected = SpmmConfig::select_with_stats(m, k, n, a_dev.stats(gpu).unwrap(), tag);
     group.bench_function(BenchmarkId::new(format!("{tag}_selected"), name), |bench| {
         bench.iter_custom(|iters| event_time(gpu, iters, || spmm(gpu, a_dev, b_dev, &mut c_dev, &selected)).unwrap())
     });

@@ -27,7 +27,9 @@ for s in $steps; do
       step bench-spmm-f16 80 "$here/bin/tilesparse" bench spmm --dtype f16 --iters 20 --warmup 5 --json "$logs/spmm-f16.json"
       step bench-spmm-bf16 80 "$here/bin/tilesparse" bench spmm --dtype bf16 --iters 20 --warmup 5 --json "$logs/spmm-bf16.json" ;;
     spmv) step bench-spmv 120 "$here/bin/tilesparse" bench spmv --json "$logs/spmv.json" ;;
-    spgemm) step bench-spgemm 90 "$here/bin/tilesparse" bench spgemm --matrix "$here/matrices/4elt.mtx.gz" --svg "$logs/spgemm-k4-grid.svg" ;;
+    spgemm)
+      step bench-spgemm-suite 240 "$here/bin/tilesparse" bench spgemm-suite --json "$logs/spgemm.json"
+      step bench-spgemm-ladder 90 "$here/bin/tilesparse" bench spgemm --matrix "$here/matrices/4elt.mtx.gz" --svg "$logs/spgemm-k4-grid.svg" ;;
     *) echo "unknown step $s (tests spmm spmv spgemm)"; exit 2 ;;
   esac
 done

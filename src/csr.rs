@@ -1,6 +1,8 @@
 //! CSR matrices on the device, uploaded after validation, with row statistics and a longest-first row order
 //! computed once at upload.
 
+use std::sync::OnceLock;
+
 use cudarc::driver::{CudaSlice, DeviceRepr};
 use sprs::{CsMat, CsMatView};
 
@@ -134,7 +136,25 @@ pub(crate) fn upload_slice<T: DeviceRepr + Default + Copy>(
     gpu.stream().clone_htod(src).map_err(Error::driver(what, bytes))
 }
 
+/// What is derived from the row pointer: the statistics and the longest-first row order on the device.
+pub(crate) struct Derived {
+    pub(crate) stats: RowStats,
+    pub(crate) row_swizzle: CudaSlice<i32>,
+}
+
+impl Derived {
+    fn from_indptr(gpu: &Gpu, indptr: &[usize]) -> Result<Self> {
+        Ok(Derived {
+            stats: RowStats::from_indptr(indptr),
+            row_swizzle: upload_slice(gpu, &row_swizzle(indptr), "uploading the row swizzle")?,
+        })
+    }
+}
+
 /// A CSR matrix on the device with 32-bit indices.
+///
+/// The row statistics and the row swizzle are computed at upload; for a matrix built on the device (a
+/// SpGEMM result) they are computed on first use, so that producing one costs no host round trip.
 pub struct DeviceCsr<T: Scalar> {
     rows: usize,
     cols: usize,
@@ -142,8 +162,7 @@ pub struct DeviceCsr<T: Scalar> {
     pub(crate) row_offsets: CudaSlice<i32>,
     pub(crate) column_indices: CudaSlice<i32>,
     pub(crate) values: CudaSlice<T>,
-    pub(crate) row_swizzle: CudaSlice<i32>,
-    stats: RowStats,
+    derived: OnceLock<Derived>,
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -179,7 +198,8 @@ impl<T: Scalar> DeviceCsr<T> {
         let to_i32 = |v: &[usize]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
         let offsets = to_i32(indptr);
         let cols_i32 = to_i32(indices);
-        let swizzle = row_swizzle(indptr);
+        let derived = OnceLock::new();
+        let _ = derived.set(Derived::from_indptr(gpu, indptr)?);
         Ok(DeviceCsr {
             rows,
             cols,
@@ -187,36 +207,39 @@ impl<T: Scalar> DeviceCsr<T> {
             row_offsets: upload_slice(gpu, &offsets, "uploading CSR row offsets")?,
             column_indices: upload_slice(gpu, &cols_i32, "uploading CSR column indices")?,
             values: upload_slice(gpu, values, "uploading CSR values")?,
-            row_swizzle: upload_slice(gpu, &swizzle, "uploading the row swizzle")?,
-            stats: RowStats::from_indptr(indptr),
+            derived,
         })
     }
 
-    /// Wraps CSR arrays a kernel built on the device (row pointer of rows + 1, column indices and values of
-    /// at least max(nnz, 1) elements, valid CSR). The row pointer is read back once for the row statistics
-    /// and the swizzle.
+    /// Wraps CSR arrays a kernel built on the device: a row pointer of rows + 1 entries ending at `nnz`,
+    /// column indices and values of at least max(nnz, 1) elements, valid CSR (the caller's kernels guarantee
+    /// it). Nothing is read back; the statistics and the swizzle come on first use.
     pub(crate) fn from_device_parts(
-        gpu: &Gpu,
         rows: usize,
         cols: usize,
+        nnz: usize,
         row_offsets: CudaSlice<i32>,
         column_indices: CudaSlice<i32>,
         values: CudaSlice<T>,
-    ) -> Result<Self> {
+    ) -> Self {
+        DeviceCsr { rows, cols, nnz, row_offsets, column_indices, values, derived: OnceLock::new() }
+    }
+
+    /// The statistics and the swizzle, computed from one download of the row pointer the first time.
+    pub(crate) fn derived(&self, gpu: &Gpu) -> Result<&Derived> {
+        if let Some(d) = self.derived.get() {
+            return Ok(d);
+        }
         let offsets =
-            gpu.stream().clone_dtoh(&row_offsets).map_err(Error::driver("reading back CSR row offsets", 0))?;
-        let indptr: Vec<usize> = offsets.iter().take(rows + 1).map(|&o| o as usize).collect();
-        let swizzle = row_swizzle(&indptr);
-        Ok(DeviceCsr {
-            rows,
-            cols,
-            nnz: indptr.last().copied().unwrap_or(0),
-            row_offsets,
-            column_indices,
-            values,
-            row_swizzle: upload_slice(gpu, &swizzle, "uploading the row swizzle")?,
-            stats: RowStats::from_indptr(&indptr),
-        })
+            gpu.stream().clone_dtoh(&self.row_offsets).map_err(Error::driver("reading back CSR row offsets", 0))?;
+        let indptr: Vec<usize> = offsets.iter().take(self.rows + 1).map(|&o| o as usize).collect();
+        let _ = self.derived.set(Derived::from_indptr(gpu, &indptr)?);
+        Ok(self.derived.get().expect("set just above"))
+    }
+
+    /// Drops the statistics and the swizzle after a kernel rewrote the row pointer; they are recomputed on use.
+    pub(crate) fn forget_derived(&mut self) {
+        self.derived = OnceLock::new();
     }
 
     /// Copies the matrix back into a sprs CSR matrix (validated on the way).
@@ -242,8 +265,9 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn nnz(&self) -> usize {
         self.nnz
     }
-    /// Row-length statistics computed at upload.
-    pub fn stats(&self) -> &RowStats {
-        &self.stats
+    /// Row-length statistics: computed at upload, or (for a matrix built on the device) from one download of
+    /// the row pointer on first use.
+    pub fn stats(&self, gpu: &Gpu) -> Result<&RowStats> {
+        Ok(&self.derived(gpu)?.stats)
     }
 }

@@ -59,6 +59,9 @@ pub enum Error {
     /// The config cannot run this problem (for example its dense vector width does not divide n).
     #[error("config {config} cannot run this problem: {reason}")]
     Unsupported { config: String, reason: String },
+    /// Operands whose sparsity pattern is not the one a reusable plan was made for.
+    #[error("pattern mismatch: {0}")]
+    PatternMismatch(String),
     /// The element type is not supported by this operation.
     #[error("unsupported dtype {dtype} for {op}")]
     UnsupportedDtype { dtype: crate::DType, op: &'static str },

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 
 use crate::error::{Error, Result};
@@ -36,6 +36,8 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     modules: Mutex<[Option<Arc<CudaModule>>; Family::ALL.len()]>,
     functions: Mutex<HashMap<String, CudaFunction>>,
+    /// Extra streams for kernels that may run side by side (made on first use, kept).
+    side_streams: Mutex<Vec<Arc<CudaStream>>>,
     info: DeviceInfo,
 }
 
@@ -88,7 +90,14 @@ impl Gpu {
             total_mem: ctx.total_mem().map_err(Error::driver("reading the memory size", 0))?,
             driver_version,
         };
-        Ok(Gpu { ctx, stream, modules: Mutex::new(Default::default()), functions: Mutex::new(HashMap::new()), info })
+        Ok(Gpu {
+            ctx,
+            stream,
+            modules: Mutex::new(Default::default()),
+            functions: Mutex::new(HashMap::new()),
+            side_streams: Mutex::new(Vec::new()),
+            info,
+        })
     }
 
     /// The device's properties.
@@ -99,6 +108,16 @@ impl Gpu {
     /// The stream every operation is queued on.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// `count` side streams for independent kernels that may run concurrently, made once and kept. Work on
+    /// them must be ordered against [`Gpu::stream`] with events ([`SideStreams`]).
+    pub(crate) fn side_streams(&self, count: usize) -> Result<Vec<Arc<CudaStream>>> {
+        let mut streams = self.side_streams.lock().unwrap_or_else(|e| e.into_inner());
+        while streams.len() < count {
+            streams.push(self.ctx.new_stream().map_err(Error::driver("creating a stream", 0))?);
+        }
+        Ok(streams[..count].to_vec())
     }
 
     /// The context.
@@ -114,6 +133,57 @@ impl Gpu {
     /// Free and total device memory, in bytes.
     pub fn memory(&self) -> Result<(usize, usize)> {
         self.ctx.mem_get_info().map_err(Error::driver("cuMemGetInfo", 0))
+    }
+
+    /// The device's memory pool, which serves every allocation of this crate (cudarc allocates stream-ordered
+    /// where the device supports it); None where it does not.
+    fn mem_pool(&self) -> Result<Option<sys::CUmemoryPool>> {
+        if !self.ctx.has_async_alloc() {
+            return Ok(None);
+        }
+        self.ctx.bind_to_thread().map_err(Error::driver("binding the context", 0))?;
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: writes one handle; the device ordinal comes from the live context.
+        unsafe { sys::cuDeviceGetMemPool(&mut pool, self.ctx.cu_device()) }
+            .result()
+            .map_err(Error::driver("cuDeviceGetMemPool", 0))?;
+        Ok(Some(pool))
+    }
+
+    /// Restarts the pool's high-water mark at the bytes in use now (see [`Gpu::pool_peak_bytes`]).
+    pub fn pool_reset_peak(&self) -> Result<()> {
+        if let Some(pool) = self.mem_pool()? {
+            let mut zero = 0u64;
+            // SAFETY: USED_MEM_HIGH takes a cuuint64_t, and setting it (to 0) resets the mark.
+            unsafe {
+                sys::cuMemPoolSetAttribute(
+                    pool,
+                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                    &mut zero as *mut u64 as *mut std::ffi::c_void,
+                )
+            }
+            .result()
+            .map_err(Error::driver("resetting the memory pool's high-water mark", 0))?;
+        }
+        Ok(())
+    }
+
+    /// (bytes in use, most bytes in use since the last [`Gpu::pool_reset_peak`]) of the device's memory pool:
+    /// every buffer this crate (and its cuSPARSE wrappers) allocate. None without stream-ordered allocation.
+    pub fn pool_usage(&self) -> Result<Option<(u64, u64)>> {
+        let Some(pool) = self.mem_pool()? else { return Ok(None) };
+        let read = |attr| -> Result<u64> {
+            let mut v = 0u64;
+            // SAFETY: both attributes are cuuint64_t.
+            unsafe { sys::cuMemPoolGetAttribute(pool, attr, &mut v as *mut u64 as *mut std::ffi::c_void) }
+                .result()
+                .map_err(Error::driver("reading the memory pool's usage", 0))?;
+            Ok(v)
+        };
+        Ok(Some((
+            read(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
+            read(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH)?,
+        )))
     }
 
     fn module(&self, family: Family) -> Result<Arc<CudaModule>> {
@@ -139,5 +209,42 @@ impl Gpu {
         let f = module.load_function(name).map_err(Error::driver("looking up a kernel", 0))?;
         self.functions.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), f.clone());
         Ok(f)
+    }
+}
+
+/// A fork of the GPU's stream into side streams that start after everything queued so far, and their join:
+/// [`SideStreams::join`] makes the main stream wait for all of them.
+pub(crate) struct SideStreams<'a> {
+    gpu: &'a Gpu,
+    streams: Vec<Arc<CudaStream>>,
+    ready: cudarc::driver::CudaEvent,
+    used: Vec<bool>,
+}
+
+impl<'a> SideStreams<'a> {
+    pub(crate) fn fork(gpu: &'a Gpu, count: usize) -> Result<Self> {
+        let streams = gpu.side_streams(count)?;
+        let ready = gpu.stream.record_event(None).map_err(Error::driver("recording an event", 0))?;
+        Ok(SideStreams { gpu, used: vec![false; streams.len()], streams, ready })
+    }
+
+    /// Side stream `i`, waiting for the fork point on first use.
+    pub(crate) fn get(&mut self, i: usize) -> Result<&Arc<CudaStream>> {
+        if !self.used[i] {
+            self.streams[i].wait(&self.ready).map_err(Error::driver("waiting for an event", 0))?;
+            self.used[i] = true;
+        }
+        Ok(&self.streams[i])
+    }
+
+    /// The main stream waits for every side stream that was used.
+    pub(crate) fn join(self) -> Result<()> {
+        for (stream, used) in self.streams.iter().zip(&self.used) {
+            if *used {
+                let done = stream.record_event(None).map_err(Error::driver("recording an event", 0))?;
+                self.gpu.stream.wait(&done).map_err(Error::driver("waiting for an event", 0))?;
+            }
+        }
+        Ok(())
     }
 }

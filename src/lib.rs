@@ -36,6 +36,7 @@ pub mod spgemm;
 pub mod spmm;
 pub mod spmv;
 pub mod suite;
+pub mod suite_spgemm;
 pub mod suite_spmv;
 pub mod timing;
 

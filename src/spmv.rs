@@ -278,7 +278,7 @@ impl SpmvPlan {
 
     /// The plan [`SpmvPlan::choose`] picks from `a`'s upload statistics.
     pub fn new<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<Self> {
-        Self::with_strategy(gpu, a, Self::choose(a.stats(), a.rows(), a.nnz()))
+        Self::with_strategy(gpu, a, Self::choose(a.stats(gpu)?, a.rows(), a.nnz()))
     }
 
     /// A plan with a forced strategy (tests, benchmarks). A split downloads the row pointer once to list the long

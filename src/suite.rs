@@ -171,7 +171,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     let b = DeviceDense::upload(gpu, k, n, &b_host)?;
     let mut c = DeviceDense::<T>::zeros(gpu, m, n)?;
 
-    let selected_config = SpmmConfig::select_with_stats(m, k, n, a.stats(), T::DTYPE);
+    let selected_config = SpmmConfig::select_with_stats(m, k, n, a.stats(gpu)?, T::DTYPE);
     let mut variants = Vec::new();
     if opts.all_variants {
         for config in compiled_spmm_variants_for(T::DTYPE) {

@@ -1,13 +1,16 @@
-//! The SpGEMM ladder (k0..k4, kp) and the COO -> CSR conversion on the GPU against the f64 oracle, and the
-//! host-side output bound and kernel names (no GPU needed).
+//! The production SpGEMM (plan, numeric phase, reuse, errors), the seed's ladder (k0..k4, kp) and the
+//! COO -> CSR conversion on the GPU against the f64 oracle, and the host-side bins, bounds and kernel names
+//! (no GPU needed).
 
 mod common;
 
 use common::{from_triplets, gpu_or_skip};
 use sprs::CsMat;
+use tilesparse::baseline::cusparse::{self, Cusparse, SpgemmAlg};
 use tilesparse::cpu::oracle;
 use tilesparse::spgemm::{
-    check_product, coo_to_csr, output_nnz_bound, spgemm_ladder, DeviceCoo, LadderKernel, SPGEMM_K4_GRID,
+    bin_of, check_product, coo_to_csr, output_nnz_bound, spgemm, spgemm_ladder, DeviceCoo, LadderKernel, SpgemmPlan,
+    DENSE_BIN, DENSE_TILE, MAX_DENSE_FROM, PLAN_BINS, SPGEMM_K4_GRID,
 };
 use tilesparse::{gen, DeviceCsr, Error, Gpu};
 
@@ -180,4 +183,281 @@ fn kernel_names_parse_and_the_grid_is_complete() {
     assert_eq!("kp".parse::<LadderKernel>().unwrap(), LadderKernel::LADDER[5]);
     assert!(matches!("k4_b100_t64".parse::<LadderKernel>(), Err(Error::NotCompiled { .. })));
     assert!(matches!("k9".parse::<LadderKernel>(), Err(Error::Usage(_))));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The production SpGEMM.
+
+/// A x B where A has rows whose products fill every bin: row i of A takes `lens[i]` distinct columns, B has
+/// `b_row_len` entries per row over `n` columns, so row i has about lens[i] * b_row_len products.
+fn binned_problem(lens: &[usize], k: usize, n: usize, b_row_len: usize, seed: u64) -> (CsMat<f32>, CsMat<f32>) {
+    let mut rng = gen::Rng::new(seed);
+    let mut tri = sprs::TriMat::new((lens.len(), k));
+    for (i, &len) in lens.iter().enumerate() {
+        let mut cols: Vec<usize> = (0..k).collect();
+        for c in 0..len.min(k) {
+            let j = c + rng.below(k - c);
+            cols.swap(c, j);
+            tri.add_triplet(i, cols[c], rng.range(-1.0, 1.0) as f32);
+        }
+    }
+    let density = b_row_len as f64 / n as f64;
+    (tri.to_csr(), gen::uniform_random(k, n, density, seed + 1))
+}
+
+/// The same pattern with fresh random values.
+fn with_new_values(a: &CsMat<f32>, seed: u64) -> CsMat<f32> {
+    let mut rng = gen::Rng::new(seed);
+    let values: Vec<f32> = a.data().iter().map(|_| rng.range(-2.0, 2.0) as f32).collect();
+    CsMat::new(a.shape(), a.indptr().raw_storage().to_vec(), a.indices().to_vec(), values)
+}
+
+/// Runs the production SpGEMM and checks the result against the oracle (structure exact, values within
+/// gamma(p + 1) |A||B|). Returns the plan's bins (symbolic, numeric) for coverage checks.
+fn check_production(gpu: &Gpu, what: &str, a: &CsMat<f32>, b: &CsMat<f32>) -> (Vec<usize>, Vec<usize>) {
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let b_dev = DeviceCsr::upload(gpu, b.view()).unwrap();
+    let c = spgemm(gpu, &a_dev, &b_dev).and_then(|c| c.download(gpu)).unwrap_or_else(|e| panic!("{what}: {e}"));
+    check_product(a.view(), b.view(), &c).unwrap_or_else(|e| panic!("{what}: {e}"));
+    if c.nnz() < 2_000_000 {
+        // A second, independent reference for the structure: sprs's SMMP product.
+        let theirs = a * b;
+        assert_eq!(theirs.indptr().raw_storage(), c.indptr().raw_storage(), "{what}: row pointer vs sprs");
+        assert_eq!(theirs.indices(), c.indices(), "{what}: columns vs sprs");
+    }
+    let plan = SpgemmPlan::new(gpu, &a_dev, &b_dev).unwrap();
+    assert_eq!(plan.nnz(), c.nnz(), "{what}");
+    (plan.symbolic_bins().to_vec(), plan.numeric_bins().to_vec())
+}
+
+#[test]
+fn production_matches_the_oracle() {
+    let Some(gpu) = gpu_or_skip("production_matches_the_oracle") else { return };
+    for (what, a, b) in cases() {
+        check_production(&gpu, what, &a, &b);
+    }
+}
+
+/// Rows in every hash bin and in the dense bin (several column tiles), in both phases: the test fails if a bin
+/// goes unexercised, so every compiled bin kernel is checked against the oracle.
+#[test]
+fn production_covers_every_bin() {
+    let Some(gpu) = gpu_or_skip("production_covers_every_bin") else { return };
+    let mut symbolic = vec![0usize; DENSE_BIN + 1];
+    let mut numeric = vec![0usize; DENSE_BIN + 1];
+    let mut add = |(s, n): (Vec<usize>, Vec<usize>)| {
+        symbolic.iter_mut().zip(&s).for_each(|(t, x)| *t += x);
+        numeric.iter_mut().zip(&n).for_each(|(t, x)| *t += x);
+    };
+    // About 10 products per entry of A: row lengths from 0 to 2500 give 0 to about 25 000 products per row,
+    // one or more rows per bin; 80 000 columns make 3 dense tiles.
+    const LENS: [usize; 14] = [0, 1, 2, 3, 5, 9, 18, 36, 70, 140, 280, 560, 1200, 2500];
+    let lens: Vec<usize> = (0..140).map(|i| LENS[i % LENS.len()]).collect();
+    let (a, b) = binned_problem(&lens, 4000, 2 * DENSE_TILE + 14_000, 10, 41);
+    add(check_production(&gpu, "rows in every bin, 3 column tiles", &a, &b));
+    // Few columns: products far above n, so rows land by n, and the dense bin has one (partial) tile.
+    let (a, b) = binned_problem(&lens, 4000, 9000, 40, 43);
+    add(check_production(&gpu, "products above n = 9000", &a, &b));
+    for bin in 0..=DENSE_BIN {
+        assert!(symbolic[bin] > 0, "symbolic bin {bin} got no row: {symbolic:?}");
+        assert!(numeric[bin] > 0, "numeric bin {bin} got no row: {numeric:?}");
+    }
+}
+
+/// Low dense-bin thresholds send rows of every size through the dense column tiles (both phases), and rows
+/// dense in the symbolic phase but hashed in the numeric one (products far above nnz).
+#[test]
+fn production_dense_bin_at_any_threshold() {
+    let Some(gpu) = gpu_or_skip("production_dense_bin_at_any_threshold") else { return };
+    const LENS: [usize; 9] = [0, 1, 2, 5, 12, 40, 150, 600, 1500];
+    let lens: Vec<usize> = (0..45).map(|i| LENS[i % LENS.len()]).collect();
+    for (n, b_row_len) in [(DENSE_TILE + 5000, 10), (3000, 30)] {
+        let (a, b) = binned_problem(&lens, 2000, n, b_row_len, 47);
+        let (a_dev, b_dev) = (DeviceCsr::upload(&gpu, a.view()).unwrap(), DeviceCsr::upload(&gpu, b.view()).unwrap());
+        for dense_from in [1, 16, 300, 2500] {
+            let what = format!("n = {n}, dense_from = {dense_from}");
+            let mut plan = SpgemmPlan::with_dense_from(&gpu, &a_dev, &b_dev, dense_from).unwrap();
+            assert!(plan.symbolic_bins()[DENSE_BIN] > 0, "{what}: no dense row");
+            let c = plan.numeric(&gpu, &a_dev, &b_dev).and_then(|c| c.download(&gpu)).unwrap();
+            check_product(a.view(), b.view(), &c).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let one_shot = tilesparse::spgemm::spgemm_with_dense_from(&gpu, &a_dev, &b_dev, dense_from).unwrap();
+            check_product(a.view(), b.view(), &one_shot.download(&gpu).unwrap()).unwrap();
+        }
+    }
+    let a_dev = DeviceCsr::upload(&gpu, gen::uniform_random(10, 10, 0.3, 1).view()).unwrap();
+    for bad in [0, MAX_DENSE_FROM + 1] {
+        assert!(matches!(SpgemmPlan::with_dense_from(&gpu, &a_dev, &a_dev, bad), Err(Error::InvalidConfig { .. })));
+    }
+}
+
+#[test]
+fn production_on_real_matrices() {
+    let Some(gpu) = gpu_or_skip("production_on_real_matrices") else { return };
+    for file in
+        ["pores_1.mtx.gz", "lund_a.mtx.gz", "utm300.mtx.gz", "west0479.mtx.gz", "well1850.mtx.gz", "add32.mtx.gz"]
+    {
+        let a = tilesparse::suite::load_matrix(&common::data_path(file)).unwrap();
+        check_production(&gpu, file, &a, &square_product(&a));
+    }
+}
+
+/// The SpGEMM suite matrices (A^2), from the folder the GPU bundle carries (TILESPARSE_MATRICES).
+#[test]
+fn production_on_the_suite_matrices() {
+    let Some(gpu) = gpu_or_skip("production_on_the_suite_matrices") else { return };
+    let Some(dir) = common::matrices_dir("production_on_the_suite_matrices") else { return };
+    for file in ["4elt.mtx.gz", "copter2.mtx.gz", "email-Enron.mtx.gz", "case_ACTIVSg70k_ybus_im.mtx.gz"] {
+        let a = tilesparse::suite::load_matrix(&dir.join(file)).unwrap();
+        check_production(&gpu, file, &a, &a);
+    }
+}
+
+/// Entries whose products cancel to exactly 0 are kept, as cuSPARSE and sprs keep them.
+#[test]
+fn production_keeps_cancelled_entries_like_cusparse() {
+    let Some(gpu) = gpu_or_skip("production_keeps_cancelled_entries_like_cusparse") else { return };
+    let a = from_triplets(3, 3, &[(0, 0, 1.0), (0, 1, 1.0), (1, 2, 0.0), (2, 0, 2.0)]);
+    let b = from_triplets(3, 2, &[(0, 0, 1.0), (1, 0, -1.0), (2, 1, 5.0), (0, 1, 3.0)]);
+    let (a_dev, b_dev) = (DeviceCsr::upload(&gpu, a.view()).unwrap(), DeviceCsr::upload(&gpu, b.view()).unwrap());
+    let c = spgemm(&gpu, &a_dev, &b_dev).unwrap().download(&gpu).unwrap();
+    // Row 0: column 0 gets 1 * 1 + 1 * (-1) = 0 and stays; row 1: 0 * 5 stays.
+    assert_eq!(c.get(0, 0), Some(&0.0));
+    assert_eq!(c.get(1, 1), Some(&0.0));
+    assert_eq!(c.nnz(), 5);
+    let sprs_c = &a * &b;
+    assert_eq!(sprs_c.nnz(), c.nnz(), "sprs keeps them too");
+    let lib = Cusparse::new(&gpu).unwrap();
+    for alg in SpgemmAlg::ALL {
+        let theirs = cusparse::spgemm(&gpu, &lib, &a_dev, &b_dev, alg).unwrap().download(&gpu).unwrap();
+        assert_eq!(theirs.indptr().raw_storage(), c.indptr().raw_storage(), "cuSPARSE {alg:?}");
+        assert_eq!(theirs.indices(), c.indices(), "cuSPARSE {alg:?}");
+    }
+}
+
+/// cuSPARSE's SpGEMM through our wrapper agrees with the oracle (the baseline is checked, not assumed).
+#[test]
+fn cusparse_spgemm_baseline_matches_the_oracle() {
+    let Some(gpu) = gpu_or_skip("cusparse_spgemm_baseline_matches_the_oracle") else { return };
+    let lib = Cusparse::new(&gpu).unwrap();
+    let a = gen::power_law(700, 600, 9.0, 1.7, 51);
+    let b = gen::uniform_random(600, 900, 0.01, 52);
+    let (a_dev, b_dev) = (DeviceCsr::upload(&gpu, a.view()).unwrap(), DeviceCsr::upload(&gpu, b.view()).unwrap());
+    for alg in SpgemmAlg::ALL {
+        let c = cusparse::spgemm(&gpu, &lib, &a_dev, &b_dev, alg).unwrap().download(&gpu).unwrap();
+        check_product(a.view(), b.view(), &c).unwrap_or_else(|e| panic!("cuSPARSE {alg:?}: {e}"));
+    }
+}
+
+/// The plan is reused for new values on the same patterns (a new C, and into an existing C), and refuses
+/// operands of another pattern with a typed error, never a wrong C.
+#[test]
+fn production_plan_reuse_and_pattern_checks() {
+    let Some(gpu) = gpu_or_skip("production_plan_reuse_and_pattern_checks") else { return };
+    let lens: Vec<usize> = (0..90).map(|i| 1 + (i * 37) % 900).collect();
+    let (a, b) = binned_problem(&lens, 1000, 40_000, 12, 61);
+    let (a_dev, b_dev) = (DeviceCsr::upload(&gpu, a.view()).unwrap(), DeviceCsr::upload(&gpu, b.view()).unwrap());
+    let mut plan = SpgemmPlan::new(&gpu, &a_dev, &b_dev).unwrap();
+    let mut c_dev = plan.numeric(&gpu, &a_dev, &b_dev).unwrap();
+    check_product(a.view(), b.view(), &c_dev.download(&gpu).unwrap()).unwrap();
+    // New values, same patterns.
+    let a2 = with_new_values(&a, 62);
+    let b2 = with_new_values(&b, 63);
+    let (a2_dev, b2_dev) = (DeviceCsr::upload(&gpu, a2.view()).unwrap(), DeviceCsr::upload(&gpu, b2.view()).unwrap());
+    let c2 = plan.numeric(&gpu, &a2_dev, &b2_dev).unwrap().download(&gpu).unwrap();
+    check_product(a2.view(), b2.view(), &c2).unwrap();
+    plan.numeric_into(&gpu, &a2_dev, &b_dev, &mut c_dev).unwrap();
+    check_product(a2.view(), b.view(), &c_dev.download(&gpu).unwrap()).unwrap();
+    // Another pattern with the same shape and nnz: one entry of A moved to a column not in its row.
+    let mut moved = a.to_dense();
+    let row = lens.iter().position(|&l| l > 50).unwrap();
+    let from = (0..a.cols()).find(|&j| moved[[row, j]] != 0.0).unwrap();
+    let to = (0..a.cols()).find(|&j| moved[[row, j]] == 0.0).unwrap();
+    moved[[row, to]] = moved[[row, from]];
+    moved[[row, from]] = 0.0;
+    let moved = CsMat::csr_from_dense(moved.view(), 0.0);
+    assert_eq!(moved.nnz(), a.nnz());
+    let moved_dev = DeviceCsr::upload(&gpu, moved.view()).unwrap();
+    match plan.numeric(&gpu, &moved_dev, &b_dev) {
+        Err(Error::PatternMismatch(_)) => {}
+        Ok(c) => {
+            // Only acceptable if every row kept its length: then the kernels computed the new product exactly.
+            check_product(moved.view(), b.view(), &c.download(&gpu).unwrap())
+                .expect("a reused plan must give the right C or a PatternMismatch error");
+        }
+        Err(e) => panic!("expected PatternMismatch, got {e}"),
+    }
+    // Another nnz or shape: refused before any launch.
+    let other = DeviceCsr::upload(&gpu, gen::uniform_random(90, 1000, 0.02, 63).view()).unwrap();
+    assert!(matches!(plan.numeric(&gpu, &other, &b_dev), Err(Error::PatternMismatch(_))));
+    let wrong_c = DeviceCsr::upload(&gpu, gen::uniform_random(90, 40_000, 0.001, 64).view()).unwrap();
+    let mut wrong_c = wrong_c;
+    assert!(matches!(plan.numeric_into(&gpu, &a_dev, &b_dev, &mut wrong_c), Err(Error::ShapeMismatch(_))));
+    // The plan still works after the refusals.
+    let c3 = plan.numeric(&gpu, &a_dev, &b_dev).unwrap().download(&gpu).unwrap();
+    check_product(a.view(), b.view(), &c3).unwrap();
+}
+
+#[test]
+fn production_shape_errors() {
+    let Some(gpu) = gpu_or_skip("production_shape_errors") else { return };
+    let a = DeviceCsr::upload(&gpu, gen::uniform_random(10, 20, 0.2, 1).view()).unwrap();
+    let b = DeviceCsr::upload(&gpu, gen::uniform_random(21, 5, 0.2, 2).view()).unwrap();
+    assert!(matches!(spgemm(&gpu, &a, &b), Err(Error::ShapeMismatch(_))));
+    assert!(matches!(SpgemmPlan::new(&gpu, &a, &b), Err(Error::ShapeMismatch(_))));
+}
+
+/// Out of device memory is a typed error, and the device is usable again afterwards.
+#[test]
+fn production_out_of_memory_is_an_error() {
+    let Some(gpu) = gpu_or_skip("production_out_of_memory_is_an_error") else { return };
+    // C = A * B has about 16.7 M entries (134 MB); A and B are on the device before memory is exhausted.
+    let a = gen::uniform_random(65536, 65536, 16.0 / 65536.0, 71);
+    let (a_dev, b_dev) = (DeviceCsr::upload(&gpu, a.view()).unwrap(), DeviceCsr::upload(&gpu, a.view()).unwrap());
+    let hog = common::exhaust_device_memory(&gpu, 32 << 20);
+    let r = spgemm(&gpu, &a_dev, &b_dev);
+    assert!(matches!(r, Err(Error::OutOfDeviceMemory { .. })), "expected OutOfDeviceMemory, got {:?}", r.err());
+    drop(hog);
+    gpu.synchronize().unwrap();
+    let c = spgemm(&gpu, &a_dev, &b_dev).unwrap();
+    assert!(c.nnz() > 16_000_000);
+}
+
+/// Small enough for compute-sanitizer in run-all.sh --sanitize: every bin kernel of both phases, the dense
+/// bin with two column tiles, and a reused plan.
+#[test]
+fn sanitizer_spgemm_production() {
+    let Some(gpu) = gpu_or_skip("sanitizer_spgemm_production") else { return };
+    let lens: Vec<usize> = (0..40).map(|i| [0, 1, 2, 3, 5, 9, 14, 30, 60, 120, 240, 400][i % 12]).collect();
+    let (a, b) = binned_problem(&lens, 600, DENSE_TILE + 3000, 30, 81);
+    let (s, n) = check_production(&gpu, "sanitizer", &a, &b);
+    assert!(s[DENSE_BIN] > 0 && n[DENSE_BIN] > 0, "the dense bin must run: {s:?} {n:?}");
+    let (a_dev, b_dev) = (DeviceCsr::upload(&gpu, a.view()).unwrap(), DeviceCsr::upload(&gpu, b.view()).unwrap());
+    let mut plan = SpgemmPlan::new(&gpu, &a_dev, &b_dev).unwrap();
+    check_product(a.view(), b.view(), &plan.numeric(&gpu, &a_dev, &b_dev).unwrap().download(&gpu).unwrap()).unwrap();
+}
+
+#[test]
+fn bins_match_the_cuda_table() {
+    let cu = include_str!("../cuda/spgemm/plan_common.cuh");
+    let start = cu.find("#define TILESPARSE_SPGEMM_BINS(X)").expect("the X-macro is in plan_common.cuh");
+    let body = &cu[start..start + cu[start..].find("\n\n").expect("the X-macro ends with a blank line")];
+    let rows: Vec<(u32, u32, u32)> = body
+        .split("X(")
+        .skip(1) // the macro's name
+        .map(|p| {
+            let fields: Vec<u32> = p.split(')').next().unwrap().split(',').map(|f| f.trim().parse().unwrap()).collect();
+            (fields[1], fields[2], fields[3])
+        })
+        .collect();
+    assert_eq!(rows, PLAN_BINS);
+    for (bin, &(bound, threads, block)) in PLAN_BINS.iter().enumerate() {
+        assert_eq!(bound as usize, 16 << bin, "bin {bin}'s bound must be 16 * 2^bin (bin_of)");
+        assert!(block % threads == 0 && (threads <= 32 || threads == block), "bin {bin}: groups within a warp");
+        assert_eq!(bin_of(bound as usize, MAX_DENSE_FROM), bin);
+        assert_eq!(bin_of(bound as usize + 1, MAX_DENSE_FROM), bin + 1);
+    }
+    assert_eq!(bin_of(1, MAX_DENSE_FROM), 0);
+    assert_eq!(bin_of(usize::MAX, MAX_DENSE_FROM), DENSE_BIN);
+    assert_eq!(bin_of(300, 256), DENSE_BIN);
+    assert_eq!(bin_of(256, 256), 4);
 }

@@ -1,10 +1,14 @@
 /**
  * @file @brief The SpGEMM family (C = A * B, CSR inputs, fp32): the seed's kernel ladder k0..k4 and its
  * prefix-sum alternative kp, each appending C's entries to an unordered COO output, and the COO -> sorted CSR
- * conversion. Kernel names are rebuilt in one place on the Rust side (`LadderKernel::kernel_name`).
+ * conversion; then the production SpGEMM (plan_*.cuh: count, bin, symbolic, scan, numeric). Kernel names are
+ * rebuilt in one place on the Rust side (`LadderKernel::kernel_name`, `plan::bin_kernel_name`).
  */
 #include "spgemm/block_per_row.cuh"
 #include "spgemm/coo_to_csr.cuh"
+#include "spgemm/plan_numeric.cuh"
+#include "spgemm/plan_setup.cuh"
+#include "spgemm/plan_symbolic.cuh"
 #include "spgemm/thread_per_row.cuh"
 
 namespace ts {
@@ -47,3 +51,18 @@ extern "C" __global__ void __launch_bounds__(ts::kSeedBlock) spgemm_k3_f32(const
   }
 
 TILESPARSE_SPGEMM_K4_GRID(TILESPARSE_SPGEMM_BLOCK_TILE_INSTANCES)
+
+/// @brief The production SpGEMM's symbolic and numeric kernels of one hash bin (plan_common.cuh's table):
+/// launched with BLOCK threads, (BLOCK / THREADS) rows per block, and the bin's rows at bin_rows[bin_begin, +
+/// bin_size).
+#define TILESPARSE_SPGEMM_BIN_INSTANCES(BIN, BOUND, THREADS, BLOCK)                                          \
+  extern "C" __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_bin##BIN(                            \
+      const ts::SpgemmPlanParams p, int bin_begin, int bin_size) {                                          \
+    ts::symbolic_bin<THREADS, BLOCK, 2 * BOUND>(p, bin_begin, bin_size);                                    \
+  }                                                                                                         \
+  extern "C" __global__ void __launch_bounds__(BLOCK) spgemm_numeric_bin##BIN(                             \
+      const ts::SpgemmPlanParams p, int bin_begin, int bin_size) {                                          \
+    ts::numeric_bin<THREADS, BLOCK, 2 * BOUND>(p, bin_begin, bin_size);                                     \
+  }
+
+TILESPARSE_SPGEMM_BINS(TILESPARSE_SPGEMM_BIN_INSTANCES)

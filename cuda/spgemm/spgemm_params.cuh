@@ -45,4 +45,31 @@ struct CooToCsrParams {
 };
 static_assert(sizeof(CooToCsrParams) == 80, "CooToCsrParams must match src/spgemm.rs");
 
+/// @brief Arguments of the production SpGEMM kernels (plan_*.cuh): C = A (m x k) * B (k x n), all CSR, C's
+/// columns ascending within each row. Symbolic kernels read only the structures; numeric kernels the values too.
+struct SpgemmPlanParams {
+  int m;                          // rows of A and C
+  int k;                          // columns of A, rows of B
+  int n;                          // columns of B and C
+  int dense_from;                 // rows with more entries (bound or nnz) than this go to the dense bin
+  const int* a_row_offsets;       // (m + 1) global
+  const int* a_column_indices;    // (nnz(A)) global
+  const float* a_values;          // (nnz(A)) global
+  const int* b_row_offsets;       // (k + 1) global
+  const int* b_column_indices;    // (nnz(B)) global
+  const float* b_values;          // (nnz(B)) global
+  int* row_products;              // (m) global: products per row; a dense-tile row's slot in tile_counts after symbolic
+  int* c_row_offsets;             // (m + 1) global: nnz of each row at [row], then (scanned in place) C's row pointer
+  int* c_column_indices;          // (nnz(C)) global, numeric output
+  float* c_values;                // (nnz(C)) global, numeric output
+  int* bin_rows;                  // (m) global: rows grouped by bin (the symbolic bins, then the numeric bins)
+  int* bin_cursors;               // (kBinSlots) global, zero before each binning: rows placed per bin so far
+  unsigned long long* counters;   // (kCounters) global: bin sizes, products, nnz(C), error flags (kCounter*)
+  int* tile_counts;               // (dense-tile rows, tiles) global: nnz of each (row, column tile) of the dense bin
+  long long* block_sums;          // (scan blocks) global scratch of the row-pointer scan
+  int tiles;                      // column tiles of the dense bin: ceil(n / kDenseTile)
+  int pad;
+};
+static_assert(sizeof(SpgemmPlanParams) == 144, "SpgemmPlanParams must match src/spgemm/plan.rs");
+
 }  // namespace ts

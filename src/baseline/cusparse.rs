@@ -409,3 +409,284 @@ impl<'a> CusparseSpmv<'a> {
         self.alg
     }
 }
+
+/// cuSPARSE's SpGEMM algorithms (`cusparseSpGEMM_*`, CSR x CSR -> CSR).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpgemmAlg {
+    /// The default: buffers proportional to the intermediate products.
+    Alg1,
+    /// Less memory: `cusparseSpGEMM_estimateMemory` sizes the compute buffer.
+    Alg2,
+    /// Least memory: chunked, with `chunk_fraction` 0.2 (the cuSPARSE sample's value).
+    Alg3,
+}
+
+impl SpgemmAlg {
+    pub const ALL: [SpgemmAlg; 3] = [SpgemmAlg::Alg1, SpgemmAlg::Alg2, SpgemmAlg::Alg3];
+    fn raw(self) -> cs::cusparseSpGEMMAlg_t {
+        match self {
+            SpgemmAlg::Alg1 => cs::cusparseSpGEMMAlg_t::CUSPARSE_SPGEMM_ALG1,
+            SpgemmAlg::Alg2 => cs::cusparseSpGEMMAlg_t::CUSPARSE_SPGEMM_ALG2,
+            SpgemmAlg::Alg3 => cs::cusparseSpGEMMAlg_t::CUSPARSE_SPGEMM_ALG3,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            SpgemmAlg::Alg1 => "ALG1",
+            SpgemmAlg::Alg2 => "ALG2",
+            SpgemmAlg::Alg3 => "ALG3",
+        }
+    }
+}
+
+/// An SpGEMM descriptor.
+struct SpgemmDescr {
+    raw: cs::cusparseSpGEMMDescr_t,
+}
+
+impl SpgemmDescr {
+    fn new() -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes one handle.
+        check("cusparseSpGEMM_createDescr", unsafe { cs::cusparseSpGEMM_createDescr(&mut raw) })?;
+        Ok(SpgemmDescr { raw })
+    }
+}
+
+impl Drop for SpgemmDescr {
+    fn drop(&mut self) {
+        // SAFETY: created in new, destroyed once.
+        unsafe { cs::cusparseSpGEMM_destroyDescr(self.raw) };
+    }
+}
+
+/// The output matrix's descriptor, made with C's row pointer and no columns or values yet.
+struct CsrOutDescr {
+    raw: cs::cusparseSpMatDescr_t,
+}
+
+impl Drop for CsrOutDescr {
+    fn drop(&mut self) {
+        // SAFETY: created in spgemm, destroyed once.
+        unsafe { cs::cusparseDestroySpMat(self.raw) };
+    }
+}
+
+fn alloc_bytes(gpu: &Gpu, bytes: usize, what: &'static str) -> Result<CudaSlice<u8>> {
+    // SAFETY: cuSPARSE writes its buffers before reading them.
+    unsafe { gpu.stream().alloc::<u8>(bytes.max(1)) }.map_err(Error::driver(what, bytes))
+}
+
+/// C = A * B with cuSPARSE's SpGEMM and algorithm `alg`, everything included: descriptors, work estimation,
+/// the buffers (allocated through the same stream-ordered pool as ours, so the pool's high-water mark measures
+/// cuSPARSE's peak too), compute, C's allocation and the copy into it. Sorted columns, 32-bit indices.
+pub fn spgemm(
+    gpu: &Gpu,
+    lib: &Cusparse,
+    a: &DeviceCsr<f32>,
+    b: &DeviceCsr<f32>,
+    alg: SpgemmAlg,
+) -> Result<DeviceCsr<f32>> {
+    if a.cols() != b.rows() {
+        return Err(Error::ShapeMismatch(format!("A {}x{}, B {}x{}", a.rows(), a.cols(), b.rows(), b.cols())));
+    }
+    let (m, n) = (a.rows(), b.cols());
+    let stream = gpu.stream();
+    let a_d = CsrDescr::new(gpu, a)?;
+    let b_d = CsrDescr::new(gpu, b)?;
+    let mut c_offsets =
+        stream.alloc_zeros::<i32>(m + 1).map_err(Error::driver("allocating C's row pointer", 4 * (m + 1)))?;
+    let c_d = {
+        let (offsets, _g) = c_offsets.device_ptr_mut(stream);
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: offsets holds m + 1 ints and outlives the descriptor (both live to the end of this call).
+        check("cusparseCreateCsr (C)", unsafe {
+            cs::cusparseCreateCsr(
+                &mut raw,
+                m as i64,
+                n as i64,
+                0,
+                offsets as *mut c_void,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                cs::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                cs::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                cs::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
+                cs::cudaDataType::CUDA_R_32F,
+            )
+        })?;
+        CsrOutDescr { raw }
+    };
+    let descr = SpgemmDescr::new()?;
+    let (alpha, beta) = (1f32, 0f32);
+    let (pa, pb) = (&alpha as *const f32 as *const c_void, &beta as *const f32 as *const c_void);
+    let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+    let ty = cs::cudaDataType::CUDA_R_32F;
+    let (ra, rb) = (a_d.raw as cs::cusparseConstSpMatDescr_t, b_d.raw as cs::cusparseConstSpMatDescr_t);
+    // The sequence below (the cuSPARSE sample's): the handle, descriptors and buffers are live for the whole
+    // sequence, each buffer holds the size cuSPARSE asked for, and alpha/beta point at host f32s (the default
+    // pointer mode).
+    let mut size1 = 0usize;
+    // SAFETY: see the sequence comment above; every pointer is live for this call.
+    check("cusparseSpGEMM_workEstimation", unsafe {
+        cs::cusparseSpGEMM_workEstimation(
+            lib.handle,
+            op,
+            op,
+            pa,
+            ra,
+            rb,
+            pb,
+            c_d.raw,
+            ty,
+            alg.raw(),
+            descr.raw,
+            &mut size1,
+            std::ptr::null_mut(),
+        )
+    })?;
+    let mut buffer1 = alloc_bytes(gpu, size1, "allocating cuSPARSE SpGEMM buffer 1")?;
+    let mut size2 = 0usize;
+    {
+        let (buf1, _g) = buffer1.device_ptr_mut(stream);
+        // SAFETY: see the sequence comment above; every pointer is live for this call.
+        check("cusparseSpGEMM_workEstimation", unsafe {
+            cs::cusparseSpGEMM_workEstimation(
+                lib.handle,
+                op,
+                op,
+                pa,
+                ra,
+                rb,
+                pb,
+                c_d.raw,
+                ty,
+                alg.raw(),
+                descr.raw,
+                &mut size1,
+                buf1 as *mut c_void,
+            )
+        })?;
+    }
+    if alg == SpgemmAlg::Alg1 {
+        // SAFETY: see the sequence comment above; every pointer is live for this call.
+        check("cusparseSpGEMM_compute", unsafe {
+            cs::cusparseSpGEMM_compute(
+                lib.handle,
+                op,
+                op,
+                pa,
+                ra,
+                rb,
+                pb,
+                c_d.raw,
+                ty,
+                alg.raw(),
+                descr.raw,
+                &mut size2,
+                std::ptr::null_mut(),
+            )
+        })?;
+    } else {
+        let chunk_fraction = 0.2f32;
+        let mut size3 = 0usize;
+        // SAFETY: see the sequence comment above; every pointer is live for this call.
+        check("cusparseSpGEMM_estimateMemory", unsafe {
+            cs::cusparseSpGEMM_estimateMemory(
+                lib.handle,
+                op,
+                op,
+                pa,
+                ra,
+                rb,
+                pb,
+                c_d.raw,
+                ty,
+                alg.raw(),
+                descr.raw,
+                chunk_fraction,
+                &mut size3,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        })?;
+        let mut buffer3 = alloc_bytes(gpu, size3, "allocating cuSPARSE SpGEMM buffer 3")?;
+        let (buf3, _g) = buffer3.device_ptr_mut(stream);
+        // SAFETY: see the sequence comment above; every pointer is live for this call.
+        check("cusparseSpGEMM_estimateMemory", unsafe {
+            cs::cusparseSpGEMM_estimateMemory(
+                lib.handle,
+                op,
+                op,
+                pa,
+                ra,
+                rb,
+                pb,
+                c_d.raw,
+                ty,
+                alg.raw(),
+                descr.raw,
+                chunk_fraction,
+                &mut size3,
+                buf3 as *mut c_void,
+                &mut size2,
+            )
+        })?;
+        // buffer3 is released here, as in the cuSPARSE sample.
+    }
+    let mut buffer2 = alloc_bytes(gpu, size2, "allocating cuSPARSE SpGEMM buffer 2")?;
+    {
+        let (buf2, _g) = buffer2.device_ptr_mut(stream);
+        // SAFETY: see the sequence comment above; every pointer is live for this call.
+        check("cusparseSpGEMM_compute", unsafe {
+            cs::cusparseSpGEMM_compute(
+                lib.handle,
+                op,
+                op,
+                pa,
+                ra,
+                rb,
+                pb,
+                c_d.raw,
+                ty,
+                alg.raw(),
+                descr.raw,
+                &mut size2,
+                buf2 as *mut c_void,
+            )
+        })?;
+    }
+    let (mut rows, mut cols, mut nnz) = (0i64, 0i64, 0i64);
+    // SAFETY: see the sequence comment above; every pointer is live for this call.
+    check("cusparseSpMatGetSize", unsafe { cs::cusparseSpMatGetSize(c_d.raw, &mut rows, &mut cols, &mut nnz) })?;
+    let nnz = usize::try_from(nnz).map_err(|_| Error::TooLarge(format!("cuSPARSE reported nnz(C) = {nnz}")))?;
+    if nnz > i32::MAX as usize {
+        return Err(Error::TooLarge(format!("A * B has {nnz} entries, past 32-bit indices")));
+    }
+    // SAFETY: cusparseSpGEMM_copy writes all nnz entries of both.
+    let mut columns =
+        unsafe { stream.alloc::<i32>(nnz.max(1)) }.map_err(Error::driver("allocating C's column indices", 4 * nnz))?;
+    // SAFETY: as above.
+    let mut values =
+        unsafe { stream.alloc::<f32>(nnz.max(1)) }.map_err(Error::driver("allocating C's values", 4 * nnz))?;
+    {
+        let (offsets, _g1) = c_offsets.device_ptr_mut(stream);
+        let (cols_ptr, _g2) = columns.device_ptr_mut(stream);
+        let (vals_ptr, _g3) = values.device_ptr_mut(stream);
+        // SAFETY: see the sequence comment above; every pointer is live for this call.
+        check("cusparseCsrSetPointers", unsafe {
+            cs::cusparseCsrSetPointers(
+                c_d.raw,
+                offsets as *mut c_void,
+                cols_ptr as *mut c_void,
+                vals_ptr as *mut c_void,
+            )
+        })?;
+        // SAFETY: see the sequence comment above; every pointer is live for this call.
+        check("cusparseSpGEMM_copy", unsafe {
+            cs::cusparseSpGEMM_copy(lib.handle, op, op, pa, ra, rb, pb, c_d.raw, ty, alg.raw(), descr.raw)
+        })?;
+    }
+    drop((buffer1, buffer2, descr, c_d));
+    Ok(DeviceCsr::from_device_parts(m, n, nnz, c_offsets, columns, values))
+}

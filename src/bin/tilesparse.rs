@@ -10,16 +10,17 @@ use cudarc::driver::CudaSlice;
 use sprs::CsMat;
 use tilesparse::cpu::{backend, oracle};
 use tilesparse::kernels::{compiled_spmm_variants, CUDA_ARCHS, KERNELS_BUILT, NVCC_VERSION};
-use tilesparse::spgemm::{self, DeviceCoo, LadderKernel, SPGEMM_K4_GRID};
+use tilesparse::spgemm::{self, DeviceCoo, LadderKernel, SpgemmPlan, SPGEMM_K4_GRID};
 use tilesparse::spmm::SpmmConfig;
 use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace};
 use tilesparse::suite::{self, BenchOptions};
+use tilesparse::suite_spgemm;
 use tilesparse::suite_spmv::{self, compulsory_bytes};
 use tilesparse::timing::time_op;
 use tilesparse::{gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, RowStats, Scalar, SpmvPlan};
 
 #[derive(Parser)]
-#[command(name = "tilesparse", version, about = "GPU sparse-matrix kernels: SpMM, SpMV")]
+#[command(name = "tilesparse", version, about = "GPU sparse-matrix kernels: SpMM, SpGEMM, SpMV")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -33,7 +34,7 @@ enum Command {
     Spmm(SpmmArgs),
     /// y = alpha * A x + beta * y with the production SpMV (default) or the seed prefix-sum kernel.
     Spmv(SpmvArgs),
-    /// C = A * A (A * A^T when A is not square) with one kernel of the seed's SpGEMM ladder.
+    /// C = A * A (A * A^T when A is not square) with the production SpGEMM or a kernel of the seed's ladder.
     Spgemm(SpgemmArgs),
     /// Benchmarks against cuSPARSE and cuBLAS in the same run.
     #[command(subcommand)]
@@ -144,10 +145,11 @@ struct SpmvArgs {
 struct SpgemmArgs {
     #[command(flatten)]
     matrix: MatrixArgs,
-    /// k0, k1, k2, k3, k4, kp, or a grid point such as k4_b256_t2048 / kp_b128_t1024.
-    #[arg(long, default_value = "k4")]
+    /// production (plan + numeric, sorted CSR), or a ladder kernel: k0, k1, k2, k3, k4, kp, or a grid point
+    /// such as k4_b256_t2048 / kp_b128_t1024.
+    #[arg(long, default_value = "production")]
     kernel: String,
-    /// Check C (converted to sorted CSR on the GPU) against the f64 oracle.
+    /// Check C (sorted CSR; the ladder's COO converted on the GPU) against the f64 oracle.
     #[arg(long)]
     verify: bool,
     /// Untimed runs before timing (the seed skipped its first 3).
@@ -206,6 +208,15 @@ enum BenchCommand {
         #[arg(long, default_value = "f32")]
         dtype: DType,
     },
+    /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
+    SpgemmSuite {
+        #[command(flatten)]
+        suite: SuiteArgs,
+        /// Override the dense-bin threshold of the production SpGEMM (rows with more entries use dense column
+        /// tiles; 1..=8192), for measuring it.
+        #[arg(long)]
+        dense_from: Option<usize>,
+    },
     /// The seed's SpGEMM ladder on C = A * A: CPU backend, k0..k4 and kp, then the k4 (block, tile) grid search.
     Spgemm {
         #[command(flatten)]
@@ -230,7 +241,8 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Spmv { suite }) => bench_spmv(suite),
         Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype }) => bench_spmm(suite, selected_only, dtype),
         Command::Spgemm(args) => run_spgemm(args),
-        Command::Bench(BenchCommand::Spgemm { matrix, svg, warmup, iters }) => bench_spgemm(matrix, svg, warmup, iters),
+        Command::Bench(BenchCommand::SpgemmSuite { suite, dense_from }) => bench_spgemm_suite(suite, dense_from),
+        Command::Bench(BenchCommand::Spgemm { matrix, svg, warmup, iters }) => bench_ladder(matrix, svg, warmup, iters),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -449,7 +461,12 @@ fn run_spmv_typed<T: Scalar>(args: &SpmvArgs, level: u8) -> Result<()> {
                 SpmvKernel::Production => PreparedSpmv::Production(Box::new(SpmvPlan::new(gpu, &a_dev)?)),
             };
             if let (PreparedSpmv::Production(plan), true) = (&prepared, level >= 3) {
-                println!("plan: {} ({} long rows); row stats {:?}", plan.strategy(), plan.long_rows(), a_dev.stats());
+                println!(
+                    "plan: {} ({} long rows); row stats {:?}",
+                    plan.strategy(),
+                    plan.long_rows(),
+                    a_dev.stats(gpu)?
+                );
             }
             let mut run = |y: &mut CudaSlice<T>| match &mut prepared {
                 PreparedSpmv::Seed(ws) => spmv_seed_f32(gpu, &a_dev, &x_dev, (alpha, beta), y, ws),
@@ -680,10 +697,31 @@ fn time_cpu_spgemm(a: &CsMat<f32>, b: &CsMat<f32>, runs: usize) -> (f64, CsMat<f
 }
 
 fn run_spgemm(args: SpgemmArgs) -> Result<()> {
-    let kernel: LadderKernel = args.kernel.parse()?;
+    let kernel: Option<LadderKernel> = if args.kernel == "production" { None } else { Some(args.kernel.parse()?) };
     let (a, b) = spgemm_operands(&args.matrix)?;
-    let c = match gpu_or_notice(false) {
-        Some(gpu) => {
+    let c = match (gpu_or_notice(false), kernel) {
+        (Some(gpu), None) => {
+            let a_dev = DeviceCsr::upload(&gpu, a.view())?;
+            let b_dev = DeviceCsr::upload(&gpu, b.view())?;
+            let t = time_op(&gpu, args.warmup, args.iters, || spgemm::spgemm(&gpu, &a_dev, &b_dev).map(drop))?;
+            let plan = SpgemmPlan::new(&gpu, &a_dev, &b_dev)?;
+            println!(
+                "GPU {}: production SpGEMM: median {:.4} ms over {} runs (symbolic + allocation + numeric); nnz(C) = \
+                 {}, {} products; rows per bin (symbolic {:?}, numeric {:?})",
+                gpu.info().name,
+                t.median_ms(),
+                args.iters,
+                plan.nnz(),
+                plan.products(),
+                plan.symbolic_bins(),
+                plan.numeric_bins()
+            );
+            if !args.verify {
+                return Ok(());
+            }
+            spgemm::spgemm(&gpu, &a_dev, &b_dev)?.download(&gpu)?
+        }
+        (Some(gpu), Some(kernel)) => {
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceCsr::upload(&gpu, b.view())?;
             let mut out = DeviceCoo::for_product(&gpu, &a_dev, &b_dev)?;
@@ -703,7 +741,7 @@ fn run_spgemm(args: SpgemmArgs) -> Result<()> {
             }
             spgemm::coo_to_csr(&gpu, &out)?.download(&gpu)?
         }
-        None => {
+        (None, _) => {
             let (ms, c) = time_cpu_spgemm(&a, &b, args.iters);
             println!("CPU backend ({} threads): median {ms:.3} ms; nnz(C) = {}", rayon::current_num_threads(), c.nnz());
             c
@@ -719,7 +757,70 @@ fn run_spgemm(args: SpgemmArgs) -> Result<()> {
     Ok(())
 }
 
-fn bench_spgemm(matrix: MatrixArgs, svg: Option<PathBuf>, warmup: usize, iters: usize) -> Result<()> {
+fn bench_spgemm_suite(args: SuiteArgs, dense_from: Option<usize>) -> Result<()> {
+    let SuiteArgs { filter, warmup, iters, json } = args;
+    let gpu = Gpu::new(0)?;
+    let problems = suite_spgemm::spgemm_suite(filter.as_deref())?;
+    println!(
+        "device: {}; {} problems; end to end (symbolic + allocation + numeric, C freed); median of {iters} \
+         event-timed runs after {warmup} warm-ups; peak = device memory beyond A and B at the peak, C included",
+        gpu.info().name,
+        problems.len()
+    );
+    let mib = |b: Option<u64>| b.map_or("-".to_string(), |b| format!("{:.1}", b as f64 / (1u64 << 20) as f64));
+    let mut reports = Vec::new();
+    for p in &problems {
+        let r = suite_spgemm::bench_spgemm(&gpu, p, warmup, iters, dense_from)?;
+        println!(
+            "\n== {} (m {} k {} n {}; nnz A {} B {} C {}; {} products)",
+            r.problem, r.m, r.k, r.n, r.nnz_a, r.nnz_b, r.nnz_c, r.products
+        );
+        for (e, peak) in [(&r.ours, r.ours_peak), (&r.symbolic, None), (&r.numeric, None)]
+            .into_iter()
+            .chain(r.cusparse.iter().zip(r.cusparse_peak.iter().copied().chain(std::iter::repeat(None))))
+        {
+            match &e.ms {
+                Ok(ms) => println!("  {:<24} {ms:>10.4} ms   peak {:>9} MiB", e.name, mib(peak)),
+                Err(why) => println!("  {:<24} {why}", e.name),
+            }
+        }
+        println!(
+            "  structure equal to cuSPARSE's: {}; max value difference {:.1e} of max |C|",
+            r.same_structure.map_or("-".into(), |s| s.to_string()),
+            r.agreement
+        );
+        suite_spgemm::check_agreement(&r)?;
+        reports.push(r);
+    }
+    println!(
+        "\n{:<30} {:>10} {:>12} {:>9} {:>10} {:>14}",
+        "problem", "ours ms", "cusp ms", "vs cusp", "peak MiB", "cusp min MiB"
+    );
+    let mut ratios = Vec::new();
+    for r in &reports {
+        let ours = r.ours.ms.as_ref().ok().copied().unwrap_or(f64::NAN);
+        let best = r.best_cusparse();
+        let cusp = best.and_then(|e| e.ms.as_ref().ok().copied()).unwrap_or(f64::NAN);
+        if let Some(s) = r.speedup_vs_cusparse() {
+            ratios.push(s);
+        }
+        println!(
+            "{:<30} {ours:>10.4} {:>12} {:>8.2}x {:>10} {:>14}",
+            r.problem,
+            format!("{cusp:.4} {}", best.map_or("", |e| e.name.trim_start_matches("cuSPARSE "))),
+            cusp / ours,
+            mib(r.ours_peak),
+            mib(r.least_cusparse_peak())
+        );
+    }
+    print_geomean(&ratios);
+    if let Some(path) = json {
+        write_json(&path, &suite_spgemm::reports_to_json(&reports))?;
+    }
+    Ok(())
+}
+
+fn bench_ladder(matrix: MatrixArgs, svg: Option<PathBuf>, warmup: usize, iters: usize) -> Result<()> {
     let (a, b) = spgemm_operands(&matrix)?;
     let (cpu_ms, c) = time_cpu_spgemm(&a, &b, iters);
     println!("CPU backend ({} threads): {cpu_ms:.3} ms; nnz(C) = {}", rayon::current_num_threads(), c.nnz());

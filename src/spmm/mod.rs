@@ -172,7 +172,7 @@ pub fn spmm_auto<T: Scalar>(
     b: &DeviceDense<T>,
     c: &mut DeviceDense<T>,
 ) -> Result<SpmmConfig> {
-    let config = SpmmConfig::select_with_stats(a.rows(), a.cols(), b.cols(), a.stats(), T::DTYPE);
+    let config = SpmmConfig::select_with_stats(a.rows(), a.cols(), b.cols(), a.stats(gpu)?, T::DTYPE);
     spmm(gpu, a, b, c, &config)?;
     Ok(config)
 }
@@ -195,7 +195,7 @@ fn launch<T: Scalar>(
     let name = config.kernel_name();
     let function = gpu.function(Family::Spmm, &name)?;
     let stream = gpu.stream();
-    let (row_swizzle, _g1) = a.row_swizzle.device_ptr(stream);
+    let (row_swizzle, _g1) = a.derived(gpu)?.row_swizzle.device_ptr(stream);
     let (values, _g2) = a.values.device_ptr(stream);
     let (row_offsets, _g3) = a.row_offsets.device_ptr(stream);
     let (column_indices, _g4) = a.column_indices.device_ptr(stream);

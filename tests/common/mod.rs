@@ -81,3 +81,38 @@ pub fn data_path(file: &str) -> std::path::PathBuf {
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data"))
         .join(file)
 }
+
+/// The folder of real matrices (TILESPARSE_MATRICES, as the GPU bundle sets, else ../shared/matrices beside
+/// the checkout), or None after a visible skip line; with TILESPARSE_REQUIRE_GPU=1 a missing folder fails.
+pub fn matrices_dir(test: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("TILESPARSE_MATRICES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices"));
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
+    assert!(!require, "TILESPARSE_REQUIRE_GPU=1 but {test} finds no matrices in {}", dir.display());
+    let _ = writeln!(std::io::stderr(), "SKIP {test}: no matrices in {} (set TILESPARSE_MATRICES)", dir.display());
+    None
+}
+
+/// Allocates device memory until at most `leave` bytes stay free (chunks halving from 1 GiB to 1 MiB); the
+/// allocations are freed when the returned value is dropped.
+pub fn exhaust_device_memory(gpu: &Gpu, leave: usize) -> Vec<cudarc::driver::CudaSlice<u8>> {
+    let mut hog = Vec::new();
+    let mut chunk = 1usize << 30;
+    while chunk >= 1 << 20 {
+        let (free, _) = gpu.memory().unwrap();
+        if free <= leave {
+            break;
+        }
+        // SAFETY: the bytes are never read.
+        match unsafe { gpu.stream().alloc::<u8>(chunk.min(free - leave).max(1 << 20)) } {
+            Ok(buf) => hog.push(buf),
+            Err(_) => chunk /= 2,
+        }
+        gpu.synchronize().unwrap();
+    }
+    hog
+}

@@ -1,18 +1,13 @@
-//! SpGEMM: C = A * B with A and B CSR on the device, fp32. The seed's kernel ladder
-//! (shared/seeds/spgemm-kernels-0-4-report.md): kernels 0..4 and the prefix-sum alternative, each appending C's
-//! entries to an unordered COO output ([`spgemm_ladder`]), and the conversion of that output to a CSR matrix
-//! with sorted columns ([`coo_to_csr`]).
-//!
-//! Semantics: C holds an entry for every (i, j) that received at least one product a_ik * b_kj, also when the
-//! products sum to exactly 0 (the structural product of [`crate::cpu::oracle::spgemm`]).
+//! The seed's SpGEMM ladder (shared/seeds/spgemm-kernels-0-4-report.md): kernels 0..4 and the prefix-sum
+//! alternative, each appending C's entries to an unordered COO output ([`spgemm_ladder`]), and the conversion
+//! of that output to a CSR matrix with sorted columns ([`coo_to_csr`]).
 
 use std::fmt;
 use std::str::FromStr;
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
-use sprs::{CsMat, CsMatView};
 
-use crate::cpu::oracle;
+use super::{alloc_uninit, alloc_zeroed, check_shapes};
 use crate::csr::DeviceCsr;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -247,23 +242,6 @@ pub fn output_nnz_bound(a_indptr: &[usize], a_indices: &[usize], b_indptr: &[usi
         .sum()
 }
 
-/// Uninitialised device memory of `len.max(1)` elements (every pointer handed to a kernel stays valid).
-fn alloc_uninit<T: cudarc::driver::DeviceRepr>(gpu: &Gpu, len: usize, what: &'static str) -> Result<CudaSlice<T>> {
-    let len = len.max(1);
-    // SAFETY: every caller's kernel writes an element before anything reads it, and only the written prefix
-    // is ever read back.
-    unsafe { gpu.stream().alloc::<T>(len) }.map_err(Error::driver(what, len * std::mem::size_of::<T>()))
-}
-
-fn alloc_zeroed<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
-    gpu: &Gpu,
-    len: usize,
-    what: &'static str,
-) -> Result<CudaSlice<T>> {
-    let len = len.max(1);
-    gpu.stream().alloc_zeros::<T>(len).map_err(Error::driver(what, len * std::mem::size_of::<T>()))
-}
-
 /// The global scratch of kernels 0 and 1: one accumulator and touched bitmap per thread of the grid.
 struct ThreadScratch {
     threads: usize,
@@ -349,19 +327,6 @@ impl DeviceCoo {
         }
         Ok(self.thread_scratch.as_ref().expect("allocated above"))
     }
-}
-
-fn check_shapes(a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<()> {
-    if a.cols() != b.rows() {
-        return Err(Error::ShapeMismatch(format!(
-            "A is {} x {} and B is {} x {}: A's columns must equal B's rows",
-            a.rows(),
-            a.cols(),
-            b.rows(),
-            b.cols()
-        )));
-    }
-    Ok(())
 }
 
 /// Runs `kernel` for C = A * B into `out` (made by [`DeviceCoo::for_product`] for the same shapes) and
@@ -498,50 +463,5 @@ pub fn coo_to_csr(gpu: &Gpu, coo: &DeviceCoo) -> Result<DeviceCsr<f32>> {
         unsafe { stream.launch_builder(&sort).arg(&params).launch(per_row) }
             .map_err(Error::driver("launching the per-row column sort", 0))?;
     }
-    DeviceCsr::from_device_parts(gpu, m, coo.cols, row_offsets, csr_columns, csr_values)
-}
-
-/// Checks a computed C = A * B against the f64 oracle: the structure (row pointer and column indices) must be
-/// equal, and each value within gamma(p + 1) * (|A| |B|)_ij, p the number of products summed into (i, j) and
-/// gamma(t) = t u / (1 - t u) with u = 2^-24 (fp32 summation in any order, plus the final rounding), plus
-/// p times the smallest normal for underflow. Returns the value comparison.
-pub fn check_product(a: CsMatView<f32>, b: CsMatView<f32>, got: &CsMat<f32>) -> Result<oracle::Comparison> {
-    let want = oracle::spgemm(a, b);
-    if got.shape() != want.shape() || got.indptr().raw_storage() != want.indptr().raw_storage() {
-        return Err(Error::Verification(format!(
-            "the row pointer differs from the oracle's (nnz {} vs {})",
-            got.nnz(),
-            want.nnz()
-        )));
-    }
-    if let Some(i) = (0..want.nnz()).find(|&i| got.indices()[i] != want.indices()[i]) {
-        return Err(Error::Verification(format!(
-            "column index {i} differs from the oracle's: {} vs {}",
-            got.indices()[i],
-            want.indices()[i]
-        )));
-    }
-    let abs = oracle::spgemm(a.map(|v| v.abs()).view(), b.map(|v| v.abs()).view());
-    let products = oracle::spgemm(a.map(|_| 1.0f32).view(), b.map(|_| 1.0f32).view());
-    let u = f32::EPSILON as f64 / 2.0;
-    let bound: Vec<f64> = abs
-        .data()
-        .iter()
-        .zip(products.data())
-        .map(|(&mag, &p)| {
-            let t = (p + 1.0) * u;
-            t / (1.0 - t) * mag + p * f32::MIN_POSITIVE as f64
-        })
-        .collect();
-    let got64: Vec<f64> = got.data().iter().map(|&v| v as f64).collect();
-    let cmp = oracle::compare(&got64, want.data(), &bound);
-    if cmp.mismatches > 0 {
-        return Err(Error::Verification(format!(
-            "{} of {} values mismatch; first (index, got, want) = {:?}",
-            cmp.mismatches,
-            want.nnz(),
-            cmp.first_mismatch
-        )));
-    }
-    Ok(cmp)
+    Ok(DeviceCsr::from_device_parts(m, coo.cols, nnz, row_offsets, csr_columns, csr_values))
 }
