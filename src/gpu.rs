@@ -90,14 +90,48 @@ impl Gpu {
             total_mem: ctx.total_mem().map_err(Error::driver("reading the memory size", 0))?,
             driver_version,
         };
-        Ok(Gpu {
+        let gpu = Gpu {
             ctx,
             stream,
             modules: Mutex::new(Default::default()),
             functions: Mutex::new(HashMap::new()),
             side_streams: Mutex::new(Vec::new()),
             info,
-        })
+        };
+        gpu.keep_freed_memory()?;
+        Ok(gpu)
+    }
+
+    /// Keeps freed device memory in the stream-ordered pool instead of returning it to the driver at every
+    /// synchronisation (the pool's default release threshold is 0). Operations that allocate per call (the
+    /// SpGEMM, whose output size is known only mid-way) then reuse memory instead of mapping fresh pages: on
+    /// the H100, C = A^2 of 4elt took 0.17 to 0.51 ms end to end depending on what the pool had just released.
+    /// [`Gpu::trim_pool`] gives the memory back. The pool is the device's, shared by the process.
+    fn keep_freed_memory(&self) -> Result<()> {
+        if let Some(pool) = self.mem_pool()? {
+            let mut threshold = u64::MAX;
+            // SAFETY: RELEASE_THRESHOLD takes a cuuint64_t.
+            unsafe {
+                sys::cuMemPoolSetAttribute(
+                    pool,
+                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    &mut threshold as *mut u64 as *mut std::ffi::c_void,
+                )
+            }
+            .result()
+            .map_err(Error::driver("setting the memory pool's release threshold", 0))?;
+        }
+        Ok(())
+    }
+
+    /// Returns the memory the pool keeps but no buffer uses to the driver (after waiting for queued work).
+    pub fn trim_pool(&self) -> Result<()> {
+        self.synchronize()?;
+        if let Some(pool) = self.mem_pool()? {
+            // SAFETY: trims unused memory only; live allocations are untouched.
+            unsafe { sys::cuMemPoolTrimTo(pool, 0) }.result().map_err(Error::driver("trimming the memory pool", 0))?;
+        }
+        Ok(())
     }
 
     /// The device's properties.

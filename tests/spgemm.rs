@@ -213,11 +213,27 @@ fn with_new_values(a: &CsMat<f32>, seed: u64) -> CsMat<f32> {
 }
 
 /// Runs the production SpGEMM and checks the result against the oracle (structure exact, values within
-/// gamma(p + 1) |A||B|). Returns the plan's bins (symbolic, numeric) for coverage checks.
+/// gamma(p + 1) |A||B|) and the structure against sprs. Returns the plan's bins (symbolic, numeric).
 fn check_production(gpu: &Gpu, what: &str, a: &CsMat<f32>, b: &CsMat<f32>) -> (Vec<usize>, Vec<usize>) {
+    check_plan(gpu, what, a, b, None)
+}
+
+/// check_production with the dense-bin threshold `dense_from` (None: the default): the one-shot `spgemm` and a
+/// plan's numeric phase.
+fn check_plan(
+    gpu: &Gpu,
+    what: &str,
+    a: &CsMat<f32>,
+    b: &CsMat<f32>,
+    dense_from: Option<usize>,
+) -> (Vec<usize>, Vec<usize>) {
     let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
     let b_dev = DeviceCsr::upload(gpu, b.view()).unwrap();
-    let c = spgemm(gpu, &a_dev, &b_dev).and_then(|c| c.download(gpu)).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let one_shot = match dense_from {
+        None => spgemm(gpu, &a_dev, &b_dev),
+        Some(d) => tilesparse::spgemm::spgemm_with_dense_from(gpu, &a_dev, &b_dev, d),
+    };
+    let c = one_shot.and_then(|c| c.download(gpu)).unwrap_or_else(|e| panic!("{what}: {e}"));
     check_product(a.view(), b.view(), &c).unwrap_or_else(|e| panic!("{what}: {e}"));
     if c.nnz() < 2_000_000 {
         // A second, independent reference for the structure: sprs's SMMP product.
@@ -225,8 +241,14 @@ fn check_production(gpu: &Gpu, what: &str, a: &CsMat<f32>, b: &CsMat<f32>) -> (V
         assert_eq!(theirs.indptr().raw_storage(), c.indptr().raw_storage(), "{what}: row pointer vs sprs");
         assert_eq!(theirs.indices(), c.indices(), "{what}: columns vs sprs");
     }
-    let plan = SpgemmPlan::new(gpu, &a_dev, &b_dev).unwrap();
+    let mut plan = match dense_from {
+        None => SpgemmPlan::new(gpu, &a_dev, &b_dev),
+        Some(d) => SpgemmPlan::with_dense_from(gpu, &a_dev, &b_dev, d),
+    }
+    .unwrap();
     assert_eq!(plan.nnz(), c.nnz(), "{what}");
+    let again = plan.numeric(gpu, &a_dev, &b_dev).and_then(|c| c.download(gpu)).unwrap();
+    check_product(a.view(), b.view(), &again).unwrap_or_else(|e| panic!("{what}, plan: {e}"));
     (plan.symbolic_bins().to_vec(), plan.numeric_bins().to_vec())
 }
 
@@ -253,11 +275,14 @@ fn production_covers_every_bin() {
     // one or more rows per bin; 80 000 columns make 3 dense tiles.
     const LENS: [usize; 14] = [0, 1, 2, 3, 5, 9, 18, 36, 70, 140, 280, 560, 1200, 2500];
     let lens: Vec<usize> = (0..140).map(|i| LENS[i % LENS.len()]).collect();
+    // The largest threshold, so that every hash bin gets rows.
     let (a, b) = binned_problem(&lens, 4000, 2 * DENSE_TILE + 14_000, 10, 41);
-    add(check_production(&gpu, "rows in every bin, 3 column tiles", &a, &b));
+    add(check_plan(&gpu, "rows in every bin, 3 column tiles", &a, &b, Some(MAX_DENSE_FROM)));
+    check_production(&gpu, "rows in every bin, default threshold", &a, &b);
     // Few columns: products far above n, so rows land by n, and the dense bin has one (partial) tile.
     let (a, b) = binned_problem(&lens, 4000, 9000, 40, 43);
-    add(check_production(&gpu, "products above n = 9000", &a, &b));
+    add(check_plan(&gpu, "products above n = 9000", &a, &b, Some(MAX_DENSE_FROM)));
+    check_production(&gpu, "products above n = 9000, default threshold", &a, &b);
     for bin in 0..=DENSE_BIN {
         assert!(symbolic[bin] > 0, "symbolic bin {bin} got no row: {symbolic:?}");
         assert!(numeric[bin] > 0, "numeric bin {bin} got no row: {numeric:?}");

@@ -98,8 +98,10 @@ pub fn matrices_dir(test: &str) -> Option<std::path::PathBuf> {
 }
 
 /// Allocates device memory until at most `leave` bytes stay free (chunks halving from 1 GiB to 1 MiB); the
-/// allocations are freed when the returned value is dropped.
+/// allocations are freed (into the pool) when the returned value is dropped.
 pub fn exhaust_device_memory(gpu: &Gpu, leave: usize) -> Vec<cudarc::driver::CudaSlice<u8>> {
+    // Memory the pool keeps from earlier frees does not show as free: give it back first.
+    gpu.trim_pool().unwrap();
     let mut hog = Vec::new();
     let mut chunk = 1usize << 30;
     while chunk >= 1 << 20 {
