@@ -16,7 +16,7 @@ for r in csv.DictReader(lines):
         continue
     name = r["Kernel Name"].split("(")[0]
     value = float(r["Metric Value"].replace(",", ""))
-    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(r["Metric Unit"], 1.0)
+    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}[r["Metric Unit"]]
     count, total = rows.get(name, (0, 0.0))
     rows[name] = (count + 1, total + value * scale)
 grand = sum(t for _, t in rows.values())
