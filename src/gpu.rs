@@ -184,7 +184,7 @@ impl Gpu {
         Ok(Some(pool))
     }
 
-    /// Restarts the pool's high-water mark at the bytes in use now (see [`Gpu::pool_peak_bytes`]).
+    /// Restarts the pool's high-water mark at the bytes in use now (see [`Gpu::pool_usage`]).
     pub fn pool_reset_peak(&self) -> Result<()> {
         if let Some(pool) = self.mem_pool()? {
             let mut zero = 0u64;

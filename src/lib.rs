@@ -2,11 +2,13 @@
 //!
 //! Sparse-matrix kernels for NVIDIA GPUs, from Rust: a Sputnik-style tiled SpMM (CSR x dense row-major, f32,
 //! f16, bf16) whose [`SpmmConfig`] mirrors Sputnik's template parameters and selects among precompiled CUDA
-//! variants; SpMV (the seed prefix-sum kernel and a production kernel planned from row statistics); the seed
-//! write-up's SpGEMM ladder ([`spgemm`]); and a multi-threaded CPU backend with an independent f64 oracle.
+//! variants; SpGEMM (the production two-phase SpGEMM with a reusable [`SpgemmPlan`], and the seed write-up's
+//! kernel ladder, in [`mod@spgemm`]); SpMV (the seed prefix-sum kernel and a production kernel planned from row
+//! statistics); and a multi-threaded CPU backend with an independent f64 oracle.
 //!
 //! Layers: `kernels` (embedded fatbins and names) → one thin `unsafe` launcher per family → safe functions
-//! ([`spmm()`], [`spmv()`], [`spmv_seed`], [`spgemm::spgemm_ladder`]) that validate, select and launch.
+//! ([`spmm()`], [`spgemm()`], [`spmv()`], [`spmv_seed`], [`spgemm::spgemm_ladder`]) that validate, select and
+//! launch.
 //!
 //! ```no_run
 //! use tilesparse::{gen, Gpu, DeviceCsr, DeviceDense, SpmmConfig};
@@ -45,5 +47,6 @@ pub use dense::DeviceDense;
 pub use error::{Error, Result};
 pub use gpu::Gpu;
 pub use scalar::{DType, Scalar};
+pub use spgemm::{spgemm, SpgemmPlan};
 pub use spmm::{spmm, spmm_auto, SpmmConfig};
 pub use spmv::{spmv, spmv_seed, SpmvPlan, SpmvStrategy};

@@ -44,8 +44,9 @@ constexpr int kCounterNumericBins = kCounterSymbolicBins + kBinSlots;  // kBinSl
 constexpr int kCounterProducts = kCounterNumericBins + kBinSlots;      // products of A * B
 constexpr int kCounterNnz = kCounterProducts + 1;                      // nnz(C), 64-bit
 constexpr int kCounterFlags = kCounterNnz + 1;                         // numeric error flags (kFlag*)
+constexpr int kCounterLongRows = kCounterFlags + 1;                    // rows of A left to spgemm_plan_count_long
 constexpr int kCounters = 32;
-static_assert(kCounterFlags < kCounters, "counters overflow their allocation");
+static_assert(kCounterLongRows < kCounters, "counters overflow their allocation");
 
 constexpr unsigned long long kFlagTableFull = 1;     // a hash table filled up: the pattern has changed
 constexpr unsigned long long kFlagRowCount = 2;      // a row's nnz differs from the plan's: the pattern has changed
@@ -93,6 +94,12 @@ __device__ __forceinline__ int b_row_range(const SpgemmPlanParams& p, int j, boo
   return end - begin;
 }
 
+/// @brief The lanes of the calling thread's group of kThreads (a power of two <= 32, groups aligned in the warp).
+template <int kThreads>
+__device__ __forceinline__ unsigned group_mask() {
+  return kThreads == 32 ? kFullWarp : ((1u << kThreads) - 1u) << ((threadIdx.x & 31) & ~(kThreads - 1));
+}
+
 /// @brief Calls f(a, b) for every product a_{row,j} * b_{j,c} of C's row `row` with c in [lo, hi) (a indexes
 /// A's entries, b B's), the products spread evenly over a group of kThreads lanes (a power of two <= 32, groups
 /// aligned in the warp). The row's entries of A are taken kThreads at a time: each lane loads one entry's range
@@ -103,8 +110,7 @@ template <int kThreads, typename F>
 __device__ __forceinline__ void for_each_product_group(const SpgemmPlanParams& p, int row, int lo, int hi, F&& f) {
   static_assert(kThreads <= 32 && (kThreads & (kThreads - 1)) == 0, "a group is a power of two within a warp");
   const int lane = threadIdx.x % kThreads;
-  const unsigned mask =
-      kThreads == 32 ? kFullWarp : ((1u << kThreads) - 1u) << ((threadIdx.x & 31) & ~(kThreads - 1));
+  const unsigned mask = group_mask<kThreads>();
   const bool ranged = lo > 0 || hi < p.n;
   const int a_end = __ldg(p.a_row_offsets + row + 1);
   for (int chunk = __ldg(p.a_row_offsets + row); chunk < a_end; chunk += kThreads) {
@@ -134,12 +140,18 @@ __device__ __forceinline__ void for_each_product_group(const SpgemmPlanParams& p
 
 /// @brief for_each_product_group for a whole block of kBlock threads on one row: the scan of each chunk's range
 /// lengths lives in shared memory (`inclusive_tile`, `start_tile`: kBlock ints each; `warp_totals_tile`: 32,
-/// `total_tile`: 1). Block-uniform; contains __syncthreads.
+/// `total_tile`: 1). Each warp takes an equal, contiguous share of the chunk's products, its lanes 32 apart:
+/// one binary search per lane finds its first product's entry, and each next product (32 further) moves the
+/// entry forward by a short linear step, so a product costs about two shared loads instead of log2(kBlock).
+/// Block-uniform; contains __syncthreads.
 template <int kBlock, typename F>
 __device__ __forceinline__ void for_each_product_block(const SpgemmPlanParams& p, int row, int lo, int hi,
                                                        int* inclusive_tile, int* start_tile, int* warp_totals_tile,
                                                        int* total_tile, F&& f) {
+  constexpr int kWarps = kBlock / 32;
   const bool ranged = lo > 0 || hi < p.n;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
   const int a_end = __ldg(p.a_row_offsets + row + 1);
   for (int chunk = __ldg(p.a_row_offsets + row); chunk < a_end; chunk += kBlock) {
     const int a = chunk + threadIdx.x;
@@ -150,13 +162,19 @@ __device__ __forceinline__ void for_each_product_block(const SpgemmPlanParams& p
     inclusive_tile[threadIdx.x] = exclusive + length;
     start_tile[threadIdx.x] = first - exclusive;
     __syncthreads();
-    for (int q = threadIdx.x; q < total; q += kBlock) {
+    const int share = ((total + kWarps - 1) / kWarps + 31) & ~31;  // products per warp, whole rounds of 32
+    const int q_end = min(total, (warp + 1) * share);
+    int q = warp * share + lane;
+    if (q < q_end) {
       int owner = 0;
 #pragma unroll
       for (int step = kBlock / 2; step > 0; step /= 2) {
         if (inclusive_tile[owner + step - 1] <= q) owner += step;
       }
-      f(chunk + owner, start_tile[owner] + q);
+      for (; q < q_end; q += 32) {
+        while (inclusive_tile[owner] <= q) ++owner;
+        f(chunk + owner, start_tile[owner] + q);
+      }
     }
     __syncthreads();  // the tiles are rewritten by the next chunk
   }
@@ -229,27 +247,33 @@ __device__ __forceinline__ long long block_exclusive_scan_ll(long long value, lo
   return before + inclusive - value;
 }
 
+/// @brief One compare-exchange stage of a bitonic network over keys_tile[0, count) (count a power of two),
+/// carrying values_tile along: pair i of count / 2 is (idx, idx + stride) with idx = 2i - (i mod stride),
+/// ascending where idx & size is 0. `first`, `step`: this thread's pairs.
+__device__ __forceinline__ void bitonic_stage(int* keys_tile, float* values_tile, int count, int size, int stride,
+                                              int first, int step) {
+  for (int i = first; i < count / 2; i += step) {
+    const int idx = 2 * i - (i & (stride - 1));
+    const int partner = idx + stride;
+    const int ki = keys_tile[idx];
+    const int kp = keys_tile[partner];
+    if ((ki > kp) == ((idx & size) == 0)) {
+      keys_tile[idx] = kp;
+      keys_tile[partner] = ki;
+      const float v = values_tile[idx];
+      values_tile[idx] = values_tile[partner];
+      values_tile[partner] = v;
+    }
+  }
+}
+
 /// @brief Sorts keys_tile[0, count) ascending, carrying values_tile along (shared memory, count a power of two,
-/// keys unique except padding). Bitonic network, kBlock threads. Contains __syncthreads.
+/// keys unique except padding), with the kBlock threads of the block. Contains __syncthreads.
 template <int kBlock>
 __device__ __forceinline__ void bitonic_sort(int* keys_tile, float* values_tile, int count) {
   for (int size = 2; size <= count; size *= 2) {
     for (int stride = size / 2; stride > 0; stride /= 2) {
-      for (int i = threadIdx.x; i < count; i += kBlock) {
-        const int partner = i ^ stride;
-        if (partner > i) {
-          const bool ascending = (i & size) == 0;
-          const int ki = keys_tile[i];
-          const int kp = keys_tile[partner];
-          if ((ki > kp) == ascending) {
-            keys_tile[i] = kp;
-            keys_tile[partner] = ki;
-            const float v = values_tile[i];
-            values_tile[i] = values_tile[partner];
-            values_tile[partner] = v;
-          }
-        }
-      }
+      bitonic_stage(keys_tile, values_tile, count, size, stride, threadIdx.x, kBlock);
       __syncthreads();
     }
   }

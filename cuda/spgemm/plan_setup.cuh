@@ -8,7 +8,9 @@
 
 namespace ts {
 
-constexpr int kCountBlock = 256;          // threads of the product count: one warp per row of A
+constexpr int kCountBlock = 256;          // threads of the product count
+constexpr int kCountGroup = 8;            // lanes per row of A in the product count
+constexpr int kLongRow = 256;             // rows of A longer than this are counted by a block instead
 constexpr int kBinBlock = 256;            // threads of the binning kernel: one row each
 constexpr int kPlanScanBlock = 512;       // threads of the row-pointer scan
 constexpr int kPlanScanItems = 8;         // entries per thread of the scan
@@ -16,46 +18,98 @@ constexpr int kPlanScanChunk = kPlanScanBlock * kPlanScanItems;
 
 }  // namespace ts
 
-/// @brief Products of each row of A * B (a warp per row, grid-stride): row_products[row]; rows with at most one
-/// product get their nnz(C) at once (c_row_offsets[row] = products), the others 0 and a symbolic bin by
-/// min(products, n). Adds the bin sizes and the total number of products into `counters`.
+namespace ts {
+
+/// @brief What the count kernels record for one row once its product count is known: row_products; nnz(C) at
+/// once for rows of at most one product, else 0 and a symbolic bin by min(products, n).
+__device__ __forceinline__ void finish_row_count(const SpgemmPlanParams& p, int row, int products,
+                                                 int* histogram_tile) {
+  p.row_products[row] = products;
+  if (products <= 1) {
+    p.c_row_offsets[row] = products;
+  } else {
+    p.c_row_offsets[row] = 0;  // the dense bin adds its tiles' counts into it
+    atomicAdd(histogram_tile + bin_of(min(products, p.n), p.dense_from), 1);
+  }
+}
+
+/// @brief Adds a block's bin histogram and product total into the counters.
+__device__ __forceinline__ void flush_counts(const SpgemmPlanParams& p, const int* histogram_tile,
+                                             unsigned long long products) {
+  if (threadIdx.x < kBinSlots && histogram_tile[threadIdx.x] > 0) {
+    atomicAdd(p.counters + kCounterSymbolicBins + threadIdx.x,
+              static_cast<unsigned long long>(histogram_tile[threadIdx.x]));
+  }
+  if (threadIdx.x == 0 && products > 0) atomicAdd(p.counters + kCounterProducts, products);
+}
+
+}  // namespace ts
+
+/// @brief Products of each row of A * B (kCountGroup lanes per row, grid-stride: a row costs two dependent
+/// loads, so many rows must be in flight), recorded by finish_row_count. A row of more than kLongRow entries
+/// would make its group the kernel's tail: it is listed (in bin_rows, free until the binning) for
+/// spgemm_plan_count_long instead. Adds the bin sizes and the number of products into `counters`.
 extern "C" __global__ void __launch_bounds__(ts::kCountBlock) spgemm_plan_count(const ts::SpgemmPlanParams p) {
+  constexpr int kGroups = ts::kCountBlock / ts::kCountGroup;
   __shared__ int histogram_tile[ts::kBinSlots];
   __shared__ unsigned long long products_tile;
   if (threadIdx.x < ts::kBinSlots) histogram_tile[threadIdx.x] = 0;
   if (threadIdx.x == 0) products_tile = 0;
   __syncthreads();
-  const int lane = threadIdx.x & 31;
-  const int warps = gridDim.x * (ts::kCountBlock / 32);
+  const int lane = threadIdx.x % ts::kCountGroup;
+  const unsigned mask = ts::group_mask<ts::kCountGroup>();
   unsigned long long products_fragment = 0;
-  for (int row = blockIdx.x * (ts::kCountBlock / 32) + (threadIdx.x >> 5); row < p.m; row += warps) {
+  for (int row = blockIdx.x * kGroups + threadIdx.x / ts::kCountGroup; row < p.m; row += gridDim.x * kGroups) {
+    const int a_begin = __ldg(p.a_row_offsets + row);
     const int a_end = __ldg(p.a_row_offsets + row + 1);
+    if (a_end - a_begin > ts::kLongRow) {  // group-uniform
+      if (lane == 0) p.bin_rows[atomicAdd(p.counters + ts::kCounterLongRows, 1ull)] = row;
+      continue;
+    }
     int products = 0;  // <= nnz(B): the row's columns of A are distinct, so each entry of B counts once
 #pragma unroll 4
-    for (int a = __ldg(p.a_row_offsets + row) + lane; a < a_end; a += 32) {
+    for (int a = a_begin + lane; a < a_end; a += ts::kCountGroup) {
       const int j = __ldg(p.a_column_indices + a);
       products += __ldg(p.b_row_offsets + j + 1) - __ldg(p.b_row_offsets + j);
     }
-    products = ts::group_sum<32>(products);
+#pragma unroll
+    for (int offset = ts::kCountGroup / 2; offset > 0; offset /= 2) {
+      products += __shfl_xor_sync(mask, products, offset, ts::kCountGroup);
+    }
     if (lane == 0) {
-      p.row_products[row] = products;
+      ts::finish_row_count(p, row, products, histogram_tile);
       products_fragment += products;
-      if (products <= 1) {
-        p.c_row_offsets[row] = products;
-      } else {
-        p.c_row_offsets[row] = 0;  // the dense bin adds its tiles' counts into it
-        atomicAdd(histogram_tile + ts::bin_of(min(products, p.n), p.dense_from), 1);
-      }
     }
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) p.c_row_offsets[p.m] = 0;
   if (lane == 0 && products_fragment > 0) atomicAdd(&products_tile, products_fragment);
   __syncthreads();
-  if (threadIdx.x < ts::kBinSlots && histogram_tile[threadIdx.x] > 0) {
-    atomicAdd(p.counters + ts::kCounterSymbolicBins + threadIdx.x,
-              static_cast<unsigned long long>(histogram_tile[threadIdx.x]));
+  ts::flush_counts(p, histogram_tile, products_tile);
+}
+
+/// @brief The rows spgemm_plan_count listed as long: one block per row (grid-stride over the list), the same
+/// record and counters.
+extern "C" __global__ void __launch_bounds__(ts::kCountBlock) spgemm_plan_count_long(const ts::SpgemmPlanParams p) {
+  __shared__ int histogram_tile[ts::kBinSlots];
+  __shared__ int warp_tile[32];
+  if (threadIdx.x < ts::kBinSlots) histogram_tile[threadIdx.x] = 0;
+  const int rows = static_cast<int>(p.counters[ts::kCounterLongRows]);
+  unsigned long long products_total = 0;
+  for (int i = blockIdx.x; i < rows; i += gridDim.x) {
+    const int row = p.bin_rows[i];
+    const int a_end = __ldg(p.a_row_offsets + row + 1);
+    int products_fragment = 0;
+#pragma unroll 4
+    for (int a = __ldg(p.a_row_offsets + row) + threadIdx.x; a < a_end; a += ts::kCountBlock) {
+      const int j = __ldg(p.a_column_indices + a);
+      products_fragment += __ldg(p.b_row_offsets + j + 1) - __ldg(p.b_row_offsets + j);
+    }
+    const int products = ts::block_sum<ts::kCountBlock>(products_fragment, warp_tile);  // starts with a barrier
+    if (threadIdx.x == 0) ts::finish_row_count(p, row, products, histogram_tile);
+    products_total += products;
   }
-  if (threadIdx.x == 0 && products_tile > 0) atomicAdd(p.counters + ts::kCounterProducts, products_tile);
+  __syncthreads();
+  ts::flush_counts(p, histogram_tile, products_total);
 }
 
 /// @brief Groups rows by bin into bin_rows (bin b's rows start after the rows of the bins before it). `numeric`

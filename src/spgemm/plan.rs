@@ -1,6 +1,7 @@
 //! The production SpGEMM: C = A * B into a CSR matrix with ascending columns, in two phases.
 //!
-//! **Symbolic** ([`SpgemmPlan::new`]): products per row of A * B (one warp per row); rows binned by work,
+//! **Symbolic** ([`SpgemmPlan::new`]): products per row of A * B (8 lanes per row, a block for rows of A
+//! longer than 256 entries); rows binned by work,
 //! min(products, n), into ten hash bins and a dense bin; each bin's kernel counts the distinct columns of its
 //! rows (a shared-memory hash table of twice the bin's bound per row: 4 lanes per row for the shortest rows,
 //! up to a 1024-thread block for rows of up to 8192 entries; above that, the dense bin walks the row once per
@@ -60,6 +61,10 @@ const COUNTERS: usize = 32;
 /// Threads of the bookkeeping kernels (cuda/spgemm/plan_setup.cuh): count (a warp per row), binning (a row per
 /// thread), scan (chunks of SCAN_CHUNK entries).
 const COUNT_BLOCK: u32 = 256;
+/// Rows of A longer than this are counted by a block (`kLongRow` in cuda/spgemm/plan_setup.cuh); shorter ones
+/// by COUNT_GROUP lanes each (`kCountGroup`).
+const LONG_ROW: usize = 256;
+const COUNT_GROUP: usize = 8;
 const BIN_BLOCK: u32 = 256;
 const SCAN_BLOCK: u32 = 512;
 const SCAN_CHUNK: usize = 4096;
@@ -237,9 +242,17 @@ impl SpgemmPlan {
         };
 
         // Products per row and the symbolic bins.
-        let warps_per_block = (COUNT_BLOCK / 32) as usize;
-        let count_grid = m.div_ceil(warps_per_block).min(gpu.info().sm_count.max(1) * 64);
+        // As many blocks as fit on the device at once (8 of 256 threads per SM), striding over the rows: every
+        // block adds its bin histogram to the same dozen counters, and a grid of one block per 32 rows made those
+        // atomics the kernel's cost (40 us for the 262 144-row power law on the H100, NOTES.md).
+        let rows_per_block = COUNT_BLOCK as usize / COUNT_GROUP;
+        let count_grid = m.div_ceil(rows_per_block).min(gpu.info().sm_count.max(1) * 8);
         main(&plan.params(gpu, a, b, None), "spgemm_plan_count", grid(count_grid), COUNT_BLOCK, Args::None)?;
+        if a.nnz() > LONG_ROW {
+            // The rows the warps listed as long (the kernel reads how many from the counters; often none).
+            let long_grid = grid(gpu.info().sm_count.max(1) * 2);
+            main(&plan.params(gpu, a, b, None), "spgemm_plan_count_long", long_grid, COUNT_BLOCK, Args::None)?;
+        }
         let counters = plan.read_counters(gpu)?;
         plan.products = counters[COUNTER_PRODUCTS];
         for (bin, size) in plan.symbolic_bins.iter_mut().enumerate() {
