@@ -35,6 +35,17 @@ pub fn load_matrix(path: &Path) -> Result<CsMat<f32>> {
     Ok(a.map(|&v| v as f32))
 }
 
+/// The real matrix `name` of the suites (`<dir>/<name>.mtx.gz`), or None after a line on stderr when the file
+/// is not there (the suite then runs without it and its report says which problems ran).
+pub(crate) fn load_suite_matrix(dir: &Path, name: &str) -> Result<Option<CsMat<f32>>> {
+    let path = dir.join(format!("{name}.mtx.gz"));
+    if !path.exists() {
+        eprintln!("suite: {} not found, skipped", path.display());
+        return Ok(None);
+    }
+    load_matrix(&path).map(Some)
+}
+
 /// The fp32 suite of issue 3. `filter` keeps problems whose name contains it. Real matrices that are not
 /// found are skipped with a line on stderr (the report says which ran).
 pub fn spmm_suite(filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
@@ -67,12 +78,7 @@ pub fn spmm_suite(filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
         if !ns.iter().any(|n| keep(&format!("{file}_n{n}"))) {
             continue;
         }
-        let path = dir.join(format!("{file}.mtx.gz"));
-        if !path.exists() {
-            eprintln!("suite: {} not found, skipped", path.display());
-            continue;
-        }
-        let a = load_matrix(&path)?;
+        let Some(a) = load_suite_matrix(&dir, &file)? else { continue };
         for n in ns {
             let name = format!("{file}_n{n}");
             if keep(&name) {

@@ -8,7 +8,7 @@ use crate::baseline::cusparse::{self, Cusparse, SpgemmAlg};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::spgemm::{default_dense_from, spgemm_with_dense_from, SpgemmPlan};
-use crate::suite::{fastest, json_entry, json_str, load_matrix, matrices_dir, Entry};
+use crate::suite::{fastest, json_entry, json_str, load_suite_matrix, matrices_dir, Entry};
 use crate::timing::time_op;
 use crate::{gen, DeviceCsr};
 
@@ -34,12 +34,7 @@ pub fn spgemm_suite(filter: Option<&str>) -> Result<Vec<SpgemmProblem>> {
         if !keep(&name) {
             continue;
         }
-        let path = dir.join(format!("{file}.mtx.gz"));
-        if !path.exists() {
-            eprintln!("suite: {} not found, skipped", path.display());
-            continue;
-        }
-        let a = load_matrix(&path)?;
+        let Some(a) = load_suite_matrix(&dir, file)? else { continue };
         out.push(SpgemmProblem { name, b: a.clone(), a });
     }
     if keep("uniform_65536_16") {

@@ -523,33 +523,11 @@ pub fn spgemm(
     let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
     let ty = cs::cudaDataType::CUDA_R_32F;
     let (ra, rb) = (a_d.raw as cs::cusparseConstSpMatDescr_t, b_d.raw as cs::cusparseConstSpMatDescr_t);
-    // The sequence below (the cuSPARSE sample's): the handle, descriptors and buffers are live for the whole
-    // sequence, each buffer holds the size cuSPARSE asked for, and alpha/beta point at host f32s (the default
-    // pointer mode).
-    let mut size1 = 0usize;
-    // SAFETY: see the sequence comment above; every pointer is live for this call.
-    check("cusparseSpGEMM_workEstimation", unsafe {
-        cs::cusparseSpGEMM_workEstimation(
-            lib.handle,
-            op,
-            op,
-            pa,
-            ra,
-            rb,
-            pb,
-            c_d.raw,
-            ty,
-            alg.raw(),
-            descr.raw,
-            &mut size1,
-            std::ptr::null_mut(),
-        )
-    })?;
-    let mut buffer1 = alloc_bytes(gpu, size1, "allocating cuSPARSE SpGEMM buffer 1")?;
-    let mut size2 = 0usize;
-    {
-        let (buf1, _g) = buffer1.device_ptr_mut(stream);
-        // SAFETY: see the sequence comment above; every pointer is live for this call.
+    // The sequence below is the cuSPARSE sample's. Each step is called twice, first without a buffer to learn
+    // its size. For every call: the handle, descriptors and buffers are live for the whole sequence, each buffer
+    // holds the size cuSPARSE asked for, and alpha/beta point at host f32s (the default pointer mode).
+    let work_estimation = |size: &mut usize, buffer: *mut c_void| {
+        // SAFETY: as above.
         check("cusparseSpGEMM_workEstimation", unsafe {
             cs::cusparseSpGEMM_workEstimation(
                 lib.handle,
@@ -563,13 +541,13 @@ pub fn spgemm(
                 ty,
                 alg.raw(),
                 descr.raw,
-                &mut size1,
-                buf1 as *mut c_void,
+                size,
+                buffer,
             )
-        })?;
-    }
-    if alg == SpgemmAlg::Alg1 {
-        // SAFETY: see the sequence comment above; every pointer is live for this call.
+        })
+    };
+    let compute = |size: &mut usize, buffer: *mut c_void| {
+        // SAFETY: as above.
         check("cusparseSpGEMM_compute", unsafe {
             cs::cusparseSpGEMM_compute(
                 lib.handle,
@@ -583,79 +561,51 @@ pub fn spgemm(
                 ty,
                 alg.raw(),
                 descr.raw,
-                &mut size2,
-                std::ptr::null_mut(),
+                size,
+                buffer,
             )
-        })?;
+        })
+    };
+    // ALG2 and ALG3 size the compute buffer from a memory estimate (chunk_fraction 0.2, the sample's value).
+    let estimate_memory = |size3: &mut usize, buffer3: *mut c_void, size2: *mut usize| {
+        // SAFETY: as above; size2 is null or points at a live usize.
+        check("cusparseSpGEMM_estimateMemory", unsafe {
+            cs::cusparseSpGEMM_estimateMemory(
+                lib.handle,
+                op,
+                op,
+                pa,
+                ra,
+                rb,
+                pb,
+                c_d.raw,
+                ty,
+                alg.raw(),
+                descr.raw,
+                0.2,
+                size3,
+                buffer3,
+                size2,
+            )
+        })
+    };
+    let null = std::ptr::null_mut();
+    let mut size1 = 0usize;
+    work_estimation(&mut size1, null)?;
+    let mut buffer1 = alloc_bytes(gpu, size1, "allocating cuSPARSE SpGEMM buffer 1")?;
+    work_estimation(&mut size1, buffer1.device_ptr_mut(stream).0 as *mut c_void)?;
+    let mut size2 = 0usize;
+    if alg == SpgemmAlg::Alg1 {
+        compute(&mut size2, null)?;
     } else {
-        let chunk_fraction = 0.2f32;
         let mut size3 = 0usize;
-        // SAFETY: see the sequence comment above; every pointer is live for this call.
-        check("cusparseSpGEMM_estimateMemory", unsafe {
-            cs::cusparseSpGEMM_estimateMemory(
-                lib.handle,
-                op,
-                op,
-                pa,
-                ra,
-                rb,
-                pb,
-                c_d.raw,
-                ty,
-                alg.raw(),
-                descr.raw,
-                chunk_fraction,
-                &mut size3,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        })?;
+        estimate_memory(&mut size3, null, std::ptr::null_mut())?;
         let mut buffer3 = alloc_bytes(gpu, size3, "allocating cuSPARSE SpGEMM buffer 3")?;
-        let (buf3, _g) = buffer3.device_ptr_mut(stream);
-        // SAFETY: see the sequence comment above; every pointer is live for this call.
-        check("cusparseSpGEMM_estimateMemory", unsafe {
-            cs::cusparseSpGEMM_estimateMemory(
-                lib.handle,
-                op,
-                op,
-                pa,
-                ra,
-                rb,
-                pb,
-                c_d.raw,
-                ty,
-                alg.raw(),
-                descr.raw,
-                chunk_fraction,
-                &mut size3,
-                buf3 as *mut c_void,
-                &mut size2,
-            )
-        })?;
+        estimate_memory(&mut size3, buffer3.device_ptr_mut(stream).0 as *mut c_void, &mut size2)?;
         // buffer3 is released here, as in the cuSPARSE sample.
     }
     let mut buffer2 = alloc_bytes(gpu, size2, "allocating cuSPARSE SpGEMM buffer 2")?;
-    {
-        let (buf2, _g) = buffer2.device_ptr_mut(stream);
-        // SAFETY: see the sequence comment above; every pointer is live for this call.
-        check("cusparseSpGEMM_compute", unsafe {
-            cs::cusparseSpGEMM_compute(
-                lib.handle,
-                op,
-                op,
-                pa,
-                ra,
-                rb,
-                pb,
-                c_d.raw,
-                ty,
-                alg.raw(),
-                descr.raw,
-                &mut size2,
-                buf2 as *mut c_void,
-            )
-        })?;
-    }
+    compute(&mut size2, buffer2.device_ptr_mut(stream).0 as *mut c_void)?;
     let (mut rows, mut cols, mut nnz) = (0i64, 0i64, 0i64);
     // SAFETY: see the sequence comment above; every pointer is live for this call.
     check("cusparseSpMatGetSize", unsafe { cs::cusparseSpMatGetSize(c_d.raw, &mut rows, &mut cols, &mut nnz) })?;
