@@ -249,6 +249,8 @@ pub struct SpmvPlan {
 
 /// Row entries each lane of a vector-kernel subwarp should walk ([`SpmvPlan::choose`]).
 const ENTRIES_PER_LANE: f64 = 7.0;
+/// Entries up to which a skewed matrix is small enough for one widened vector kernel ([`SpmvPlan::choose`]).
+pub const SMALL_NNZ: usize = 1 << 22;
 
 impl SpmvPlan {
     /// The strategy for a matrix with these row statistics (NOTES.md, "Production SpMV", says why):
@@ -258,7 +260,12 @@ impl SpmvPlan {
     ///   27-point Laplacian (26.7 per row) runs at 92% of copy bandwidth with T = 4 and at 57% with T = 16
     ///   (the first rule, mean / 2); uniform 16 per row is within 2% for T = 2..16;
     /// - skewed (cv > [`SKEWED_CV`]) with rows longer than `long_row` = max(32 T, 256) (rows a subwarp would
-    ///   walk for more than 32 steps): [`SpmvStrategy::Split`] with those rows chunked over blocks.
+    ///   walk for more than 32 steps): [`SpmvStrategy::Split`] with those rows chunked over blocks;
+    /// - except a small matrix (nnz <= [`SMALL_NNZ`]) whose longest row a warp walks in at most 64 steps (max <=
+    ///   2048): one vector kernel with the subwarp widened to max / 64 lanes (up to 32), since at that size the
+    ///   split's two extra launches are the cost. Measured on the H100 (NOTES.md, "Production SpMV", step 3):
+    ///   email-Enron (367 662 entries, longest row 1383) 19.0 us split (t2, long rows over 256) vs 9.2 us with
+    ///   t32 and 10.4 us with t16; on the 67 M-entry power law a t32 vector kernel is 1.9x slower than the split.
     pub fn choose(stats: &RowStats, rows: usize, nnz: usize) -> SpmvStrategy {
         if rows == 0 || nnz == 0 {
             return SpmvStrategy::Vector { threads_per_row: 1 };
@@ -270,6 +277,10 @@ impl SpmvPlan {
         let threads_per_row = lanes.next_power_of_two();
         let long_row = (32 * threads_per_row).max(256);
         if stats.cv > SKEWED_CV && stats.max > long_row as usize {
+            if nnz <= SMALL_NNZ && stats.max <= 64 * 32 {
+                let wide = (stats.max.div_ceil(64).next_power_of_two() as u32).clamp(threads_per_row, 32);
+                return SpmvStrategy::Vector { threads_per_row: wide };
+            }
             SpmvStrategy::Split { threads_per_row, long_row }
         } else {
             SpmvStrategy::Vector { threads_per_row }
@@ -495,6 +506,28 @@ mod tests {
         let (s, m, nnz) = stats(&lens);
         assert!(s.cv > SKEWED_CV);
         assert!(matches!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Split { threads_per_row: 4, long_row: 256 }));
+        // A small skewed graph like email-Enron (hubs among short rows, longest row 1383): one kernel, a warp
+        // per row.
+        let hubs = |rows: usize| -> Vec<usize> {
+            (0..rows)
+                .map(|r| {
+                    if r == 7 {
+                        1383
+                    } else if r % 100 == 0 {
+                        1000
+                    } else {
+                        3
+                    }
+                })
+                .collect()
+        };
+        let (s, m, nnz) = stats(&hubs(30_000));
+        assert!(s.cv > SKEWED_CV && nnz <= SMALL_NNZ);
+        assert_eq!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Vector { threads_per_row: 32 });
+        // The same rows in a matrix past SMALL_NNZ entries: split.
+        let (s, m, nnz) = stats(&hubs(500_000));
+        assert!(s.cv > SKEWED_CV && nnz > SMALL_NNZ);
+        assert!(matches!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Split { threads_per_row: 2, long_row: 256 }));
         // Skewed but every row within the vector kernel's reach: no split.
         let mut lens = vec![1usize; 10_000];
         lens[3] = 200;
