@@ -1,9 +1,9 @@
 //! The production SpGEMM: C = A * B into a CSR matrix with ascending columns, in two phases.
 //!
 //! **Symbolic** ([`SpgemmPlan::new`]): products per row of A * B (8 lanes per row, a block for rows of A
-//! longer than 256 entries); rows binned by work,
-//! min(products, n), into ten hash bins and a dense bin; each bin's kernel counts the distinct columns of its
-//! rows (a shared-memory hash table of twice the bin's bound per row: 4 lanes per row for the shortest rows,
+//! longer than 256 entries); rows binned by work, min(products, n), into ten hash bins and a dense bin; each
+//! bin's kernel counts the distinct columns of its rows (a shared-memory hash table of twice the bin's bound
+//! per row: 4 lanes per row for the shortest rows,
 //! up to a 1024-thread block for rows of up to 8192 entries; above that, the dense bin walks the row once per
 //! tile of 32768 columns, setting bits of a bitmap); a two-pass scan turns the counts into C's row pointer.
 //! **Numeric** ([`SpgemmPlan::numeric`]): rows binned again by their exact nnz, each accumulated in a hash
@@ -11,9 +11,9 @@
 //! group, a bitonic network in a block), or, in the dense bin, accumulated densely per column tile and written
 //! in bitmap order. The host waits twice (bin sizes, then nnz(C) before allocating C).
 //!
-//! Device memory beyond A, B and C: five integers per row of A plus a few hundred bytes, and one integer per
-//! (dense row, column tile); nothing proportional to the number of products. Every allocation failure is
-//! [`Error::OutOfDeviceMemory`].
+//! Device memory beyond A, B and C (whose row pointer the plan makes): two integers per row of A (its products,
+//! the bins' row list), one per (dense row, column tile) and a few hundred bytes; nothing proportional to the
+//! number of products. Every allocation failure is [`Error::OutOfDeviceMemory`].
 //!
 //! Values are summed in fp32 in an order that depends on scheduling (shared-memory atomics), so the last bits
 //! of C's values may differ between runs; the structure never does. (cuSPARSE documents its SpGEMM algorithms
@@ -58,8 +58,8 @@ const COUNTER_PRODUCTS: usize = COUNTER_NUMERIC_BINS + BIN_SLOTS;
 const COUNTER_NNZ: usize = COUNTER_PRODUCTS + 1;
 const COUNTER_FLAGS: usize = COUNTER_NNZ + 1;
 const COUNTERS: usize = 32;
-/// Threads of the bookkeeping kernels (cuda/spgemm/plan_setup.cuh): count (a warp per row), binning (a row per
-/// thread), scan (chunks of SCAN_CHUNK entries).
+/// Threads of the bookkeeping kernels (cuda/spgemm/plan_setup.cuh): count, binning (a row per thread), scan
+/// (chunks of SCAN_CHUNK entries).
 const COUNT_BLOCK: u32 = 256;
 /// Rows of A longer than this are counted by a block (`kLongRow` in cuda/spgemm/plan_setup.cuh); shorter ones
 /// by COUNT_GROUP lanes each (`kCountGroup`).
@@ -85,7 +85,7 @@ pub fn bin_of(bound: usize, dense_from: usize) -> usize {
 /// Rows with more entries than this go to the dense bin, for B with `n` columns: n / 16, within 256..=8192.
 /// A dense row walks its products once per tile of 32768 columns and scans each tile's bitmap, a cost that
 /// grows with n; a hashed row pays probing and a sort that grow with its nnz. Measured on the H100
-/// (NOTES.md, SpGEMM step 3): email-Enron^2 (n = 36 692) 3.90 ms with 8192, 2.74 ms with 2048 or 512;
+/// (NOTES.md, production SpGEMM, steps 2 and 3): email-Enron^2 (n = 36 692) 3.90 ms with 8192, 2.74 ms with 2048 or 512;
 /// the power law (n = 262 144, 8 tiles) 1.20 ms with 8192, 1.24 ms with 2048, 2.34 ms with 512.
 pub fn default_dense_from(n: usize) -> usize {
     (n / 16).clamp(256, MAX_DENSE_FROM)
