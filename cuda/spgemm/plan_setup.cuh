@@ -16,10 +16,6 @@ constexpr int kPlanScanBlock = 512;       // threads of the row-pointer scan
 constexpr int kPlanScanItems = 8;         // entries per thread of the scan
 constexpr int kPlanScanChunk = kPlanScanBlock * kPlanScanItems;
 
-}  // namespace ts
-
-namespace ts {
-
 /// @brief What the count kernels record for one row once its product count is known: row_products; nnz(C) at
 /// once for rows of at most one product, else 0 and a symbolic bin by min(products, n).
 __device__ __forceinline__ void finish_row_count(const SpgemmPlanParams& p, int row, int products,
