@@ -108,20 +108,11 @@ impl Gpu {
     /// the H100, C = A^2 of 4elt took 0.17 to 0.51 ms end to end depending on what the pool had just released.
     /// [`Gpu::trim_pool`] gives the memory back. The pool is the device's, shared by the process.
     fn keep_freed_memory(&self) -> Result<()> {
-        if let Some(pool) = self.mem_pool()? {
-            let mut threshold = u64::MAX;
-            // SAFETY: RELEASE_THRESHOLD takes a cuuint64_t.
-            unsafe {
-                sys::cuMemPoolSetAttribute(
-                    pool,
-                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                    &mut threshold as *mut u64 as *mut std::ffi::c_void,
-                )
-            }
-            .result()
-            .map_err(Error::driver("setting the memory pool's release threshold", 0))?;
-        }
-        Ok(())
+        self.set_pool_attribute(
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            u64::MAX,
+            "setting the memory pool's release threshold",
+        )
     }
 
     /// Returns the memory the pool keeps but no buffer uses to the driver (after waiting for queued work).
@@ -186,18 +177,22 @@ impl Gpu {
 
     /// Restarts the pool's high-water mark at the bytes in use now (see [`Gpu::pool_usage`]).
     pub fn pool_reset_peak(&self) -> Result<()> {
+        // Setting USED_MEM_HIGH (to 0) resets the mark.
+        self.set_pool_attribute(
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+            0,
+            "resetting the memory pool's high-water mark",
+        )
+    }
+
+    /// Sets a cuuint64_t attribute of the device's memory pool; nothing without stream-ordered allocation.
+    fn set_pool_attribute(&self, attr: sys::CUmemPool_attribute, value: u64, what: &'static str) -> Result<()> {
         if let Some(pool) = self.mem_pool()? {
-            let mut zero = 0u64;
-            // SAFETY: USED_MEM_HIGH takes a cuuint64_t, and setting it (to 0) resets the mark.
-            unsafe {
-                sys::cuMemPoolSetAttribute(
-                    pool,
-                    sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
-                    &mut zero as *mut u64 as *mut std::ffi::c_void,
-                )
-            }
-            .result()
-            .map_err(Error::driver("resetting the memory pool's high-water mark", 0))?;
+            let mut value = value;
+            // SAFETY: the attributes passed here (RELEASE_THRESHOLD, USED_MEM_HIGH) take a cuuint64_t.
+            unsafe { sys::cuMemPoolSetAttribute(pool, attr, &mut value as *mut u64 as *mut std::ffi::c_void) }
+                .result()
+                .map_err(Error::driver(what, 0))?;
         }
         Ok(())
     }

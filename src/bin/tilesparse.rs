@@ -704,7 +704,7 @@ fn run_spgemm(args: SpgemmArgs) -> Result<()> {
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceCsr::upload(&gpu, b.view())?;
             let t = time_op(&gpu, args.warmup, args.iters, || spgemm::spgemm(&gpu, &a_dev, &b_dev).map(drop))?;
-            let plan = SpgemmPlan::new(&gpu, &a_dev, &b_dev)?;
+            let mut plan = SpgemmPlan::new(&gpu, &a_dev, &b_dev)?;
             println!(
                 "GPU {}: production SpGEMM: median {:.4} ms over {} runs (symbolic + allocation + numeric); nnz(C) = \
                  {}, {} products; rows per bin (symbolic {:?}, numeric {:?})",
@@ -719,7 +719,7 @@ fn run_spgemm(args: SpgemmArgs) -> Result<()> {
             if !args.verify {
                 return Ok(());
             }
-            spgemm::spgemm(&gpu, &a_dev, &b_dev)?.download(&gpu)?
+            plan.numeric(&gpu, &a_dev, &b_dev)?.download(&gpu)?
         }
         (Some(gpu), Some(kernel)) => {
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
