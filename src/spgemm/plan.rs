@@ -240,6 +240,8 @@ impl SpgemmPlan {
         let main = |params: &SpgemmPlanParams, name: &str, grid_dim, block, args| {
             launch(gpu, &stream, params, name, grid_dim, block, 0, args)
         };
+        // The kernels' arguments change only when the dense bin's tile counts are allocated (below).
+        let mut params = plan.params(gpu, a, b, None);
 
         // Products per row and the symbolic bins.
         // As many blocks as fit on the device at once (8 of 256 threads per SM), striding over the rows: every
@@ -247,11 +249,11 @@ impl SpgemmPlan {
         // atomics the kernel's cost (40 us for the 262 144-row power law on the H100, NOTES.md).
         let rows_per_block = COUNT_BLOCK as usize / COUNT_GROUP;
         let count_grid = m.div_ceil(rows_per_block).min(gpu.info().sm_count.max(1) * 8);
-        main(&plan.params(gpu, a, b, None), "spgemm_plan_count", grid(count_grid), COUNT_BLOCK, Args::None)?;
+        main(&params, "spgemm_plan_count", grid(count_grid), COUNT_BLOCK, &[])?;
         if a.nnz() > LONG_ROW {
-            // The rows the warps listed as long (the kernel reads how many from the counters; often none).
+            // The rows the count kernel listed as long (this kernel reads how many from the counters; often none).
             let long_grid = grid(gpu.info().sm_count.max(1) * 2);
-            main(&plan.params(gpu, a, b, None), "spgemm_plan_count_long", long_grid, COUNT_BLOCK, Args::None)?;
+            main(&params, "spgemm_plan_count_long", long_grid, COUNT_BLOCK, &[])?;
         }
         let counters = plan.read_counters(gpu)?;
         plan.products = counters[COUNTER_PRODUCTS];
@@ -259,44 +261,20 @@ impl SpgemmPlan {
             *size = counters[COUNTER_SYMBOLIC_BINS + bin] as usize;
         }
         if plan.symbolic_bins.iter().any(|&s| s > 0) {
-            main(
-                &plan.params(gpu, a, b, None),
-                "spgemm_plan_bin_rows",
-                grid(m.div_ceil(BIN_BLOCK as usize)),
-                BIN_BLOCK,
-                Args::One(0),
-            )?;
+            main(&params, "spgemm_plan_bin_rows", grid(m.div_ceil(BIN_BLOCK as usize)), BIN_BLOCK, &[0])?;
         }
         let dense_rows = plan.symbolic_bins[DENSE_BIN];
         if dense_rows > 0 {
             plan.tile_counts = alloc_uninit(gpu, dense_rows * plan.tiles, "allocating the SpGEMM tile counts")?;
+            params = plan.params(gpu, a, b, None);
         }
 
-        // Each row's nnz: the bins are independent, so each runs on its own side stream, heaviest first.
-        let begins = bin_begins(&plan.symbolic_bins);
-        let params = plan.params(gpu, a, b, None);
-        let mut side = SideStreams::fork(gpu, BIN_SLOTS)?;
-        if dense_rows > 0 {
-            let cfg = dense_grid(dense_rows, plan.tiles);
-            let args = Args::One(begins[DENSE_BIN] as i32);
-            launch(gpu, side.get(DENSE_BIN)?, &params, "spgemm_symbolic_dense", cfg, DENSE_BLOCK, 0, args)?;
-        }
-        for (bin, &(bound, threads, block)) in PLAN_BINS.iter().enumerate().rev() {
-            let size = plan.symbolic_bins[bin];
-            if size > 0 {
-                let rows_per_block = (block / threads) as usize;
-                let smem = rows_per_block * 2 * bound as usize * std::mem::size_of::<i32>();
-                let name = bin_kernel_name("symbolic", bin);
-                let args = Args::Two(begins[bin] as i32, size as i32);
-                let cfg = grid(size.div_ceil(rows_per_block));
-                launch(gpu, side.get(bin)?, &params, &name, cfg, block, smem, args)?;
-            }
-        }
-        side.join()?;
+        // Each row's nnz.
+        launch_bins(gpu, &params, Phase::Symbolic, &plan.symbolic_bins, plan.tiles)?;
 
         // C's row pointer, the numeric bins and nnz(C).
-        main(&plan.params(gpu, a, b, None), "spgemm_plan_scan_reduce", grid(scan_blocks), SCAN_BLOCK, Args::None)?;
-        main(&plan.params(gpu, a, b, None), "spgemm_plan_scan_apply", grid(scan_blocks), SCAN_BLOCK, Args::None)?;
+        main(&params, "spgemm_plan_scan_reduce", grid(scan_blocks), SCAN_BLOCK, &[])?;
+        main(&params, "spgemm_plan_scan_apply", grid(scan_blocks), SCAN_BLOCK, &[])?;
         let counters = plan.read_counters(gpu)?;
         let nnz = counters[COUNTER_NNZ];
         if nnz > i32::MAX as u64 {
@@ -311,13 +289,7 @@ impl SpgemmPlan {
         }
         stream.memset_zeros(&mut plan.bin_cursors).map_err(Error::driver("zeroing the SpGEMM bin cursors", 0))?;
         if plan.nnz > 0 {
-            main(
-                &plan.params(gpu, a, b, None),
-                "spgemm_plan_bin_rows",
-                grid(m.div_ceil(BIN_BLOCK as usize)),
-                BIN_BLOCK,
-                Args::One(1),
-            )?;
+            main(&params, "spgemm_plan_bin_rows", grid(m.div_ceil(BIN_BLOCK as usize)), BIN_BLOCK, &[1])?;
         }
         Ok(plan)
     }
@@ -444,29 +416,7 @@ impl SpgemmPlan {
             return Ok(());
         }
         let params = self.params(gpu, a, b, Some((columns, values)));
-        let begins = bin_begins(&self.numeric_bins);
-        // The bins are independent: each on its own side stream, heaviest first.
-        let mut side = SideStreams::fork(gpu, BIN_SLOTS)?;
-        let dense_rows = self.numeric_bins[DENSE_BIN];
-        if dense_rows > 0 {
-            let smem = DENSE_TILE * std::mem::size_of::<f32>() + DENSE_TILE / 8;
-            let cfg = dense_grid(dense_rows, self.tiles);
-            let args = Args::One(begins[DENSE_BIN] as i32);
-            launch(gpu, side.get(DENSE_BIN)?, &params, "spgemm_numeric_dense", cfg, DENSE_BLOCK, smem, args)?;
-        }
-        for (bin, &(bound, threads, block)) in PLAN_BINS.iter().enumerate().rev() {
-            let size = self.numeric_bins[bin];
-            if size > 0 {
-                let rows_per_block = (block / threads) as usize;
-                let slot_bytes = std::mem::size_of::<i32>() + std::mem::size_of::<f32>();
-                let smem = rows_per_block * 2 * bound as usize * slot_bytes;
-                let name = bin_kernel_name("numeric", bin);
-                let args = Args::Two(begins[bin] as i32, size as i32);
-                let cfg = grid(size.div_ceil(rows_per_block));
-                launch(gpu, side.get(bin)?, &params, &name, cfg, block, smem, args)?;
-            }
-        }
-        side.join()
+        launch_bins(gpu, &params, Phase::Numeric, &self.numeric_bins, self.tiles)
     }
 
     /// The kernels' arguments; `c` = C's column indices and values for the numeric phase.
@@ -514,6 +464,58 @@ impl SpgemmPlan {
     }
 }
 
+/// The two phases' bin kernels.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Symbolic,
+    Numeric,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Symbolic => "symbolic",
+            Phase::Numeric => "numeric",
+        }
+    }
+}
+
+/// Queues one phase's kernel for every non-empty bin (`sizes`: rows per bin, their rows in bin order in the
+/// bins' row list). The bins are independent, so each runs on its own side stream, the heaviest first. A hash
+/// table slot holds a key (symbolic) or a key and a value (numeric); the numeric dense bin keeps a tile of
+/// floats and its bitmap in dynamic shared memory, the symbolic one only a static bitmap.
+fn launch_bins(
+    gpu: &Gpu,
+    params: &SpgemmPlanParams,
+    phase: Phase,
+    sizes: &[usize; BIN_SLOTS],
+    tiles: usize,
+) -> Result<()> {
+    let begins = bin_begins(sizes);
+    let mut side = SideStreams::fork(gpu, BIN_SLOTS)?;
+    if sizes[DENSE_BIN] > 0 {
+        let smem = if phase == Phase::Numeric { DENSE_TILE * std::mem::size_of::<f32>() + DENSE_TILE / 8 } else { 0 };
+        let name = format!("spgemm_{}_dense", phase.name());
+        let cfg = dense_grid(sizes[DENSE_BIN], tiles);
+        launch(gpu, side.get(DENSE_BIN)?, params, &name, cfg, DENSE_BLOCK, smem, &[begins[DENSE_BIN] as i32])?;
+    }
+    let slot_bytes = match phase {
+        Phase::Symbolic => std::mem::size_of::<i32>(),
+        Phase::Numeric => std::mem::size_of::<i32>() + std::mem::size_of::<f32>(),
+    };
+    for (bin, &(bound, threads, block)) in PLAN_BINS.iter().enumerate().rev() {
+        let size = sizes[bin];
+        if size > 0 {
+            let rows_per_block = (block / threads) as usize;
+            let smem = rows_per_block * 2 * bound as usize * slot_bytes;
+            let name = bin_kernel_name(phase.name(), bin);
+            let args = [begins[bin] as i32, size as i32];
+            launch(gpu, side.get(bin)?, params, &name, grid(size.div_ceil(rows_per_block)), block, smem, &args)?;
+        }
+    }
+    side.join()
+}
+
 /// The kernel of hash bin `bin` of a phase ("symbolic" or "numeric"); the only place that builds these names.
 pub fn bin_kernel_name(phase: &str, bin: usize) -> String {
     format!("spgemm_{phase}_bin{bin}")
@@ -538,17 +540,9 @@ fn dense_grid(rows: usize, tiles: usize) -> (u32, u32, u32) {
     (rows as u32, tiles.min(65535) as u32, 1)
 }
 
-/// The int arguments after the params struct: none (count, scans), one (the binning kernel's phase, a dense
-/// kernel's bin start), two (a hash bin kernel's bin start and size).
-#[derive(Clone, Copy)]
-enum Args {
-    None,
-    One(i32),
-    Two(i32, i32),
-}
-
-/// Launches one kernel of the family with the plan's arguments, the extra ints `args`, and `smem` bytes of
-/// dynamic shared memory (raising the kernel's limit past 48 KB).
+/// Launches one kernel of the family with the plan's arguments, then the ints `args` (none for the count and
+/// scan kernels; the phase for the binning kernel; the bin's start in the row list for a dense kernel, and its
+/// size for a hash bin kernel), and `smem` bytes of dynamic shared memory (raising the limit past 48 KB).
 #[allow(clippy::too_many_arguments)]
 fn launch(
     gpu: &Gpu,
@@ -558,7 +552,7 @@ fn launch(
     grid_dim: (u32, u32, u32),
     block: u32,
     smem: usize,
-    args: Args,
+    args: &[i32],
 ) -> Result<()> {
     let function = gpu.function(Family::Spgemm, name)?;
     if smem > gpu.info().shared_mem_per_block_optin {
@@ -578,16 +572,8 @@ fn launch(
     let cfg = LaunchConfig { grid_dim, block_dim: (block, 1, 1), shared_mem_bytes: smem as u32 };
     let mut builder = stream.launch_builder(&function);
     builder.arg(params);
-    let (first, second) = match args {
-        Args::None => (0, 0),
-        Args::One(x) => (x, 0),
-        Args::Two(x, y) => (x, y),
-    };
-    if !matches!(args, Args::None) {
-        builder.arg(&first);
-    }
-    if matches!(args, Args::Two(..)) {
-        builder.arg(&second);
+    for arg in args {
+        builder.arg(arg);
     }
     // SAFETY: A and B were validated at upload and their shapes checked, so every index the kernels follow is
     // in bounds; the plan's buffers have the sizes the kernels assume (m, m + 1, bins, counters, tiles x dense
