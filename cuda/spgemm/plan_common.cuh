@@ -181,11 +181,12 @@ __device__ __forceinline__ void for_each_product_block(const SpgemmPlanParams& p
 }
 
 /// @brief Sum over a group of kThreads lanes (a power of two dividing 32, groups aligned in the warp). Every
-/// lane of the warp must call it.
+/// lane of the calling group must call it (other groups of the warp need not: group_mask).
 template <int kThreads, typename T>
 __device__ __forceinline__ T group_sum(T value) {
+  const unsigned mask = group_mask<kThreads>();
 #pragma unroll
-  for (int offset = kThreads / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(kFullWarp, value, offset, kThreads);
+  for (int offset = kThreads / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(mask, value, offset, kThreads);
   return value;
 }
 
@@ -217,34 +218,6 @@ __device__ __forceinline__ T block_sum(T value, T* warp_tile) {
 #pragma unroll
   for (int w = 0; w < kBlock / 32; ++w) total += warp_tile[w];
   return total;
-}
-
-/// @brief Block-wide exclusive scan of long long (kBlock threads, whole warps); `*total` receives the block's
-/// sum. `warp_tile` is 32 values of shared scratch. Contains __syncthreads: every thread must call it.
-template <int kBlock>
-__device__ __forceinline__ long long block_exclusive_scan_ll(long long value, long long* warp_tile, long long* total) {
-  static_assert(kBlock % 32 == 0 && kBlock <= 1024, "the scan needs whole warps, at most 32");
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  long long inclusive = value;
-#pragma unroll
-  for (int offset = 1; offset < 32; offset *= 2) {
-    const long long up = __shfl_up_sync(kFullWarp, inclusive, offset);
-    if (lane >= offset) inclusive += up;
-  }
-  __syncthreads();  // warp_tile may still be read by a previous call
-  if (lane == 31) warp_tile[warp] = inclusive;
-  __syncthreads();
-  long long before = 0;
-  long long sum = 0;
-#pragma unroll
-  for (int w = 0; w < kBlock / 32; ++w) {
-    const long long t = warp_tile[w];
-    before += w < warp ? t : 0;
-    sum += t;
-  }
-  *total = sum;
-  return before + inclusive - value;
 }
 
 /// @brief One compare-exchange stage of a bitonic network over keys_tile[0, count) (count a power of two),

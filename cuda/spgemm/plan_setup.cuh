@@ -53,7 +53,6 @@ extern "C" __global__ void __launch_bounds__(ts::kCountBlock) spgemm_plan_count(
   if (threadIdx.x == 0) products_tile = 0;
   __syncthreads();
   const int lane = threadIdx.x % ts::kCountGroup;
-  const unsigned mask = ts::group_mask<ts::kCountGroup>();
   unsigned long long products_fragment = 0;
   for (int row = blockIdx.x * kGroups + threadIdx.x / ts::kCountGroup; row < p.m; row += gridDim.x * kGroups) {
     const int a_begin = __ldg(p.a_row_offsets + row);
@@ -68,10 +67,7 @@ extern "C" __global__ void __launch_bounds__(ts::kCountBlock) spgemm_plan_count(
       const int j = __ldg(p.a_column_indices + a);
       products += __ldg(p.b_row_offsets + j + 1) - __ldg(p.b_row_offsets + j);
     }
-#pragma unroll
-    for (int offset = ts::kCountGroup / 2; offset > 0; offset /= 2) {
-      products += __shfl_xor_sync(mask, products, offset, ts::kCountGroup);
-    }
+    products = ts::group_sum<ts::kCountGroup>(products);  // group-divergent: the group's own mask
     if (lane == 0) {
       ts::finish_row_count(p, row, products, histogram_tile);
       products_fragment += products;
@@ -179,6 +175,7 @@ extern "C" __global__ void __launch_bounds__(ts::kPlanScanBlock) spgemm_plan_sca
 extern "C" __global__ void __launch_bounds__(ts::kPlanScanBlock) spgemm_plan_scan_apply(
     const ts::SpgemmPlanParams p) {
   __shared__ long long warp_tile[32];
+  __shared__ long long scan_tile[32];  // apart from warp_tile, which block_sum's threads may still be reading
   __shared__ long long unused_total;
   long long offset_fragment = 0;
   for (int b = threadIdx.x; b < static_cast<int>(blockIdx.x); b += ts::kPlanScanBlock) offset_fragment += p.block_sums[b];
@@ -192,7 +189,7 @@ extern "C" __global__ void __launch_bounds__(ts::kPlanScanBlock) spgemm_plan_sca
     items_fragment[i] = first + i <= p.m ? p.c_row_offsets[first + i] : 0;
     sum_fragment += items_fragment[i];
   }
-  long long running = offset + ts::block_exclusive_scan_ll<ts::kPlanScanBlock>(sum_fragment, warp_tile, &unused_total);
+  long long running = offset + ts::block_exclusive_scan<ts::kPlanScanBlock>(sum_fragment, scan_tile, &unused_total);
 #pragma unroll
   for (int i = 0; i < ts::kPlanScanItems; ++i) {
     if (first + i <= p.m) {

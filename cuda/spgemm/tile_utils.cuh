@@ -24,29 +24,30 @@ __device__ __forceinline__ void zero_block(unsigned* tile, int count) {
   for (int i = threadIdx.x; i < count; i += blockDim.x) tile[i] = 0u;
 }
 
-/// @brief Block-wide exclusive scan of one int per thread (kBlock threads, a multiple of 32, at most 1024).
-/// `warp_totals_tile` is shared scratch of 32 ints; `*total_tile` (shared) receives the block total. Contains
-/// __syncthreads: every thread of the block must call it.
-template <int kBlock>
-__device__ __forceinline__ int block_exclusive_scan(int value, int* warp_totals_tile, int* total_tile) {
+/// @brief Block-wide exclusive scan of one value per thread (kBlock threads, a multiple of 32, at most 1024;
+/// T an int or long long). `warp_totals_tile` is shared scratch of 32 values, not read by anyone else while the
+/// scan runs; `*total_tile` (shared) receives the block total. Contains __syncthreads: every thread of the block
+/// must call it.
+template <int kBlock, typename T>
+__device__ __forceinline__ T block_exclusive_scan(T value, T* warp_totals_tile, T* total_tile) {
   static_assert(kBlock % 32 == 0 && kBlock <= 1024, "block_exclusive_scan needs whole warps, at most 32");
   constexpr int kWarps = kBlock / 32;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
-  int inclusive_fragment = value;
+  T inclusive_fragment = value;
 #pragma unroll
   for (int offset = 1; offset < 32; offset *= 2) {
-    const int up = __shfl_up_sync(kFullWarp, inclusive_fragment, offset);
+    const T up = __shfl_up_sync(kFullWarp, inclusive_fragment, offset);
     if (lane >= offset) inclusive_fragment += up;
   }
   if (lane == 31) warp_totals_tile[warp] = inclusive_fragment;
   __syncthreads();
   if (warp == 0) {
-    const int total_fragment = lane < kWarps ? warp_totals_tile[lane] : 0;
-    int scan_fragment = total_fragment;
+    const T total_fragment = lane < kWarps ? warp_totals_tile[lane] : 0;
+    T scan_fragment = total_fragment;
 #pragma unroll
     for (int offset = 1; offset < 32; offset *= 2) {
-      const int up = __shfl_up_sync(kFullWarp, scan_fragment, offset);
+      const T up = __shfl_up_sync(kFullWarp, scan_fragment, offset);
       if (lane >= offset) scan_fragment += up;
     }
     if (lane < kWarps) warp_totals_tile[lane] = scan_fragment - total_fragment;  // exclusive
