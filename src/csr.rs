@@ -136,18 +136,37 @@ pub(crate) fn upload_slice<T: DeviceRepr + Default + Copy>(
     gpu.stream().clone_htod(src).map_err(Error::driver(what, bytes))
 }
 
-/// What is derived from the row pointer: the statistics and the longest-first row order on the device.
+/// What is derived from the row pointer: the statistics, the longest-first row order and, for a skewed
+/// matrix, SpMM's row split, on the device.
 pub(crate) struct Derived {
     pub(crate) stats: RowStats,
     pub(crate) row_swizzle: CudaSlice<i32>,
+    pub(crate) split: Option<DeviceSplit>,
+}
+
+/// [`crate::spmm::split`]'s pieces on the device.
+pub(crate) struct DeviceSplit {
+    pub(crate) pieces: CudaSlice<i32>,
+    pub(crate) num_pieces: usize,
+    pub(crate) split_rows: CudaSlice<i32>,
+    pub(crate) num_split_rows: usize,
+    pub(crate) num_partials: usize,
 }
 
 impl Derived {
     fn from_indptr(gpu: &Gpu, indptr: &[usize]) -> Result<Self> {
-        Ok(Derived {
-            stats: RowStats::from_indptr(indptr),
-            row_swizzle: upload_slice(gpu, &row_swizzle(indptr), "uploading the row swizzle")?,
-        })
+        let stats = RowStats::from_indptr(indptr);
+        let split = match crate::spmm::split::plan(indptr, &stats) {
+            None => None,
+            Some(host) => Some(DeviceSplit {
+                pieces: upload_slice(gpu, &host.pieces, "uploading the SpMM row split")?,
+                num_pieces: host.num_pieces(),
+                split_rows: upload_slice(gpu, &host.split_rows, "uploading the SpMM row split")?,
+                num_split_rows: host.num_split_rows(),
+                num_partials: host.num_partials,
+            }),
+        };
+        Ok(Derived { row_swizzle: upload_slice(gpu, &row_swizzle(indptr), "uploading the row swizzle")?, stats, split })
     }
 }
 

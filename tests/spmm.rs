@@ -7,7 +7,7 @@ use common::{check_spmm, from_triplets, gpu_or_skip, SpmmOracle, POISON};
 use half::{bf16, f16};
 use sprs::CsMat;
 use tilesparse::kernels::compiled_spmm_variants_for;
-use tilesparse::spmm::{check_config, spmm_bias_relu};
+use tilesparse::spmm::{check_config, splits_rows, spmm_bias_relu};
 use tilesparse::{gen, spmm, spmm_auto, DType, DeviceCsr, DeviceDense, Error, Gpu, Scalar, SpmmConfig};
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -241,6 +241,121 @@ fn sanitizer_spmm_every_variant_small() {
         check_all_variants::<f32>(&gpu, &format!("sanitizer n = {n}"), &a, n, 52);
         check_all_variants::<f16>(&gpu, &format!("sanitizer f16 n = {n}"), &a, n, 53);
         check_all_variants::<bf16>(&gpu, &format!("sanitizer bf16 n = {n}"), &a, n, 54);
+    }
+    // The row split (pieces, partial rows, fix-up) under the sanitizer too.
+    let skewed = skewed_matrix(300, 2500, 55);
+    check_all_split::<f32>(&gpu, "sanitizer split", &skewed, 36, 56);
+    check_all_split::<f16>(&gpu, "sanitizer split f16", &skewed, 36, 57);
+    check_all_split::<bf16>(&gpu, "sanitizer split bf16", &skewed, 36, 58);
+}
+
+/// A graph-like m x k matrix: rows of 0-4 entries, and every 50th row long (136 to ~k/2 entries, from one
+/// piece plus a residue up to many pieces), so that `spmm` splits the long rows into pieces.
+fn skewed_matrix(m: usize, k: usize, seed: u64) -> CsMat<f32> {
+    let mut rng = gen::Rng::new(seed);
+    let mut entries = Vec::new();
+    for r in 0..m {
+        if r % 50 == 7 {
+            let len = (136 + (r / 50) * 450).min(k / 2);
+            entries.extend((0..len).map(|j| (r, 2 * j + r % 2, rng.range(-1.0, 1.0) as f32)));
+        } else {
+            entries.extend((0..r % 5).map(|j| (r, (r * 13 + j * 101) % k, rng.range(-1.0, 1.0) as f32)));
+        }
+    }
+    from_triplets(m, k, &entries)
+}
+
+/// Like `check_all_variants`, and asserts that every variant it ran did split the rows.
+fn check_all_split<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
+    let a_t: CsMat<T> = gen::convert(a);
+    let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
+    for config in compiled_spmm_variants_for(T::DTYPE) {
+        if check_config(config, T::DTYPE, a.rows(), a.cols(), n).is_ok() {
+            assert!(splits_rows(gpu, &a_dev, n, config).unwrap(), "{what}: {config} does not split the rows");
+        }
+    }
+    let ran = check_all_variants::<T>(gpu, what, a, n, seed);
+    assert!(ran > 0, "{what}: no variant ran");
+    ran
+}
+
+/// The row split (src/spmm/split.rs) on every variant: pieces of long rows write partial rows that the fix-up
+/// adds in order; misaligned piece starts, a NaN in a middle piece, an Inf in B reached only through long rows,
+/// bias + ReLU applied once (by the fix-up) on split rows, and the same bits on a second run.
+#[test]
+fn split_rows_match_the_oracle_on_every_variant() {
+    let Some(gpu) = gpu_or_skip("split_rows_match_the_oracle_on_every_variant") else { return };
+    let (m, k) = (3000, 5000);
+    let a = skewed_matrix(m, k, 71);
+    for n in [40, 128] {
+        check_all_split::<f32>(&gpu, &format!("split n = {n}"), &a, n, 72);
+        check_all_split::<f16>(&gpu, &format!("split f16 n = {n}"), &a, n, 73);
+        check_all_split::<bf16>(&gpu, &format!("split bf16 n = {n}"), &a, n, 74);
+    }
+
+    // A NaN in the third piece of the first long row; an Inf in B at (c, 5) for a column c that only long rows
+    // use (odd columns past the short rows' reach), so it reaches C only through partial rows.
+    let mut a = a;
+    let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
+    let nan_row = (0..m).find(|&r| lens[r] > 3 * 128).unwrap();
+    let nan_at = a.indptr().outer_inds_sz(nan_row).start + 2 * 128 + 5;
+    a.data_mut()[nan_at] = f32::NAN;
+    let n = 40;
+    let users =
+        |c: usize| -> Vec<usize> { (0..m).filter(|&r| a.outer_view(r).unwrap().indices().contains(&c)).collect() };
+    let inf_col = (1..k).step_by(2).rev().find(|&c| {
+        let u = users(c);
+        !u.is_empty() && u.iter().all(|&r| lens[r] > 128)
+    });
+    let inf_col = inf_col.expect("a column used by long rows only");
+    let mut b = dense::<f32>(k, n, 75);
+    b[inf_col * n + 5] = f32::INFINITY;
+    let inf_rows: Vec<usize> = users(inf_col).into_iter().filter(|&r| r != nan_row).collect();
+    assert!(!inf_rows.is_empty());
+    let oracle = SpmmOracle::new(a.view(), &b, n);
+    let bias: Vec<f32> = (0..m).map(|i| ((i % 7) as f32 - 3.0) * 0.25).collect();
+    let want_pre = tilesparse::cpu::oracle::spmm(a.view(), &b, n);
+    let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(&gpu, k, n, &b).unwrap();
+    let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+    let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
+    for config in compiled_spmm_variants_for(DType::F32) {
+        if check_config(config, DType::F32, m, k, n).is_err() {
+            continue;
+        }
+        assert!(splits_rows(&gpu, &a_dev, n, config).unwrap(), "{config}");
+        c_dev.fill(&gpu, POISON as f32).unwrap();
+        spmm(&gpu, &a_dev, &b_dev, &mut c_dev, config).unwrap();
+        let c = c_dev.download(&gpu).unwrap();
+        oracle.check(&format!("split NaN/Inf with {config}"), &c);
+        assert!(c[nan_row * n..(nan_row + 1) * n].iter().all(|v| v.is_nan()), "{config}: the NaN must propagate");
+        assert!(inf_rows.iter().all(|&r| c[r * n + 5].is_infinite()), "{config}: the Inf must propagate");
+        c_dev.fill(&gpu, POISON as f32).unwrap();
+        spmm(&gpu, &a_dev, &b_dev, &mut c_dev, config).unwrap();
+        let again = c_dev.download(&gpu).unwrap();
+        assert!(
+            c.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{config}: a second run gave different bits"
+        );
+
+        c_dev.fill(&gpu, POISON as f32).unwrap();
+        spmm_bias_relu(&gpu, &a_dev, &b_dev, &bias_dev, &mut c_dev, config).unwrap();
+        let c = c_dev.download(&gpu).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let want = want_pre[i * n + j] + bias[i] as f64;
+                let got = c[i * n + j] as f64;
+                if want.is_nan() {
+                    assert!(got.is_nan(), "{config}: bias ({i},{j}) NaN became {got}");
+                } else {
+                    let want = want.max(0.0);
+                    assert!(
+                        got == want || (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                        "{config}: bias + ReLU ({i},{j}) got {got} want {want}"
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -19,8 +19,16 @@ struct SpmmParams {
   const void* dense;            // (k, n) B, row-major, global
   const float* bias;            // (m) bias added before a ReLU, global; null = plain SpMM
   void* out;                    // (m, n) C, row-major, global; every element is written
+  // Row split (null pieces = one subwarp per row, in row_swizzle order). Each piece is 4 ints: row, first
+  // entry, end entry, partial row (-1: the piece is the whole row and writes C). Pieces of split rows write
+  // their f32 sums to partials[partial row]; spmm_fixup_<dtype> adds a split row's partials in piece order.
+  const int* pieces;            // (num_pieces, 4) global
+  float* partials;              // (num_partials, n) f32 scratch, global
+  const int* split_rows;        // (num_split_rows, 3): row, first partial row, partial rows, global
+  int num_pieces;
+  int num_split_rows;
 };
-static_assert(sizeof(SpmmParams) == 72, "SpmmParams must match src/spmm/launch.rs");
+static_assert(sizeof(SpmmParams) == 104, "SpmmParams must match src/spmm/mod.rs");
 
 /// @brief Arguments of the seed SpMV kernels: y = alpha * A x + beta * y.
 struct SpmvParams {

@@ -8,6 +8,12 @@
 
 namespace ts {
 
+/// @brief ReLU(x + b). `x < 0 ? 0 : x` and not `x > 0 ? x : 0`: a NaN must come out as NaN, not as 0.
+__device__ __forceinline__ float add_relu(float x, float b) {
+  x += b;
+  return x < 0.0f ? 0.0f : x;
+}
+
 /// @brief Writes this thread's accumulators to C, predicated in n.
 template <typename Config>
 __device__ __forceinline__ void store_output_tile(
@@ -18,11 +24,7 @@ __device__ __forceinline__ void store_output_tile(
   if (bias != nullptr) {
     const float b = __ldg(bias + row);
 #pragma unroll
-    for (int i = 0; i < Config::kThreadVectorsX * kDV; ++i) {
-      const float x = accumulator[i] + b;
-      // `x < 0 ? 0 : x` and not `x > 0 ? x : 0`: a NaN must come out as NaN, not as 0.
-      accumulator[i] = x < 0.0f ? 0.0f : x;
-    }
+    for (int i = 0; i < Config::kThreadVectorsX * kDV; ++i) accumulator[i] = add_relu(accumulator[i], b);
   }
 #pragma unroll
   for (int v = 0; v < Config::kThreadVectorsX; ++v) {
@@ -31,6 +33,29 @@ __device__ __forceinline__ void store_output_tile(
 #pragma unroll
       for (int e = 0; e < kDV; ++e) out.v[e] = from_float<T>(accumulator[v * kDV + e]);
       store(out_row + v * Config::kBlockWidth * kDV, out);
+    }
+  }
+}
+
+/// @brief Writes this thread's f32 accumulators to its piece's partial row (no bias: the fix-up adds it),
+/// predicated in n, in vectors of up to four floats. `partial_row` is aligned to the dense vector width,
+/// hence to the store width.
+template <typename Config>
+__device__ __forceinline__ void store_partial_tile(
+    const float (&accumulator)[Config::kThreadVectorsX * Config::kDenseVectorWidth], float* partial_row,
+    const PredicatesN<Config>& predicates) {
+  constexpr int kDV = Config::kDenseVectorWidth;
+  constexpr int kStoreWidth = kDV < 4 ? kDV : 4;
+#pragma unroll
+  for (int v = 0; v < Config::kThreadVectorsX; ++v) {
+    if (predicates.in_range[v]) {
+#pragma unroll
+      for (int e = 0; e < kDV; e += kStoreWidth) {
+        Vec<float, kStoreWidth> out;
+#pragma unroll
+        for (int i = 0; i < kStoreWidth; ++i) out.v[i] = accumulator[v * kDV + e + i];
+        store(partial_row + v * Config::kBlockWidth * kDV + e, out);
+      }
     }
   }
 }

@@ -23,16 +23,29 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   typedef typename Config::Scalar T;
   constexpr int kK = Config::kBlockItemsK;
 
-  // Subwarps of rows past m leave at once; no block-wide barrier follows, so this is safe.
+  // Subwarps past the last row (or piece) leave at once; no block-wide barrier follows, so this is safe.
   const int slot = blockIdx.x * Config::kBlockItemsY + threadIdx.y;
-  if (slot >= p.m) return;
-  const int row = p.row_swizzle != nullptr ? __ldg(p.row_swizzle + slot) : slot;
+  // `target` >= 0: the row of C this subwarp writes; < 0: ~target is the partial row of its piece (one int
+  // live through the main loop instead of two, which keeps the 255-register variants from spilling).
+  int target, row_start, row_end;
+  if (p.pieces != nullptr) {
+    if (slot >= p.num_pieces) return;
+    const int4 piece = __ldg(reinterpret_cast<const int4*>(p.pieces) + slot);
+    target = piece.w >= 0 ? ~piece.w : piece.x;
+    row_start = piece.y;
+    row_end = piece.z;
+  } else {
+    if (slot >= p.m) return;
+    target = p.row_swizzle != nullptr ? __ldg(p.row_swizzle + slot) : slot;
+    row_start = __ldg(p.row_offsets + target);
+    row_end = __ldg(p.row_offsets + target + 1);
+  }
   const int n_index = blockIdx.y * Config::kBlockItemsX;
   const int thread_column = n_index + threadIdx.x * Config::kDenseVectorWidth;
   const PredicatesN<Config> predicates(thread_column, p.n);
 
-  const int row_start = __ldg(p.row_offsets + row);
-  const MemoryAligner<Config::kSparseVectorWidth, kK> aligner(row_start, __ldg(p.row_offsets + row + 1) - row_start);
+  // A piece that starts inside its row is aligned like a row: the entries before it are masked.
+  const MemoryAligner<Config::kSparseVectorWidth, kK> aligner(row_start, row_end - row_start);
 
   // (block_items_y, block_items_k) tiles; each subwarp uses its own row of them.
   __shared__ __align__(16) T values_tile_array[Config::kBlockItemsY * kK];
@@ -74,11 +87,44 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   barrier.sync();
   dense_tile_loader.residue_mac(nonzeros, values_tile, offsets_tile, predicates, accumulator);
 
-  T* out_row = static_cast<T*>(p.out) + static_cast<size_t>(row) * p.n + thread_column;
-  store_output_tile<Config>(accumulator, p.bias, row, out_row, predicates);
+  if (target < 0) {
+    store_partial_tile<Config>(accumulator, p.partials + static_cast<size_t>(~target) * p.n + thread_column,
+                               predicates);
+    return;
+  }
+  T* out_row = static_cast<T*>(p.out) + static_cast<size_t>(target) * p.n + thread_column;
+  store_output_tile<Config>(accumulator, p.bias, target, out_row, predicates);
+}
+
+/// @brief The second pass of a row split: block x sums split row x's partial rows in piece order (the same
+/// order every run), adds the bias and applies the ReLU when there is one, and writes the row of C.
+template <typename T>
+__device__ __forceinline__ void spmm_fixup(const SpmmParams& p) {
+  const int* split_row = p.split_rows + 3 * static_cast<size_t>(blockIdx.x);
+  const int row = __ldg(split_row);
+  const float* partial = p.partials + static_cast<size_t>(__ldg(split_row + 1)) * p.n;
+  const int count = __ldg(split_row + 2);
+  T* out = static_cast<T*>(p.out) + static_cast<size_t>(row) * p.n;
+  const float b = p.bias != nullptr ? __ldg(p.bias + row) : 0.0f;
+  for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < p.n; c += gridDim.y * blockDim.x) {
+    float sum = partial[c];
+    for (int q = 1; q < count; ++q) sum += partial[static_cast<size_t>(q) * p.n + c];
+    out[c] = from_float<T>(p.bias != nullptr ? add_relu(sum, b) : sum);
+  }
 }
 
 }  // namespace ts
+
+/// Threads per block of the fix-up kernels (src/spmm/mod.rs launches them with the same number).
+#define TILESPARSE_SPMM_FIXUP_THREADS 256
+#define TILESPARSE_SPMM_FIXUP(tag, T)                                                                        \
+  extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_FIXUP_THREADS)                               \
+      spmm_fixup_##tag(const ts::SpmmParams p) {                                                              \
+    ts::spmm_fixup<T>(p);                                                                                     \
+  }
+TILESPARSE_SPMM_FIXUP(f32, float)
+TILESPARSE_SPMM_FIXUP(f16, __half)
+TILESPARSE_SPMM_FIXUP(bf16, __nv_bfloat16)
 
 /// One exported kernel per variant; `name` is SpmmConfig::kernel_name() on the Rust side.
 #define TILESPARSE_SPMM_INSTANCE(name, T, sv, dv, y, k, x, w, ru, pred, lb, mo)                               \

@@ -355,8 +355,13 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             let t =
                 time_op(&gpu, args.warmup, args.iters, || tilesparse::spmm(&gpu, &a_dev, &b_dev, &mut c_dev, &config))?;
             let ms = t.median_ms();
+            let split = if tilesparse::spmm::splits_rows(&gpu, &a_dev, n, &config)? {
+                format!(" (rows longer than {} entries split into pieces)", tilesparse::spmm::split::PIECE_LEN)
+            } else {
+                String::new()
+            };
             println!(
-                "GPU {}: {config}: median {ms:.4} ms over {} runs, {:.1} GFLOP/s",
+                "GPU {}: {config}{split}: median {ms:.4} ms over {} runs, {:.1} GFLOP/s",
                 gpu.info().name,
                 args.iters,
                 flops / ms / 1e6

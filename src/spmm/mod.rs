@@ -2,6 +2,7 @@
 
 mod config;
 mod select;
+pub mod split;
 
 pub use config::SpmmConfig;
 
@@ -29,8 +30,16 @@ struct SpmmParams {
     dense: u64,
     bias: u64,
     out: u64,
+    pieces: u64,
+    partials: u64,
+    split_rows: u64,
+    num_pieces: i32,
+    num_split_rows: i32,
 }
-const _: () = assert!(std::mem::size_of::<SpmmParams>() == 72, "SpmmParams must match cuda/common/params.cuh");
+const _: () = assert!(std::mem::size_of::<SpmmParams>() == 104, "SpmmParams must match cuda/common/params.cuh");
+
+/// Threads per block of `spmm_fixup_<dtype>` (TILESPARSE_SPMM_FIXUP_THREADS in cuda/spmm/spmm.cu).
+const FIXUP_THREADS: u32 = 256;
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmmParams {}
 
@@ -177,7 +186,26 @@ pub fn spmm_auto<T: Scalar>(
     Ok(config)
 }
 
-/// The one launcher: checks, then the single unsafe launch.
+/// The row split a launch of `config` on A with n columns uses, if any ([`split::use_split`]).
+fn chosen_split<'a, T: Scalar>(
+    gpu: &Gpu,
+    a: &'a DeviceCsr<T>,
+    n: usize,
+    config: &SpmmConfig,
+) -> Result<Option<&'a crate::csr::DeviceSplit>> {
+    let derived = a.derived(gpu)?;
+    Ok(derived.split.as_ref().filter(|s| {
+        split::use_split(&derived.stats, a.rows(), a.nnz(), n, s.num_partials, config, gpu.info().sm_count)
+    }))
+}
+
+/// Whether [`spmm`] with `config` on A with `n` columns splits A's long rows into pieces (and runs the fix-up
+/// kernel after the SpMM kernel); see [`split`].
+pub fn splits_rows<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, n: usize, config: &SpmmConfig) -> Result<bool> {
+    Ok(chosen_split(gpu, a, n, config)?.is_some())
+}
+
+/// The one launcher: checks, then the unsafe launches (the SpMM kernel, and the fix-up when rows are split).
 fn launch<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
@@ -192,16 +220,30 @@ fn launch<T: Scalar>(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    let name = config.kernel_name();
-    let function = gpu.function(Family::Spmm, &name)?;
+    let function = gpu.function(Family::Spmm, &config.kernel_name())?;
     let stream = gpu.stream();
-    let (row_swizzle, _g1) = a.derived(gpu)?.row_swizzle.device_ptr(stream);
+    let derived = a.derived(gpu)?;
+    let split = chosen_split(gpu, a, n, config)?;
+    let partials = match split {
+        Some(s) => Some(
+            // SAFETY: every element the fix-up reads is written first: each piece of a split row writes its
+            // partial row in full (all n columns over the grid's column blocks), before the fix-up runs.
+            unsafe { stream.alloc::<f32>(s.num_partials * n) }
+                .map_err(Error::driver("allocating SpMM partial rows", 4 * s.num_partials * n))?,
+        ),
+        None => None,
+    };
+    let (row_swizzle, _g1) = derived.row_swizzle.device_ptr(stream);
     let (values, _g2) = a.values.device_ptr(stream);
     let (row_offsets, _g3) = a.row_offsets.device_ptr(stream);
     let (column_indices, _g4) = a.column_indices.device_ptr(stream);
     let (dense, _g5) = b.data.device_ptr(stream);
     let bias_ptr = bias.map(|s| s.device_ptr(stream));
+    let pieces = split.map(|s| s.pieces.device_ptr(stream));
+    let split_rows = split.map(|s| s.split_rows.device_ptr(stream));
+    let partials_ptr = partials.as_ref().map(|p| p.device_ptr(stream));
     let (out, _g6) = c.data.device_ptr_mut(stream);
+    let ptr = |p: &Option<(u64, _)>| p.as_ref().map_or(0, |(p, _)| *p);
     let params = SpmmParams {
         m: m as i32,
         k: k as i32,
@@ -212,12 +254,18 @@ fn launch<T: Scalar>(
         row_offsets,
         column_indices,
         dense,
-        bias: bias_ptr.as_ref().map_or(0, |(p, _)| *p),
+        bias: ptr(&bias_ptr),
         out,
+        pieces: ptr(&pieces),
+        partials: ptr(&partials_ptr),
+        split_rows: ptr(&split_rows),
+        num_pieces: split.map_or(0, |s| s.num_pieces as i32),
+        num_split_rows: split.map_or(0, |s| s.num_split_rows as i32),
     };
+    let items = split.map_or(m, |s| s.num_pieces);
     let cfg = LaunchConfig {
         grid_dim: (
-            m.div_ceil(config.block_items_y as usize) as u32,
+            items.div_ceil(config.block_items_y as usize) as u32,
             n.div_ceil(config.block_items_x as usize) as u32,
             1,
         ),
@@ -227,8 +275,21 @@ fn launch<T: Scalar>(
     // SAFETY: check_shapes/check_config established that the kernel matches T and the problem: A's arrays
     // were validated at upload (sorted in-range columns, monotone offsets, 32-bit sizes), B is k x n and C is
     // m x n with n a multiple of the dense vector width (aligned vector accesses), k * n fits in i32, and the
-    // grid covers exactly m rows and n columns. All buffers outlive the launch on this stream.
+    // grid covers exactly m rows (or the split's pieces, which cover every row once, each piece within its
+    // row) and n columns; partial rows are num_partials x n f32. All buffers outlive the launch on this stream.
     unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }.map_err(Error::driver("launching SpMM", 0))?;
+    if let Some(s) = split {
+        let fixup = gpu.function(Family::Spmm, &format!("spmm_fixup_{}", T::DTYPE.name()))?;
+        let cfg = LaunchConfig {
+            grid_dim: (s.num_split_rows as u32, n.div_ceil(FIXUP_THREADS as usize).min(65_535) as u32, 1),
+            block_dim: (FIXUP_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: as above; block x reads split row x's partial rows (written by the launch before it on
+        // this stream) and writes that row of C; the column loop strides over the grid's y extent.
+        unsafe { stream.launch_builder(&fixup).arg(&params).launch(cfg) }
+            .map_err(Error::driver("launching the SpMM fix-up", 0))?;
+    }
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! The config heuristic: a pure function of the problem, unit-tested, each branch citing NOTES.md.
 
+use super::split::is_skewed;
 use super::SpmmConfig;
 use crate::csr::RowStats;
 use crate::scalar::DType;
@@ -52,6 +53,11 @@ impl SpmmConfig {
             tile(dtype, 4, 1, 4, 32, 8, 8, n % 8 != 0)
         } else if n <= 16 {
             tile(dtype, 4, dv.min(2), 4, 32, 16, 8, n % 16 != 0)
+        } else if dv == 4 && is_skewed(stats) {
+            // Rows long and uneven enough to split (spmm::split): the pieces keep the critical path short, and
+            // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
+            // n = 128: 42.2 us vs 55 us with a warp per row, unsplit; NOTES.md, "SpMM step 4").
+            tile(dtype, 1, 4, 4, 8, 32, 8, n % 32 != 0)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and few
             // rows (pruned FFN weights, m <= 1536, n = 1024: 45 us vs 56 us), where it makes the most blocks.
@@ -94,7 +100,11 @@ impl SpmmConfig {
     fn select_half(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
         let mean = stats.mean;
         let dv = widest_dividing(n, &[1, 2, 4, 8]);
-        if dv == 8 && stats.cv <= 2.0 && !(m <= 2048 && n <= 256) {
+        if dv == 8 && n > 32 && is_skewed(stats) {
+            // Split rows (spmm::split), n past one 32-wide tile: email-Enron n = 128, 24.4 us (f16) and 25.6 us
+            // (bf16) vs 43.1 / 50.1 us with Sputnik's tile (NOTES.md, "SpMM step 4").
+            tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
+        } else if dv == 8 && stats.cv <= 2.0 && !(m <= 2048 && n <= 256) {
             if mean <= 600.0 {
                 // Uniform 90% n = 4096: 0.955 ms (14.4 TFLOP/s) vs 1.215 ms with the 256-wide tile.
                 tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
@@ -106,8 +116,8 @@ impl SpmmConfig {
                 tile(dtype, 2, 8, 4, 16, 64, 8, n % 64 != 0)
             }
         } else if dv >= 4 {
-            // Skewed rows (email-Enron n = 128: 58 us vs 67 us) and small problems (pruned 384-row weights at
-            // n = 256: 12 us vs 15 us): Sputnik's 32-wide tile.
+            // Skewed rows (email-Enron n = 32, split: 16.8 us, 2.4x cuSPARSE) and small problems (pruned 384-row
+            // weights at n = 256: 12 us vs 15 us): Sputnik's 32-wide tile.
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
         } else if dv == 2 {
             tile(dtype, 2, 2, 2, 32, 32, 16, true)
@@ -126,7 +136,9 @@ mod tests {
     fn select_is_valid_tabled_and_aligned_for_every_n() {
         for (m, per_row) in [(1000usize, 1usize), (1000, 50), (5000, 300), (4096, 2000)] {
             for (n, cv) in (1..=300usize).flat_map(|n| [(n, 0.0), (n, 3.0)]) {
-                let stats = RowStats { min: 0, max: 0, mean: per_row as f64, cv, empty_rows: 0 };
+                // cv 3 with a 5000-entry row: skewed enough to split for the shorter means.
+                let max = if cv > 0.0 { 5000 } else { per_row };
+                let stats = RowStats { min: 0, max, mean: per_row as f64, cv, empty_rows: 0 };
                 for dtype in [DType::F32, DType::F16, DType::Bf16] {
                     let c = SpmmConfig::select_with_stats(m, 1000, n, &stats, dtype);
                     c.validate().unwrap_or_else(|e| panic!("n={n}: {c} invalid: {e}"));
@@ -162,12 +174,21 @@ mod tests {
         assert_eq!(s(4096, 100, 4096 * 410), "spmm_f32_s2d4_y4k16x32w8_u4_pred");
         let skewed = RowStats { min: 1, max: 1383, mean: 10.0, cv: 3.6, empty_rows: 0 }; // email-Enron
         let skewed_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &skewed, DType::F32).kernel_name();
-        assert_eq!(skewed_pick(128), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
-        assert_eq!(skewed_pick(32), "spmm_f32_s4d4_y4k32x32w8_u4_nopred");
+        assert_eq!(skewed_pick(128), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
+        assert_eq!(skewed_pick(32), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
+        // Uneven rows too short to split keep the unsplit choices.
+        let uneven = RowStats { min: 1, max: 900, mean: 10.0, cv: 3.6, empty_rows: 0 };
+        let uneven_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &uneven, DType::F32).kernel_name();
+        assert_eq!(uneven_pick(128), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(uneven_pick(32), "spmm_f32_s4d4_y4k32x32w8_u4_nopred");
     }
 
     #[test]
     fn half_selection_follows_its_sweep() {
+        let enron = RowStats { min: 1, max: 1383, mean: 10.0, cv: 3.6, empty_rows: 0 };
+        let split_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &enron, DType::Bf16).kernel_name();
+        assert_eq!(split_pick(128), "spmm_bf16_s1d8_y4k8x64w8_u4_nopred");
+        assert_eq!(split_pick(32), "spmm_bf16_s4d4_y4k32x32w8_u4_nopred");
         let s = |m: usize, n: usize, mean: f64, cv: f64| {
             let stats = RowStats { min: 0, max: 0, mean, cv, empty_rows: 0 };
             SpmmConfig::select_with_stats(m, 4096, n, &stats, DType::F16).kernel_name()

@@ -1,0 +1,178 @@
+//! The row split for skewed matrices: rows longer than [`PIECE_LEN`] entries are cut into pieces that
+//! separate subwarps multiply, each piece's f32 sum goes to a partial row, and a second kernel adds each split
+//! row's partials in piece order (deterministic: the same bits every run).
+//!
+//! Why: one subwarp walks a whole row, so a graph's longest row is the kernel's critical path. In email-Enron
+//! (mean 10 per row, longest 1383) one subwarp walks 44 tiles while every other one is done after one or two
+//! (NOTES.md, "SpMM step 4").
+
+use super::SpmmConfig;
+use crate::csr::RowStats;
+
+/// Entries per piece: a multiple of every compiled `block_items_k` (8, 16, 32), so pieces are whole tiles.
+pub const PIECE_LEN: usize = 128;
+
+/// The pieces of a matrix whose rows are uneven enough to split (see [`is_skewed`]), host side.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct HostSplit {
+    /// Four ints per piece: row, first entry, end entry, partial row (-1: the piece is the whole row).
+    /// Longest first (ties in row order), like the row swizzle.
+    pub(crate) pieces: Vec<i32>,
+    /// Three ints per split row: row, first partial row, number of partial rows (= its pieces).
+    pub(crate) split_rows: Vec<i32>,
+    pub(crate) num_partials: usize,
+}
+
+impl HostSplit {
+    pub(crate) fn num_pieces(&self) -> usize {
+        self.pieces.len() / 4
+    }
+    pub(crate) fn num_split_rows(&self) -> usize {
+        self.split_rows.len() / 3
+    }
+}
+
+/// Whether a matrix has rows long enough, and uneven enough, that splitting them can pay: a longest row of
+/// more than eight pieces (1024 entries) and more than eight times the mean. The split costs a second launch
+/// and the partial rows, a few microseconds: on a pruned 384 x 384 weight at 90% (longest row ~330 of mean 38)
+/// it took 8.3 us to 13.2 us; on email-Enron (longest 1383 of mean 10) it saves more than that (NOTES.md,
+/// "SpMM step 4").
+pub fn is_skewed(stats: &RowStats) -> bool {
+    stats.max > 8 * PIECE_LEN && stats.max as f64 > 8.0 * stats.mean
+}
+
+/// The pieces of every row of `indptr` (None when the matrix is not skewed). Row offsets must fit in i32
+/// (DeviceCsr guarantees it).
+pub(crate) fn plan(indptr: &[usize], stats: &RowStats) -> Option<HostSplit> {
+    if !is_skewed(stats) {
+        return None;
+    }
+    // (length, row, begin, end, partial)
+    let mut pieces: Vec<(usize, i32, i32, i32, i32)> = Vec::with_capacity(indptr.len());
+    let mut split_rows = Vec::new();
+    let mut num_partials = 0usize;
+    for (row, w) in indptr.windows(2).enumerate() {
+        let (start, end) = (w[0], w[1]);
+        let len = end - start;
+        if len <= PIECE_LEN {
+            pieces.push((len, row as i32, start as i32, end as i32, -1));
+            continue;
+        }
+        let count = len.div_ceil(PIECE_LEN);
+        split_rows.extend([row as i32, num_partials as i32, count as i32]);
+        for q in 0..count {
+            let begin = start + q * PIECE_LEN;
+            let stop = (begin + PIECE_LEN).min(end);
+            pieces.push((stop - begin, row as i32, begin as i32, stop as i32, (num_partials + q) as i32));
+        }
+        num_partials += count;
+    }
+    pieces.sort_by_key(|p| std::cmp::Reverse(p.0)); // stable: ties stay in row and piece order
+    Some(HostSplit {
+        pieces: pieces.into_iter().flat_map(|(_, row, begin, end, partial)| [row, begin, end, partial]).collect(),
+        split_rows,
+        num_partials,
+    })
+}
+
+/// Whether a launch should use the split, from the shape of its grid: when the longest row's tiles
+/// (`max / block_items_k`) exceed eight times the mean work of a resident subwarp (all tiles of all rows and
+/// column blocks over the subwarps the GPU holds at once, 2048 threads per SM), the longest row is the
+/// critical path and splitting shortens it; otherwise the column blocks already give enough parallel work.
+/// Measured on email-Enron (NOTES.md, "SpMM step 4"): the warp-per-row tile at n = 128 (longest 43 tiles,
+/// 5.7 per subwarp) ran 55 us unsplit and 58 us split, the (4, 8, 32, 8) tile at n = 32 (173 tiles, 2.4 per
+/// subwarp) 15 us split. Also refused when the partial rows would pass 256 MiB.
+pub fn use_split(
+    stats: &RowStats,
+    rows: usize,
+    nnz: usize,
+    n: usize,
+    num_partials: usize,
+    config: &SpmmConfig,
+    sm_count: usize,
+) -> bool {
+    let k = config.block_items_k.max(1) as f64;
+    let column_blocks = n.div_ceil(config.block_items_x.max(1) as usize) as f64;
+    let tiles = (rows as f64 + nnz as f64 / k) * column_blocks;
+    let resident_subwarps = (sm_count.max(1) * 2048 / config.block_width.max(1) as usize) as f64;
+    let longest = stats.max as f64 / k;
+    let partial_bytes = num_partials.saturating_mul(n).saturating_mul(4);
+    is_skewed(stats) && longest > 8.0 * tiles / resident_subwarps && partial_bytes <= 256 << 20
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(indptr: &[usize]) -> RowStats {
+        RowStats::from_indptr(indptr)
+    }
+
+    #[test]
+    fn uneven_rows_are_cut_into_pieces_that_cover_each_row_once() {
+        // Row lengths 3, 0, 300, 5, 129, 1100, then 200 rows of 2 (mean 9.4, longest 1100: skewed).
+        let mut lens = vec![3usize, 0, 300, 5, 129, 1100];
+        lens.extend(std::iter::repeat_n(2, 200));
+        let mut indptr = vec![0usize];
+        for l in &lens {
+            indptr.push(indptr.last().unwrap() + l);
+        }
+        let s = stats(&indptr);
+        assert!(is_skewed(&s), "{s:?}");
+        let split = plan(&indptr, &s).unwrap();
+        // Split rows: 2 (300 -> 3 pieces), 4 (129 -> 2), 5 (1100 -> 9), partials numbered in row order.
+        assert_eq!(split.split_rows, vec![2, 0, 3, 4, 3, 2, 5, 5, 9]);
+        assert_eq!(split.num_partials, 14);
+        assert_eq!(split.num_pieces(), lens.len() - 3 + 14);
+        // Every entry of every row is in exactly one piece, pieces of split rows name their own partials.
+        let mut covered = vec![0u32; *indptr.last().unwrap()];
+        let mut seen_rows = vec![0u32; lens.len()];
+        let mut prev_len = usize::MAX;
+        for p in split.pieces.chunks(4) {
+            let (row, begin, end, partial) = (p[0] as usize, p[1] as usize, p[2] as usize, p[3]);
+            assert!(end - begin <= PIECE_LEN && end - begin <= prev_len, "longest first: {p:?}");
+            prev_len = end - begin;
+            assert!(indptr[row] <= begin && end <= indptr[row + 1], "{p:?}");
+            covered[begin..end].iter_mut().for_each(|c| *c += 1);
+            seen_rows[row] += 1;
+            if partial < 0 {
+                assert_eq!((begin, end), (indptr[row], indptr[row + 1]));
+            } else {
+                let s = split.split_rows.chunks(3).find(|s| s[0] as usize == row).expect("a split row");
+                let q = (partial - s[1]) as usize;
+                assert!(q < s[2] as usize && begin == indptr[row] + q * PIECE_LEN, "{p:?} in {s:?}");
+            }
+        }
+        assert!(covered.iter().all(|&c| c == 1));
+        assert!(seen_rows.iter().zip(&lens).all(|(&n, &l)| n as usize == l.div_ceil(PIECE_LEN).max(1)));
+    }
+
+    #[test]
+    fn even_rows_are_not_split() {
+        let indptr: Vec<usize> = (0..=100).map(|r| r * 300).collect(); // 300 per row: long but even
+        assert!(plan(&indptr, &stats(&indptr)).is_none());
+        let indptr: Vec<usize> = (0..=100).map(|r| r * 10).chain([1000 + 1024]).collect(); // max 1024: short
+        assert!(plan(&indptr, &stats(&indptr)).is_none());
+    }
+
+    #[test]
+    fn the_split_is_used_only_when_the_longest_row_is_the_critical_path() {
+        let tile = |k: u32, x: u32, w: u32| -> SpmmConfig {
+            format!("f32_s1d4_y{}k{k}x{x}w{w}_u4_nopred", 32 / w.min(32)).parse().unwrap()
+        };
+        // email-Enron: 36692 rows, 367662 entries, longest 1383.
+        let s = RowStats { min: 0, max: 1383, mean: 10.02, cv: 3.6, empty_rows: 0 };
+        let (rows, nnz) = (36692, 367_662);
+        assert!(use_split(&s, rows, nnz, 32, 2000, &tile(8, 32, 8), 132));
+        assert!(use_split(&s, rows, nnz, 128, 2000, &tile(8, 32, 8), 132));
+        // A warp per row over 128 columns at n = 128: 43 tiles against 5.7 per subwarp; no split.
+        assert!(!use_split(&s, rows, nnz, 128, 2000, &tile(32, 128, 32), 132));
+        // n = 4096: 128 column blocks give every subwarp ~300 tiles; no split.
+        assert!(!use_split(&s, rows, nnz, 4096, 2000, &tile(8, 32, 8), 132));
+        // Not skewed: never.
+        let even = RowStats { min: 400, max: 420, mean: 410.0, cv: 0.05, empty_rows: 0 };
+        assert!(!use_split(&even, 4096, 4096 * 410, 32, 0, &tile(32, 32, 8), 132));
+        // Partial rows past 256 MiB: refused.
+        assert!(!use_split(&s, rows, nnz, 32, 3 << 20, &tile(8, 32, 8), 132));
+    }
+}
