@@ -160,21 +160,25 @@ fn bias_relu_epilogue_matches_and_keeps_nan() {
         let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
         c_dev.fill(&gpu, POISON as f32).unwrap();
         spmm_bias_relu(&gpu, &a_dev, &b_dev, &bias_dev, &mut c_dev, config).unwrap();
-        let c = c_dev.download(&gpu).unwrap();
-        for i in 0..m {
-            for j in 0..n {
-                let want = want_pre[i * n + j] + bias[i] as f64;
-                let got = c[i * n + j] as f64;
-                if want.is_nan() {
-                    assert!(got.is_nan(), "{config}: ({i},{j}) NaN became {got}");
-                } else {
-                    let want = want.max(0.0);
-                    assert!(
-                        (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
-                        "{config}: ({i},{j}) got {got} want {want}"
-                    );
-                }
-            }
+        check_bias_relu(&config.to_string(), &want_pre, &bias, n, &c_dev.download(&gpu).unwrap());
+    }
+}
+
+/// C = ReLU(A B + bias) against the f64 oracle of A B (`want_pre`): NaN stays NaN, Inf must match exactly,
+/// finite values within 1e-4 relative.
+fn check_bias_relu(what: &str, want_pre: &[f64], bias: &[f32], n: usize, got: &[f32]) {
+    for (idx, (&pre, &got)) in want_pre.iter().zip(got).enumerate() {
+        let (i, j) = (idx / n, idx % n);
+        let want = pre + bias[i] as f64;
+        let got = got as f64;
+        if want.is_nan() {
+            assert!(got.is_nan(), "{what}: bias ({i},{j}) NaN became {got}");
+        } else {
+            let want = want.max(0.0);
+            assert!(
+                got == want || (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                "{what}: bias + ReLU ({i},{j}) got {got} want {want}"
+            );
         }
     }
 }
@@ -340,22 +344,7 @@ fn split_rows_match_the_oracle_on_every_variant() {
 
         c_dev.fill(&gpu, POISON as f32).unwrap();
         spmm_bias_relu(&gpu, &a_dev, &b_dev, &bias_dev, &mut c_dev, config).unwrap();
-        let c = c_dev.download(&gpu).unwrap();
-        for i in 0..m {
-            for j in 0..n {
-                let want = want_pre[i * n + j] + bias[i] as f64;
-                let got = c[i * n + j] as f64;
-                if want.is_nan() {
-                    assert!(got.is_nan(), "{config}: bias ({i},{j}) NaN became {got}");
-                } else {
-                    let want = want.max(0.0);
-                    assert!(
-                        got == want || (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
-                        "{config}: bias + ReLU ({i},{j}) got {got} want {want}"
-                    );
-                }
-            }
-        }
+        check_bias_relu(&format!("split {config}"), &want_pre, &bias, n, &c_dev.download(&gpu).unwrap());
     }
 }
 
