@@ -269,15 +269,20 @@ fn skewed_matrix(m: usize, k: usize, seed: u64) -> CsMat<f32> {
     from_triplets(m, k, &entries)
 }
 
-/// Like `check_all_variants`, and asserts that every variant it ran did split the rows.
+/// Like `check_all_variants`, and asserts that every variant it ran split the rows if it walks pieces, and
+/// did not if it does not (the launch-bounded ones, `SpmmConfig::walks_pieces`), and that some did.
 fn check_all_split<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
     let a_t: CsMat<T> = gen::convert(a);
     let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
+    let mut split = 0;
     for config in compiled_spmm_variants_for(T::DTYPE) {
         if check_config(config, T::DTYPE, a.rows(), a.cols(), n).is_ok() {
-            assert!(splits_rows(gpu, &a_dev, n, config).unwrap(), "{what}: {config} does not split the rows");
+            let splits = splits_rows(gpu, &a_dev, n, config).unwrap();
+            assert_eq!(splits, config.walks_pieces(), "{what}: {config} split the rows: {splits}");
+            split += usize::from(splits);
         }
     }
+    assert!(split > 0, "{what}: no variant split the rows");
     let ran = check_all_variants::<T>(gpu, what, a, n, seed);
     assert!(ran > 0, "{what}: no variant ran");
     ran
@@ -327,7 +332,7 @@ fn split_rows_match_the_oracle_on_every_variant() {
         if check_config(config, DType::F32, m, k, n).is_err() {
             continue;
         }
-        assert!(splits_rows(&gpu, &a_dev, n, config).unwrap(), "{config}");
+        assert_eq!(splits_rows(&gpu, &a_dev, n, config).unwrap(), config.walks_pieces(), "{config}");
         c_dev.fill(&gpu, POISON as f32).unwrap();
         spmm(&gpu, &a_dev, &b_dev, &mut c_dev, config).unwrap();
         let c = c_dev.download(&gpu).unwrap();

@@ -28,7 +28,7 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   // `target` >= 0: the row of C this subwarp writes; < 0: ~target is the partial row of its piece (one int
   // live through the main loop instead of two, which keeps the 255-register variants from spilling).
   int target, row_start, row_end;
-  if (p.pieces != nullptr) {
+  if (Config::kWalksPieces && p.pieces != nullptr) {
     if (slot >= p.num_pieces) return;
     const int4 piece = __ldg(reinterpret_cast<const int4*>(p.pieces) + slot);
     target = piece.w >= 0 ? ~piece.w : piece.x;
@@ -87,7 +87,7 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   barrier.sync();
   dense_tile_loader.residue_mac(nonzeros, values_tile, offsets_tile, predicates, accumulator);
 
-  if (target < 0) {
+  if (Config::kWalksPieces && target < 0) {
     store_partial_tile<Config>(accumulator, p.partials + static_cast<size_t>(~target) * p.n + thread_column,
                                predicates);
     return;

@@ -30,6 +30,10 @@ struct SpmmConfig {
   static constexpr bool kPredicateLoads = kPredicateLoads_;
   static constexpr bool kLaunchBounds = kLaunchBounds_;
   static constexpr int kMinOccupancy = kMinOccupancy_;
+  /// Whether the kernel can walk the pieces of a row split (spmm/split.rs). Not the launch-bounded variants:
+  /// their register budget is spent, and the piece path cost them 2-4% on unsplit matrices (NOTES.md, "SpMM
+  /// step 5"). SpmmConfig::walks_pieces in src/spmm/config.rs repeats the rule.
+  static constexpr bool kWalksPieces = !kLaunchBounds;
 
   static constexpr int kThreadsPerBlock = kBlockItemsY * kBlockWidth;
   /// Dense vectors each thread loads per row of B (and stores per row of C).

@@ -61,6 +61,13 @@ impl SpmmConfig {
         )
     }
 
+    /// Whether the kernel can walk the pieces of a row split ([`crate::spmm::split`]): every variant but the
+    /// launch-bounded ones, whose register budget is spent (the piece path cost them 2-4% on unsplit
+    /// matrices; NOTES.md, "SpMM step 5"). Repeats `kWalksPieces` in cuda/spmm/spmm_config.cuh.
+    pub fn walks_pieces(&self) -> bool {
+        !self.launch_bounds
+    }
+
     /// Whether two configs name the same kernel (min_occupancy only matters with launch bounds).
     pub fn same_kernel(&self, other: &SpmmConfig) -> bool {
         let normal =

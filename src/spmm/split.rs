@@ -81,7 +81,8 @@ pub(crate) fn plan(indptr: &[usize], stats: &RowStats) -> Option<HostSplit> {
 /// critical path and splitting shortens it; otherwise the column blocks already give enough parallel work.
 /// Measured on email-Enron (NOTES.md, "SpMM step 4"): the warp-per-row tile at n = 128 (longest 43 tiles,
 /// 5.7 per subwarp) ran 55 us unsplit and 58 us split, the (4, 8, 32, 8) tile at n = 32 (173 tiles, 2.4 per
-/// subwarp) 15 us split. Also refused when the partial rows would pass 256 MiB.
+/// subwarp) 15 us split. Also refused when the partial rows would pass 256 MiB, and for the variants that do
+/// not walk pieces ([`SpmmConfig::walks_pieces`]).
 pub fn use_split(
     stats: &RowStats,
     rows: usize,
@@ -97,7 +98,10 @@ pub fn use_split(
     let resident_subwarps = (sm_count.max(1) * 2048 / config.block_width.max(1) as usize) as f64;
     let longest = stats.max as f64 / k;
     let partial_bytes = num_partials.saturating_mul(n).saturating_mul(4);
-    is_skewed(stats) && longest > 8.0 * tiles / resident_subwarps && partial_bytes <= 256 << 20
+    config.walks_pieces()
+        && is_skewed(stats)
+        && longest > 8.0 * tiles / resident_subwarps
+        && partial_bytes <= 256 << 20
 }
 
 #[cfg(test)]
@@ -174,5 +178,9 @@ mod tests {
         assert!(!use_split(&even, 4096, 4096 * 410, 32, 0, &tile(32, 32, 8), 132));
         // Partial rows past 256 MiB: refused.
         assert!(!use_split(&s, rows, nnz, 32, 3 << 20, &tile(8, 32, 8), 132));
+        // A launch-bounded variant has no piece path: never split, however skewed.
+        let bounded = SpmmConfig { launch_bounds: true, ..tile(8, 32, 8) };
+        assert!(use_split(&s, rows, nnz, 32, 2000, &SpmmConfig { launch_bounds: false, ..bounded }, 132));
+        assert!(!use_split(&s, rows, nnz, 32, 2000, &bounded, 132));
     }
 }
