@@ -182,6 +182,15 @@ pub struct DeviceCsr<T: Scalar> {
     pub(crate) column_indices: CudaSlice<i32>,
     pub(crate) values: CudaSlice<T>,
     derived: OnceLock<Derived>,
+    /// Distinct for every upload or device build, renewed when a kernel rewrites the structure: what a plan
+    /// made from this matrix (e.g. [`crate::SpmvPlan`]) checks that it is used with.
+    id: u64,
+}
+
+/// The next [`DeviceCsr`] identity.
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl<T: Scalar> DeviceCsr<T> {
@@ -227,6 +236,7 @@ impl<T: Scalar> DeviceCsr<T> {
             column_indices: upload_slice(gpu, &cols_i32, "uploading CSR column indices")?,
             values: upload_slice(gpu, values, "uploading CSR values")?,
             derived,
+            id: next_id(),
         })
     }
 
@@ -241,7 +251,7 @@ impl<T: Scalar> DeviceCsr<T> {
         column_indices: CudaSlice<i32>,
         values: CudaSlice<T>,
     ) -> Self {
-        DeviceCsr { rows, cols, nnz, row_offsets, column_indices, values, derived: OnceLock::new() }
+        DeviceCsr { rows, cols, nnz, row_offsets, column_indices, values, derived: OnceLock::new(), id: next_id() }
     }
 
     /// The statistics and the swizzle, computed from one download of the row pointer the first time.
@@ -257,8 +267,15 @@ impl<T: Scalar> DeviceCsr<T> {
     }
 
     /// Drops the statistics and the swizzle after a kernel rewrote the row pointer; they are recomputed on use.
+    /// The matrix gets a new identity: plans made from the old structure no longer match it.
     pub(crate) fn forget_derived(&mut self) {
         self.derived = OnceLock::new();
+        self.id = next_id();
+    }
+
+    /// This matrix's identity (see the field).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// Copies the matrix back into a sprs CSR matrix (validated on the way).

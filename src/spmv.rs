@@ -166,6 +166,8 @@ impl std::fmt::Display for SpmvStrategy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ProductionKernel {
     Vector(u32),
+    /// The vector kernel reading the plan's 16-bit column offsets.
+    VectorOffsets16(u32),
     Block,
     Fixup,
 }
@@ -174,6 +176,7 @@ impl ProductionKernel {
     fn name(self, dtype: DType) -> String {
         match self {
             ProductionKernel::Vector(t) => format!("spmv_csr_vector_{dtype}_t{t}"),
+            ProductionKernel::VectorOffsets16(t) => format!("spmv_csr_vector_{dtype}_t{t}_i16"),
             ProductionKernel::Block => format!("spmv_csr_block_{dtype}"),
             ProductionKernel::Fixup => format!("spmv_csr_fixup_{dtype}"),
         }
@@ -199,8 +202,10 @@ struct SpmvCsrParams {
     long_row_chunks: u64,
     chunk_bounds: u64,
     partials: u64,
+    column_offsets: u64,
+    overflow: u64,
 }
-const _: () = assert!(std::mem::size_of::<SpmvCsrParams>() == 104, "SpmvCsrParams must match cuda/common/params.cuh");
+const _: () = assert!(std::mem::size_of::<SpmvCsrParams>() == 120, "SpmvCsrParams must match cuda/common/params.cuh");
 // SAFETY: plain old data with the C layout the kernels expect.
 unsafe impl cudarc::driver::DeviceRepr for SpmvCsrParams {}
 
@@ -237,14 +242,21 @@ fn chunk_long_rows(indptr: &[i32], long_row: u32) -> (Vec<i32>, Vec<i32>, Vec<i3
 }
 
 /// The work split of the production SpMV for one matrix, and the workspace it needs. Made once per matrix
-/// ([`SpmvPlan::new`]); a plan is valid only for the matrix it was made from (shape and entry count are checked
-/// at each call, the row structure is not).
+/// ([`SpmvPlan::new`]) and valid only for that matrix: [`spmv`] refuses it with any other (another upload of
+/// the same matrix included).
+///
+/// When every entry's column - row fits in 16 bits (banded matrices: stencils, meshes in a bandwidth-reducing
+/// order), the plan also keeps those offsets (2 bytes per entry on the device), and the vector kernel reads
+/// them instead of the 32-bit column indices: 6 bytes per f32 entry instead of 8 (NOTES.md, "Production SpMV",
+/// step 5). Same columns, same order: the same bits as without them.
 pub struct SpmvPlan {
     strategy: SpmvStrategy,
     rows: usize,
     cols: usize,
     nnz: usize,
+    matrix: u64,
     long: Option<LongRows>,
+    offsets16: Option<CudaSlice<i16>>,
 }
 
 /// Row entries each lane of a vector-kernel subwarp should walk ([`SpmvPlan::choose`]).
@@ -292,9 +304,20 @@ impl SpmvPlan {
         Self::with_strategy(gpu, a, Self::choose(a.stats(gpu)?, a.rows(), a.nnz()))
     }
 
-    /// A plan with a forced strategy (tests, benchmarks). A split downloads the row pointer once to list the long
-    /// rows and uploads their chunks.
+    /// A plan with a forced strategy (tests, benchmarks), with 16-bit column offsets where they fit.
     pub fn with_strategy<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, strategy: SpmvStrategy) -> Result<Self> {
+        Self::with_options(gpu, a, strategy, true)
+    }
+
+    /// A plan with a forced strategy; `offsets16`: try the 16-bit column offsets (used only if every entry's
+    /// column - row fits in an i16, and only by the vector kernel; one pass over the indices, one flag read
+    /// back). A split downloads the row pointer once to list the long rows and uploads their chunks.
+    pub fn with_options<T: Scalar>(
+        gpu: &Gpu,
+        a: &DeviceCsr<T>,
+        strategy: SpmvStrategy,
+        offsets16: bool,
+    ) -> Result<Self> {
         let invalid = |rule: &str| Error::InvalidConfig { config: strategy.to_string(), rule: rule.to_string() };
         let long = match strategy {
             SpmvStrategy::Vector { threads_per_row } | SpmvStrategy::Split { threads_per_row, .. }
@@ -327,7 +350,18 @@ impl SpmvPlan {
             }
             _ => None,
         };
-        Ok(SpmvPlan { strategy, rows: a.rows(), cols: a.cols(), nnz: a.nnz(), long })
+        let offsets16 = match strategy {
+            SpmvStrategy::Vector { .. } | SpmvStrategy::Split { .. } if offsets16 && a.nnz() > 0 => {
+                encode_offsets16(gpu, a)?
+            }
+            _ => None,
+        };
+        Ok(SpmvPlan { strategy, rows: a.rows(), cols: a.cols(), nnz: a.nnz(), matrix: a.id(), long, offsets16 })
+    }
+
+    /// Whether the vector kernel reads 16-bit column offsets (see the type's documentation).
+    pub fn offsets16(&self) -> bool {
+        self.offsets16.is_some()
     }
 
     /// The strategy this plan runs.
@@ -339,6 +373,51 @@ impl SpmvPlan {
     pub fn long_rows(&self) -> usize {
         self.long.as_ref().map_or(0, |l| l.num_long)
     }
+}
+
+/// A's column - row offsets as i16, or None when one does not fit (or there is no memory for them: they are an
+/// optimisation, the plan works without).
+fn encode_offsets16<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<Option<CudaSlice<i16>>> {
+    let stream = gpu.stream();
+    let Ok(offsets) = stream.alloc_zeros::<i16>(a.nnz()) else { return Ok(None) };
+    let overflow = stream.alloc_zeros::<i32>(1).map_err(Error::driver("allocating the SpMV plan's flag", 4))?;
+    {
+        let (row_offsets, _g1) = a.row_offsets.device_ptr(stream);
+        let (column_indices, _g2) = a.column_indices.device_ptr(stream);
+        let (column_offsets, _g3) = offsets.device_ptr(stream);
+        let (overflow_ptr, _g4) = overflow.device_ptr(stream);
+        let params = SpmvCsrParams {
+            m: a.rows() as i32,
+            k: a.cols() as i32,
+            long_row: 0,
+            num_long: 0,
+            alpha: 0.0,
+            beta: 0.0,
+            values: 0,
+            row_offsets,
+            column_indices,
+            x: 0,
+            y: 0,
+            long_rows: 0,
+            long_row_chunks: 0,
+            chunk_bounds: 0,
+            partials: 0,
+            column_offsets,
+            overflow: overflow_ptr,
+        };
+        let f = gpu.function(Family::Spmv, "spmv_encode_offsets16")?;
+        let cfg = LaunchConfig {
+            grid_dim: (a.rows().div_ceil(BLOCK as usize).clamp(1, 1 << 20) as u32, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: a grid-stride loop over rows < m; A was validated at upload (offsets monotone, <= nnz), and
+        // entry i's offset goes to column_offsets[i], i < nnz = its length; the flag is one i32.
+        unsafe { stream.launch_builder(&f).arg(&params).launch(cfg) }
+            .map_err(Error::driver("launching the SpMV offset encoding", 0))?;
+    }
+    let flag = stream.clone_dtoh(&overflow).map_err(Error::driver("reading the SpMV plan's flag", 0))?;
+    Ok((flag[0] == 0).then_some(offsets))
 }
 
 /// y = alpha * A x + beta * y with the production kernels, as `plan` splits the work. Values are f32, f64, f16 or
@@ -354,6 +433,18 @@ pub fn spmv<T: Scalar>(
     plan: &SpmvPlan,
 ) -> Result<()> {
     check_operands(a, x.len(), y.len())?;
+    if plan.matrix != a.id() {
+        return Err(Error::ShapeMismatch(format!(
+            "the SpMV plan was made for another matrix ({} x {}, {} entries; A is {} x {} with {}): make one \
+             with SpmvPlan::new for each matrix",
+            plan.rows,
+            plan.cols,
+            plan.nnz,
+            a.rows(),
+            a.cols(),
+            a.nnz()
+        )));
+    }
     if (plan.rows, plan.cols, plan.nnz) != (a.rows(), a.cols(), a.nnz()) {
         return Err(Error::ShapeMismatch(format!(
             "the SpMV plan was made for a {} x {} matrix with {} entries, A is {} x {} with {}",
@@ -391,7 +482,13 @@ pub fn spmv<T: Scalar>(
         long_row_chunks: 0,
         chunk_bounds: 0,
         partials: 0,
+        column_offsets: 0,
+        overflow: 0,
     };
+    let offsets16 = plan.offsets16.as_ref().map(|o| o.device_ptr(stream));
+    if let Some((ptr, _)) = &offsets16 {
+        params.column_offsets = *ptr;
+    }
     let grid = |items: usize, block: u32| LaunchConfig {
         grid_dim: (items.div_ceil(block as usize) as u32, 1, 1),
         block_dim: (block, 1, 1),
@@ -434,9 +531,15 @@ pub fn spmv<T: Scalar>(
             threads_per_row
         }
     };
-    let f = gpu.function(Family::Spmv, &ProductionKernel::Vector(threads_per_row).name(dtype))?;
+    let kernel = match offsets16 {
+        Some(_) => ProductionKernel::VectorOffsets16(threads_per_row),
+        None => ProductionKernel::Vector(threads_per_row),
+    };
+    let f = gpu.function(Family::Spmv, &kernel.name(dtype))?;
     // SAFETY: threads_per_row lanes per row < m (checked against THREADS_PER_ROW when the plan was made); A was
-    // validated at upload; each row's lane 0 writes only y[row], and rows longer than long_row are skipped.
+    // validated at upload; each row's lane 0 writes only y[row], and rows longer than long_row are skipped. The
+    // 16-bit offsets (nnz of them) were encoded from this matrix (the plan's identity check above) with no
+    // entry out of i16 range, so row + offset is the entry's column index, < k.
     unsafe { stream.launch_builder(&f).arg(&params).launch(grid(a.rows() * threads_per_row as usize, BLOCK)) }
         .map_err(Error::driver("launching the vector SpMV", 0))?;
     Ok(())

@@ -86,6 +86,53 @@ fn seed_spmv_on_real_matrices() {
     }
 }
 
+/// The plan's 16-bit column offsets: used exactly when every column - row fits in an i16 (both ends of the
+/// range included), and the results match the oracle and the 32-bit path (check_production) for every vector
+/// width and split, in f32, f64, f16 and bf16.
+#[test]
+fn production_spmv_16_bit_offsets_at_the_edges_of_their_range() {
+    let Some(gpu) = gpu_or_skip("production_spmv_16_bit_offsets_at_the_edges_of_their_range") else { return };
+    let (m, k) = (40_000, 70_000);
+    let band = |extra: &[(usize, usize)]| -> CsMat<f32> {
+        let mut t = sprs::TriMat::new((m, k));
+        let mut rng = gen::Rng::new(31);
+        for r in 0..m {
+            for c in r.saturating_sub(9)..(r + 3 * (r % 7)).min(k) {
+                t.add_triplet(r, c, rng.range(-1.0, 1.0) as f32);
+            }
+        }
+        for &(r, c) in extra {
+            t.add_triplet(r, c, 0.5);
+        }
+        t.to_csr()
+    };
+    let fits = band(&[(0, 32_767), (32_768, 0), (5, 5 + 32_767), (39_999, 39_999 - 32_768)]);
+    let over = band(&[(0, 32_767), (1, 32_769)]);
+    let under = band(&[(32_769, 0)]);
+    let x = gen::dense_matrix(k, 1, 32);
+    let y_in = gen::dense_matrix(m, 1, 33);
+    for (what, a, expect) in [("fits", &fits, true), ("column - row = 32768", &over, false), ("-32769", &under, false)]
+    {
+        let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+        for strategy in all_strategies() {
+            let plan = SpmvPlan::with_strategy(&gpu, &a_dev, strategy).unwrap();
+            let vector = strategy != SpmvStrategy::BlockPerRow;
+            assert_eq!(plan.offsets16(), expect && vector, "{what}, {strategy}");
+            check_production::<f32>(&gpu, what, a, &x, Some(strategy), 1.0, 0.5, &y_in);
+        }
+    }
+    for strategy in all_strategies() {
+        check_production::<f64>(&gpu, "fits", &fits, &x, Some(strategy), -1.0, 0.0, &y_in);
+        check_production::<f16>(&gpu, "fits", &fits, &x, Some(strategy), 1.0, 0.0, &y_in);
+        check_production::<bf16>(&gpu, "fits", &fits, &x, Some(strategy), 1.0, 1.0, &y_in);
+    }
+    // The chosen plan for a banded matrix uses them, and SpmvPlan::with_options can turn them off.
+    let a_dev = DeviceCsr::upload(&gpu, fits.view()).unwrap();
+    assert!(SpmvPlan::new(&gpu, &a_dev).unwrap().offsets16());
+    let strategy = SpmvPlan::new(&gpu, &a_dev).unwrap().strategy();
+    assert!(!SpmvPlan::with_options(&gpu, &a_dev, strategy, false).unwrap().offsets16());
+}
+
 /// Small enough for compute-sanitizer in run-all.sh --sanitize.
 #[test]
 fn sanitizer_spmv_seed_small() {
@@ -108,7 +155,8 @@ fn all_strategies() -> Vec<SpmvStrategy> {
 /// The production SpMV on A, x and y_in rounded to T, with `strategy` (None: the plan's own choice), checked
 /// against the f64 oracle on the same rounded inputs within [`spmv_error_bound`] (its doc comment derives the
 /// bound from the accumulation length). y is first filled with `y_in`; with beta = 0 that content must neither
-/// be read (NaN) nor survive (poison). Returns y.
+/// be read (NaN) nor survive (poison). When the plan uses 16-bit column offsets, the same plan without them
+/// must give the same bits. Returns y.
 #[allow(clippy::too_many_arguments)]
 fn check_production<T: Scalar>(
     gpu: &Gpu,
@@ -132,6 +180,15 @@ fn check_production<T: Scalar>(
     let mut y_dev = gpu.stream().clone_htod(&y_t).unwrap();
     spmv(gpu, &a_dev, &x_dev, alpha, beta, &mut y_dev, &plan).unwrap();
     let y = gpu.stream().clone_dtoh(&y_dev).unwrap();
+    if plan.offsets16() {
+        let plan32 = SpmvPlan::with_options(gpu, &a_dev, plan.strategy(), false).unwrap();
+        assert!(!plan32.offsets16());
+        let mut y32_dev = gpu.stream().clone_htod(&y_t).unwrap();
+        spmv(gpu, &a_dev, &x_dev, alpha, beta, &mut y32_dev, &plan32).unwrap();
+        let y32 = gpu.stream().clone_dtoh(&y32_dev).unwrap();
+        let same = y.iter().zip(&y32).all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits());
+        assert!(same, "{what} ({}, {}): 16-bit offsets and 32-bit indices differ", T::DTYPE, plan.strategy());
+    }
     let want = oracle::spmv(a_t.view(), &x_t, alpha, Some(&y_t), beta);
     let bound = spmv_error_bound(a_t.view(), &x_t, alpha, beta, Some(&y_t));
     let got: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
@@ -278,6 +335,17 @@ fn production_spmv_refuses_bad_operands() {
     let other = DeviceCsr::upload(&gpu, gen::uniform_random(100, 80, 0.2, 22).view()).unwrap();
     let r = spmv(&gpu, &other, &x, 1.0, 0.0, &mut y, &plan);
     assert!(matches!(r, Err(Error::ShapeMismatch(_))), "plan of another matrix: {r:?}");
+    // Same shape and entry count, other columns: a plan's 16-bit offsets would point elsewhere, so refused too.
+    let mut mirrored = sprs::TriMat::new((100, 80));
+    for (v, (r, c)) in a.iter() {
+        mirrored.add_triplet(r, 79 - c, *v);
+    }
+    let shifted: CsMat<f32> = mirrored.to_csr();
+    let shifted_dev = DeviceCsr::upload(&gpu, shifted.view()).unwrap();
+    assert_eq!((shifted_dev.rows(), shifted_dev.cols(), shifted_dev.nnz()), (a_dev.rows(), a_dev.cols(), a_dev.nnz()));
+    assert!(plan.offsets16());
+    let r = spmv(&gpu, &shifted_dev, &x, 1.0, 0.0, &mut y, &plan);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "plan of a matrix with the same shape and nnz: {r:?}");
     let r = SpmvPlan::with_strategy(&gpu, &a_dev, SpmvStrategy::Vector { threads_per_row: 3 });
     assert!(matches!(r, Err(Error::InvalidConfig { .. })), "3 threads per row: {:?}", r.err());
 }

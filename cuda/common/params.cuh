@@ -64,7 +64,10 @@ struct SpmvCsrParams {
   const int* long_row_chunks;   // (num_long + 1) first chunk of each long row, global
   const int* chunk_bounds;      // (2 * chunks) [start, end) of each chunk in A's entries, global; null: chunk = row
   void* partials;               // (chunks) chunk sums in the accumulation type, global scratch
+  const short* column_offsets;  // (nnz) column - row of each entry, 16-bit (the plan's compressed indices), global;
+                                // read instead of column_indices by the `_i16` vector kernels
+  int* overflow;                // the encoding kernel sets it to 1 when an entry's column - row does not fit
 };
-static_assert(sizeof(SpmvCsrParams) == 104, "SpmvCsrParams must match src/spmv.rs");
+static_assert(sizeof(SpmvCsrParams) == 120, "SpmvCsrParams must match src/spmv.rs");
 
 }  // namespace ts

@@ -58,11 +58,16 @@ __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) {
 /// their indices and values, then all their x, before the first add: several loads in flight per lane
 /// (a plain `#pragma unroll` keeps a branch between steps, and each step's add stalls the next step's loads).
 /// Unsigned positions, so that i + kUnroll * stride cannot overflow when nnz is close to 2^31.
-template <typename Value, int kUnroll>
+/// With `kOffsets16` the column of entry i is row + column_offsets[i] (the plan's 16-bit indices, 6 bytes
+/// per f32 entry instead of 8), else column_indices[i]: the same columns, so the same sums, bit for bit.
+template <typename Value, int kUnroll, bool kOffsets16 = false>
 __device__ __forceinline__ typename Accumulator<Value>::Type lane_dot(const SpmvCsrParams& p, unsigned begin,
-                                                                      unsigned end, unsigned stride) {
+                                                                      unsigned end, unsigned stride, int row = 0) {
   const Value* values = static_cast<const Value*>(p.values);
   const Value* x = static_cast<const Value*>(p.x);
+  const auto column = [&](unsigned i) -> int {
+    return kOffsets16 ? row + static_cast<int>(__ldg(p.column_offsets + i)) : __ldg(p.column_indices + i);
+  };
   typename Accumulator<Value>::Type sum = 0;
   unsigned i = begin;
   for (; i + (kUnroll - 1) * stride < end; i += kUnroll * stride) {
@@ -71,7 +76,7 @@ __device__ __forceinline__ typename Accumulator<Value>::Type lane_dot(const Spmv
     Value x_fragment[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      col_fragment[u] = __ldg(p.column_indices + i + u * stride);
+      col_fragment[u] = column(i + u * stride);
       value_fragment[u] = __ldg(values + i + u * stride);
     }
 #pragma unroll
@@ -80,7 +85,7 @@ __device__ __forceinline__ typename Accumulator<Value>::Type lane_dot(const Spmv
     for (int u = 0; u < kUnroll; ++u) sum += to_acc(value_fragment[u]) * to_acc(x_fragment[u]);
   }
 #pragma unroll 1
-  for (; i < end; i += stride) sum += to_acc(__ldg(values + i)) * to_acc(__ldg(x + __ldg(p.column_indices + i)));
+  for (; i < end; i += stride) sum += to_acc(__ldg(values + i)) * to_acc(__ldg(x + column(i)));
   return sum;
 }
 
@@ -107,7 +112,7 @@ __device__ __forceinline__ void store_row(const SpmvCsrParams& p, int row, typen
 /// @brief Vector CSR: subwarp `threadIdx.x / kThreadsPerRow` of the grid owns one row of at most `p.long_row`
 /// entries; its lanes stride through the row and reduce with `group_sum`. Rows past m and longer rows
 /// reduce zeros and write nothing (the shuffles need every lane of the warp).
-template <typename Value, int kThreadsPerRow>
+template <typename Value, int kThreadsPerRow, bool kOffsets16>
 __device__ __forceinline__ void spmv_csr_vector(const SpmvCsrParams& p) {
   static_assert(kThreadsPerRow >= 1 && kThreadsPerRow <= 32 && (kThreadsPerRow & (kThreadsPerRow - 1)) == 0,
                 "threads per row must be a power of two in [1, 32] so that subwarps do not straddle warps");
@@ -123,7 +128,8 @@ __device__ __forceinline__ void spmv_csr_vector(const SpmvCsrParams& p) {
     end = __ldg(p.row_offsets + row + 1);
   }
   const bool mine = row >= 0 && end - begin <= p.long_row;
-  const Acc lane_sum = mine ? lane_dot<Value, kVectorUnroll>(p, begin + lane, end, kThreadsPerRow) : Acc(0);
+  const Acc lane_sum =
+      mine ? lane_dot<Value, kVectorUnroll, kOffsets16>(p, begin + lane, end, kThreadsPerRow, row) : Acc(0);
   const Acc sum = group_sum<kThreadsPerRow>(lane_sum);
   if (mine && lane == 0) store_row<Value>(p, row, sum);
 }
@@ -172,13 +178,40 @@ __device__ __forceinline__ void spmv_csr_fixup(const SpmvCsrParams& p) {
   store_row<Value>(p, __ldg(p.long_rows + i), sum);
 }
 
+/// @brief The plan's 16-bit indices: one thread per row writes column - row of each of its entries to
+/// `p.column_offsets`, and sets `*p.overflow` when one does not fit in a short (the plan then keeps the 32-bit
+/// indices; the offsets written are never read).
+__device__ __forceinline__ void spmv_encode_offsets16(const SpmvCsrParams& p) {
+  short* offsets = const_cast<short*>(p.column_offsets);
+  for (int row = blockIdx.x * kSpmvBlock + threadIdx.x; row < p.m; row += gridDim.x * kSpmvBlock) {
+    const int begin = __ldg(p.row_offsets + row);
+    const int end = __ldg(p.row_offsets + row + 1);
+    bool overflow = false;
+    for (int i = begin; i < end; ++i) {
+      const int offset = __ldg(p.column_indices + i) - row;
+      overflow |= offset < -32768 || offset > 32767;
+      offsets[i] = static_cast<short>(offset);
+    }
+    if (overflow) *p.overflow = 1;
+  }
+}
+
 }  // namespace ts
 
+extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_encode_offsets16(const ts::SpmvCsrParams p) {
+  ts::spmv_encode_offsets16(p);
+}
+
 /// @brief The `extern "C"` vector kernel for one (dtype, threads per row); src/spmv.rs builds the same name.
+/// The `_i16` twin reads the plan's 16-bit column offsets.
 #define TILESPARSE_SPMV_VECTOR(tag, Value, threads)                                               \
   extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock)                                    \
       spmv_csr_vector_##tag##_t##threads(const ts::SpmvCsrParams p) {                             \
-    ts::spmv_csr_vector<Value, threads>(p);                                                       \
+    ts::spmv_csr_vector<Value, threads, false>(p);                                                \
+  }                                                                                               \
+  extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock)                                    \
+      spmv_csr_vector_##tag##_t##threads##_i16(const ts::SpmvCsrParams p) {                       \
+    ts::spmv_csr_vector<Value, threads, true>(p);                                                 \
   }
 
 /// @brief Every kernel of one dtype: the six vector widths, the block kernel and the fix-up.

@@ -98,10 +98,7 @@ pub fn use_split(
     let resident_subwarps = (sm_count.max(1) * 2048 / config.block_width.max(1) as usize) as f64;
     let longest = stats.max as f64 / k;
     let partial_bytes = num_partials.saturating_mul(n).saturating_mul(4);
-    config.walks_pieces()
-        && is_skewed(stats)
-        && longest > 8.0 * tiles / resident_subwarps
-        && partial_bytes <= 256 << 20
+    config.walks_pieces() && is_skewed(stats) && longest > 8.0 * tiles / resident_subwarps && partial_bytes <= 256 << 20
 }
 
 #[cfg(test)]
