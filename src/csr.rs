@@ -182,6 +182,10 @@ pub struct DeviceCsr<T: Scalar> {
     pub(crate) column_indices: CudaSlice<i32>,
     pub(crate) values: CudaSlice<T>,
     derived: OnceLock<Derived>,
+    /// The tensor-core SpMM's blocks (crate::spmm::tensor_core), built on first use.
+    tensor_core: OnceLock<crate::spmm::tensor_core::DeviceBlocks>,
+    /// Its k-block count ([`crate::spmm::tensor_core::count_blocks`]), counted at upload for 16-bit types.
+    tensor_core_count: Option<usize>,
     /// Distinct for every upload or device build, renewed when a kernel rewrites the structure: what a plan
     /// made from this matrix (e.g. [`crate::SpmvPlan`]) checks that it is used with.
     id: u64,
@@ -236,6 +240,9 @@ impl<T: Scalar> DeviceCsr<T> {
             column_indices: upload_slice(gpu, &cols_i32, "uploading CSR column indices")?,
             values: upload_slice(gpu, values, "uploading CSR values")?,
             derived,
+            tensor_core: OnceLock::new(),
+            tensor_core_count: (T::DTYPE.size() == 2)
+                .then(|| crate::spmm::tensor_core::count_blocks(cols, indptr, indices)),
             id: next_id(),
         })
     }
@@ -251,7 +258,18 @@ impl<T: Scalar> DeviceCsr<T> {
         column_indices: CudaSlice<i32>,
         values: CudaSlice<T>,
     ) -> Self {
-        DeviceCsr { rows, cols, nnz, row_offsets, column_indices, values, derived: OnceLock::new(), id: next_id() }
+        DeviceCsr {
+            rows,
+            cols,
+            nnz,
+            row_offsets,
+            column_indices,
+            values,
+            derived: OnceLock::new(),
+            tensor_core: OnceLock::new(),
+            tensor_core_count: None,
+            id: next_id(),
+        }
     }
 
     /// The statistics and the swizzle, computed from one download of the row pointer the first time.
@@ -270,7 +288,23 @@ impl<T: Scalar> DeviceCsr<T> {
     /// The matrix gets a new identity: plans made from the old structure no longer match it.
     pub(crate) fn forget_derived(&mut self) {
         self.derived = OnceLock::new();
+        self.tensor_core = OnceLock::new();
+        self.tensor_core_count = None;
         self.id = next_id();
+    }
+
+    /// The number of k-blocks of the tensor-core SpMM (f16/bf16 matrices uploaded from the host; None otherwise).
+    pub fn tensor_core_block_count(&self) -> Option<usize> {
+        self.tensor_core_count
+    }
+
+    /// The tensor-core SpMM's blocks of this matrix, built from one download of it the first time.
+    pub(crate) fn tensor_core_blocks(&self, gpu: &Gpu) -> Result<&crate::spmm::tensor_core::DeviceBlocks> {
+        if let Some(b) = self.tensor_core.get() {
+            return Ok(b);
+        }
+        let _ = self.tensor_core.set(crate::spmm::tensor_core::DeviceBlocks::build(gpu, self)?);
+        Ok(self.tensor_core.get().expect("set just above"))
     }
 
     /// This matrix's identity (see the field).

@@ -48,5 +48,5 @@ pub use error::{Error, Result};
 pub use gpu::Gpu;
 pub use scalar::{DType, Scalar};
 pub use spgemm::{spgemm, SpgemmPlan};
-pub use spmm::{spmm, spmm_auto, SpmmConfig};
+pub use spmm::{spmm, spmm_auto, spmm_kernel, spmm_tensor_core, SpmmConfig, SpmmKernel, TensorCoreConfig};
 pub use spmv::{spmv, spmv_seed, SpmvPlan, SpmvStrategy};

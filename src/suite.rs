@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::kernels::compiled_spmm_variants_for;
 use crate::scalar::Scalar;
-use crate::spmm::{check_config, spmm, SpmmConfig};
+use crate::spmm::{check_config, spmm, spmm_kernel, spmm_tensor_core, SpmmKernel, TensorCoreConfig};
 use crate::timing::time_op;
 use crate::{gen, mtx, DeviceCsr, DeviceDense};
 
@@ -177,7 +177,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     let b = DeviceDense::upload(gpu, k, n, &b_host)?;
     let mut c = DeviceDense::<T>::zeros(gpu, m, n)?;
 
-    let selected_config = SpmmConfig::select_with_stats(m, k, n, a.stats(gpu)?, T::DTYPE);
+    let selected_kernel = SpmmKernel::select(m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count());
     let mut variants = Vec::new();
     if opts.all_variants {
         for config in compiled_spmm_variants_for(T::DTYPE) {
@@ -187,9 +187,16 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
             }
         }
     }
+    if n % 8 == 0 {
+        for config in TensorCoreConfig::all(T::DTYPE) {
+            let fill = crate::spmm::tensor_core::block_fill(gpu, &a)?;
+            let r = time_op(gpu, opts.warmup, opts.iters, || spmm_tensor_core(gpu, &a, &b, &mut c, &config));
+            variants.push(Entry::timed(format!("{config} (blocks {:.1}% full)", 100.0 * fill), r));
+        }
+    }
     let selected = Entry::timed(
-        selected_config.kernel_name(),
-        time_op(gpu, opts.warmup, opts.iters, || spmm(gpu, &a, &b, &mut c, &selected_config)),
+        selected_kernel.to_string(),
+        time_op(gpu, opts.warmup, opts.iters, || spmm_kernel(gpu, &a, &b, &mut c, &selected_kernel)),
     );
     let ours = c.download(gpu)?;
 

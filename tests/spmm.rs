@@ -8,7 +8,10 @@ use half::{bf16, f16};
 use sprs::CsMat;
 use tilesparse::kernels::compiled_spmm_variants_for;
 use tilesparse::spmm::{check_config, splits_rows, spmm_bias_relu};
-use tilesparse::{gen, spmm, spmm_auto, DType, DeviceCsr, DeviceDense, Error, Gpu, Scalar, SpmmConfig};
+use tilesparse::{
+    gen, spmm, spmm_auto, spmm_tensor_core, DType, DeviceCsr, DeviceDense, Error, Gpu, Scalar, SpmmConfig, SpmmKernel,
+    TensorCoreConfig,
+};
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
 fn run<T: Scalar>(gpu: &Gpu, a: &CsMat<T>, b: &[T], n: usize, config: &SpmmConfig) -> Vec<T> {
@@ -403,7 +406,10 @@ fn sputnik_limits_case<T: Scalar>(gpu: &Gpu) {
         let mut c_dev = DeviceDense::<T>::zeros(gpu, 24, n).unwrap();
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
-        assert!(n % used.dense_vector_width as usize == 0, "{used} for n = {n}");
+        match used {
+            SpmmKernel::Tiled(c) => assert!(n % c.dense_vector_width as usize == 0, "{used} for n = {n}"),
+            SpmmKernel::TensorCore(_) => assert!(n % 8 == 0, "{used} for n = {n}"),
+        }
         SpmmOracle::new(a.view(), &b, n).check(&format!("auto n = {n} ({used})"), &c_dev.download(gpu).unwrap());
         let wide = compiled_spmm_variants_for(T::DTYPE).find(|c| c.dense_vector_width == 8).expect("an 8-wide variant");
         assert!(
@@ -418,4 +424,159 @@ fn half_lifts_sputniks_limits() {
     let Some(gpu) = gpu_or_skip("half_lifts_sputniks_limits") else { return };
     sputnik_limits_case::<f16>(&gpu);
     sputnik_limits_case::<bf16>(&gpu);
+}
+
+/// Every tensor-core variant of T on A (rounded to T) against the oracle on the rounded inputs; C poisoned
+/// before every run. Returns how many ran.
+fn check_tensor_core<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
+    let a: CsMat<T> = gen::convert(a);
+    let b = dense::<T>(a.cols(), n, seed);
+    let oracle = SpmmOracle::new(a.view(), &b, n);
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(gpu, a.cols(), n, &b).unwrap();
+    let mut c_dev = DeviceDense::<T>::zeros(gpu, a.rows(), n).unwrap();
+    let mut ran = 0;
+    for config in TensorCoreConfig::all(T::DTYPE) {
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        spmm_tensor_core(gpu, &a_dev, &b_dev, &mut c_dev, &config).unwrap_or_else(|e| panic!("{config}: {e}"));
+        oracle.check(&format!("{what} with {config}"), &c_dev.download(gpu).unwrap());
+        ran += 1;
+    }
+    ran
+}
+
+/// The tensor-core SpMM (f16, bf16) on awkward shapes: m not a multiple of 16, empty rows, one dense row (a
+/// window of many k-blocks), nnz = 0, m = 1, k = 1, tall and wide, banded, power law; n from 8 (one tile, most
+/// of a warp's columns past n) to 264 (column blocks partly past n).
+#[test]
+fn tensor_core_matches_the_oracle_on_awkward_shapes() {
+    let Some(gpu) = gpu_or_skip("tensor_core_matches_the_oracle_on_awkward_shapes") else { return };
+    let cases: Vec<(&str, CsMat<f32>)> = vec![
+        ("uniform 100x300", gen::uniform_random(100, 300, 0.1, 61)),
+        ("power-law 300x257", gen::power_law(300, 257, 20.0, 1.5, 62)),
+        ("empty rows", gen::with_empty_rows(&gen::uniform_random(97, 130, 0.3, 63), 0.4, 64)),
+        ("one dense row", gen::with_dense_row(&gen::uniform_random(50, 2000, 0.01, 65), 17)),
+        ("nnz = 0", CsMat::zero((33, 40))),
+        ("m = 1", gen::uniform_random(1, 200, 0.5, 66)),
+        ("k = 1", gen::uniform_random(64, 1, 0.7, 67)),
+        ("tall 1000x3", gen::uniform_random(1000, 3, 0.6, 68)),
+        ("wide 5x3000", gen::uniform_random(5, 3000, 0.2, 69)),
+        ("banded 211x211", gen::banded(211, 211, 20, 70)),
+        ("dense 48x64", gen::uniform_random(48, 64, 1.0, 71)),
+    ];
+    for (what, a) in &cases {
+        for n in [8usize, 16, 40, 64, 136, 264] {
+            assert_eq!(check_tensor_core::<f16>(&gpu, &format!("{what}, n = {n}"), a, n, 3 * n as u64), 2);
+            assert_eq!(check_tensor_core::<bf16>(&gpu, &format!("{what}, n = {n}"), a, n, 5 * n as u64), 2);
+        }
+    }
+}
+
+/// NaN and Inf in the tensor-core SpMM: a NaN value of A reaches its row only; NaN and Inf in B reach exactly
+/// the rows that store their column, although the other rows of the same 16-row window multiply the same B
+/// rows by padding zeros on the tensor cores (such k-blocks take the exact path); a stored zero times Inf is
+/// NaN, as in the sparse product.
+fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
+    let (m, k, n) = (40, 300, 72);
+    let mut entries = vec![(0, 0, 0.5f32)];
+    entries.extend((0..70).map(|j| (1, 2 + 3 * j, 0.25f32 * (j % 5) as f32 - 0.5)));
+    entries.extend((0..40).map(|j| (2, 1 + 2 * j, if j == 13 { f32::NAN } else { 1.0 })));
+    entries.extend((0..45).map(|j| (3, 1 + 6 * j, 1.0f32)));
+    entries.push((4, 7, 0.0)); // a stored zero: times B's Inf at (7, 9) it is NaN
+    entries.extend((5..m).flat_map(|r| (0..6).map(move |j| (r, 10 + (r * 11 + j * 29) % 280, 0.75f32))));
+    let a = from_triplets(m, k, &entries);
+    let mut b = gen::dense_matrix(k, n, 72);
+    b[..n].fill(f32::NAN); // B row 0: only row 0 of C becomes NaN
+    b[n + 5] = f32::INFINITY; // B row 1, column 5: C[3][5] is +Inf, C[2][5] is NaN
+    b[7 * n + 9] = f32::INFINITY;
+    let a_t: CsMat<T> = gen::convert(&a);
+    let b_t: Vec<T> = b.iter().map(|&v| T::from_f32(v)).collect();
+    let oracle = SpmmOracle::new(a_t.view(), &b_t, n);
+    let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
+    let b_dev = DeviceDense::upload(gpu, k, n, &b_t).unwrap();
+    let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+    for config in TensorCoreConfig::all(T::DTYPE) {
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        spmm_tensor_core(gpu, &a_dev, &b_dev, &mut c_dev, &config).unwrap();
+        let c: Vec<f64> = c_dev.download(gpu).unwrap().iter().map(|v| v.to_f64()).collect();
+        oracle.check(&format!("tensor-core NaN/Inf with {config}"), &c);
+        assert!(c[..n].iter().all(|v| v.is_nan()), "{config}: row 0 must be NaN");
+        assert!(c[n..2 * n].iter().all(|v| v.is_finite()), "{config}: row 1 picked up B's NaN row");
+        assert!(c[2 * n..3 * n].iter().all(|v| v.is_nan()), "{config}: the NaN in row 2 must propagate");
+        assert_eq!(c[3 * n + 5], f64::INFINITY, "{config}: Inf must propagate");
+        assert!(c[4 * n + 9].is_nan(), "{config}: a stored zero times Inf is NaN");
+        assert!(c[5 * n..].iter().all(|v| v.is_finite()), "{config}: rows 5.. store no column of B's NaN/Inf");
+    }
+}
+
+#[test]
+fn tensor_core_propagates_nan_and_inf_exactly() {
+    let Some(gpu) = gpu_or_skip("tensor_core_propagates_nan_and_inf_exactly") else { return };
+    tensor_core_nan_inf_case::<f16>(&gpu);
+    tensor_core_nan_inf_case::<bf16>(&gpu);
+}
+
+#[test]
+fn tensor_core_refuses_what_it_cannot_run() {
+    let Some(gpu) = gpu_or_skip("tensor_core_refuses_what_it_cannot_run") else { return };
+    let a = gen::uniform_random(20, 30, 0.3, 81);
+    let a16: CsMat<f16> = gen::convert(&a);
+    let a_dev = DeviceCsr::upload(&gpu, a16.view()).unwrap();
+    let config = TensorCoreConfig { dtype: DType::F16, tiles_n: 4 };
+    // n = 60 is not a multiple of 8.
+    let b = DeviceDense::upload(&gpu, 30, 60, &dense::<f16>(30, 60, 82)).unwrap();
+    let mut c = DeviceDense::<f16>::zeros(&gpu, 20, 60).unwrap();
+    let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &config);
+    assert!(matches!(r, Err(Error::Unsupported { .. })), "n = 60: {r:?}");
+    // Shapes that do not match.
+    let b = DeviceDense::upload(&gpu, 31, 64, &dense::<f16>(31, 64, 83)).unwrap();
+    let mut c = DeviceDense::<f16>::zeros(&gpu, 20, 64).unwrap();
+    let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &config);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "k mismatch: {r:?}");
+    // f32 has no tensor-core path; a bf16 config on f16 operands is invalid.
+    let a32 = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let b32 = DeviceDense::upload(&gpu, 30, 64, &dense::<f32>(30, 64, 84)).unwrap();
+    let mut c32 = DeviceDense::<f32>::zeros(&gpu, 20, 64).unwrap();
+    let f32_config = TensorCoreConfig { dtype: DType::F32, tiles_n: 4 };
+    let r = spmm_tensor_core(&gpu, &a32, &b32, &mut c32, &f32_config);
+    assert!(matches!(r, Err(Error::Unsupported { .. })), "f32: {r:?}");
+    let b = DeviceDense::upload(&gpu, 30, 64, &dense::<f16>(30, 64, 85)).unwrap();
+    let bf = TensorCoreConfig { dtype: DType::Bf16, tiles_n: 4 };
+    let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &bf);
+    assert!(matches!(r, Err(Error::InvalidConfig { .. })), "bf16 config, f16 operands: {r:?}");
+}
+
+/// The tensor-core kernels under compute-sanitizer (run-all.sh --sanitize): both widths, both types, a partial
+/// window, columns past n, the exact path for B's Inf/NaN.
+#[test]
+fn sanitizer_spmm_tensor_core() {
+    let Some(gpu) = gpu_or_skip("sanitizer_spmm_tensor_core") else { return };
+    let a = gen::power_law(40, 150, 30.0, 1.5, 91);
+    for n in [8, 72] {
+        check_tensor_core::<f16>(&gpu, &format!("sanitizer tc f16 n = {n}"), &a, n, 92);
+        check_tensor_core::<bf16>(&gpu, &format!("sanitizer tc bf16 n = {n}"), &a, n, 93);
+    }
+    tensor_core_nan_inf_case::<f16>(&gpu);
+}
+
+/// spmm_auto picks the tensor cores for a half-full f16/bf16 matrix (SpmmKernel::select) and the result matches
+/// the oracle; at 95% sparsity it keeps a CUDA-core tile.
+#[test]
+fn auto_uses_the_tensor_cores_where_they_win() {
+    let Some(gpu) = gpu_or_skip("auto_uses_the_tensor_cores_where_they_win") else { return };
+    fn case<T: Scalar>(gpu: &Gpu, density: f64, want_tc: bool) {
+        let a: CsMat<T> = gen::convert(&gen::uniform_random(200, 300, density, 95));
+        let n = 64;
+        let b = dense::<T>(300, n, 96);
+        let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+        let b_dev = DeviceDense::upload(gpu, 300, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<T>::zeros(gpu, 200, n).unwrap();
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+        assert_eq!(matches!(used, SpmmKernel::TensorCore(_)), want_tc, "density {density}: {used}");
+        SpmmOracle::new(a.view(), &b, n).check(&format!("auto {used}"), &c_dev.download(gpu).unwrap());
+    }
+    case::<f16>(&gpu, 0.5, true);
+    case::<bf16>(&gpu, 0.5, true);
+    case::<f16>(&gpu, 0.05, false);
 }

@@ -47,6 +47,21 @@ struct SpmvParams {
 };
 static_assert(sizeof(SpmvParams) == 72, "SpmvParams must match src/spmv.rs");
 
+/// Arguments of the tensor-core SpMM kernels (cuda/spmm/tensor_core.cuh); mirrored by src/spmm/tensor_core.rs.
+struct SpmmTcParams {
+  int m;                              // rows of A and C
+  int n;                              // columns of B and C, a multiple of 8
+  int num_windows;                    // ceil(m / 16)
+  int pad;
+  const int* window_blocks;           // (num_windows + 1) first k-block of each window of 16 rows
+  const int* block_columns;           // (16 per k-block) the row of B each slot multiplies, -1 for padding
+  const uint4* block_values;          // (32 per k-block) A's 16 x 16 block, lane l's mma A fragment at [l]
+  const unsigned short* block_masks;  // (16 per k-block) bit j of row r: A stores (r, slot j)
+  const void* dense;                  // B (k x n), row-major, element type of the kernel
+  void* out;                          // C (m x n), row-major, element type of the kernel
+};
+static_assert(sizeof(SpmmTcParams) == 64, "SpmmTcParams must match src/spmm/tensor_core.rs");
+
 /// @brief Arguments of the production SpMV kernels (cuda/spmv/spmv_csr.cu): y = alpha * A x + beta * y.
 struct SpmvCsrParams {
   int m;                        // rows of A, length of y

@@ -13,6 +13,7 @@
 #include "spmm/predicates.cuh"
 #include "spmm/sparse_tile.cuh"
 #include "spmm/spmm_config.cuh"
+#include "spmm/tensor_core.cuh"
 
 namespace ts {
 

@@ -11,7 +11,7 @@ use sprs::CsMat;
 use tilesparse::cpu::{backend, oracle};
 use tilesparse::kernels::{compiled_spmm_variants, CUDA_ARCHS, KERNELS_BUILT, NVCC_VERSION};
 use tilesparse::spgemm::{self, DeviceCoo, LadderKernel, SpgemmPlan, SPGEMM_K4_GRID};
-use tilesparse::spmm::SpmmConfig;
+use tilesparse::spmm::{tensor_core, SpmmKernel};
 use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace};
 use tilesparse::suite::{self, BenchOptions};
 use tilesparse::suite_spgemm;
@@ -340,22 +340,32 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     let flops = 2.0 * a.nnz() as f64 * n as f64;
     // The config is checked before choosing the device, so a bad one is an error on any machine.
     let config = if args.config == "auto" {
-        SpmmConfig::select_with_stats(m, k, n, &RowStats::from_indptr(&a.indptr().to_proper()), T::DTYPE)
+        let indptr = a.indptr().to_proper().to_vec();
+        let blocks = (T::DTYPE.size() == 2).then(|| tensor_core::count_blocks(k, &indptr, a.indices()));
+        SpmmKernel::select(m, k, n, a.nnz(), &RowStats::from_indptr(&indptr), T::DTYPE, blocks)
     } else {
         let invalid = |rule| Error::InvalidConfig { config: args.config.clone(), rule };
-        let c: SpmmConfig = args.config.parse().map_err(invalid)?;
-        c.validate().map_err(invalid)?;
-        c
+        let kernel: SpmmKernel = args.config.parse().map_err(invalid)?;
+        match kernel {
+            SpmmKernel::Tiled(c) => c.validate().map_err(invalid)?,
+            SpmmKernel::TensorCore(c) => tensor_core::check_tensor_core(&c, T::DTYPE, m, n)?,
+        }
+        kernel
     };
     let c: Vec<T> = match gpu_or_notice(args.cpu) {
         Some(gpu) => {
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
             let mut c_dev = DeviceDense::<T>::zeros(&gpu, m, n)?;
-            let t =
-                time_op(&gpu, args.warmup, args.iters, || tilesparse::spmm(&gpu, &a_dev, &b_dev, &mut c_dev, &config))?;
+            let t = time_op(&gpu, args.warmup, args.iters, || {
+                tilesparse::spmm_kernel(&gpu, &a_dev, &b_dev, &mut c_dev, &config)
+            })?;
             let ms = t.median_ms();
-            let split = if tilesparse::spmm::splits_rows(&gpu, &a_dev, n, &config)? {
+            let splits = match &config {
+                SpmmKernel::Tiled(c) => tilesparse::spmm::splits_rows(&gpu, &a_dev, n, c)?,
+                SpmmKernel::TensorCore(_) => false,
+            };
+            let split = if splits {
                 format!(" (rows longer than {} entries split into pieces)", tilesparse::spmm::split::PIECE_LEN)
             } else {
                 String::new()

@@ -3,8 +3,10 @@
 mod config;
 mod select;
 pub mod split;
+pub mod tensor_core;
 
 pub use config::SpmmConfig;
+pub use tensor_core::{spmm_tensor_core, TensorCoreConfig};
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
@@ -174,16 +176,81 @@ pub fn spmm_bias_relu<T: Scalar>(
     launch(gpu, a, b, Some(bias), c, config)
 }
 
-/// C = A * B with [`SpmmConfig::select_with_stats`]'s choice; returns the config used.
+/// An SpMM kernel: a Sputnik-style tile on the CUDA cores, or (f16, bf16) the tensor-core kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SpmmKernel {
+    Tiled(SpmmConfig),
+    TensorCore(TensorCoreConfig),
+}
+
+impl std::fmt::Display for SpmmKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpmmKernel::Tiled(c) => c.fmt(f),
+            SpmmKernel::TensorCore(c) => c.fmt(f),
+        }
+    }
+}
+
+impl std::str::FromStr for SpmmKernel {
+    type Err = String;
+    /// A kernel name: `spmm_tc_<dtype>_n<tiles>` or an [`SpmmConfig`] name.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s.strip_prefix("spmm_").unwrap_or(s).starts_with("tc_") {
+            s.parse().map(SpmmKernel::TensorCore)
+        } else {
+            s.parse().map(SpmmKernel::Tiled)
+        }
+    }
+}
+
+impl SpmmKernel {
+    /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: the tensor cores where
+    /// [`tensor_core::select_tensor_core`] says they win (f16/bf16, `tensor_core_blocks` known), else
+    /// [`SpmmConfig::select_with_stats`]'s tile. Pure.
+    pub fn select(
+        m: usize,
+        k: usize,
+        n: usize,
+        nnz: usize,
+        stats: &crate::csr::RowStats,
+        dtype: crate::DType,
+        tensor_core_blocks: Option<usize>,
+    ) -> SpmmKernel {
+        let tc = tensor_core_blocks.and_then(|blocks| tensor_core::select_tensor_core(dtype, m, n, nnz, blocks));
+        match tc {
+            Some(c) => SpmmKernel::TensorCore(c),
+            None => SpmmKernel::Tiled(SpmmConfig::select_with_stats(m, k, n, stats, dtype)),
+        }
+    }
+}
+
+/// C = A * B with `kernel`.
+pub fn spmm_kernel<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    kernel: &SpmmKernel,
+) -> Result<()> {
+    match kernel {
+        SpmmKernel::Tiled(config) => spmm(gpu, a, b, c, config),
+        SpmmKernel::TensorCore(config) => spmm_tensor_core(gpu, a, b, c, config),
+    }
+}
+
+/// C = A * B with [`SpmmKernel::select`]'s choice; returns the kernel used. Where it picks the tensor cores
+/// (f16/bf16), the first call on a matrix builds its tensor-core blocks (one download of A).
 pub fn spmm_auto<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
     c: &mut DeviceDense<T>,
-) -> Result<SpmmConfig> {
-    let config = SpmmConfig::select_with_stats(a.rows(), a.cols(), b.cols(), a.stats(gpu)?, T::DTYPE);
-    spmm(gpu, a, b, c, &config)?;
-    Ok(config)
+) -> Result<SpmmKernel> {
+    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+    let kernel = SpmmKernel::select(m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count());
+    spmm_kernel(gpu, a, b, c, &kernel)?;
+    Ok(kernel)
 }
 
 /// The row split a launch of `config` on A with n columns uses, if any ([`split::use_split`]).

@@ -1,0 +1,460 @@
+//! Tensor-core SpMM for f16 and bf16 (fp32 accumulation): A is cut into windows of 16 rows; each window's
+//! columns are condensed (the sorted union of the columns its rows store) and cut into k-blocks of 16 slots;
+//! each k-block is a dense 16 x 16 block of A (zeros where a row does not store a slot's column) that one
+//! `mma.sync.m16n8k16` multiplies by the 16 rows of B the slots name (cuda/spmm/tensor_core.cuh).
+//!
+//! The blocks are built on the host from one download of A the first time a matrix is multiplied this way, and
+//! kept with the matrix. A k-block whose B tile holds an Inf or NaN is computed by exact scalar FMAs over the
+//! stored entries (the padding zeros would turn Inf into NaN otherwise).
+
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+
+use crate::csr::{upload_slice, DeviceCsr};
+use crate::dense::DeviceDense;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::kernels::{Family, KERNELS_BUILT};
+use crate::scalar::{DType, Scalar};
+
+/// Rows per window (the mma's M) and slots per k-block (its K).
+pub const WINDOW: usize = 16;
+/// Warps per block (`ts::kTcWarps`).
+const WARPS: usize = 4;
+
+/// A tensor-core SpMM variant: the columns of C each warp owns, in tiles of 8 (4: 32 columns, 8: 64).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TensorCoreConfig {
+    pub dtype: DType,
+    /// n8 tiles per warp: 4 or 8.
+    pub tiles_n: u32,
+}
+
+impl TensorCoreConfig {
+    /// The compiled variants.
+    pub fn all(dtype: DType) -> Vec<TensorCoreConfig> {
+        match dtype {
+            DType::F16 | DType::Bf16 => [4, 8].into_iter().map(|tiles_n| TensorCoreConfig { dtype, tiles_n }).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The exported kernel name, e.g. `spmm_tc_f16_n4`.
+    pub fn kernel_name(&self) -> String {
+        format!("spmm_tc_{}_n{}", self.dtype, self.tiles_n)
+    }
+
+    /// Columns of C per warp.
+    pub fn columns_per_warp(&self) -> usize {
+        8 * self.tiles_n as usize
+    }
+}
+
+impl std::str::FromStr for TensorCoreConfig {
+    type Err = String;
+    /// Parses a kernel name, e.g. `spmm_tc_bf16_n8` (or without the `spmm_` prefix).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let rest = s.strip_prefix("spmm_").unwrap_or(s);
+        let rest =
+            rest.strip_prefix("tc_").ok_or_else(|| format!("'{s}' is not a tensor-core kernel (tc_<dtype>_n<4|8>)"))?;
+        let (dtype, tiles) = rest.rsplit_once("_n").ok_or_else(|| format!("'{s}': expected tc_<dtype>_n<tiles>"))?;
+        let dtype: DType = dtype.parse().map_err(|e| format!("'{s}': {e}"))?;
+        let tiles_n: u32 = tiles.parse().map_err(|_| format!("'{s}': tiles '{tiles}' is not a number"))?;
+        Ok(TensorCoreConfig { dtype, tiles_n })
+    }
+}
+
+impl std::fmt::Display for TensorCoreConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.kernel_name())
+    }
+}
+
+/// The number of k-blocks of a CSR matrix of `cols` columns: per window of 16 rows, its distinct columns / 16
+/// rounded up. O(nnz), no sorting (the selection needs it at upload).
+pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize]) -> usize {
+    let rows = indptr.len().saturating_sub(1);
+    let mut stamp = vec![u32::MAX; cols];
+    let mut blocks = 0;
+    for w in 0..rows.div_ceil(WINDOW) {
+        let (r0, r1) = (w * WINDOW, ((w + 1) * WINDOW).min(rows));
+        let mut distinct = 0usize;
+        for &c in &indices[indptr[r0]..indptr[r1]] {
+            if stamp[c] != w as u32 {
+                stamp[c] = w as u32;
+                distinct += 1;
+            }
+        }
+        blocks += distinct.div_ceil(WINDOW);
+    }
+    blocks
+}
+
+/// The tensor-core variant for an f16/bf16 product C (m x n) = A * B whose A has `nnz` entries in `blocks`
+/// k-blocks ([`count_blocks`]), or None where the CUDA-core tiles are faster. Pure; each branch from the H100
+/// run in NOTES.md ("SpMM step 6: tensor cores"):
+/// - the blocks must be at least a quarter full (stored entries / (blocks * 256)): at 50% (blocks half full)
+///   the tensor cores win at every n (uniform 4096^2, n = 128: 0.108 vs 0.143 ms; n = 4096: 1.97 vs 3.95 ms),
+///   at 20% (uniform 80%) they lose at every n (n = 4096: 1.96 vs 1.80 ms);
+/// - between a quarter and 40% full, only when a window has at most 32 k-blocks or n >= 512: pruned weights
+///   at 70% (30% full) win at n = 1024 (1536 x 384: 0.026 vs 0.037 ms) and with few k-blocks per window at
+///   n = 256 (0.016 vs 0.021 ms), and lose with 96 k-blocks per window at n = 256 (384 x 1536: 0.035 vs
+///   0.026 ms): each warp walks its window's k-blocks one after another;
+/// - 64 columns per warp when that still gives 1024 warps or more (8 per SM), else 32 (uniform 50%: n = 256
+///   0.162 vs 0.175 ms with 1024 warps; n = 128 0.108 vs 0.159 ms with 32 columns).
+pub fn select_tensor_core(dtype: DType, m: usize, n: usize, nnz: usize, blocks: usize) -> Option<TensorCoreConfig> {
+    if !matches!(dtype, DType::F16 | DType::Bf16) || n % 8 != 0 || n == 0 || blocks == 0 {
+        return None;
+    }
+    let fill = nnz as f64 / (blocks * 256) as f64;
+    let windows = m.div_ceil(WINDOW);
+    let per_window = blocks as f64 / windows.max(1) as f64;
+    if fill < 0.25 || (fill < 0.4 && per_window > 32.0 && n < 512) {
+        return None;
+    }
+    let tiles_n = if windows * n.div_ceil(64) >= 1024 { 8 } else { 4 };
+    Some(TensorCoreConfig { dtype, tiles_n })
+}
+
+/// The blocks of A, host side (see the module documentation).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct HostBlocks {
+    /// (windows + 1) first k-block of each window.
+    pub(crate) window_blocks: Vec<i32>,
+    /// (16 per k-block) the column of each slot, -1 for padding.
+    pub(crate) block_columns: Vec<i32>,
+    /// (256 per k-block) the block's values (element bits) in mma A-fragment order: lane l = 4 g + t holds
+    /// rows g and g + 8, slots 2t, 2t + 1, 2t + 8, 2t + 9, as [ (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1),
+    /// (g, 2t+8), (g, 2t+9), (g+8, 2t+8), (g+8, 2t+9) ].
+    pub(crate) block_values: Vec<u16>,
+    /// (16 per k-block) bit j of row r: A stores (r, slot j).
+    pub(crate) block_masks: Vec<u16>,
+}
+
+/// Where (row r of the window, slot j of the block) sits in a block's 256 values.
+pub(crate) fn fragment_index(r: usize, j: usize) -> usize {
+    let lane = (r % 8) * 4 + (j % 8) / 2;
+    lane * 8 + if j >= 8 { 4 } else { 0 } + if r >= 8 { 2 } else { 0 } + (j & 1)
+}
+
+impl HostBlocks {
+    /// Builds the blocks of a valid CSR matrix (sorted, in-range, unique columns per row) of `cols` columns.
+    pub(crate) fn build(cols: usize, indptr: &[usize], indices: &[usize], values: &[u16]) -> HostBlocks {
+        let rows = indptr.len() - 1;
+        let windows = rows.div_ceil(WINDOW);
+        let mut slot = vec![u32::MAX; cols];
+        let mut out = HostBlocks {
+            window_blocks: Vec::with_capacity(windows + 1),
+            block_columns: Vec::new(),
+            block_values: Vec::new(),
+            block_masks: Vec::new(),
+        };
+        let mut union: Vec<usize> = Vec::new();
+        let mut blocks = 0usize;
+        for w in 0..windows {
+            out.window_blocks.push(blocks as i32);
+            let (r0, r1) = (w * WINDOW, ((w + 1) * WINDOW).min(rows));
+            union.clear();
+            union.extend_from_slice(&indices[indptr[r0]..indptr[r1]]);
+            union.sort_unstable();
+            union.dedup();
+            for (p, &c) in union.iter().enumerate() {
+                slot[c] = p as u32;
+            }
+            let count = union.len().div_ceil(WINDOW);
+            let first = blocks;
+            blocks += count;
+            out.block_columns.extend(union.iter().map(|&c| c as i32));
+            out.block_columns.resize(blocks * WINDOW, -1);
+            out.block_values.resize(blocks * 256, 0);
+            out.block_masks.resize(blocks * WINDOW, 0);
+            for r in r0..r1 {
+                let lr = r - r0;
+                for e in indptr[r]..indptr[r + 1] {
+                    let p = slot[indices[e]] as usize;
+                    let (b, j) = (first + p / WINDOW, p % WINDOW);
+                    out.block_values[b * 256 + fragment_index(lr, j)] = values[e];
+                    out.block_masks[b * WINDOW + lr] |= 1 << j;
+                }
+            }
+            for &c in &union {
+                slot[c] = u32::MAX;
+            }
+        }
+        out.window_blocks.push(blocks as i32);
+        out
+    }
+
+    pub(crate) fn num_blocks(&self) -> usize {
+        self.block_columns.len() / WINDOW
+    }
+}
+
+/// The blocks on the device, kept with the matrix ([`DeviceCsr`]'s `tensor_core` cache).
+pub(crate) struct DeviceBlocks {
+    window_blocks: CudaSlice<i32>,
+    block_columns: CudaSlice<i32>,
+    block_values: CudaSlice<u16>,
+    block_masks: CudaSlice<u16>,
+    num_windows: usize,
+    num_blocks: usize,
+}
+
+impl DeviceBlocks {
+    /// Downloads A's indices and values once and builds and uploads its blocks.
+    pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<DeviceBlocks> {
+        let host = a.download(gpu)?;
+        let indptr = host.proper_indptr();
+        let values: &[u16] = bytemuck::cast_slice(host.data());
+        let blocks = HostBlocks::build(a.cols(), &indptr, host.indices(), values);
+        if blocks.block_columns.len() > i32::MAX as usize {
+            return Err(Error::TooLarge(format!(
+                "the tensor-core blocks of this matrix need {} k-blocks",
+                blocks.num_blocks()
+            )));
+        }
+        Ok(DeviceBlocks {
+            window_blocks: upload_slice(gpu, &blocks.window_blocks, "uploading the tensor-core windows")?,
+            block_columns: upload_slice(gpu, &blocks.block_columns, "uploading the tensor-core block columns")?,
+            block_values: upload_slice(gpu, &blocks.block_values, "uploading the tensor-core block values")?,
+            block_masks: upload_slice(gpu, &blocks.block_masks, "uploading the tensor-core block masks")?,
+            num_windows: blocks.window_blocks.len() - 1,
+            num_blocks: blocks.num_blocks(),
+        })
+    }
+
+    /// Stored entries / (k-blocks * 256): how full the blocks are.
+    pub(crate) fn fill(&self, nnz: usize) -> f64 {
+        nnz as f64 / (self.num_blocks.max(1) * 256) as f64
+    }
+}
+
+/// How full A's tensor-core blocks are: stored entries / (k-blocks * 256); builds the blocks on first use.
+pub fn block_fill<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<f64> {
+    Ok(a.tensor_core_blocks(gpu)?.fill(a.nnz()))
+}
+
+/// Kernel arguments; mirrors `ts::SpmmTcParams` in cuda/common/params.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct SpmmTcParams {
+    m: i32,
+    n: i32,
+    num_windows: i32,
+    pad: i32,
+    window_blocks: u64,
+    block_columns: u64,
+    block_values: u64,
+    block_masks: u64,
+    dense: u64,
+    out: u64,
+}
+const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 64, "SpmmTcParams must match cuda/common/params.cuh");
+// SAFETY: plain old data with the C layout the kernel expects.
+unsafe impl cudarc::driver::DeviceRepr for SpmmTcParams {}
+
+/// Checks that `config` can run C (m x n) = A * B for this element type and n. Pure: no device needed.
+pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: usize) -> Result<()> {
+    let name = config.kernel_name();
+    if config.dtype != dtype {
+        return Err(Error::InvalidConfig {
+            config: name,
+            rule: format!("config is for {} but the operands are {dtype}", config.dtype),
+        });
+    }
+    if !matches!(dtype, DType::F16 | DType::Bf16) {
+        return Err(Error::Unsupported { config: name, reason: "tensor-core SpMM is for f16 and bf16".into() });
+    }
+    if !matches!(config.tiles_n, 4 | 8) {
+        return Err(Error::InvalidConfig { config: name, rule: "tiles_n must be 4 or 8".into() });
+    }
+    if !KERNELS_BUILT {
+        return Err(Error::KernelsNotBuilt);
+    }
+    if n % 8 != 0 {
+        return Err(Error::Unsupported {
+            config: name,
+            reason: format!("n = {n} is not a multiple of 8 (rows of B are gathered in 16-byte pieces)"),
+        });
+    }
+    if m > i32::MAX as usize || n > i32::MAX as usize {
+        return Err(Error::TooLarge(format!("m = {m}, n = {n} must fit in i32")));
+    }
+    if n.div_ceil(config.columns_per_warp() * WARPS) > 65_535 {
+        return Err(Error::TooLarge(format!("n = {n} needs more than 65535 column blocks")));
+    }
+    Ok(())
+}
+
+/// C = A * B on the tensor cores (f16 or bf16, fp32 accumulation). The first call on a matrix builds its blocks
+/// (one download of A); later calls reuse them. Every element of C is written.
+pub fn spmm_tensor_core<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    config: &TensorCoreConfig,
+) -> Result<()> {
+    super::check_shapes(a, b, c)?;
+    let (m, n) = (a.rows(), b.cols());
+    check_tensor_core(config, T::DTYPE, m, n)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let blocks = a.tensor_core_blocks(gpu)?;
+    let function = gpu.function(Family::Spmm, &config.kernel_name())?;
+    let stream = gpu.stream();
+    let (window_blocks, _g1) = blocks.window_blocks.device_ptr(stream);
+    let (block_columns, _g2) = blocks.block_columns.device_ptr(stream);
+    let (block_values, _g3) = blocks.block_values.device_ptr(stream);
+    let (block_masks, _g4) = blocks.block_masks.device_ptr(stream);
+    let (dense, _g5) = b.data.device_ptr(stream);
+    let (out, _g6) = c.data.device_ptr_mut(stream);
+    let params = SpmmTcParams {
+        m: m as i32,
+        n: n as i32,
+        num_windows: blocks.num_windows as i32,
+        pad: 0,
+        window_blocks,
+        block_columns,
+        block_values,
+        block_masks,
+        dense,
+        out,
+    };
+    let cfg = LaunchConfig {
+        grid_dim: (blocks.num_windows as u32, n.div_ceil(config.columns_per_warp() * WARPS) as u32, 1),
+        block_dim: ((WARPS * 32) as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: the shapes and the config were checked (B is k x n, C is m x n, n a multiple of 8 so 16-byte
+    // pieces of B rows and 4-byte stores of C are aligned); the blocks were built from this matrix (the cache
+    // lives in it and is dropped when its structure changes): every slot column is < k or -1 (never read), every
+    // window's k-blocks lie in the block arrays, windows cover rows < ceil(m / 16) * 16 and rows >= m are not
+    // stored; warps whose columns start at or past n return before any access.
+    unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
+        .map_err(Error::driver("launching the tensor-core SpMM", 0))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_hold_every_entry_once_in_fragment_order() {
+        // 37 rows (three windows, the last partial), 50 columns, uneven rows, an empty row, a row with 20 entries.
+        let mut indptr = vec![0usize];
+        let mut indices = Vec::new();
+        let mut values = Vec::new();
+        for r in 0..37usize {
+            let len = match r {
+                5 => 0,
+                9 => 20,
+                _ => (r * 7) % 6,
+            };
+            let mut cols: Vec<usize> = (0..len).map(|j| (r * 13 + j * 17) % 50).collect();
+            cols.sort_unstable();
+            cols.dedup();
+            for c in cols {
+                indices.push(c);
+                values.push((r * 100 + c) as u16);
+            }
+            indptr.push(indices.len());
+        }
+        let b = HostBlocks::build(50, &indptr, &indices, &values);
+        assert_eq!(b.window_blocks.len(), 4);
+        // Decode every block back to (row, column, value) and compare with the CSR, entry for entry.
+        let mut decoded = Vec::new();
+        for w in 0..3 {
+            let (first, last) = (b.window_blocks[w] as usize, b.window_blocks[w + 1] as usize);
+            let cols = &b.block_columns[first * 16..last * 16];
+            // The window's slots are its rows' sorted distinct columns, then -1 padding (fewer than 16).
+            let real: Vec<i32> = cols.iter().copied().filter(|&c| c >= 0).collect();
+            assert!(real.windows(2).all(|p| p[0] < p[1]));
+            assert!(cols[real.len()..].iter().all(|&c| c == -1) && cols.len() - real.len() < 16);
+            for blk in first..last {
+                for r in 0..16 {
+                    for j in 0..16 {
+                        let v = b.block_values[blk * 256 + fragment_index(r, j)];
+                        let stored = b.block_masks[blk * 16 + r] >> j & 1 == 1;
+                        if stored {
+                            decoded.push((w * 16 + r, b.block_columns[blk * 16 + j] as usize, v));
+                        } else {
+                            assert_eq!(v, 0, "an unstored slot must hold zero");
+                        }
+                    }
+                }
+            }
+        }
+        decoded.sort_unstable();
+        let mut want: Vec<(usize, usize, u16)> = Vec::new();
+        for r in 0..37 {
+            for e in indptr[r]..indptr[r + 1] {
+                want.push((r, indices[e], values[e]));
+            }
+        }
+        assert_eq!(decoded, want);
+        // fragment_index is a permutation of 0..256.
+        let mut seen = [false; 256];
+        for r in 0..16 {
+            for j in 0..16 {
+                assert!(!std::mem::replace(&mut seen[fragment_index(r, j)], true));
+            }
+        }
+    }
+
+    #[test]
+    fn count_blocks_matches_the_built_blocks() {
+        let a = crate::gen::power_law(300, 257, 20.0, 1.5, 3);
+        let (indptr, indices) = (a.proper_indptr().to_vec(), a.indices().to_vec());
+        let b = HostBlocks::build(257, &indptr, &indices, &vec![1u16; indices.len()]);
+        assert_eq!(count_blocks(257, &indptr, &indices), b.num_blocks());
+        assert_eq!(count_blocks(5, &[0], &[]), 0);
+    }
+
+    #[test]
+    fn selection_follows_the_measurements() {
+        let sel = |m: usize, n: usize, nnz: usize, blocks: usize| select_tensor_core(DType::F16, m, n, nnz, blocks);
+        // Uniform 4096^2 at 50%: 256 windows of 256 half-full blocks; 32 columns per warp at n = 128 (512 warps
+        // of 64), 64 from n = 256.
+        let (nnz, blocks) = (8_388_608, 65_536);
+        assert_eq!(sel(4096, 128, nnz, blocks).map(|c| c.tiles_n), Some(4));
+        assert_eq!(sel(4096, 256, nnz, blocks).map(|c| c.tiles_n), Some(8));
+        assert_eq!(sel(4096, 4096, nnz, blocks).map(|c| c.tiles_n), Some(8));
+        // Uniform 80%: blocks 20% full: never.
+        assert_eq!(sel(4096, 4096, 3_355_437, 63_900), None);
+        // Pruned 384 x 1536 at 70% (30% full, 96 blocks per window): n = 1024 yes, n = 256 no.
+        assert!(sel(384, 1024, 176_947, 2304).is_some());
+        assert_eq!(sel(384, 256, 176_947, 2304), None);
+        // Pruned 1536 x 384 at 70% (24 blocks per window): n = 256 yes.
+        assert!(sel(1536, 256, 176_947, 2304).is_some());
+        // Not for f32, n not a multiple of 8, nnz = 0.
+        assert_eq!(select_tensor_core(DType::F32, 4096, 128, nnz, blocks), None);
+        assert_eq!(sel(4096, 100, nnz, blocks), None);
+        assert_eq!(sel(10, 64, 0, 0), None);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for dtype in [DType::F16, DType::Bf16] {
+            for c in TensorCoreConfig::all(dtype) {
+                assert_eq!(c.kernel_name().parse::<TensorCoreConfig>().unwrap(), c);
+            }
+        }
+        assert!("spmm_f16_s1d8_y4k8x64w8_u4_pred".parse::<TensorCoreConfig>().is_err());
+    }
+
+    #[test]
+    fn configs_are_checked() {
+        let c = TensorCoreConfig { dtype: DType::F16, tiles_n: 4 };
+        assert!(matches!(check_tensor_core(&c, DType::F32, 10, 64), Err(Error::InvalidConfig { .. })));
+        let f32c = TensorCoreConfig { dtype: DType::F32, tiles_n: 4 };
+        assert!(matches!(check_tensor_core(&f32c, DType::F32, 10, 64), Err(Error::Unsupported { .. })));
+        let bad = TensorCoreConfig { dtype: DType::F16, tiles_n: 3 };
+        assert!(matches!(check_tensor_core(&bad, DType::F16, 10, 64), Err(Error::InvalidConfig { .. })));
+        if KERNELS_BUILT {
+            assert!(matches!(check_tensor_core(&c, DType::F16, 10, 60), Err(Error::Unsupported { .. })));
+            assert!(check_tensor_core(&c, DType::F16, 10, 64).is_ok());
+        }
+    }
+}
