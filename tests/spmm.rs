@@ -559,24 +559,25 @@ fn sanitizer_spmm_tensor_core() {
     tensor_core_nan_inf_case::<f16>(&gpu);
 }
 
-/// spmm_auto picks the tensor cores for a half-full f16/bf16 matrix (SpmmKernel::select) and the result matches
-/// the oracle; at 95% sparsity it keeps a CUDA-core tile.
+/// spmm_auto picks the tensor cores for a half-full f16/bf16 matrix and for a small C (SpmmKernel::select),
+/// and a CUDA-core tile for a large C at 95% sparsity; every result matches the oracle.
 #[test]
 fn auto_uses_the_tensor_cores_where_they_win() {
     let Some(gpu) = gpu_or_skip("auto_uses_the_tensor_cores_where_they_win") else { return };
-    fn case<T: Scalar>(gpu: &Gpu, density: f64, want_tc: bool) {
-        let a: CsMat<T> = gen::convert(&gen::uniform_random(200, 300, density, 95));
-        let n = 64;
-        let b = dense::<T>(300, n, 96);
+    fn case<T: Scalar>(gpu: &Gpu, m: usize, density: f64, want_tc: bool) {
+        let (k, n) = (300, 64);
+        let a: CsMat<T> = gen::convert(&gen::uniform_random(m, k, density, 95));
+        let b = dense::<T>(k, n, 96);
         let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
-        let b_dev = DeviceDense::upload(gpu, 300, n, &b).unwrap();
-        let mut c_dev = DeviceDense::<T>::zeros(gpu, 200, n).unwrap();
+        let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
-        assert_eq!(matches!(used, SpmmKernel::TensorCore(_)), want_tc, "density {density}: {used}");
+        assert_eq!(matches!(used, SpmmKernel::TensorCore(_)), want_tc, "m = {m}, density {density}: {used}");
         SpmmOracle::new(a.view(), &b, n).check(&format!("auto {used}"), &c_dev.download(gpu).unwrap());
     }
-    case::<f16>(&gpu, 0.5, true);
-    case::<bf16>(&gpu, 0.5, true);
-    case::<f16>(&gpu, 0.05, false);
+    case::<f16>(&gpu, 9000, 0.5, true);
+    case::<bf16>(&gpu, 9000, 0.5, true);
+    case::<f16>(&gpu, 200, 0.05, true); // C of 12 800 elements
+    case::<f16>(&gpu, 9000, 0.05, false); // blocks 8% full, C of 576 000
 }

@@ -80,8 +80,10 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
-/// @brief The kernel body; see the file comment. Grid: (windows, column slices / kTcWarps); warp w of block
-/// (x, y) owns window x and column slice y * kTcWarps + w.
+/// @brief The kernel body; see the file comment. Grid: (windows, column slices); the kTcWarps warps of block
+/// (x, y) share window x and column slice y and take its k-blocks in turn (warp w: k-blocks w, w + kTcWarps,
+/// ...), so that a window's chain of k-blocks is walked by four warps at once; warp 0 adds the four partial
+/// tiles in warp order (the same bits every run) and stores C.
 template <typename T, int kTilesN>
 __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   constexpr int kColumns = kTilesN * 8;          // columns of C per warp
@@ -100,10 +102,13 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int window = blockIdx.x;
-  const int n0 = (blockIdx.y * kTcWarps + warp) * kColumns;
-  if (n0 >= p.n) return;  // no barrier below is wider than the warp
-  const int first = __ldg(p.window_blocks + window);
-  const int blocks = __ldg(p.window_blocks + window + 1) - first;
+  const int n0 = blockIdx.y * kColumns;  // < n: the grid has ceil(n / kColumns) column slices
+  const int window_first = __ldg(p.window_blocks + window);
+  const int window_blocks = __ldg(p.window_blocks + window + 1) - window_first;
+  // This warp's k-blocks: window_first + warp + kTcWarps * b for b < blocks.
+  const int first = window_first + warp;
+  const int blocks = window_blocks > warp ? (window_blocks - warp + kTcWarps - 1) / kTcWarps : 0;
+  const auto block_of = [&](int b) { return first + kTcWarps * b; };
   const T* dense = static_cast<const T*>(p.dense);
   unsigned char* my_b = &b_tiles[warp][0][0];
   const unsigned b_base = static_cast<unsigned>(__cvta_generic_to_shared(my_b));
@@ -113,7 +118,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   // Issues the copies of k-block `b` (window-relative) into ring slot `stage`; `column(row)` gives the B row
   // of each slot.
   const auto load = [&](int b, int stage, auto column) {
-    const int block = first + b;
+    const int block = block_of(b);
 #pragma unroll
     for (int i = 0; i < kChunksPerLane; ++i) {
       const int chunk = lane + 32 * i;
@@ -131,7 +136,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   // they name: lanes 0-3 copy 16 bytes each into ring slot b % kTcStages.
   const auto copy_columns = [&](int b) {
     if (lane < 4 && b < blocks) {
-      cp_async_16(c_base + ((b % kTcStages) * 16 + 4 * lane) * 4, p.block_columns + 16 * static_cast<size_t>(first + b) + 4 * lane,
+      cp_async_16(c_base + ((b % kTcStages) * 16 + 4 * lane) * 4, p.block_columns + 16 * static_cast<size_t>(block_of(b)) + 4 * lane,
                   true);
     }
   };
@@ -144,7 +149,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
 #pragma unroll
   for (int s = 0; s < kTcStages - 1; ++s) {
     if (s < blocks) {
-      load(s, s, [&](int row) { return __ldg(p.block_columns + 16 * static_cast<size_t>(first + s) + row); });
+      load(s, s, [&](int row) { return __ldg(p.block_columns + 16 * static_cast<size_t>(block_of(s)) + row); });
     }
     copy_columns(s + kTcStages - 1);
     cp_async_commit();
@@ -193,7 +198,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
       }
     } else {
       // Exact path: only stored entries multiply B (rows g and g + 8 of the window, this lane's columns).
-      const int block = first + b;
+      const int block = block_of(b);
       const unsigned short* values = reinterpret_cast<const unsigned short*>(p.block_values) + 256 * static_cast<size_t>(block);
       const unsigned mask_lo = __ldg(p.block_masks + 16 * static_cast<size_t>(block) + g);
       const unsigned mask_hi = __ldg(p.block_masks + 16 * static_cast<size_t>(block) + g + 8);
@@ -223,6 +228,29 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     }
   }
   cp_async_wait<0>();
+  __syncwarp();  // every lane is done reading the ring before it holds partial sums
+
+  // Warps 1.. leave their partial tiles in their own (now idle) B ring; warp 0 adds them in warp order.
+  float* partials = reinterpret_cast<float*>(my_b);
+  static_assert(kTilesN * 4 * 32 * 4 <= kTcStages * kTileBytes, "a partial tile fits in a warp's B ring");
+  if (warp != 0) {
+#pragma unroll
+    for (int j = 0; j < kTilesN; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) partials[(j * 4 + e) * 32 + lane] = acc[j][e];
+    }
+  }
+  __syncthreads();
+  if (warp != 0) return;
+#pragma unroll
+  for (int w = 1; w < kTcWarps; ++w) {
+    const float* other = reinterpret_cast<const float*>(&b_tiles[w][0][0]);
+#pragma unroll
+    for (int j = 0; j < kTilesN; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[j][e] += other[(j * 4 + e) * 32 + lane];
+    }
+  }
 
   T* out = static_cast<T*>(p.out);
   const int row_lo = window * 16 + g;

@@ -91,27 +91,33 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize]) -> usize {
 
 /// The tensor-core variant for an f16/bf16 product C (m x n) = A * B whose A has `nnz` entries in `blocks`
 /// k-blocks ([`count_blocks`]), or None where the CUDA-core tiles are faster. Pure; each branch from the H100
-/// run in NOTES.md ("SpMM step 6: tensor cores"):
-/// - the blocks must be at least a quarter full (stored entries / (blocks * 256)): at 50% (blocks half full)
-///   the tensor cores win at every n (uniform 4096^2, n = 128: 0.108 vs 0.143 ms; n = 4096: 1.97 vs 3.95 ms),
-///   at 20% (uniform 80%) they lose at every n (n = 4096: 1.96 vs 1.80 ms);
-/// - between a quarter and 40% full, only when a window has at most 32 k-blocks or n >= 512: pruned weights
-///   at 70% (30% full) win at n = 1024 (1536 x 384: 0.026 vs 0.037 ms) and with few k-blocks per window at
-///   n = 256 (0.016 vs 0.021 ms), and lose with 96 k-blocks per window at n = 256 (384 x 1536: 0.035 vs
-///   0.026 ms): each warp walks its window's k-blocks one after another;
-/// - 64 columns per warp when that still gives 1024 warps or more (8 per SM), else 32 (uniform 50%: n = 256
-///   0.162 vs 0.175 ms with 1024 warps; n = 128 0.108 vs 0.159 ms with 32 columns).
+/// run in NOTES.md ("SpMM step 6: tensor cores", four warps per window):
+/// - blocks at least a quarter full (f16; a fifth for bf16, whose CUDA-core tiles are slower): uniform 4096^2 at
+///   50% (half full) wins at every n (f16 n = 128: 0.077 vs 0.143 ms; n = 4096: 1.97 vs 3.95 ms); at 80%
+///   (20.5% full) bf16 wins (n = 4096: 1.91 vs 2.02 ms) and f16 loses (1.92 vs 1.80 ms); at 90% (12% full)
+///   both lose (f16 n = 128: 0.064 vs 0.037 ms);
+/// - or a small C (m * n < 2^19, where the tiles leave most of the GPU idle and the tensor cores' four warps
+///   per window do not): the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at
+///   n = 256 win at 7-30% full (384 x 1536 at 98%, n = 256: 0.008 vs 0.013 ms), 1536 x 384 at n = 1024 does not
+///   (90%: 0.024 vs 0.021 ms);
+/// - 64 columns per warp when n > 32 and that still makes at least 128 blocks (one per SM), else 32 (384 x 1536,
+///   n = 256, 96 blocks: 0.014 vs 0.016 ms with 32; uniform 50%, n = 128, 512 blocks: 0.077 vs 0.087 ms with 64).
 pub fn select_tensor_core(dtype: DType, m: usize, n: usize, nnz: usize, blocks: usize) -> Option<TensorCoreConfig> {
-    if !matches!(dtype, DType::F16 | DType::Bf16) || n % 8 != 0 || n == 0 || blocks == 0 {
+    let min_fill = match dtype {
+        DType::F16 => 0.25,
+        DType::Bf16 => 0.2,
+        _ => return None,
+    };
+    if n % 8 != 0 || n == 0 || blocks == 0 {
         return None;
     }
     let fill = nnz as f64 / (blocks * 256) as f64;
-    let windows = m.div_ceil(WINDOW);
-    let per_window = blocks as f64 / windows.max(1) as f64;
-    if fill < 0.25 || (fill < 0.4 && per_window > 32.0 && n < 512) {
+    let small = m.saturating_mul(n) < 1 << 19;
+    if fill < min_fill && !small {
         return None;
     }
-    let tiles_n = if windows * n.div_ceil(64) >= 1024 { 8 } else { 4 };
+    let windows = m.div_ceil(WINDOW);
+    let tiles_n = if n > 32 && windows * n.div_ceil(64) >= 128 { 8 } else { 4 };
     Some(TensorCoreConfig { dtype, tiles_n })
 }
 
@@ -279,7 +285,7 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
     if m > i32::MAX as usize || n > i32::MAX as usize {
         return Err(Error::TooLarge(format!("m = {m}, n = {n} must fit in i32")));
     }
-    if n.div_ceil(config.columns_per_warp() * WARPS) > 65_535 {
+    if n.div_ceil(config.columns_per_warp()) > 65_535 {
         return Err(Error::TooLarge(format!("n = {n} needs more than 65535 column blocks")));
     }
     Ok(())
@@ -322,7 +328,7 @@ pub fn spmm_tensor_core<T: Scalar>(
         out,
     };
     let cfg = LaunchConfig {
-        grid_dim: (blocks.num_windows as u32, n.div_ceil(config.columns_per_warp() * WARPS) as u32, 1),
+        grid_dim: (blocks.num_windows as u32, n.div_ceil(config.columns_per_warp()) as u32, 1),
         block_dim: ((WARPS * 32) as u32, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -330,7 +336,7 @@ pub fn spmm_tensor_core<T: Scalar>(
     // pieces of B rows and 4-byte stores of C are aligned); the blocks were built from this matrix (the cache
     // lives in it and is dropped when its structure changes): every slot column is < k or -1 (never read), every
     // window's k-blocks lie in the block arrays, windows cover rows < ceil(m / 16) * 16 and rows >= m are not
-    // stored; warps whose columns start at or past n return before any access.
+    // stored; the grid has ceil(n / columns per warp) column slices, each starting below n.
     unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
         .map_err(Error::driver("launching the tensor-core SpMM", 0))?;
     Ok(())
@@ -414,24 +420,29 @@ mod tests {
 
     #[test]
     fn selection_follows_the_measurements() {
-        let sel = |m: usize, n: usize, nnz: usize, blocks: usize| select_tensor_core(DType::F16, m, n, nnz, blocks);
-        // Uniform 4096^2 at 50%: 256 windows of 256 half-full blocks; 32 columns per warp at n = 128 (512 warps
-        // of 64), 64 from n = 256.
+        let sel = |dtype, m: usize, n: usize, nnz: usize, blocks: usize| select_tensor_core(dtype, m, n, nnz, blocks);
+        let tiles = |c: Option<TensorCoreConfig>| c.map(|c| c.tiles_n);
+        // Uniform 4096^2 at 50%: 256 windows of 256 half-full blocks: 64 columns per warp at every n.
         let (nnz, blocks) = (8_388_608, 65_536);
-        assert_eq!(sel(4096, 128, nnz, blocks).map(|c| c.tiles_n), Some(4));
-        assert_eq!(sel(4096, 256, nnz, blocks).map(|c| c.tiles_n), Some(8));
-        assert_eq!(sel(4096, 4096, nnz, blocks).map(|c| c.tiles_n), Some(8));
-        // Uniform 80%: blocks 20% full: never.
-        assert_eq!(sel(4096, 4096, 3_355_437, 63_900), None);
-        // Pruned 384 x 1536 at 70% (30% full, 96 blocks per window): n = 1024 yes, n = 256 no.
-        assert!(sel(384, 1024, 176_947, 2304).is_some());
-        assert_eq!(sel(384, 256, 176_947, 2304), None);
-        // Pruned 1536 x 384 at 70% (24 blocks per window): n = 256 yes.
-        assert!(sel(1536, 256, 176_947, 2304).is_some());
+        for n in [128, 256, 4096] {
+            assert_eq!(tiles(sel(DType::F16, 4096, n, nnz, blocks)), Some(8), "n = {n}");
+        }
+        // Uniform 80% (20.5% full): bf16 yes, f16 no; 90% (12% full): neither.
+        assert!(sel(DType::Bf16, 4096, 4096, 3_355_437, 64_000).is_some());
+        assert_eq!(sel(DType::F16, 4096, 4096, 3_355_437, 64_000), None);
+        assert_eq!(sel(DType::Bf16, 4096, 128, 1_677_702, 53_500), None);
+        // Small C: the pruned weights, whatever the fill; 384 x 1536 at n = 256 makes 96 blocks of 64 columns:
+        // 32 per warp.
+        assert_eq!(tiles(sel(DType::F16, 384, 256, 11_796, 576)), Some(4));
+        assert_eq!(tiles(sel(DType::F16, 384, 1024, 11_796, 576)), Some(8));
+        assert_eq!(tiles(sel(DType::F16, 1536, 256, 11_796, 576)), Some(8));
+        assert_eq!(sel(DType::F16, 1536, 1024, 58_982, 1_850), None);
+        // n <= 32: 32 columns per warp.
+        assert_eq!(tiles(sel(DType::F16, 4096, 32, nnz, blocks)), Some(4));
         // Not for f32, n not a multiple of 8, nnz = 0.
         assert_eq!(select_tensor_core(DType::F32, 4096, 128, nnz, blocks), None);
-        assert_eq!(sel(4096, 100, nnz, blocks), None);
-        assert_eq!(sel(10, 64, 0, 0), None);
+        assert_eq!(sel(DType::F16, 4096, 100, nnz, blocks), None);
+        assert_eq!(sel(DType::F16, 10, 64, 0, 0), None);
     }
 
     #[test]
