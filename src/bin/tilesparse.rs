@@ -90,7 +90,8 @@ struct SpmmArgs {
     /// Element type of A, B and C: f32, f16 or bf16 (accumulation is f32).
     #[arg(long, default_value = "f32")]
     dtype: DType,
-    /// `auto` or a kernel name such as spmm_f32_s4d4_y4k32x32w8_u4_pred (see `tilesparse info`).
+    /// `auto` or a kernel name such as spmm_f32_s4d4_y4k32x32w8_u4_pred (see `tilesparse info`), or spmm_tc_f16_n8
+    /// / spmm_tc_bf16_n4 (the tensor cores, f16/bf16, n a multiple of 8).
     #[arg(long, default_value = "auto")]
     config: String,
     /// Check C against the f64 CPU oracle.
