@@ -70,15 +70,29 @@ impl std::fmt::Display for TensorCoreConfig {
 }
 
 /// The number of k-blocks of a CSR matrix of `cols` columns: per window of 16 rows, its distinct columns / 16
-/// rounded up. O(nnz), no sorting (the selection needs it at upload).
+/// rounded up (the selection needs it at upload). O(nnz) with a stamp per column when the columns are not
+/// many more than the entries, else a sort per window (so a matrix of 2^31 columns does not cost 8 GB here).
 pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize]) -> usize {
     let rows = indptr.len().saturating_sub(1);
+    let windows = rows.div_ceil(WINDOW);
+    let window = |w: usize| &indices[indptr[w * WINDOW]..indptr[((w + 1) * WINDOW).min(rows)]];
+    if cols > 8 * indices.len() + 4096 {
+        let mut union = Vec::new();
+        return (0..windows)
+            .map(|w| {
+                union.clear();
+                union.extend_from_slice(window(w));
+                union.sort_unstable();
+                union.dedup();
+                union.len().div_ceil(WINDOW)
+            })
+            .sum();
+    }
     let mut stamp = vec![u32::MAX; cols];
     let mut blocks = 0;
-    for w in 0..rows.div_ceil(WINDOW) {
-        let (r0, r1) = (w * WINDOW, ((w + 1) * WINDOW).min(rows));
+    for w in 0..windows {
         let mut distinct = 0usize;
-        for &c in &indices[indptr[r0]..indptr[r1]] {
+        for &c in window(w) {
             if stamp[c] != w as u32 {
                 stamp[c] = w as u32;
                 distinct += 1;
@@ -143,11 +157,12 @@ pub(crate) fn fragment_index(r: usize, j: usize) -> usize {
 }
 
 impl HostBlocks {
-    /// Builds the blocks of a valid CSR matrix (sorted, in-range, unique columns per row) of `cols` columns.
-    pub(crate) fn build(cols: usize, indptr: &[usize], indices: &[usize], values: &[u16]) -> HostBlocks {
+    /// Builds the blocks of a valid CSR matrix (sorted, in-range, unique columns per row). Every slot holds at
+    /// least one stored entry (only a window's last k-block has padding slots), so a k-block (608 bytes: values,
+    /// columns, masks) holds at least 16 entries: at most about 38 bytes per entry beside the CSR's 6.
+    pub(crate) fn build(indptr: &[usize], indices: &[usize], values: &[u16]) -> HostBlocks {
         let rows = indptr.len() - 1;
         let windows = rows.div_ceil(WINDOW);
-        let mut slot = vec![u32::MAX; cols];
         let mut out = HostBlocks {
             window_blocks: Vec::with_capacity(windows + 1),
             block_columns: Vec::new(),
@@ -163,9 +178,6 @@ impl HostBlocks {
             union.extend_from_slice(&indices[indptr[r0]..indptr[r1]]);
             union.sort_unstable();
             union.dedup();
-            for (p, &c) in union.iter().enumerate() {
-                slot[c] = p as u32;
-            }
             let count = union.len().div_ceil(WINDOW);
             let first = blocks;
             blocks += count;
@@ -176,14 +188,11 @@ impl HostBlocks {
             for r in r0..r1 {
                 let lr = r - r0;
                 for e in indptr[r]..indptr[r + 1] {
-                    let p = slot[indices[e]] as usize;
+                    let p = union.binary_search(&indices[e]).expect("the window's union holds its columns");
                     let (b, j) = (first + p / WINDOW, p % WINDOW);
                     out.block_values[b * 256 + fragment_index(lr, j)] = values[e];
                     out.block_masks[b * WINDOW + lr] |= 1 << j;
                 }
-            }
-            for &c in &union {
-                slot[c] = u32::MAX;
             }
         }
         out.window_blocks.push(blocks as i32);
@@ -211,7 +220,7 @@ impl DeviceBlocks {
         let host = a.download(gpu)?;
         let indptr = host.proper_indptr();
         let values: &[u16] = bytemuck::cast_slice(host.data());
-        let blocks = HostBlocks::build(a.cols(), &indptr, host.indices(), values);
+        let blocks = HostBlocks::build(&indptr, host.indices(), values);
         if blocks.block_columns.len() > i32::MAX as usize {
             return Err(Error::TooLarge(format!(
                 "the tensor-core blocks of this matrix need {} k-blocks",
@@ -367,7 +376,7 @@ mod tests {
             }
             indptr.push(indices.len());
         }
-        let b = HostBlocks::build(50, &indptr, &indices, &values);
+        let b = HostBlocks::build(&indptr, &indices, &values);
         assert_eq!(b.window_blocks.len(), 4);
         // Decode every block back to (row, column, value) and compare with the CSR, entry for entry.
         let mut decoded = Vec::new();
@@ -413,9 +422,12 @@ mod tests {
     fn count_blocks_matches_the_built_blocks() {
         let a = crate::gen::power_law(300, 257, 20.0, 1.5, 3);
         let (indptr, indices) = (a.proper_indptr().to_vec(), a.indices().to_vec());
-        let b = HostBlocks::build(257, &indptr, &indices, &vec![1u16; indices.len()]);
+        let b = HostBlocks::build(&indptr, &indices, &vec![1u16; indices.len()]);
         assert_eq!(count_blocks(257, &indptr, &indices), b.num_blocks());
         assert_eq!(count_blocks(5, &[0], &[]), 0);
+        // The sorting path (many more columns than entries) agrees.
+        let wide: Vec<usize> = indices.iter().map(|&c| c * 1000).collect();
+        assert_eq!(count_blocks(257_000, &indptr, &wide), b.num_blocks());
     }
 
     #[test]
