@@ -71,8 +71,14 @@ struct TcOps<__nv_bfloat16> {
   }
 };
 
+/// @brief A 16-byte cp.async, zero-filled when !valid; kL1: through L1 (.ca), else L2 only (.cg).
+template <bool kL1>
 __device__ __forceinline__ void cp_async_16(unsigned smem, const void* global, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(global), "r"(valid ? 16 : 0));
+  if (kL1) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(global), "r"(valid ? 16 : 0));
+  } else {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(global), "r"(valid ? 16 : 0));
+  }
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int kPending>
@@ -93,6 +99,10 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   constexpr int kStride = kColumns * 2 + 16;     // bytes per B tile row (+16: ldmatrix rows hit distinct banks)
   constexpr int kTileBytes = 16 * kStride;
   constexpr int kTcStages = tc_stages<kTilesN>();
+  // Copies through L1 for the 64-column warps: the blocks an SM holds gather the same B rows when windows share
+  // columns (f16, uniform 50%, n = 128: 0.078 -> 0.068 ms; 1536 x 384 at 70%, n = 256: 0.0117 -> 0.0097 ms);
+  // the 32-column warps lost 5-13% with it (NOTES.md, "SpMM step 6").
+  constexpr bool kL1 = kTilesN >= 8;
   static_assert(kChunks % 32 == 0, "whole chunks per lane");
 
   __shared__ __align__(128) unsigned char b_tiles[kTcWarps][kTcStages][kTileBytes];
@@ -128,15 +138,15 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
       const int n_at = n0 + 8 * part;
       const bool valid = c >= 0 && n_at < p.n;
       const T* src = valid ? dense + static_cast<size_t>(c) * p.n + n_at : dense;
-      cp_async_16(b_base + stage * kTileBytes + row * kStride + part * 16, src, valid);
+      cp_async_16<kL1>(b_base + stage * kTileBytes + row * kStride + part * 16, src, valid);
     }
-    cp_async_16(a_base + (stage * 32 + lane) * 16, p.block_values + 32 * static_cast<size_t>(block) + lane, true);
+    cp_async_16<kL1>(a_base + (stage * 32 + lane) * 16, p.block_values + 32 * static_cast<size_t>(block) + lane, true);
   };
   // The slot columns of k-block `b` travel through the same pipeline, kTcStages - 1 steps before the B rows
   // they name: lanes 0-3 copy 16 bytes each into ring slot b % kTcStages.
   const auto copy_columns = [&](int b) {
     if (lane < 4 && b < blocks) {
-      cp_async_16(c_base + ((b % kTcStages) * 16 + 4 * lane) * 4, p.block_columns + 16 * static_cast<size_t>(block_of(b)) + 4 * lane,
+      cp_async_16<kL1>(c_base + ((b % kTcStages) * 16 + 4 * lane) * 4, p.block_columns + 16 * static_cast<size_t>(block_of(b)) + 4 * lane,
                   true);
     }
   };
