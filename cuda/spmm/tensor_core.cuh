@@ -1,10 +1,10 @@
 /**
  * @file @brief Tensor-core SpMM for f16 and bf16 (fp32 accumulation): C = A * B with A cut into windows of 16
  * rows, each window's columns condensed (the sorted union of the columns its rows store) and cut into k-blocks
- * of 16 slots, one dense 16 x 16 block of A per k-block (src/spmm/tensor_core.rs builds them). One warp owns
- * one window and one slice of kTilesN * 8 columns of C: per k-block it gathers the 16 rows of B its slots name
- * (cp.async, a ring of kStages k-blocks in flight), loads the B fragments with ldmatrix.trans and runs kTilesN
- * mma.sync.m16n8k16.
+ * of 16 slots, one dense 16 x 16 block of A per k-block (src/spmm/tensor_core.rs builds them). A block of four
+ * warps owns one window and one slice of kTilesN * 8 columns of C; the warps take the window's k-blocks in turn.
+ * Per k-block a warp gathers the 16 rows of B its slots name (cp.async, a ring of k-blocks in flight), loads the
+ * B fragments with ldmatrix.trans and runs kTilesN mma.sync.m16n8k16; warp 0 adds the four partial tiles.
  *
  * Semantics are those of the sparse product: a block's padding zeros (slots a row does not store, padding
  * slots) would multiply B too, and 0 * Inf = NaN, so a k-block whose B tile holds an Inf or NaN is computed
@@ -140,14 +140,15 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
       const T* src = valid ? dense + static_cast<size_t>(c) * p.n + n_at : dense;
       cp_async_16<kL1>(b_base + stage * kTileBytes + row * kStride + part * 16, src, valid);
     }
-    cp_async_16<kL1>(a_base + (stage * 32 + lane) * 16, p.block_values + 32 * static_cast<size_t>(block) + lane, true);
+    const uint4* a_src = p.block_values + 32 * static_cast<size_t>(block) + lane;
+    cp_async_16<kL1>(a_base + (stage * 32 + lane) * 16, a_src, true);
   };
   // The slot columns of k-block `b` travel through the same pipeline, kTcStages - 1 steps before the B rows
   // they name: lanes 0-3 copy 16 bytes each into ring slot b % kTcStages.
   const auto copy_columns = [&](int b) {
     if (lane < 4 && b < blocks) {
-      cp_async_16<kL1>(c_base + ((b % kTcStages) * 16 + 4 * lane) * 4, p.block_columns + 16 * static_cast<size_t>(block_of(b)) + 4 * lane,
-                  true);
+      const int* src = p.block_columns + 16 * static_cast<size_t>(block_of(b)) + 4 * lane;
+      cp_async_16<kL1>(c_base + ((b % kTcStages) * 16 + 4 * lane) * 4, src, true);
     }
   };
 
@@ -209,7 +210,8 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     } else {
       // Exact path: only stored entries multiply B (rows g and g + 8 of the window, this lane's columns).
       const int block = block_of(b);
-      const unsigned short* values = reinterpret_cast<const unsigned short*>(p.block_values) + 256 * static_cast<size_t>(block);
+      const unsigned short* values =
+          reinterpret_cast<const unsigned short*>(p.block_values) + 256 * static_cast<size_t>(block);
       const unsigned mask_lo = __ldg(p.block_masks + 16 * static_cast<size_t>(block) + g);
       const unsigned mask_hi = __ldg(p.block_masks + 16 * static_cast<size_t>(block) + g + 8);
       for (int kk = 0; kk < 16; ++kk) {
