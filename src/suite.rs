@@ -187,9 +187,10 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
             }
         }
     }
-    if n % 8 == 0 {
-        for config in TensorCoreConfig::all(T::DTYPE) {
-            let fill = crate::spmm::tensor_core::block_fill(gpu, &a)?;
+    let tensor_cores = TensorCoreConfig::all(T::DTYPE);
+    if n % 8 == 0 && !tensor_cores.is_empty() {
+        let fill = crate::spmm::tensor_core::block_fill(gpu, &a)?;
+        for config in tensor_cores {
             let r = time_op(gpu, opts.warmup, opts.iters, || spmm_tensor_core(gpu, &a, &b, &mut c, &config));
             variants.push(Entry::timed(format!("{config} (blocks {:.1}% full)", 100.0 * fill), r));
         }

@@ -9,8 +9,8 @@ use sprs::CsMat;
 use tilesparse::kernels::compiled_spmm_variants_for;
 use tilesparse::spmm::{check_config, splits_rows, spmm_bias_relu};
 use tilesparse::{
-    gen, spmm, spmm_auto, spmm_tensor_core, DType, DeviceCsr, DeviceDense, Error, Gpu, Scalar, SpmmConfig, SpmmKernel,
-    TensorCoreConfig,
+    gen, spmm, spmm_auto, spmm_kernel, spmm_tensor_core, DType, DeviceCsr, DeviceDense, Error, Gpu, Scalar, SpmmConfig,
+    SpmmKernel, TensorCoreConfig,
 };
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -28,9 +28,16 @@ fn dense<T: Scalar>(k: usize, n: usize, seed: u64) -> Vec<T> {
     gen::dense_matrix(k, n, seed).into_iter().map(T::from_f32).collect()
 }
 
-/// Every compiled variant of T that can run (m, k, n) on A (rounded to T), each checked against the oracle
-/// on the rounded inputs (computed once). A and B are uploaded once; C is poisoned before every run.
-fn check_all_variants<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
+/// Each of `kernels` on A (rounded to T) times B, checked against the oracle on the rounded inputs (computed
+/// once). A and B are uploaded once; C is poisoned before every run. Returns how many ran.
+fn check_kernels<T: Scalar>(
+    gpu: &Gpu,
+    what: &str,
+    a: &CsMat<f32>,
+    n: usize,
+    seed: u64,
+    kernels: impl IntoIterator<Item = SpmmKernel>,
+) -> usize {
     let a: CsMat<T> = gen::convert(a);
     let b = dense::<T>(a.cols(), n, seed);
     let oracle = SpmmOracle::new(a.view(), &b, n);
@@ -38,16 +45,21 @@ fn check_all_variants<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize
     let b_dev = DeviceDense::upload(gpu, a.cols(), n, &b).unwrap();
     let mut c_dev = DeviceDense::<T>::zeros(gpu, a.rows(), n).unwrap();
     let mut ran = 0;
-    for config in compiled_spmm_variants_for(T::DTYPE) {
-        if check_config(config, T::DTYPE, a.rows(), a.cols(), n).is_err() {
-            continue;
-        }
+    for kernel in kernels {
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-        spmm(gpu, &a_dev, &b_dev, &mut c_dev, config).unwrap_or_else(|e| panic!("{config}: {e}"));
-        oracle.check(&format!("{what} with {config}"), &c_dev.download(gpu).unwrap());
+        spmm_kernel(gpu, &a_dev, &b_dev, &mut c_dev, &kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        oracle.check(&format!("{what} with {kernel}"), &c_dev.download(gpu).unwrap());
         ran += 1;
     }
     ran
+}
+
+/// Every compiled variant of T that can run (m, k, n) on A ([`check_kernels`]).
+fn check_all_variants<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
+    let runnable = compiled_spmm_variants_for(T::DTYPE)
+        .filter(|config| check_config(config, T::DTYPE, a.rows(), a.cols(), n).is_ok())
+        .map(|config| SpmmKernel::Tiled(*config));
+    check_kernels::<T>(gpu, what, a, n, seed, runnable)
 }
 
 #[test]
@@ -426,23 +438,9 @@ fn half_lifts_sputniks_limits() {
     sputnik_limits_case::<bf16>(&gpu);
 }
 
-/// Every tensor-core variant of T on A (rounded to T) against the oracle on the rounded inputs; C poisoned
-/// before every run. Returns how many ran.
+/// Every tensor-core variant of T on A ([`check_kernels`]).
 fn check_tensor_core<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
-    let a: CsMat<T> = gen::convert(a);
-    let b = dense::<T>(a.cols(), n, seed);
-    let oracle = SpmmOracle::new(a.view(), &b, n);
-    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
-    let b_dev = DeviceDense::upload(gpu, a.cols(), n, &b).unwrap();
-    let mut c_dev = DeviceDense::<T>::zeros(gpu, a.rows(), n).unwrap();
-    let mut ran = 0;
-    for config in TensorCoreConfig::all(T::DTYPE) {
-        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-        spmm_tensor_core(gpu, &a_dev, &b_dev, &mut c_dev, &config).unwrap_or_else(|e| panic!("{config}: {e}"));
-        oracle.check(&format!("{what} with {config}"), &c_dev.download(gpu).unwrap());
-        ran += 1;
-    }
-    ran
+    check_kernels::<T>(gpu, what, a, n, seed, TensorCoreConfig::all(T::DTYPE).into_iter().map(SpmmKernel::TensorCore))
 }
 
 /// The tensor-core SpMM (f16, bf16) on awkward shapes: m not a multiple of 16, empty rows, one dense row (a

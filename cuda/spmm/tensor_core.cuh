@@ -16,6 +16,7 @@
 #include <cuda_fp16.h>
 
 #include "common/params.cuh"
+#include "common/vector.cuh"
 
 namespace ts {
 
@@ -27,7 +28,7 @@ __host__ __device__ constexpr int tc_stages() {
   return kTilesN <= 4 ? 6 : 4;
 }
 
-/// @brief The element type's mma and its test for Inf/NaN on two packed elements.
+/// @brief The element type's mma and its test for Inf/NaN on two packed elements (conversions: common/vector.cuh).
 template <typename T>
 struct TcOps;
 
@@ -43,11 +44,6 @@ struct TcOps<__half> {
   static __device__ __forceinline__ bool nonfinite2(unsigned w) {
     return ((w & 0x7c00u) == 0x7c00u) | ((w & 0x7c000000u) == 0x7c000000u);
   }
-  static __device__ __forceinline__ float widen(unsigned short bits) { return __half2float(__ushort_as_half(bits)); }
-  static __device__ __forceinline__ unsigned pack(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const unsigned*>(&h);
-  }
 };
 
 template <>
@@ -61,13 +57,6 @@ struct TcOps<__nv_bfloat16> {
   }
   static __device__ __forceinline__ bool nonfinite2(unsigned w) {
     return ((w & 0x7f80u) == 0x7f80u) | ((w & 0x7f800000u) == 0x7f800000u);
-  }
-  static __device__ __forceinline__ float widen(unsigned short bits) {
-    return __bfloat162float(__ushort_as_bfloat16(bits));
-  }
-  static __device__ __forceinline__ unsigned pack(float lo, float hi) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const unsigned*>(&h);
   }
 };
 
@@ -210,8 +199,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     } else {
       // Exact path: only stored entries multiply B (rows g and g + 8 of the window, this lane's columns).
       const int block = block_of(b);
-      const unsigned short* values =
-          reinterpret_cast<const unsigned short*>(p.block_values) + 256 * static_cast<size_t>(block);
+      const T* values = reinterpret_cast<const T*>(p.block_values) + 256 * static_cast<size_t>(block);
       const unsigned mask_lo = __ldg(p.block_masks + 16 * static_cast<size_t>(block) + g);
       const unsigned mask_hi = __ldg(p.block_masks + 16 * static_cast<size_t>(block) + g + 8);
       for (int kk = 0; kk < 16; ++kk) {
@@ -220,13 +208,13 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
         if (!lo && !hi) continue;
         // Position of (row, kk) in the fragment order (see tensor_core.rs): lane g * 4 + (kk % 8) / 2.
         const int at = (g * 4 + (kk % 8) / 2) * 8 + (kk >= 8 ? 4 : 0) + (kk & 1);
-        const float a_lo = TcOps<T>::widen(values[at]);
-        const float a_hi = TcOps<T>::widen(values[at + 2]);
-        const unsigned short* b_row = reinterpret_cast<const unsigned short*>(tile + kk * kStride);
+        const float a_lo = to_float(values[at]);
+        const float a_hi = to_float(values[at + 2]);
+        const T* b_row = reinterpret_cast<const T*>(tile + kk * kStride);
 #pragma unroll
         for (int j = 0; j < kTilesN; ++j) {
-          const float b0 = TcOps<T>::widen(b_row[8 * j + 2 * t]);
-          const float b1 = TcOps<T>::widen(b_row[8 * j + 2 * t + 1]);
+          const float b0 = to_float(b_row[8 * j + 2 * t]);
+          const float b1 = to_float(b_row[8 * j + 2 * t + 1]);
           if (lo) {
             acc[j][0] = fmaf(a_lo, b0, acc[j][0]);
             acc[j][1] = fmaf(a_lo, b1, acc[j][1]);
@@ -271,13 +259,14 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   for (int j = 0; j < kTilesN; ++j) {
     const int column = n0 + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
     if (column >= p.n) continue;
+    // Two adjacent elements per row in one 4-byte store (column and n even: aligned).
     if (row_lo < p.m) {
-      *reinterpret_cast<unsigned*>(out + static_cast<size_t>(row_lo) * p.n + column) =
-          TcOps<T>::pack(acc[j][0], acc[j][1]);
+      const Vec<T, 2> v = {{from_float<T>(acc[j][0]), from_float<T>(acc[j][1])}};
+      store(out + static_cast<size_t>(row_lo) * p.n + column, v);
     }
     if (row_hi < p.m) {
-      *reinterpret_cast<unsigned*>(out + static_cast<size_t>(row_hi) * p.n + column) =
-          TcOps<T>::pack(acc[j][2], acc[j][3]);
+      const Vec<T, 2> v = {{from_float<T>(acc[j][2]), from_float<T>(acc[j][3])}};
+      store(out + static_cast<size_t>(row_hi) * p.n + column, v);
     }
   }
 }

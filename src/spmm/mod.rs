@@ -68,16 +68,30 @@ fn nearest_compiled(config: &SpmmConfig) -> String {
     candidates.iter().take(3).map(|c| c.kernel_name()).collect::<Vec<_>>().join(", ")
 }
 
+/// The config's element type must be the operands'.
+fn check_dtype(name: &str, config: crate::DType, operands: crate::DType) -> Result<()> {
+    if config != operands {
+        return Err(Error::InvalidConfig {
+            config: name.to_string(),
+            rule: format!("config is for {config} but the operands are {operands}"),
+        });
+    }
+    Ok(())
+}
+
+/// The kernels take m and n as i32.
+fn check_i32(m: usize, n: usize) -> Result<()> {
+    if m > i32::MAX as usize || n > i32::MAX as usize {
+        return Err(Error::TooLarge(format!("m = {m}, n = {n} must fit in i32")));
+    }
+    Ok(())
+}
+
 /// Checks that `config` can run C (m x n) = A (m x k) * B on this build: valid, compiled, and able to
 /// handle this n. Pure: no device needed.
 pub fn check_config(config: &SpmmConfig, dtype: crate::DType, m: usize, k: usize, n: usize) -> Result<()> {
     let name = config.kernel_name();
-    if config.dtype != dtype {
-        return Err(Error::InvalidConfig {
-            config: name,
-            rule: format!("config is for {} but the operands are {dtype}", config.dtype),
-        });
-    }
+    check_dtype(&name, config.dtype, dtype)?;
     config.validate().map_err(|rule| Error::InvalidConfig { config: name.clone(), rule })?;
     if !KERNELS_BUILT {
         return Err(Error::KernelsNotBuilt);
@@ -122,10 +136,7 @@ pub fn check_config(config: &SpmmConfig, dtype: crate::DType, m: usize, k: usize
             config.block_items_x
         )));
     }
-    if m > i32::MAX as usize || n > i32::MAX as usize {
-        return Err(Error::TooLarge(format!("m = {m}, n = {n} must fit in i32")));
-    }
-    Ok(())
+    check_i32(m, n)
 }
 
 fn check_shapes<T: Scalar>(a: &DeviceCsr<T>, b: &DeviceDense<T>, c: &DeviceDense<T>) -> Result<()> {

@@ -270,12 +270,7 @@ unsafe impl cudarc::driver::DeviceRepr for SpmmTcParams {}
 /// Checks that `config` can run C (m x n) = A * B for this element type and n. Pure: no device needed.
 pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: usize) -> Result<()> {
     let name = config.kernel_name();
-    if config.dtype != dtype {
-        return Err(Error::InvalidConfig {
-            config: name,
-            rule: format!("config is for {} but the operands are {dtype}", config.dtype),
-        });
-    }
+    super::check_dtype(&name, config.dtype, dtype)?;
     if !matches!(dtype, DType::F16 | DType::Bf16) {
         return Err(Error::Unsupported { config: name, reason: "tensor-core SpMM is for f16 and bf16".into() });
     }
@@ -291,9 +286,7 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
             reason: format!("n = {n} is not a multiple of 8 (rows of B are gathered in 16-byte pieces)"),
         });
     }
-    if m > i32::MAX as usize || n > i32::MAX as usize {
-        return Err(Error::TooLarge(format!("m = {m}, n = {n} must fit in i32")));
-    }
+    super::check_i32(m, n)?;
     if n.div_ceil(config.columns_per_warp()) > 65_535 {
         return Err(Error::TooLarge(format!("n = {n} needs more than 65535 column blocks")));
     }
