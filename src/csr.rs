@@ -182,10 +182,11 @@ pub struct DeviceCsr<T: Scalar> {
     pub(crate) column_indices: CudaSlice<i32>,
     pub(crate) values: CudaSlice<T>,
     derived: OnceLock<Derived>,
-    /// The tensor-core SpMM's blocks (crate::spmm::tensor_core), built on first use.
-    tensor_core: OnceLock<crate::spmm::tensor_core::DeviceBlocks>,
-    /// Its k-block count ([`crate::spmm::tensor_core::count_blocks`]), counted at upload for 16-bit types.
-    tensor_core_count: Option<usize>,
+    /// The tensor-core SpMM's blocks (crate::spmm::tensor_core) for 16-row and 64-row windows, each built on
+    /// first use.
+    tensor_core: [OnceLock<crate::spmm::tensor_core::DeviceBlocks>; 2],
+    /// Their k-block counts ([`crate::spmm::tensor_core::BlockCounts`]), counted at upload for 16-bit types.
+    tensor_core_count: Option<crate::spmm::tensor_core::BlockCounts>,
     /// Distinct for every upload or device build, renewed when a kernel rewrites the structure: what a plan
     /// made from this matrix (e.g. [`crate::SpmvPlan`]) checks that it is used with.
     id: u64,
@@ -240,9 +241,9 @@ impl<T: Scalar> DeviceCsr<T> {
             column_indices: upload_slice(gpu, &cols_i32, "uploading CSR column indices")?,
             values: upload_slice(gpu, values, "uploading CSR values")?,
             derived,
-            tensor_core: OnceLock::new(),
+            tensor_core: Default::default(),
             tensor_core_count: (T::DTYPE.size() == 2)
-                .then(|| crate::spmm::tensor_core::count_blocks(cols, indptr, indices)),
+                .then(|| crate::spmm::tensor_core::BlockCounts::of(cols, indptr, indices)),
             id: next_id(),
         })
     }
@@ -266,7 +267,7 @@ impl<T: Scalar> DeviceCsr<T> {
             column_indices,
             values,
             derived: OnceLock::new(),
-            tensor_core: OnceLock::new(),
+            tensor_core: Default::default(),
             tensor_core_count: None,
             id: next_id(),
         }
@@ -288,23 +289,29 @@ impl<T: Scalar> DeviceCsr<T> {
     /// The matrix gets a new identity: plans made from the old structure no longer match it.
     pub(crate) fn forget_derived(&mut self) {
         self.derived = OnceLock::new();
-        self.tensor_core = OnceLock::new();
+        self.tensor_core = Default::default();
         self.tensor_core_count = None;
         self.id = next_id();
     }
 
-    /// The number of k-blocks of the tensor-core SpMM (f16/bf16 matrices uploaded from the host; None otherwise).
-    pub fn tensor_core_block_count(&self) -> Option<usize> {
+    /// The numbers of k-blocks of the tensor-core SpMM (f16/bf16 matrices uploaded from the host; None otherwise).
+    pub fn tensor_core_block_count(&self) -> Option<crate::spmm::tensor_core::BlockCounts> {
         self.tensor_core_count
     }
 
-    /// The tensor-core SpMM's blocks of this matrix, built from one download of it the first time.
-    pub(crate) fn tensor_core_blocks(&self, gpu: &Gpu) -> Result<&crate::spmm::tensor_core::DeviceBlocks> {
-        if let Some(b) = self.tensor_core.get() {
+    /// The tensor-core SpMM's blocks of this matrix for windows of `rows_per_window` rows (16 or 64), built from
+    /// one download of it the first time.
+    pub(crate) fn tensor_core_blocks(
+        &self,
+        gpu: &Gpu,
+        rows_per_window: usize,
+    ) -> Result<&crate::spmm::tensor_core::DeviceBlocks> {
+        let cache = &self.tensor_core[usize::from(rows_per_window != crate::spmm::tensor_core::WINDOW)];
+        if let Some(b) = cache.get() {
             return Ok(b);
         }
-        let _ = self.tensor_core.set(crate::spmm::tensor_core::DeviceBlocks::build(gpu, self)?);
-        Ok(self.tensor_core.get().expect("set just above"))
+        let _ = cache.set(crate::spmm::tensor_core::DeviceBlocks::build(gpu, self, rows_per_window)?);
+        Ok(cache.get().expect("set just above"))
     }
 
     /// This matrix's identity (see the field).

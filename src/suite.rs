@@ -189,8 +189,9 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     }
     let tensor_cores = TensorCoreConfig::all(T::DTYPE);
     if n % 8 == 0 && !tensor_cores.is_empty() {
-        let fill = crate::spmm::tensor_core::block_fill(gpu, &a)?;
         for config in tensor_cores {
+            // The blocks are built once per window height and kept with A; the fill is read from them.
+            let fill = crate::spmm::tensor_core::block_fill(gpu, &a, config.window as usize)?;
             let r = time_op(gpu, opts.warmup, opts.iters, || spmm_tensor_core(gpu, &a, &b, &mut c, &config));
             variants.push(Entry::timed(format!("{config} (blocks {:.1}% full)", 100.0 * fill), r));
         }

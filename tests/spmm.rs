@@ -443,9 +443,17 @@ fn check_tensor_core<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize,
     check_kernels::<T>(gpu, what, a, n, seed, TensorCoreConfig::all(T::DTYPE).into_iter().map(SpmmKernel::TensorCore))
 }
 
-/// The tensor-core SpMM (f16, bf16) on awkward shapes: m not a multiple of 16, empty rows, one dense row (a
-/// window of many k-blocks), nnz = 0, m = 1, k = 1, tall and wide, banded, power law; n from 8 (one tile, most
-/// of a warp's columns past n) to 264 (column blocks partly past n).
+/// A with the rows in `cleared` emptied.
+fn rows_cleared(a: &CsMat<f32>, cleared: std::ops::Range<usize>) -> CsMat<f32> {
+    let entries: Vec<(usize, usize, f32)> =
+        a.iter().filter(|&(_, (r, _))| !cleared.contains(&r)).map(|(&v, (r, c))| (r, c, v)).collect();
+    from_triplets(a.rows(), a.cols(), &entries)
+}
+
+/// The tensor-core SpMM (f16, bf16), both window heights, on awkward shapes: m not a multiple of 16 or 64,
+/// empty rows, 16-row tiles of a 64-row window with no entries, one dense row (a window of many k-blocks),
+/// nnz = 0, m = 1, k = 1, tall and wide, banded, power law; n from 8 (one tile, most of a warp's columns past
+/// n) to 264 (column blocks partly past n).
 #[test]
 fn tensor_core_matches_the_oracle_on_awkward_shapes() {
     let Some(gpu) = gpu_or_skip("tensor_core_matches_the_oracle_on_awkward_shapes") else { return };
@@ -461,27 +469,31 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
         ("wide 5x3000", gen::uniform_random(5, 3000, 0.2, 69)),
         ("banded 211x211", gen::banded(211, 211, 20, 70)),
         ("dense 48x64", gen::uniform_random(48, 64, 1.0, 71)),
+        ("130 rows, rows 16-47 empty", rows_cleared(&gen::uniform_random(130, 500, 0.2, 72), 16..48)),
     ];
     for (what, a) in &cases {
         for n in [8usize, 16, 40, 64, 136, 264] {
-            assert_eq!(check_tensor_core::<f16>(&gpu, &format!("{what}, n = {n}"), a, n, 3 * n as u64), 2);
-            assert_eq!(check_tensor_core::<bf16>(&gpu, &format!("{what}, n = {n}"), a, n, 5 * n as u64), 2);
+            let variants = TensorCoreConfig::all(DType::F16).len();
+            assert_eq!(check_tensor_core::<f16>(&gpu, &format!("{what}, n = {n}"), a, n, 3 * n as u64), variants);
+            assert_eq!(check_tensor_core::<bf16>(&gpu, &format!("{what}, n = {n}"), a, n, 5 * n as u64), variants);
         }
     }
 }
 
 /// NaN and Inf in the tensor-core SpMM: a NaN value of A reaches its row only; NaN and Inf in B reach exactly
-/// the rows that store their column, although the other rows of the same 16-row window multiply the same B
-/// rows by padding zeros on the tensor cores (such k-blocks take the exact path); a stored zero times Inf is
-/// NaN, as in the sparse product.
+/// the rows that store their column, although the other rows of the same window multiply the same B rows by
+/// padding zeros on the tensor cores (such k-blocks take the exact path); a stored zero times Inf is NaN, as in
+/// the sparse product. Row 39's 600 entries give the 64-row window enough k-blocks that the wide kernels split
+/// them into ranges (partial tiles added by the fix-up), so NaN and Inf also cross that path.
 fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
-    let (m, k, n) = (40, 300, 72);
+    let (m, k, n) = (40, 1000, 72);
     let mut entries = vec![(0, 0, 0.5f32)];
     entries.extend((0..70).map(|j| (1, 2 + 3 * j, 0.25f32 * (j % 5) as f32 - 0.5)));
     entries.extend((0..40).map(|j| (2, 1 + 2 * j, if j == 13 { f32::NAN } else { 1.0 })));
     entries.extend((0..45).map(|j| (3, 1 + 6 * j, 1.0f32)));
     entries.push((4, 7, 0.0)); // a stored zero: times B's Inf at (7, 9) it is NaN
     entries.extend((5..m).flat_map(|r| (0..6).map(move |j| (r, 10 + (r * 11 + j * 29) % 280, 0.75f32))));
+    entries.extend((300..900).map(|c| (m - 1, c, 0.5f32)));
     let a = from_triplets(m, k, &entries);
     let mut b = gen::dense_matrix(k, n, 72);
     b[..n].fill(f32::NAN); // B row 0: only row 0 of C becomes NaN
@@ -520,7 +532,7 @@ fn tensor_core_refuses_what_it_cannot_run() {
     let a = gen::uniform_random(20, 30, 0.3, 81);
     let a16: CsMat<f16> = gen::convert(&a);
     let a_dev = DeviceCsr::upload(&gpu, a16.view()).unwrap();
-    let config = TensorCoreConfig { dtype: DType::F16, tiles_n: 4 };
+    let config = TensorCoreConfig { dtype: DType::F16, window: 16, tiles_n: 4 };
     // n = 60 is not a multiple of 8.
     let b = DeviceDense::upload(&gpu, 30, 60, &dense::<f16>(30, 60, 82)).unwrap();
     let mut c = DeviceDense::<f16>::zeros(&gpu, 20, 60).unwrap();
@@ -535,11 +547,11 @@ fn tensor_core_refuses_what_it_cannot_run() {
     let a32 = DeviceCsr::upload(&gpu, a.view()).unwrap();
     let b32 = DeviceDense::upload(&gpu, 30, 64, &dense::<f32>(30, 64, 84)).unwrap();
     let mut c32 = DeviceDense::<f32>::zeros(&gpu, 20, 64).unwrap();
-    let f32_config = TensorCoreConfig { dtype: DType::F32, tiles_n: 4 };
+    let f32_config = TensorCoreConfig { dtype: DType::F32, window: 16, tiles_n: 4 };
     let r = spmm_tensor_core(&gpu, &a32, &b32, &mut c32, &f32_config);
     assert!(matches!(r, Err(Error::Unsupported { .. })), "f32: {r:?}");
     let b = DeviceDense::upload(&gpu, 30, 64, &dense::<f16>(30, 64, 85)).unwrap();
-    let bf = TensorCoreConfig { dtype: DType::Bf16, tiles_n: 4 };
+    let bf = TensorCoreConfig { dtype: DType::Bf16, window: 16, tiles_n: 4 };
     let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &bf);
     assert!(matches!(r, Err(Error::InvalidConfig { .. })), "bf16 config, f16 operands: {r:?}");
 }

@@ -51,16 +51,18 @@ static_assert(sizeof(SpmvParams) == 72, "SpmvParams must match src/spmv.rs");
 struct SpmmTcParams {
   int m;                              // rows of A and C
   int n;                              // columns of B and C, a multiple of 8
-  int num_windows;                    // ceil(m / 16)
-  int pad;
-  const int* window_blocks;           // (num_windows + 1) first k-block of each window of 16 rows
+  int num_windows;                    // ceil(m / rows per window)
+  int splits;                         // wide kernels: k-block ranges per window (grid z); 1 for the narrow ones
+  const int* window_blocks;           // (num_windows + 1) first k-block of each window
   const int* block_columns;           // (16 per k-block) the row of B each slot multiplies, -1 for padding
-  const uint4* block_values;          // (32 per k-block) A's 16 x 16 block, lane l's mma A fragment at [l]
-  const unsigned short* block_masks;  // (16 per k-block) bit j of row r: A stores (r, slot j)
+  const uint4* block_values;          // (32 per 16 rows of a window, per k-block) A's 16 x 16 blocks, lane l's
+                                      // mma A fragment of each at [l]
+  const unsigned short* block_masks;  // (one per row of a window, per k-block) bit j of row r: A stores (r, slot j)
   const void* dense;                  // B (k x n), row-major, element type of the kernel
   void* out;                          // C (m x n), row-major, element type of the kernel
+  float* partials;                    // splits > 1: (splits, m, n) f32 partial products, global scratch
 };
-static_assert(sizeof(SpmmTcParams) == 64, "SpmmTcParams must match src/spmm/tensor_core.rs");
+static_assert(sizeof(SpmmTcParams) == 72, "SpmmTcParams must match src/spmm/tensor_core.rs");
 
 /// @brief Arguments of the production SpMV kernels (cuda/spmv/spmv_csr.cu): y = alpha * A x + beta * y.
 struct SpmvCsrParams {

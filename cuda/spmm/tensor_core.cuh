@@ -271,6 +271,230 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   }
 }
 
+
+/// k-blocks in flight in the wide-window kernel's ring (shared by the block's warps): as many as 48 KB of
+/// static shared memory per block hold.
+template <int kTilesN>
+__host__ __device__ constexpr int tcw_stages() {
+  return kTilesN <= 8 ? 8 : 6;
+}
+
+/// @brief The wide-window kernel: windows of 64 rows whose k-blocks hold one 16 x 16 block of A per 16 rows
+/// (src/spmm/tensor_core.rs, `WIDE_WINDOW`). A block of four warps owns one window and one slice of
+/// kTilesN * 8 columns of C; per k-block the block gathers the 16 rows of B its slots name once, into a ring
+/// shared by its warps, and the warps split the 64 x kTilesN * 8 tile two by two: warp w multiplies rows
+/// 32 (w / 2) .. + 31 (two mma row tiles) by columns (w % 2) * kTilesN * 4 .. + kTilesN * 4 of the slice. Each
+/// gathered B tile serves four row tiles, each B fragment two mma, each A fragment kTilesN / 2. A warp whose
+/// B fragments of a k-block hold an Inf or NaN computes that k-block by exact FMAs over the stored entries.
+/// With p.splits > 1 (a grid too small for the GPU), block z of a window takes the z-th of p.splits equal
+/// ranges of its k-blocks and stores f32 partial tiles; spmm_tc_fixup adds them in range order.
+template <typename T, int kTilesN>
+__device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
+  constexpr int kColumns = kTilesN * 8;           // columns of C per block
+  constexpr int kWarpTiles = kTilesN / 2;         // n8 tiles per warp
+  constexpr int kThreads = kTcWarps * 32;
+  constexpr int kChunksPerRow = kColumns / 8;     // 16-byte chunks per row of the B tile
+  constexpr int kChunks = 16 * kChunksPerRow;     // per k-block
+  constexpr int kChunksPerThread = kChunks / kThreads;
+  constexpr int kStride = kColumns * 2 + 16;      // bytes per B tile row (+16: ldmatrix rows hit distinct banks)
+  constexpr int kTileBytes = 16 * kStride;
+  constexpr int kStages = tcw_stages<kTilesN>();
+  constexpr int kRows = 16 * kTcWarps;            // rows per window: four 16-row tiles
+  static_assert(kTcWarps == 4 && kChunks % kThreads == 0 && kWarpTiles % 2 == 0, "2 x 2 warps, whole chunks");
+
+  __shared__ __align__(128) unsigned char b_tiles[kStages][kTileBytes];
+  __shared__ __align__(16) uint4 a_tiles[kStages][kThreads];
+  __shared__ __align__(16) int c_ring[kStages][16];
+
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int warp_row = warp / 2;                  // row tiles 2 warp_row, 2 warp_row + 1
+  const int warp_col = (warp % 2) * kWarpTiles * 8;
+  const int window = blockIdx.x;
+  const int n0 = blockIdx.y * kColumns;  // < n: the grid has ceil(n / kColumns) column slices
+  const int window_first = __ldg(p.window_blocks + window);
+  const int window_blocks = __ldg(p.window_blocks + window + 1) - window_first;
+  // This block's range of the window's k-blocks (all of them when p.splits == 1).
+  const int lo = static_cast<int>(static_cast<long long>(window_blocks) * blockIdx.z / p.splits);
+  const int hi = static_cast<int>(static_cast<long long>(window_blocks) * (blockIdx.z + 1) / p.splits);
+  const int first = window_first + lo;
+  const int blocks = hi - lo;
+  const T* dense = static_cast<const T*>(p.dense);
+  const unsigned b_base = static_cast<unsigned>(__cvta_generic_to_shared(&b_tiles[0][0]));
+  const unsigned a_base = static_cast<unsigned>(__cvta_generic_to_shared(&a_tiles[0][0]));
+  const unsigned c_base = static_cast<unsigned>(__cvta_generic_to_shared(&c_ring[0][0]));
+
+  // Issues the copies of k-block `b` (window-relative) into ring slot `stage`: the B rows (`column(row)` gives
+  // the B row of each slot) and the four blocks of A (one 16-byte fragment per thread).
+  const auto load = [&](int b, int stage, auto column) {
+#pragma unroll
+    for (int i = 0; i < kChunksPerThread; ++i) {
+      const int chunk = tid + kThreads * i;
+      const int row = chunk / kChunksPerRow;
+      const int part = chunk % kChunksPerRow;
+      const int c = column(row);
+      const int n_at = n0 + 8 * part;
+      const bool valid = c >= 0 && n_at < p.n;
+      const T* src = valid ? dense + static_cast<size_t>(c) * p.n + n_at : dense;
+      cp_async_16<false>(b_base + stage * kTileBytes + row * kStride + part * 16, src, valid);
+    }
+    const uint4* a_src = p.block_values + static_cast<size_t>(kThreads) * (first + b) + tid;
+    cp_async_16<false>(a_base + (stage * kThreads + tid) * 16, a_src, true);
+  };
+  // The slot columns of k-block `b` travel through the same pipeline, kStages - 1 steps before the B rows they
+  // name: threads 0-3 copy 16 bytes each into ring slot b % kStages.
+  const auto copy_columns = [&](int b) {
+    if (tid < 4 && b < blocks) {
+      const int* src = p.block_columns + 16 * static_cast<size_t>(first + b) + 4 * tid;
+      cp_async_16<false>(c_base + ((b % kStages) * 16 + 4 * tid) * 4, src, true);
+    }
+  };
+
+  float acc[2][kWarpTiles][4];
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+    for (int j = 0; j < kWarpTiles; ++j) acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.0f;
+  }
+
+  // Prologue: blocks 0 .. kStages - 2 with their columns read directly; columns of the blocks after them.
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < blocks) {
+      load(s, s, [&](int row) { return __ldg(p.block_columns + 16 * static_cast<size_t>(first + s) + row); });
+    }
+    copy_columns(s + kStages - 1);
+    cp_async_commit();
+  }
+  const int g = lane / 4;
+  const int t = lane % 4;
+  // ldmatrix.x4.trans as in spmm_tc_kernel: lanes 0-15 address k rows 0-15 of 8 columns, lanes 16-31 those of
+  // the next 8: b0/b1 of two n8 tiles per instruction.
+  const int k_row = (lane & 8) + (lane & 7);
+  const int col_half = (lane >> 4) * 8;
+  for (int b = 0; b < blocks; ++b) {
+    // This thread's copies of block b (and the columns of block b + kStages - 1) are complete; the barrier
+    // makes everyone's visible and tells that every warp is done with step b - 1, whose ring slot the next
+    // copies overwrite.
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    const int stage = b % kStages;
+    if (b + kStages - 1 < blocks) {
+      const int slot = (b + kStages - 1) % kStages;
+      load(b + kStages - 1, slot, [&](int row) { return c_ring[slot][row]; });
+    }
+    copy_columns(b + 2 * kStages - 2);  // into the slot of block b + kStages - 2, read in step b - 1
+    cp_async_commit();
+
+    unsigned frag[kWarpTiles / 2][4];
+    bool bad = false;
+#pragma unroll
+    for (int j = 0; j < kWarpTiles / 2; ++j) {
+      const unsigned address =
+          b_base + stage * kTileBytes + k_row * kStride + (warp_col + 16 * j + col_half) * 2;
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(frag[j][0]), "=r"(frag[j][1]), "=r"(frag[j][2]), "=r"(frag[j][3])
+                   : "r"(address));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) bad |= TcOps<T>::nonfinite2(frag[j][e]);
+    }
+    if (!__any_sync(0xffffffffu, bad)) {
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const uint4 a4 = a_tiles[stage][(2 * warp_row + mt) * 32 + lane];
+        const unsigned a[4] = {a4.x, a4.y, a4.z, a4.w};
+#pragma unroll
+        for (int j = 0; j < kWarpTiles / 2; ++j) {
+          TcOps<T>::mma(acc[mt][2 * j], a, frag[j][0], frag[j][1]);
+          TcOps<T>::mma(acc[mt][2 * j + 1], a, frag[j][2], frag[j][3]);
+        }
+      }
+    } else {
+      // Exact path: only stored entries multiply B (rows g and g + 8 of each of this warp's two row tiles, this
+      // lane's columns).
+      const unsigned char* tile = b_tiles[stage];
+      const size_t block = static_cast<size_t>(first + b);
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const int sub = 2 * warp_row + mt;
+        const T* values = reinterpret_cast<const T*>(p.block_values) + (block * kTcWarps + sub) * 256;
+        const unsigned short* masks = p.block_masks + block * kRows + 16 * sub;
+        const unsigned mask_lo = __ldg(masks + g);
+        const unsigned mask_hi = __ldg(masks + g + 8);
+        for (int kk = 0; kk < 16; ++kk) {
+          const bool lo = (mask_lo >> kk) & 1u;
+          const bool hi = (mask_hi >> kk) & 1u;
+          if (!lo && !hi) continue;
+          const int at = (g * 4 + (kk % 8) / 2) * 8 + (kk >= 8 ? 4 : 0) + (kk & 1);
+          const float a_lo = to_float(values[at]);
+          const float a_hi = to_float(values[at + 2]);
+          const T* b_row = reinterpret_cast<const T*>(tile + kk * kStride) + warp_col;
+#pragma unroll
+          for (int j = 0; j < kWarpTiles; ++j) {
+            const float b0 = to_float(b_row[8 * j + 2 * t]);
+            const float b1 = to_float(b_row[8 * j + 2 * t + 1]);
+            if (lo) {
+              acc[mt][j][0] = fmaf(a_lo, b0, acc[mt][j][0]);
+              acc[mt][j][1] = fmaf(a_lo, b1, acc[mt][j][1]);
+            }
+            if (hi) {
+              acc[mt][j][2] = fmaf(a_hi, b0, acc[mt][j][2]);
+              acc[mt][j][3] = fmaf(a_hi, b1, acc[mt][j][3]);
+            }
+          }
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  T* out = static_cast<T*>(p.out);
+  float* partial = p.splits > 1 ? p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n : nullptr;
+  // Two adjacent elements of a row per store (column and n even: aligned): C, or this range's partial tile.
+  const auto put = [&](int row, int column, float x, float y) {
+    const size_t at = static_cast<size_t>(row) * p.n + column;
+    if (p.splits == 1) {
+      const Vec<T, 2> v = {{from_float<T>(x), from_float<T>(y)}};
+      store(out + at, v);
+    } else {
+      *reinterpret_cast<float2*>(partial + at) = make_float2(x, y);
+    }
+  };
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt) {
+    const int row_lo = window * kRows + warp_row * 32 + mt * 16 + g;
+    const int row_hi = row_lo + 8;
+#pragma unroll
+    for (int j = 0; j < kWarpTiles; ++j) {
+      const int column = n0 + warp_col + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
+      if (column >= p.n) continue;
+      if (row_lo < p.m) put(row_lo, column, acc[mt][j][0], acc[mt][j][1]);
+      if (row_hi < p.m) put(row_hi, column, acc[mt][j][2], acc[mt][j][3]);
+    }
+  }
+}
+
+/// @brief C = the sum of the p.splits partial tiles of spmm_tcw_kernel, added in range order (the same bits
+/// every run), rounded once to T. Two elements per thread, grid-stride.
+template <typename T>
+__device__ __forceinline__ void spmm_tc_fixup(const SpmmTcParams& p) {
+  const size_t pairs = static_cast<size_t>(p.m) * p.n / 2;  // n is even
+  const size_t plane = static_cast<size_t>(p.m) * p.n;
+  T* out = static_cast<T*>(p.out);
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < pairs;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    float2 sum = reinterpret_cast<const float2*>(p.partials)[i];
+    for (int z = 1; z < p.splits; ++z) {
+      const float2 v = reinterpret_cast<const float2*>(p.partials + z * plane)[i];
+      sum.x += v.x;
+      sum.y += v.y;
+    }
+    const Vec<T, 2> v = {{from_float<T>(sum.x), from_float<T>(sum.y)}};
+    store(out + 2 * i, v);
+  }
+}
+
 }  // namespace ts
 
 /// One kernel per (dtype, n8 tiles per warp); src/spmm/tensor_core.rs builds the same names.
@@ -283,3 +507,23 @@ TILESPARSE_SPMM_TC(f16, __half, 4)
 TILESPARSE_SPMM_TC(f16, __half, 8)
 TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 4)
 TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 8)
+
+/// The wide-window kernels: spmm_tc_<dtype>_w64_n<tiles> (src/spmm/tensor_core.rs builds the same names).
+#define TILESPARSE_SPMM_TCW(tag, T, tiles)                                                              \
+  extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32)                                    \
+      spmm_tc_##tag##_w64_n##tiles(const ts::SpmmTcParams p) {                                       \
+    ts::spmm_tcw_kernel<T, tiles>(p);                                                                \
+  }
+TILESPARSE_SPMM_TCW(f16, __half, 8)
+TILESPARSE_SPMM_TCW(f16, __half, 16)
+TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 8)
+TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 16)
+/// Threads per block of the fix-up (src/spmm/tensor_core.rs launches it with the same number).
+#define TILESPARSE_SPMM_TC_FIXUP_THREADS 256
+#define TILESPARSE_SPMM_TC_FIXUP(tag, T)                                                                \
+  extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_TC_FIXUP_THREADS)                       \
+      spmm_tc_fixup_##tag(const ts::SpmmTcParams p) {                                                \
+    ts::spmm_tc_fixup<T>(p);                                                                         \
+  }
+TILESPARSE_SPMM_TC_FIXUP(f16, __half)
+TILESPARSE_SPMM_TC_FIXUP(bf16, __nv_bfloat16)

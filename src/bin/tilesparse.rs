@@ -90,8 +90,9 @@ struct SpmmArgs {
     /// Element type of A, B and C: f32, f16 or bf16 (accumulation is f32).
     #[arg(long, default_value = "f32")]
     dtype: DType,
-    /// `auto` or a kernel name such as spmm_f32_s4d4_y4k32x32w8_u4_pred (see `tilesparse info`), or spmm_tc_f16_n8
-    /// / spmm_tc_bf16_n4 (the tensor cores, f16/bf16, n a multiple of 8).
+    /// `auto` or a kernel name such as spmm_f32_s4d4_y4k32x32w8_u4_pred (see `tilesparse info`), or a tensor-core
+    /// kernel (f16/bf16, n a multiple of 8): spmm_tc_<dtype>_n<4|8> (16-row windows) or spmm_tc_<dtype>_w64_n<8|16>
+    /// (64-row windows).
     #[arg(long, default_value = "auto")]
     config: String,
     /// Check C against the f64 CPU oracle.
@@ -342,7 +343,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     // The config is checked before choosing the device, so a bad one is an error on any machine.
     let config = if args.config == "auto" {
         let indptr = a.indptr().to_proper().to_vec();
-        let blocks = (T::DTYPE.size() == 2).then(|| tensor_core::count_blocks(k, &indptr, a.indices()));
+        let blocks = (T::DTYPE.size() == 2).then(|| tensor_core::BlockCounts::of(k, &indptr, a.indices()));
         SpmmKernel::select(m, k, n, a.nnz(), &RowStats::from_indptr(&indptr), T::DTYPE, blocks)
     } else {
         let invalid = |rule| Error::InvalidConfig { config: args.config.clone(), rule };

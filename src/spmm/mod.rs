@@ -226,9 +226,9 @@ impl SpmmKernel {
         nnz: usize,
         stats: &crate::csr::RowStats,
         dtype: crate::DType,
-        tensor_core_blocks: Option<usize>,
+        tensor_core_blocks: Option<tensor_core::BlockCounts>,
     ) -> SpmmKernel {
-        let tc = tensor_core_blocks.and_then(|blocks| tensor_core::select_tensor_core(dtype, m, n, nnz, blocks));
+        let tc = tensor_core_blocks.and_then(|counts| tensor_core::select_tensor_core(dtype, m, n, nnz, counts));
         match tc {
             Some(c) => SpmmKernel::TensorCore(c),
             None => SpmmKernel::Tiled(SpmmConfig::select_with_stats(m, k, n, stats, dtype)),

@@ -1,7 +1,9 @@
-//! Tensor-core SpMM for f16 and bf16 (fp32 accumulation): A is cut into windows of 16 rows; each window's
-//! columns are condensed (the sorted union of the columns its rows store) and cut into k-blocks of 16 slots;
-//! each k-block is a dense 16 x 16 block of A (zeros where a row does not store a slot's column) that one
-//! `mma.sync.m16n8k16` multiplies by the 16 rows of B the slots name (cuda/spmm/tensor_core.cuh).
+//! Tensor-core SpMM for f16 and bf16 (fp32 accumulation): A is cut into windows of 16 rows (narrow kernels)
+//! or 64 rows (wide kernels); each window's columns are condensed (the sorted union of the columns its rows
+//! store) and cut into k-blocks of 16 slots; a k-block holds one dense 16 x 16 block of A per 16 rows of the
+//! window (zeros where a row does not store a slot's column), each of which one `mma.sync.m16n8k16` multiplies
+//! by the 16 rows of B the slots name (cuda/spmm/tensor_core.cuh). The wide kernels gather those 16 rows of B
+//! once for four row tiles; the narrow ones have four times as many windows, for small or sparse problems.
 //!
 //! The blocks are built on the host from one download of A the first time a matrix is multiplied this way, and
 //! kept with the matrix. A k-block whose B tile holds an Inf or NaN is computed by exact scalar FMAs over the
@@ -16,50 +18,77 @@ use crate::gpu::Gpu;
 use crate::kernels::{Family, KERNELS_BUILT};
 use crate::scalar::{DType, Scalar};
 
-/// Rows per window (the mma's M) and slots per k-block (its K).
+/// Rows per window of the narrow kernels (the mma's M) and slots per k-block (its K).
 pub const WINDOW: usize = 16;
+/// Rows per window of the wide kernels: one 16-row tile per warp.
+pub const WIDE_WINDOW: usize = 64;
+/// Slots (columns of A, rows of B) per k-block: the mma's K.
+pub const SLOTS: usize = 16;
 /// Warps per block (`ts::kTcWarps`).
 const WARPS: usize = 4;
 
-/// A tensor-core SpMM variant: the columns of C each warp owns, in tiles of 8 (4: 32 columns, 8: 64).
+/// A tensor-core SpMM variant: rows per window (16: narrow, 64: wide) and the columns of C each block owns, in
+/// tiles of 8 (narrow: 4 or 8, i.e. 32 or 64 columns; wide: 8 or 16, i.e. 64 or 128 columns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TensorCoreConfig {
     pub dtype: DType,
-    /// n8 tiles per warp: 4 or 8.
+    /// Rows per window: [`WINDOW`] or [`WIDE_WINDOW`].
+    pub window: u32,
+    /// n8 tiles per block's column slice.
     pub tiles_n: u32,
 }
 
 impl TensorCoreConfig {
+    /// The compiled (window, tiles_n) pairs.
+    const COMPILED: [(u32, u32); 4] = [(16, 4), (16, 8), (64, 8), (64, 16)];
+
     /// The compiled variants.
     pub fn all(dtype: DType) -> Vec<TensorCoreConfig> {
         match dtype {
-            DType::F16 | DType::Bf16 => [4, 8].into_iter().map(|tiles_n| TensorCoreConfig { dtype, tiles_n }).collect(),
+            DType::F16 | DType::Bf16 => Self::COMPILED
+                .into_iter()
+                .map(|(window, tiles_n)| TensorCoreConfig { dtype, window, tiles_n })
+                .collect(),
             _ => Vec::new(),
         }
     }
 
-    /// The exported kernel name, e.g. `spmm_tc_f16_n4`.
+    /// The exported kernel name, e.g. `spmm_tc_f16_n4` (16-row windows) or `spmm_tc_f16_w64_n16`.
     pub fn kernel_name(&self) -> String {
-        format!("spmm_tc_{}_n{}", self.dtype, self.tiles_n)
+        match self.window {
+            16 => format!("spmm_tc_{}_n{}", self.dtype, self.tiles_n),
+            w => format!("spmm_tc_{}_w{w}_n{}", self.dtype, self.tiles_n),
+        }
     }
 
-    /// Columns of C per warp.
-    pub fn columns_per_warp(&self) -> usize {
+    /// Columns of C per block (narrow kernels: per warp, the block's warps share the slice).
+    pub fn columns_per_block(&self) -> usize {
         8 * self.tiles_n as usize
+    }
+
+    /// Whether the windows are [`WIDE_WINDOW`] rows.
+    pub fn is_wide(&self) -> bool {
+        self.window as usize == WIDE_WINDOW
     }
 }
 
 impl std::str::FromStr for TensorCoreConfig {
     type Err = String;
-    /// Parses a kernel name, e.g. `spmm_tc_bf16_n8` (or without the `spmm_` prefix).
+    /// Parses a kernel name, e.g. `spmm_tc_bf16_n8` or `spmm_tc_f16_w64_n16` (or without the `spmm_` prefix).
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let rest = s.strip_prefix("spmm_").unwrap_or(s);
-        let rest =
-            rest.strip_prefix("tc_").ok_or_else(|| format!("'{s}' is not a tensor-core kernel (tc_<dtype>_n<4|8>)"))?;
-        let (dtype, tiles) = rest.rsplit_once("_n").ok_or_else(|| format!("'{s}': expected tc_<dtype>_n<tiles>"))?;
+        let rest = rest
+            .strip_prefix("tc_")
+            .ok_or_else(|| format!("'{s}' is not a tensor-core kernel (tc_<dtype>[_w64]_n<tiles>)"))?;
+        let (head, tiles) =
+            rest.rsplit_once("_n").ok_or_else(|| format!("'{s}': expected tc_<dtype>[_w64]_n<tiles>"))?;
+        let (dtype, window) = match head.split_once("_w") {
+            Some((dtype, w)) => (dtype, w.parse().map_err(|_| format!("'{s}': window '{w}' is not a number"))?),
+            None => (head, WINDOW as u32),
+        };
         let dtype: DType = dtype.parse().map_err(|e| format!("'{s}': {e}"))?;
         let tiles_n: u32 = tiles.parse().map_err(|_| format!("'{s}': tiles '{tiles}' is not a number"))?;
-        Ok(TensorCoreConfig { dtype, tiles_n })
+        Ok(TensorCoreConfig { dtype, window, tiles_n })
     }
 }
 
@@ -69,13 +98,32 @@ impl std::fmt::Display for TensorCoreConfig {
     }
 }
 
-/// The number of k-blocks of a CSR matrix of `cols` columns: per window of 16 rows, its distinct columns / 16
-/// rounded up (the selection needs it at upload). O(nnz) with a stamp per column when the columns are not
+/// The k-block counts of a matrix for both window heights (the selection needs them at upload).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockCounts {
+    /// k-blocks of the 16-row windows.
+    pub narrow: usize,
+    /// k-blocks of the 64-row windows.
+    pub wide: usize,
+}
+
+impl BlockCounts {
+    /// Counts both ([`count_blocks`]).
+    pub fn of(cols: usize, indptr: &[usize], indices: &[usize]) -> BlockCounts {
+        BlockCounts {
+            narrow: count_blocks(cols, indptr, indices, WINDOW),
+            wide: count_blocks(cols, indptr, indices, WIDE_WINDOW),
+        }
+    }
+}
+
+/// The number of k-blocks of a CSR matrix of `cols` columns cut into windows of `rows_per_window` rows: per
+/// window, its distinct columns / 16 rounded up. O(nnz) with a stamp per column when the columns are not
 /// many more than the entries, else a sort per window (so a matrix of 2^31 columns does not cost 8 GB here).
-pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize]) -> usize {
+pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_window: usize) -> usize {
     let rows = indptr.len().saturating_sub(1);
-    let windows = rows.div_ceil(WINDOW);
-    let window = |w: usize| &indices[indptr[w * WINDOW]..indptr[((w + 1) * WINDOW).min(rows)]];
+    let windows = rows.div_ceil(rows_per_window);
+    let window = |w: usize| &indices[indptr[w * rows_per_window]..indptr[((w + 1) * rows_per_window).min(rows)]];
     if cols > 8 * indices.len() + 4096 {
         let mut union = Vec::new();
         return (0..windows)
@@ -84,7 +132,7 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize]) -> usize {
                 union.extend_from_slice(window(w));
                 union.sort_unstable();
                 union.dedup();
-                union.len().div_ceil(WINDOW)
+                union.len().div_ceil(SLOTS)
             })
             .sum();
     }
@@ -98,72 +146,99 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize]) -> usize {
                 distinct += 1;
             }
         }
-        blocks += distinct.div_ceil(WINDOW);
+        blocks += distinct.div_ceil(SLOTS);
     }
     blocks
 }
 
-/// The tensor-core variant for an f16/bf16 product C (m x n) = A * B whose A has `nnz` entries in `blocks`
-/// k-blocks ([`count_blocks`]), or None where the CUDA-core tiles are faster. Pure; each branch from the H100
-/// run in NOTES.md ("SpMM step 6: tensor cores", four warps per window):
-/// - blocks at least a quarter full (f16; a fifth for bf16, whose CUDA-core tiles are slower): uniform 4096^2 at
-///   50% (half full) wins at every n (f16 n = 128: 0.077 vs 0.143 ms; n = 4096: 1.97 vs 3.95 ms); at 80%
-///   (20.5% full) bf16 wins (n = 4096: 1.91 vs 2.02 ms) and f16 loses (1.92 vs 1.80 ms); at 90% (12% full)
-///   both lose (f16 n = 128: 0.064 vs 0.037 ms);
-/// - or a small C (m * n < 2^19, where the tiles leave most of the GPU idle and the tensor cores' four warps
-///   per window do not): the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at
-///   n = 256 win at 7-30% full (384 x 1536 at 98%, n = 256: 0.008 vs 0.013 ms), 1536 x 384 at n = 1024 does not
-///   (90%: 0.024 vs 0.021 ms);
-/// - 64 columns per warp when n > 32 and that still makes at least 128 blocks (one per SM), else 32 (384 x 1536,
-///   n = 256, 96 blocks: 0.014 vs 0.016 ms with 32; uniform 50%, n = 128, 512 blocks: 0.077 vs 0.087 ms with 64).
-pub fn select_tensor_core(dtype: DType, m: usize, n: usize, nnz: usize, blocks: usize) -> Option<TensorCoreConfig> {
+/// The tensor-core variant for an f16/bf16 product C (m x n) = A * B whose A has `nnz` entries in `counts`
+/// k-blocks ([`BlockCounts::of`]), or None where the CUDA-core tiles are faster. Pure; each branch from the
+/// H100 runs in NOTES.md ("SpMM step 7: 64-row windows" and "step 6: tensor cores"):
+/// - the 64-row windows (wide) where A has at least 1024 rows, its 64-row blocks are at least 15% full (8% when
+///   n >= 1024), and the launch has at least 128 blocks with 64 columns (windows x column slices x k-block
+///   ranges): uniform 4096^2 at 50% and 80% at every n (f16 n = 128: 0.051 vs 0.065 ms, n = 4096: 0.83 vs 1.78
+///   ms at 80%), 90% at n = 4096 (10% full: 0.83 vs 0.95 ms) but not at n = 128 (0.050 vs 0.037 ms), the
+///   pruned 1536 x 384 at n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021 ms); not the 384-row weights
+///   (six windows: 0.013 vs 0.007 ms). 128 columns per block when that still makes 256 blocks (uniform,
+///   n = 128: 0.051 vs 0.053 ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
+/// - else the 16-row windows (narrow) where their blocks are at least a quarter full (f16; a fifth for bf16,
+///   whose CUDA-core tiles are slower) or C is small (m * n < 2^19, where the tiles leave most of the GPU idle):
+///   the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at n = 256 win at 7-30%
+///   full (384 x 1536 at 98%, n = 256: 0.008 vs 0.013 ms); 64 columns per warp when n > 32 and that still
+///   makes at least 128 blocks (one per SM), else 32 (384 x 1536, n = 256, 96 blocks: 0.014 vs 0.016 ms).
+pub fn select_tensor_core(
+    dtype: DType,
+    m: usize,
+    n: usize,
+    nnz: usize,
+    counts: BlockCounts,
+) -> Option<TensorCoreConfig> {
     let min_fill = match dtype {
         DType::F16 => 0.25,
         DType::Bf16 => 0.2,
         _ => return None,
     };
-    if n % 8 != 0 || n == 0 || blocks == 0 {
+    if n % 8 != 0 || n == 0 || counts.narrow == 0 {
         return None;
     }
-    let fill = nnz as f64 / (blocks * 256) as f64;
+    let wide_windows = m.div_ceil(WIDE_WINDOW);
+    let wide_fill = nnz as f64 / (counts.wide * WIDE_WINDOW * SLOTS) as f64;
+    let launch = |columns: usize| {
+        let grid = wide_windows * n.div_ceil(columns);
+        grid * wide_splits(grid, wide_windows, counts.wide)
+    };
+    if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && n >= 1024)) && launch(64) >= 128 {
+        let tiles_n = if launch(128) >= 256 { 16 } else { 8 };
+        return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
+    }
+    let fill = nnz as f64 / (counts.narrow * WINDOW * SLOTS) as f64;
     let small = m.saturating_mul(n) < 1 << 19;
     if fill < min_fill && !small {
         return None;
     }
     let windows = m.div_ceil(WINDOW);
     let tiles_n = if n > 32 && windows * n.div_ceil(64) >= 128 { 8 } else { 4 };
-    Some(TensorCoreConfig { dtype, tiles_n })
+    Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n })
 }
 
 /// The blocks of A, host side (see the module documentation).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct HostBlocks {
+    /// Rows per window: [`WINDOW`] or [`WIDE_WINDOW`].
+    pub(crate) rows_per_window: usize,
     /// (windows + 1) first k-block of each window.
     pub(crate) window_blocks: Vec<i32>,
     /// (16 per k-block) the column of each slot, -1 for padding.
     pub(crate) block_columns: Vec<i32>,
-    /// (256 per k-block) the block's values (element bits) in mma A-fragment order: lane l = 4 g + t holds
-    /// rows g and g + 8, slots 2t, 2t + 1, 2t + 8, 2t + 9, as [ (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1),
-    /// (g, 2t+8), (g, 2t+9), (g+8, 2t+8), (g+8, 2t+9) ].
+    /// (256 per 16 rows of a window, per k-block) the 16 x 16 blocks' values (element bits), rows 0-15 of the
+    /// window first, each in mma A-fragment order: lane l = 4 g + t holds rows g and g + 8, slots 2t, 2t + 1,
+    /// 2t + 8, 2t + 9, as [ (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1), (g, 2t+8), (g, 2t+9), (g+8, 2t+8),
+    /// (g+8, 2t+9) ].
     pub(crate) block_values: Vec<u16>,
-    /// (16 per k-block) bit j of row r: A stores (r, slot j).
+    /// (one per row of a window, per k-block) bit j of row r: A stores (r, slot j).
     pub(crate) block_masks: Vec<u16>,
 }
 
-/// Where (row r of the window, slot j of the block) sits in a block's 256 values.
+/// Where (row r of the window, slot j of the k-block) sits in a k-block's values: the 16 x 16 block of rows
+/// 16 (r / 16) .., in fragment order.
 pub(crate) fn fragment_index(r: usize, j: usize) -> usize {
+    let (tile, r) = (r / 16, r % 16);
     let lane = (r % 8) * 4 + (j % 8) / 2;
-    lane * 8 + if j >= 8 { 4 } else { 0 } + if r >= 8 { 2 } else { 0 } + (j & 1)
+    tile * 256 + lane * 8 + if j >= 8 { 4 } else { 0 } + if r >= 8 { 2 } else { 0 } + (j & 1)
 }
 
 impl HostBlocks {
-    /// Builds the blocks of a valid CSR matrix (sorted, in-range, unique columns per row). Every slot holds at
-    /// least one stored entry (only a window's last k-block has padding slots), so a k-block (608 bytes: values,
-    /// columns, masks) holds at least 16 entries: at most about 38 bytes per entry beside the CSR's 6.
-    pub(crate) fn build(indptr: &[usize], indices: &[usize], values: &[u16]) -> HostBlocks {
+    /// Builds the blocks of a valid CSR matrix (sorted, in-range, unique columns per row) for windows of
+    /// `rows_per_window` rows (a multiple of 16). Every slot holds at least one stored entry (only a window's
+    /// last k-block has padding slots), so a k-block (608 bytes per 16 rows: values, columns, masks) holds at
+    /// least 16 entries: at most about 38 bytes per entry beside the CSR's 6 for 16-row windows, 146 for 64.
+    pub(crate) fn build(indptr: &[usize], indices: &[usize], values: &[u16], rows_per_window: usize) -> HostBlocks {
+        assert!(rows_per_window % 16 == 0 && rows_per_window > 0);
         let rows = indptr.len() - 1;
-        let windows = rows.div_ceil(WINDOW);
+        let windows = rows.div_ceil(rows_per_window);
+        let per_block = rows_per_window * SLOTS;
         let mut out = HostBlocks {
+            rows_per_window,
             window_blocks: Vec::with_capacity(windows + 1),
             block_columns: Vec::new(),
             block_values: Vec::new(),
@@ -173,25 +248,25 @@ impl HostBlocks {
         let mut blocks = 0usize;
         for w in 0..windows {
             out.window_blocks.push(blocks as i32);
-            let (r0, r1) = (w * WINDOW, ((w + 1) * WINDOW).min(rows));
+            let (r0, r1) = (w * rows_per_window, ((w + 1) * rows_per_window).min(rows));
             union.clear();
             union.extend_from_slice(&indices[indptr[r0]..indptr[r1]]);
             union.sort_unstable();
             union.dedup();
-            let count = union.len().div_ceil(WINDOW);
+            let count = union.len().div_ceil(SLOTS);
             let first = blocks;
             blocks += count;
             out.block_columns.extend(union.iter().map(|&c| c as i32));
-            out.block_columns.resize(blocks * WINDOW, -1);
-            out.block_values.resize(blocks * 256, 0);
-            out.block_masks.resize(blocks * WINDOW, 0);
+            out.block_columns.resize(blocks * SLOTS, -1);
+            out.block_values.resize(blocks * per_block, 0);
+            out.block_masks.resize(blocks * rows_per_window, 0);
             for r in r0..r1 {
                 let lr = r - r0;
                 for e in indptr[r]..indptr[r + 1] {
                     let p = union.binary_search(&indices[e]).expect("the window's union holds its columns");
-                    let (b, j) = (first + p / WINDOW, p % WINDOW);
-                    out.block_values[b * 256 + fragment_index(lr, j)] = values[e];
-                    out.block_masks[b * WINDOW + lr] |= 1 << j;
+                    let (b, j) = (first + p / SLOTS, p % SLOTS);
+                    out.block_values[b * per_block + fragment_index(lr, j)] = values[e];
+                    out.block_masks[b * rows_per_window + lr] |= 1 << j;
                 }
             }
         }
@@ -200,12 +275,13 @@ impl HostBlocks {
     }
 
     pub(crate) fn num_blocks(&self) -> usize {
-        self.block_columns.len() / WINDOW
+        self.block_columns.len() / SLOTS
     }
 }
 
 /// The blocks on the device, kept with the matrix ([`DeviceCsr`]'s `tensor_core` cache).
 pub(crate) struct DeviceBlocks {
+    rows_per_window: usize,
     window_blocks: CudaSlice<i32>,
     block_columns: CudaSlice<i32>,
     block_values: CudaSlice<u16>,
@@ -215,12 +291,12 @@ pub(crate) struct DeviceBlocks {
 }
 
 impl DeviceBlocks {
-    /// Downloads A's indices and values once and builds and uploads its blocks.
-    pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<DeviceBlocks> {
+    /// Downloads A's indices and values once and builds and uploads its blocks for windows of `rows_per_window`.
+    pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, rows_per_window: usize) -> Result<DeviceBlocks> {
         let host = a.download(gpu)?;
         let indptr = host.proper_indptr();
         let values: &[u16] = bytemuck::cast_slice(host.data());
-        let blocks = HostBlocks::build(&indptr, host.indices(), values);
+        let blocks = HostBlocks::build(&indptr, host.indices(), values, rows_per_window);
         if blocks.block_columns.len() > i32::MAX as usize {
             return Err(Error::TooLarge(format!(
                 "the tensor-core blocks of this matrix need {} k-blocks",
@@ -228,6 +304,7 @@ impl DeviceBlocks {
             )));
         }
         Ok(DeviceBlocks {
+            rows_per_window,
             window_blocks: upload_slice(gpu, &blocks.window_blocks, "uploading the tensor-core windows")?,
             block_columns: upload_slice(gpu, &blocks.block_columns, "uploading the tensor-core block columns")?,
             block_values: upload_slice(gpu, &blocks.block_values, "uploading the tensor-core block values")?,
@@ -237,15 +314,16 @@ impl DeviceBlocks {
         })
     }
 
-    /// Stored entries / (k-blocks * 256): how full the blocks are.
+    /// Stored entries / (k-blocks * rows per window * 16): how full the blocks are.
     pub(crate) fn fill(&self, nnz: usize) -> f64 {
-        nnz as f64 / (self.num_blocks.max(1) * 256) as f64
+        nnz as f64 / (self.num_blocks.max(1) * self.rows_per_window * SLOTS) as f64
     }
 }
 
-/// How full A's tensor-core blocks are: stored entries / (k-blocks * 256); builds the blocks on first use.
-pub fn block_fill<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<f64> {
-    Ok(a.tensor_core_blocks(gpu)?.fill(a.nnz()))
+/// How full A's tensor-core blocks for windows of `rows_per_window` rows ([`WINDOW`] or [`WIDE_WINDOW`]) are:
+/// stored entries / (k-blocks * rows_per_window * 16); builds the blocks on first use.
+pub fn block_fill<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, rows_per_window: usize) -> Result<f64> {
+    Ok(a.tensor_core_blocks(gpu, rows_per_window)?.fill(a.nnz()))
 }
 
 /// Kernel arguments; mirrors `ts::SpmmTcParams` in cuda/common/params.cuh.
@@ -255,15 +333,37 @@ struct SpmmTcParams {
     m: i32,
     n: i32,
     num_windows: i32,
-    pad: i32,
+    splits: i32,
     window_blocks: u64,
     block_columns: u64,
     block_values: u64,
     block_masks: u64,
     dense: u64,
     out: u64,
+    partials: u64,
 }
-const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 64, "SpmmTcParams must match cuda/common/params.cuh");
+const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 72, "SpmmTcParams must match cuda/common/params.cuh");
+
+/// Threads per block of `spmm_tc_fixup_<dtype>` (`TILESPARSE_SPMM_TC_FIXUP_THREADS`).
+const FIXUP_THREADS: u32 = 256;
+/// Blocks a wide launch should have at least: below it the k-blocks of each window are split into ranges
+/// (grid z) whose f32 partial tiles a fix-up adds (two per SM of an H100; fixed, so the bits do not depend on
+/// the device).
+const SPLIT_TARGET_BLOCKS: usize = 264;
+/// Fewest k-blocks per range of a split window, and most ranges.
+const SPLIT_MIN_BLOCKS: usize = 16;
+const SPLIT_MAX: usize = 8;
+
+/// Into how many ranges a wide launch of `grid` blocks (windows x column slices) splits each window's k-blocks,
+/// `blocks` k-blocks in `windows` windows in all. Pure.
+pub fn wide_splits(grid: usize, windows: usize, blocks: usize) -> usize {
+    if grid == 0 || grid >= SPLIT_TARGET_BLOCKS {
+        return 1;
+    }
+    let by_grid = SPLIT_TARGET_BLOCKS.div_ceil(grid);
+    let by_blocks = (blocks / windows.max(1) / SPLIT_MIN_BLOCKS).max(1);
+    by_grid.min(by_blocks).min(SPLIT_MAX)
+}
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmmTcParams {}
 
@@ -274,8 +374,11 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
     if !matches!(dtype, DType::F16 | DType::Bf16) {
         return Err(Error::Unsupported { config: name, reason: "tensor-core SpMM is for f16 and bf16".into() });
     }
-    if !matches!(config.tiles_n, 4 | 8) {
-        return Err(Error::InvalidConfig { config: name, rule: "tiles_n must be 4 or 8".into() });
+    if !TensorCoreConfig::COMPILED.contains(&(config.window, config.tiles_n)) {
+        return Err(Error::InvalidConfig {
+            config: name,
+            rule: "(window, tiles_n) must be (16, 4), (16, 8), (64, 8) or (64, 16)".into(),
+        });
     }
     if !KERNELS_BUILT {
         return Err(Error::KernelsNotBuilt);
@@ -287,7 +390,7 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
         });
     }
     super::check_i32(m, n)?;
-    if n.div_ceil(config.columns_per_warp()) > 65_535 {
+    if n.div_ceil(config.columns_per_block()) > 65_535 {
         return Err(Error::TooLarge(format!("n = {n} needs more than 65535 column blocks")));
     }
     Ok(())
@@ -308,9 +411,26 @@ pub fn spmm_tensor_core<T: Scalar>(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    let blocks = a.tensor_core_blocks(gpu)?;
+    let blocks = a.tensor_core_blocks(gpu, config.window as usize)?;
     let function = gpu.function(Family::Spmm, &config.kernel_name())?;
     let stream = gpu.stream();
+    let slices = n.div_ceil(config.columns_per_block());
+    let splits = if config.is_wide() {
+        wide_splits(blocks.num_windows * slices, blocks.num_windows, blocks.num_blocks)
+    } else {
+        1
+    };
+    let partials = if splits > 1 {
+        // SAFETY: f32 scratch; every element the fix-up reads is written first (each range's block stores its
+        // whole tile of rows < m and columns < n, zeros for an empty range).
+        Some(
+            unsafe { stream.alloc::<f32>(splits * m * n) }
+                .map_err(Error::driver("allocating tensor-core partial tiles", 4 * splits * m * n))?,
+        )
+    } else {
+        None
+    };
+    let partials_ptr = partials.as_ref().map(|p| p.device_ptr(stream));
     let (window_blocks, _g1) = blocks.window_blocks.device_ptr(stream);
     let (block_columns, _g2) = blocks.block_columns.device_ptr(stream);
     let (block_values, _g3) = blocks.block_values.device_ptr(stream);
@@ -321,26 +441,42 @@ pub fn spmm_tensor_core<T: Scalar>(
         m: m as i32,
         n: n as i32,
         num_windows: blocks.num_windows as i32,
-        pad: 0,
+        splits: splits as i32,
         window_blocks,
         block_columns,
         block_values,
         block_masks,
         dense,
         out,
+        partials: partials_ptr.as_ref().map_or(0, |(p, _)| *p),
     };
     let cfg = LaunchConfig {
-        grid_dim: (blocks.num_windows as u32, n.div_ceil(config.columns_per_warp()) as u32, 1),
+        grid_dim: (blocks.num_windows as u32, slices as u32, splits as u32),
         block_dim: ((WARPS * 32) as u32, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: the shapes and the config were checked (B is k x n, C is m x n, n a multiple of 8 so 16-byte
     // pieces of B rows and 4-byte stores of C are aligned); the blocks were built from this matrix (the cache
-    // lives in it and is dropped when its structure changes): every slot column is < k or -1 (never read), every
-    // window's k-blocks lie in the block arrays, windows cover rows < ceil(m / 16) * 16 and rows >= m are not
-    // stored; the grid has ceil(n / columns per warp) column slices, each starting below n.
+    // lives in it and is dropped when its structure changes) for windows of config.window rows, the kernel's
+    // (its name carries the window): every slot column is < k or -1 (never read), every window's k-blocks lie in
+    // the block arrays, windows cover rows < ceil(m / window) * window and rows >= m are not stored; the grid has
+    // ceil(n / columns per block) column slices, each starting below n, and `splits` ranges (1 for the narrow
+    // kernels, which ignore it; partial tiles of splits x m x n f32 otherwise).
     unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
         .map_err(Error::driver("launching the tensor-core SpMM", 0))?;
+    if splits > 1 {
+        let fixup = gpu.function(Family::Spmm, &format!("spmm_tc_fixup_{}", T::DTYPE.name()))?;
+        let pairs = m * n / 2;
+        let cfg = LaunchConfig {
+            grid_dim: (pairs.div_ceil(FIXUP_THREADS as usize).min(65_535) as u32, 1, 1),
+            block_dim: (FIXUP_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: partials holds splits x m x n f32, all written by the launch before on this stream; C is
+        // m x n with n even (aligned pairs); the loop strides over the grid.
+        unsafe { stream.launch_builder(&fixup).arg(&params).launch(cfg) }
+            .map_err(Error::driver("launching the tensor-core fix-up", 0))?;
+    }
     Ok(())
 }
 
@@ -369,44 +505,52 @@ mod tests {
             }
             indptr.push(indices.len());
         }
-        let b = HostBlocks::build(&indptr, &indices, &values);
-        assert_eq!(b.window_blocks.len(), 4);
-        // Decode every block back to (row, column, value) and compare with the CSR, entry for entry.
-        let mut decoded = Vec::new();
-        for w in 0..3 {
-            let (first, last) = (b.window_blocks[w] as usize, b.window_blocks[w + 1] as usize);
-            let cols = &b.block_columns[first * 16..last * 16];
-            // The window's slots are its rows' sorted distinct columns, then -1 padding (fewer than 16).
-            let real: Vec<i32> = cols.iter().copied().filter(|&c| c >= 0).collect();
-            assert!(real.windows(2).all(|p| p[0] < p[1]));
-            assert!(cols[real.len()..].iter().all(|&c| c == -1) && cols.len() - real.len() < 16);
-            for blk in first..last {
-                for r in 0..16 {
-                    for j in 0..16 {
-                        let v = b.block_values[blk * 256 + fragment_index(r, j)];
-                        let stored = b.block_masks[blk * 16 + r] >> j & 1 == 1;
-                        if stored {
-                            decoded.push((w * 16 + r, b.block_columns[blk * 16 + j] as usize, v));
-                        } else {
-                            assert_eq!(v, 0, "an unstored slot must hold zero");
-                        }
-                    }
-                }
-            }
-        }
-        decoded.sort_unstable();
         let mut want: Vec<(usize, usize, u16)> = Vec::new();
         for r in 0..37 {
             for e in indptr[r]..indptr[r + 1] {
                 want.push((r, indices[e], values[e]));
             }
         }
-        assert_eq!(decoded, want);
-        // fragment_index is a permutation of 0..256.
-        let mut seen = [false; 256];
-        for r in 0..16 {
+        // 16-row windows: three, the last partial; 64-row windows: one, partial.
+        for (rows_per_window, windows) in [(WINDOW, 3), (WIDE_WINDOW, 1)] {
+            let b = HostBlocks::build(&indptr, &indices, &values, rows_per_window);
+            assert_eq!(b.window_blocks.len(), windows + 1);
+            let per_block = rows_per_window * 16;
+            assert_eq!(b.block_values.len(), b.num_blocks() * per_block);
+            assert_eq!(b.block_masks.len(), b.num_blocks() * rows_per_window);
+            // Decode every block back to (row, column, value) and compare with the CSR, entry for entry.
+            let mut decoded = Vec::new();
+            for w in 0..windows {
+                let (first, last) = (b.window_blocks[w] as usize, b.window_blocks[w + 1] as usize);
+                let cols = &b.block_columns[first * 16..last * 16];
+                // The window's slots are its rows' sorted distinct columns, then -1 padding (fewer than 16).
+                let real: Vec<i32> = cols.iter().copied().filter(|&c| c >= 0).collect();
+                assert!(real.windows(2).all(|p| p[0] < p[1]));
+                assert!(cols[real.len()..].iter().all(|&c| c == -1) && cols.len() - real.len() < 16);
+                for blk in first..last {
+                    for r in 0..rows_per_window {
+                        for j in 0..16 {
+                            let v = b.block_values[blk * per_block + fragment_index(r, j)];
+                            let stored = b.block_masks[blk * rows_per_window + r] >> j & 1 == 1;
+                            if stored {
+                                decoded.push((w * rows_per_window + r, b.block_columns[blk * 16 + j] as usize, v));
+                            } else {
+                                assert_eq!(v, 0, "an unstored slot must hold zero");
+                            }
+                        }
+                    }
+                }
+            }
+            decoded.sort_unstable();
+            assert_eq!(decoded, want, "{rows_per_window}-row windows");
+        }
+        // fragment_index is a permutation of 0..256 on each 16-row tile, tile t at 256 t.
+        let mut seen = [false; 1024];
+        for r in 0..64 {
             for j in 0..16 {
-                assert!(!std::mem::replace(&mut seen[fragment_index(r, j)], true));
+                let at = fragment_index(r, j);
+                assert_eq!(at / 256, r / 16);
+                assert!(!std::mem::replace(&mut seen[at], true));
             }
         }
     }
@@ -415,39 +559,67 @@ mod tests {
     fn count_blocks_matches_the_built_blocks() {
         let a = crate::gen::power_law(300, 257, 20.0, 1.5, 3);
         let (indptr, indices) = (a.proper_indptr().to_vec(), a.indices().to_vec());
-        let b = HostBlocks::build(&indptr, &indices, &vec![1u16; indices.len()]);
-        assert_eq!(count_blocks(257, &indptr, &indices), b.num_blocks());
-        assert_eq!(count_blocks(5, &[0], &[]), 0);
-        // The sorting path (many more columns than entries) agrees.
+        let ones = vec![1u16; indices.len()];
         let wide: Vec<usize> = indices.iter().map(|&c| c * 1000).collect();
-        assert_eq!(count_blocks(257_000, &indptr, &wide), b.num_blocks());
+        for rows_per_window in [WINDOW, WIDE_WINDOW] {
+            let b = HostBlocks::build(&indptr, &indices, &ones, rows_per_window);
+            assert_eq!(count_blocks(257, &indptr, &indices, rows_per_window), b.num_blocks());
+            assert_eq!(count_blocks(5, &[0], &[], rows_per_window), 0);
+            // The sorting path (many more columns than entries) agrees.
+            assert_eq!(count_blocks(257_000, &indptr, &wide, rows_per_window), b.num_blocks());
+        }
+        let counts = BlockCounts::of(257, &indptr, &indices);
+        assert!(counts.wide < counts.narrow, "{counts:?}: 64-row windows share columns");
     }
 
     #[test]
     fn selection_follows_the_measurements() {
-        let sel = |dtype, m: usize, n: usize, nnz: usize, blocks: usize| select_tensor_core(dtype, m, n, nnz, blocks);
-        let tiles = |c: Option<TensorCoreConfig>| c.map(|c| c.tiles_n);
-        // Uniform 4096^2 at 50%: 256 windows of 256 half-full blocks: 64 columns per warp at every n.
-        let (nnz, blocks) = (8_388_608, 65_536);
-        for n in [128, 256, 4096] {
-            assert_eq!(tiles(sel(DType::F16, 4096, n, nnz, blocks)), Some(8), "n = {n}");
+        let sel = |dtype, m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
+            select_tensor_core(dtype, m, n, nnz, BlockCounts { narrow, wide }).map(|c| (c.window, c.tiles_n))
+        };
+        // Uniform 4096^2 at 50% and 80%: every window's union is all 4096 columns (256 k-blocks): wide at every
+        // n, 128 columns per block (n = 128: 64 windows x 5 ranges).
+        for nnz in [8_388_608, 3_355_437] {
+            for n in [128, 256, 4096] {
+                assert_eq!(sel(DType::F16, 4096, n, nnz, 65_536, 16_384), Some((64, 16)), "nnz {nnz}, n = {n}");
+            }
         }
-        // Uniform 80% (20.5% full): bf16 yes, f16 no; 90% (12% full): neither.
-        assert!(sel(DType::Bf16, 4096, 4096, 3_355_437, 64_000).is_some());
-        assert_eq!(sel(DType::F16, 4096, 4096, 3_355_437, 64_000), None);
-        assert_eq!(sel(DType::Bf16, 4096, 128, 1_677_702, 53_500), None);
-        // Small C: the pruned weights, whatever the fill; 384 x 1536 at n = 256 makes 96 blocks of 64 columns:
-        // 32 per warp.
-        assert_eq!(tiles(sel(DType::F16, 384, 256, 11_796, 576)), Some(4));
-        assert_eq!(tiles(sel(DType::F16, 384, 1024, 11_796, 576)), Some(8));
-        assert_eq!(tiles(sel(DType::F16, 1536, 256, 11_796, 576)), Some(8));
-        assert_eq!(sel(DType::F16, 1536, 1024, 58_982, 1_850), None);
-        // n <= 32: 32 columns per warp.
-        assert_eq!(tiles(sel(DType::F16, 4096, 32, nnz, blocks)), Some(4));
+        // 90% (10% full in 64-row windows): wide at n = 4096 only; at n = 128 the blocks of 16 rows are 12% full:
+        // the tiles (None).
+        let (nnz, narrow, wide) = (1_677_722, 53_500, 16_384);
+        assert_eq!(sel(DType::F16, 4096, 4096, nnz, narrow, wide), Some((64, 16)));
+        assert_eq!(sel(DType::F16, 4096, 128, nnz, narrow, wide), None);
+        assert_eq!(sel(DType::Bf16, 4096, 256, nnz, narrow, wide), None);
+        // 8192 x 2048 at 80%, n = 128: wide.
+        assert_eq!(sel(DType::F16, 8192, 128, 3_355_443, 65_000, 16_384), Some((64, 16)));
+        // Pruned 1536 x 384 at 70%, n = 1024: 24 windows of 24 k-blocks, no ranges: 64 columns per block; at
+        // n = 256 (96 blocks of 64 columns) the narrow windows.
+        assert_eq!(sel(DType::F16, 1536, 1024, 176_947, 2_304, 576), Some((64, 8)));
+        assert_eq!(sel(DType::F16, 1536, 256, 176_947, 2_304, 576), Some((16, 8)));
+        // Pruned 384-row weights: never wide; narrow for a small C whatever the fill (384 x 1536 at 98%).
+        assert_eq!(sel(DType::F16, 384, 256, 11_796, 576, 500), Some((16, 4)));
+        assert_eq!(sel(DType::F16, 384, 1024, 44_237, 2_304, 576), Some((16, 8)));
+        // Uniform 95% (5% full wide, 9% narrow), large C: the tiles.
+        assert_eq!(sel(DType::Bf16, 4096, 4096, 838_861, 36_800, 15_700), None);
+        // n <= 32 on a small C: 32 columns per warp.
+        assert_eq!(sel(DType::F16, 300, 32, 45_000, 400, 100), Some((16, 4)));
         // Not for f32, n not a multiple of 8, nnz = 0.
-        assert_eq!(select_tensor_core(DType::F32, 4096, 128, nnz, blocks), None);
-        assert_eq!(sel(DType::F16, 4096, 100, nnz, blocks), None);
-        assert_eq!(sel(DType::F16, 10, 64, 0, 0), None);
+        assert_eq!(sel(DType::F32, 4096, 128, 8_388_608, 65_536, 16_384), None);
+        assert_eq!(sel(DType::F16, 4096, 100, 8_388_608, 65_536, 16_384), None);
+        assert_eq!(sel(DType::F16, 10, 64, 0, 0, 0), None);
+    }
+
+    #[test]
+    fn wide_launches_split_only_small_grids_of_long_windows() {
+        // Uniform 4096^2 at 50%, n = 4096 (64 windows x 32 slices): no split.
+        assert_eq!(wide_splits(64 * 32, 64, 64 * 256), 1);
+        // n = 128 (64 windows x 1 slice of 128 columns): 256 k-blocks per window, 5 ranges (264 / 64 rounded up).
+        assert_eq!(wide_splits(64, 64, 64 * 256), 5);
+        // A tiny grid is capped at 8 ranges, and by 16 k-blocks per range.
+        assert_eq!(wide_splits(1, 1, 10_000), 8);
+        assert_eq!(wide_splits(6, 6, 6 * 40), 2);
+        assert_eq!(wide_splits(6, 6, 6 * 20), 1);
+        assert_eq!(wide_splits(0, 0, 0), 1);
     }
 
     #[test]
@@ -458,16 +630,22 @@ mod tests {
             }
         }
         assert!("spmm_f16_s1d8_y4k8x64w8_u4_pred".parse::<TensorCoreConfig>().is_err());
+        assert!("spmm_tc_f16_wx_n8".parse::<TensorCoreConfig>().is_err());
+        let wide: TensorCoreConfig = "tc_bf16_w64_n16".parse().unwrap();
+        assert_eq!(wide, TensorCoreConfig { dtype: DType::Bf16, window: 64, tiles_n: 16 });
+        assert!(wide.is_wide() && wide.columns_per_block() == 128);
     }
 
     #[test]
     fn configs_are_checked() {
-        let c = TensorCoreConfig { dtype: DType::F16, tiles_n: 4 };
+        let c = TensorCoreConfig { dtype: DType::F16, window: 16, tiles_n: 4 };
         assert!(matches!(check_tensor_core(&c, DType::F32, 10, 64), Err(Error::InvalidConfig { .. })));
-        let f32c = TensorCoreConfig { dtype: DType::F32, tiles_n: 4 };
+        let f32c = TensorCoreConfig { dtype: DType::F32, window: 16, tiles_n: 4 };
         assert!(matches!(check_tensor_core(&f32c, DType::F32, 10, 64), Err(Error::Unsupported { .. })));
-        let bad = TensorCoreConfig { dtype: DType::F16, tiles_n: 3 };
-        assert!(matches!(check_tensor_core(&bad, DType::F16, 10, 64), Err(Error::InvalidConfig { .. })));
+        for (window, tiles_n) in [(16, 3), (16, 16), (64, 4), (32, 8)] {
+            let bad = TensorCoreConfig { dtype: DType::F16, window, tiles_n };
+            assert!(matches!(check_tensor_core(&bad, DType::F16, 10, 64), Err(Error::InvalidConfig { .. })), "{bad}");
+        }
         if KERNELS_BUILT {
             assert!(matches!(check_tensor_core(&c, DType::F16, 10, 60), Err(Error::Unsupported { .. })));
             assert!(check_tensor_core(&c, DType::F16, 10, 64).is_ok());
