@@ -230,8 +230,9 @@ pub(crate) fn fragment_index(r: usize, j: usize) -> usize {
 impl HostBlocks {
     /// Builds the blocks of a valid CSR matrix (sorted, in-range, unique columns per row) for windows of
     /// `rows_per_window` rows (a multiple of 16). Every slot holds at least one stored entry (only a window's
-    /// last k-block has padding slots), so a k-block (608 bytes per 16 rows: values, columns, masks) holds at
-    /// least 16 entries: at most about 38 bytes per entry beside the CSR's 6 for 16-row windows, 146 for 64.
+    /// last k-block has padding slots), so a k-block (values, columns, masks: 608 bytes for 16 rows, 2240 for
+    /// 64) holds at least 16 entries: at most about 38 bytes per entry beside the CSR's 6 for 16-row windows,
+    /// 140 for 64-row ones.
     pub(crate) fn build(indptr: &[usize], indices: &[usize], values: &[u16], rows_per_window: usize) -> HostBlocks {
         assert!(rows_per_window % 16 == 0 && rows_per_window > 0);
         let rows = indptr.len() - 1;
