@@ -299,14 +299,24 @@ impl<T: Scalar> DeviceCsr<T> {
         self.tensor_core_count
     }
 
-    /// The tensor-core SpMM's blocks of this matrix for windows of `rows_per_window` rows (16 or 64), built from
-    /// one download of it the first time.
+    /// The tensor-core SpMM's blocks of this matrix for windows of `rows_per_window` rows (16 or 64, else
+    /// `InvalidConfig`), built from one download of it the first time.
     pub(crate) fn tensor_core_blocks(
         &self,
         gpu: &Gpu,
         rows_per_window: usize,
     ) -> Result<&crate::spmm::tensor_core::DeviceBlocks> {
-        let cache = &self.tensor_core[usize::from(rows_per_window != crate::spmm::tensor_core::WINDOW)];
+        use crate::spmm::tensor_core::{WIDE_WINDOW, WINDOW};
+        let cache = match rows_per_window {
+            WINDOW => &self.tensor_core[0],
+            WIDE_WINDOW => &self.tensor_core[1],
+            _ => {
+                return Err(Error::InvalidConfig {
+                    config: format!("tensor-core windows of {rows_per_window} rows"),
+                    rule: format!("windows are {WINDOW} or {WIDE_WINDOW} rows"),
+                })
+            }
+        };
         if let Some(b) = cache.get() {
             return Ok(b);
         }

@@ -554,6 +554,13 @@ fn tensor_core_refuses_what_it_cannot_run() {
     let bf = TensorCoreConfig { dtype: DType::Bf16, window: 16, tiles_n: 4 };
     let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &bf);
     assert!(matches!(r, Err(Error::InvalidConfig { .. })), "bf16 config, f16 operands: {r:?}");
+    // Windows of a height no kernel has.
+    let odd = TensorCoreConfig { dtype: DType::F16, window: 32, tiles_n: 8 };
+    let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &odd);
+    assert!(matches!(r, Err(Error::InvalidConfig { .. })), "32-row windows: {r:?}");
+    let r = tilesparse::spmm::tensor_core::block_fill(&gpu, &a_dev, 32);
+    assert!(matches!(r, Err(Error::InvalidConfig { .. })), "block fill of 32-row windows: {r:?}");
+    assert!(tilesparse::spmm::tensor_core::block_fill(&gpu, &a_dev, 64).unwrap() > 0.0);
 }
 
 /// The tensor-core kernels under compute-sanitizer (run-all.sh --sanitize): both widths, both types, a partial

@@ -20,7 +20,8 @@ use crate::scalar::{DType, Scalar};
 
 /// Rows per window of the narrow kernels (the mma's M) and slots per k-block (its K).
 pub const WINDOW: usize = 16;
-/// Rows per window of the wide kernels: one 16-row tile per warp.
+/// Rows per window of the wide kernels: four 16-row mma tiles, two per warp (the block's warps split the tile
+/// two by two).
 pub const WIDE_WINDOW: usize = 64;
 /// Slots (columns of A, rows of B) per k-block: the mma's K.
 pub const SLOTS: usize = 16;
