@@ -44,6 +44,13 @@ struct TcOps<__half> {
   static __device__ __forceinline__ bool nonfinite2(unsigned w) {
     return ((w & 0x7c00u) == 0x7c00u) | ((w & 0x7c000000u) == 0x7c000000u);
   }
+  /// w * 0 + acc on two packed elements, one instruction: acc stays +0 while every w is finite and becomes
+  /// NaN (nonzero magnitude bits) once one is Inf or NaN.
+  static __device__ __forceinline__ unsigned poison2(unsigned acc, unsigned w) {
+    unsigned out;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(out) : "r"(w), "r"(0u), "r"(acc));
+    return out;
+  }
 };
 
 template <>
@@ -57,6 +64,11 @@ struct TcOps<__nv_bfloat16> {
   }
   static __device__ __forceinline__ bool nonfinite2(unsigned w) {
     return ((w & 0x7f80u) == 0x7f80u) | ((w & 0x7f800000u) == 0x7f800000u);
+  }
+  static __device__ __forceinline__ unsigned poison2(unsigned acc, unsigned w) {
+    unsigned out;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(out) : "r"(w), "r"(0u), "r"(acc));
+    return out;
   }
 };
 
@@ -325,29 +337,34 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   const unsigned a_base = static_cast<unsigned>(__cvta_generic_to_shared(&a_tiles[0][0]));
   const unsigned c_base = static_cast<unsigned>(__cvta_generic_to_shared(&c_ring[0][0]));
 
+  // This thread's chunks of every B tile: chunk tid + kThreads * i is row (tid / kChunksPerRow) + i *
+  // (kThreads / kChunksPerRow), part tid % kChunksPerRow, the same columns of B in every k-block.
+  constexpr int kRowStep = kThreads / kChunksPerRow;
+  const int chunk_row = tid / kChunksPerRow;
+  const int chunk_part = tid % kChunksPerRow;
+  const bool in_n = n0 + 8 * chunk_part < p.n;
+  const T* dense_at = static_cast<const T*>(p.dense) + n0 + 8 * chunk_part;
+  const unsigned chunk_smem = b_base + chunk_row * kStride + chunk_part * 16;
+
   // Issues the copies of k-block `b` (window-relative) into ring slot `stage`: the B rows (`column(row)` gives
   // the B row of each slot) and the four blocks of A (one 16-byte fragment per thread).
   const auto load = [&](int b, int stage, auto column) {
 #pragma unroll
     for (int i = 0; i < kChunksPerThread; ++i) {
-      const int chunk = tid + kThreads * i;
-      const int row = chunk / kChunksPerRow;
-      const int part = chunk % kChunksPerRow;
-      const int c = column(row);
-      const int n_at = n0 + 8 * part;
-      const bool valid = c >= 0 && n_at < p.n;
-      const T* src = valid ? dense + static_cast<size_t>(c) * p.n + n_at : dense;
-      cp_async_16<false>(b_base + stage * kTileBytes + row * kStride + part * 16, src, valid);
+      const int c = column(chunk_row + kRowStep * i);
+      const bool valid = c >= 0 && in_n;
+      const T* src = valid ? dense_at + static_cast<size_t>(c) * p.n : dense;
+      cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, src, valid);
     }
     const uint4* a_src = p.block_values + static_cast<size_t>(kThreads) * (first + b) + tid;
     cp_async_16<false>(a_base + (stage * kThreads + tid) * 16, a_src, true);
   };
   // The slot columns of k-block `b` travel through the same pipeline, kStages - 1 steps before the B rows they
-  // name: threads 0-3 copy 16 bytes each into ring slot b % kStages.
-  const auto copy_columns = [&](int b) {
+  // name: threads 0-3 copy 16 bytes each into ring slot `slot` (b % kStages).
+  const auto copy_columns = [&](int b, int slot) {
     if (tid < 4 && b < blocks) {
       const int* src = p.block_columns + 16 * static_cast<size_t>(first + b) + 4 * tid;
-      cp_async_16<false>(c_base + ((b % kStages) * 16 + 4 * tid) * 4, src, true);
+      cp_async_16<false>(c_base + (slot * 16 + 4 * tid) * 4, src, true);
     }
   };
 
@@ -364,7 +381,7 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     if (s < blocks) {
       load(s, s, [&](int row) { return __ldg(p.block_columns + 16 * static_cast<size_t>(first + s) + row); });
     }
-    copy_columns(s + kStages - 1);
+    copy_columns(s + kStages - 1, (s + kStages - 1) % kStages);
     cp_async_commit();
   }
   const int g = lane / 4;
@@ -373,33 +390,37 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   // the next 8: b0/b1 of two n8 tiles per instruction.
   const int k_row = (lane & 8) + (lane & 7);
   const int col_half = (lane >> 4) * 8;
+  const unsigned frag_smem = b_base + k_row * kStride + (warp_col + col_half) * 2;
+  // Ring slots as counters (no modulo in the loop): stage = b % kStages is read, slot = (b + kStages - 1) %
+  // kStages is written, and the columns of block b + 2 kStages - 2 go to (b + kStages - 2) % kStages.
+  int stage = 0;
+  int slot = kStages - 1;
+  int column_slot = kStages - 2;
+  const auto next = [](int x) { return x + 1 == kStages ? 0 : x + 1; };
   for (int b = 0; b < blocks; ++b) {
     // This thread's copies of block b (and the columns of block b + kStages - 1) are complete; the barrier
     // makes everyone's visible and tells that every warp is done with step b - 1, whose ring slot the next
     // copies overwrite.
     cp_async_wait<kStages - 2>();
     __syncthreads();
-    const int stage = b % kStages;
     if (b + kStages - 1 < blocks) {
-      const int slot = (b + kStages - 1) % kStages;
       load(b + kStages - 1, slot, [&](int row) { return c_ring[slot][row]; });
     }
-    copy_columns(b + 2 * kStages - 2);  // into the slot of block b + kStages - 2, read in step b - 1
+    copy_columns(b + 2 * kStages - 2, column_slot);  // the columns of block b + kStages - 2 were read in step b - 1
     cp_async_commit();
 
     unsigned frag[kWarpTiles / 2][4];
-    bool bad = false;
+    unsigned poison = 0;  // TcOps::poison2 over the fragments: +0 unless one holds an Inf or NaN
 #pragma unroll
     for (int j = 0; j < kWarpTiles / 2; ++j) {
-      const unsigned address =
-          b_base + stage * kTileBytes + k_row * kStride + (warp_col + 16 * j + col_half) * 2;
+      const unsigned address = frag_smem + stage * kTileBytes + 32 * j;
       asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                    : "=r"(frag[j][0]), "=r"(frag[j][1]), "=r"(frag[j][2]), "=r"(frag[j][3])
                    : "r"(address));
 #pragma unroll
-      for (int e = 0; e < 4; ++e) bad |= TcOps<T>::nonfinite2(frag[j][e]);
+      for (int e = 0; e < 4; ++e) poison = TcOps<T>::poison2(poison, frag[j][e]);
     }
-    if (!__any_sync(0xffffffffu, bad)) {
+    if (!__any_sync(0xffffffffu, (poison & 0x7fff7fffu) != 0)) {
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         const uint4 a4 = a_tiles[stage][(2 * warp_row + mt) * 32 + lane];
@@ -446,6 +467,9 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
         }
       }
     }
+    stage = next(stage);
+    slot = next(slot);
+    column_slot = next(column_slot);
   }
   cp_async_wait<0>();
 

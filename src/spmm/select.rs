@@ -105,7 +105,14 @@ impl SpmmConfig {
             // (bf16) vs 43.1 / 50.1 us with Sputnik's tile (NOTES.md, "SpMM step 4").
             tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
         } else if dv == 8 && stats.cv <= 2.0 && !(m <= 2048 && n <= 256) {
-            if mean <= 600.0 {
+            if mean > 300.0 && mean <= 600.0 && n > 128 && n <= 256 {
+                // Uniform 90% (410 per row), n = 256: the k = 8 tile below runs 0.096-0.102 ms in three runs,
+                // f16 (2, 16, 64, 8) 0.070 ms, bf16 (2, 16, 256, 16) 0.073 ms (NOTES.md, "SpMM step 7").
+                match dtype {
+                    DType::Bf16 if n % 256 == 0 => tile(dtype, 1, 8, 2, 16, 256, 16, false),
+                    _ => tile(dtype, 2, 8, 4, 16, 64, 8, n % 64 != 0),
+                }
+            } else if mean <= 600.0 {
                 // Uniform 90% n = 4096: 0.955 ms (14.4 TFLOP/s) vs 1.215 ms with the 256-wide tile.
                 tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
             } else if mean > 1500.0 && n % 256 == 0 && n > 256 {
@@ -194,6 +201,14 @@ mod tests {
             SpmmConfig::select_with_stats(m, 4096, n, &stats, DType::F16).kernel_name()
         };
         assert_eq!(s(4096, 4096, 410.0, 0.05), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        // Uniform 90%: n = 128 keeps k = 8, n = 256 takes k = 16 (f16) or the 256-wide tile (bf16).
+        assert_eq!(s(4096, 128, 410.0, 0.05), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        assert_eq!(s(4096, 256, 410.0, 0.05), "spmm_f16_s2d8_y4k16x64w8_u4_nopred");
+        let stats = RowStats { min: 0, max: 0, mean: 410.0, cv: 0.05, empty_rows: 0 };
+        assert_eq!(
+            SpmmConfig::select_with_stats(4096, 4096, 256, &stats, DType::Bf16).kernel_name(),
+            "spmm_bf16_s1d8_y2k16x256w16_u4_nopred"
+        );
         assert_eq!(s(4096, 4096, 2048.0, 0.02), "spmm_f16_s1d8_y2k16x256w16_u4_nopred");
         assert_eq!(s(4096, 128, 819.0, 0.03), "spmm_f16_s2d8_y4k16x64w8_u4_nopred");
         assert_eq!(s(36692, 128, 10.0, 3.6), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");

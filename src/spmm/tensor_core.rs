@@ -156,12 +156,12 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
 /// k-blocks ([`BlockCounts::of`]), or None where the CUDA-core tiles are faster. Pure; each branch from the
 /// H100 runs in NOTES.md ("SpMM step 7: 64-row windows" and "step 6: tensor cores"):
 /// - the 64-row windows (wide) where A has at least 1024 rows, its 64-row blocks are at least 15% full (8% when
-///   n >= 1024), and the launch has at least 128 blocks with 64 columns (windows x column slices x k-block
-///   ranges): uniform 4096^2 at 50% and 80% at every n (f16 n = 128: 0.051 vs 0.065 ms, n = 4096: 0.83 vs 1.78
-///   ms at 80%), 90% at n = 4096 (10% full: 0.83 vs 0.95 ms) but not at n = 128 (0.050 vs 0.037 ms), the
-///   pruned 1536 x 384 at n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021 ms); not the 384-row weights
-///   (six windows: 0.013 vs 0.007 ms). 128 columns per block when that still makes 256 blocks (uniform,
-///   n = 128: 0.051 vs 0.053 ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
+///   n >= 256), and the launch has at least 128 blocks with 64 columns (windows x column slices x k-block
+///   ranges): uniform 4096^2 at 50% and 80% at every n (f16 80%, n = 128: 0.041 vs 0.064 ms; n = 4096: 0.63 vs
+///   1.79 ms), 90% (10% full) at n = 256 (0.061 vs 0.070 ms) and 4096 (0.63 vs 0.96 ms) but not at n = 128
+///   (0.041 vs 0.037 ms), the pruned 1536 x 384 at n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021
+///   ms); not the 384-row weights (six windows: 0.013 vs 0.007 ms). 128 columns per block when that still makes
+///   256 blocks (uniform, n = 128: 0.051 vs 0.053 ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
 /// - else the 16-row windows (narrow) where their blocks are at least a quarter full (f16; a fifth for bf16,
 ///   whose CUDA-core tiles are slower) or C is small (m * n < 2^19, where the tiles leave most of the GPU idle):
 ///   the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at n = 256 win at 7-30%
@@ -188,7 +188,7 @@ pub fn select_tensor_core(
         let grid = wide_windows * n.div_ceil(columns);
         grid * wide_splits(grid, wide_windows, counts.wide)
     };
-    if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && n >= 1024)) && launch(64) >= 128 {
+    if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && n >= 256)) && launch(64) >= 128 {
         let tiles_n = if launch(128) >= 256 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
@@ -586,12 +586,12 @@ mod tests {
                 assert_eq!(sel(DType::F16, 4096, n, nnz, 65_536, 16_384), Some((64, 16)), "nnz {nnz}, n = {n}");
             }
         }
-        // 90% (10% full in 64-row windows): wide at n = 4096 only; at n = 128 the blocks of 16 rows are 12% full:
+        // 90% (10% full in 64-row windows): wide from n = 256; at n = 128 the blocks of 16 rows are 12% full:
         // the tiles (None).
         let (nnz, narrow, wide) = (1_677_722, 53_500, 16_384);
         assert_eq!(sel(DType::F16, 4096, 4096, nnz, narrow, wide), Some((64, 16)));
+        assert_eq!(sel(DType::Bf16, 4096, 256, nnz, narrow, wide), Some((64, 16)));
         assert_eq!(sel(DType::F16, 4096, 128, nnz, narrow, wide), None);
-        assert_eq!(sel(DType::Bf16, 4096, 256, nnz, narrow, wide), None);
         // 8192 x 2048 at 80%, n = 128: wide.
         assert_eq!(sel(DType::F16, 8192, 128, 3_355_443, 65_000, 16_384), Some((64, 16)));
         // Pruned 1536 x 384 at 70%, n = 1024: 24 windows of 24 k-blocks, no ranges: 64 columns per block; at
