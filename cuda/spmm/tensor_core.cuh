@@ -41,9 +41,6 @@ struct TcOps<__half> {
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
-  static __device__ __forceinline__ bool nonfinite2(unsigned w) {
-    return ((w & 0x7c00u) == 0x7c00u) | ((w & 0x7c000000u) == 0x7c000000u);
-  }
   /// w * 0 + acc on two packed elements, one instruction: acc stays +0 while every w is finite and becomes
   /// NaN (nonzero magnitude bits) once one is Inf or NaN.
   static __device__ __forceinline__ unsigned poison2(unsigned acc, unsigned w) {
@@ -61,9 +58,6 @@ struct TcOps<__nv_bfloat16> {
         "{%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  static __device__ __forceinline__ bool nonfinite2(unsigned w) {
-    return ((w & 0x7f80u) == 0x7f80u) | ((w & 0x7f800000u) == 0x7f800000u);
   }
   static __device__ __forceinline__ unsigned poison2(unsigned acc, unsigned w) {
     unsigned out;
@@ -126,30 +120,35 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   const unsigned a_base = static_cast<unsigned>(__cvta_generic_to_shared(&a_tiles[warp][0][0]));
   const unsigned c_base = static_cast<unsigned>(__cvta_generic_to_shared(&c_ring[warp][0][0]));
 
+  // This lane's chunks of every B tile: chunk lane + 32 i is row lane / kChunksPerRow + i * (32 /
+  // kChunksPerRow), part lane % kChunksPerRow, the same columns of B in every k-block.
+  constexpr int kRowStep = 32 / kChunksPerRow;
+  const int chunk_row = lane / kChunksPerRow;
+  const int chunk_part = lane % kChunksPerRow;
+  const bool in_n = n0 + 8 * chunk_part < p.n;
+  const T* dense_at = dense + n0 + 8 * chunk_part;
+  const unsigned chunk_smem = b_base + chunk_row * kStride + chunk_part * 16;
+
   // Issues the copies of k-block `b` (window-relative) into ring slot `stage`; `column(row)` gives the B row
   // of each slot.
   const auto load = [&](int b, int stage, auto column) {
     const int block = block_of(b);
 #pragma unroll
     for (int i = 0; i < kChunksPerLane; ++i) {
-      const int chunk = lane + 32 * i;
-      const int row = chunk / kChunksPerRow;
-      const int part = chunk % kChunksPerRow;
-      const int c = column(row);
-      const int n_at = n0 + 8 * part;
-      const bool valid = c >= 0 && n_at < p.n;
-      const T* src = valid ? dense + static_cast<size_t>(c) * p.n + n_at : dense;
-      cp_async_16<kL1>(b_base + stage * kTileBytes + row * kStride + part * 16, src, valid);
+      const int c = column(chunk_row + kRowStep * i);
+      const bool valid = c >= 0 && in_n;
+      const T* src = valid ? dense_at + static_cast<size_t>(c) * p.n : dense;
+      cp_async_16<kL1>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, src, valid);
     }
     const uint4* a_src = p.block_values + 32 * static_cast<size_t>(block) + lane;
     cp_async_16<kL1>(a_base + (stage * 32 + lane) * 16, a_src, true);
   };
   // The slot columns of k-block `b` travel through the same pipeline, kTcStages - 1 steps before the B rows
-  // they name: lanes 0-3 copy 16 bytes each into ring slot b % kTcStages.
-  const auto copy_columns = [&](int b) {
+  // they name: lanes 0-3 copy 16 bytes each into ring slot `slot` (b % kTcStages).
+  const auto copy_columns = [&](int b, int slot) {
     if (lane < 4 && b < blocks) {
       const int* src = p.block_columns + 16 * static_cast<size_t>(block_of(b)) + 4 * lane;
-      cp_async_16<kL1>(c_base + ((b % kTcStages) * 16 + 4 * lane) * 4, src, true);
+      cp_async_16<kL1>(c_base + (slot * 16 + 4 * lane) * 4, src, true);
     }
   };
 
@@ -163,50 +162,52 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     if (s < blocks) {
       load(s, s, [&](int row) { return __ldg(p.block_columns + 16 * static_cast<size_t>(block_of(s)) + row); });
     }
-    copy_columns(s + kTcStages - 1);
+    copy_columns(s + kTcStages - 1, (s + kTcStages - 1) % kTcStages);
     cp_async_commit();
   }
   const int g = lane / 4;
   const int t = lane % 4;
+  // ldmatrix.x4.trans: lanes 0-7 address k rows 0-7, lanes 8-15 k rows 8-15 of the first 8 columns, lanes
+  // 16-31 the same for the next 8 columns: b0/b1 of two n8 tiles.
+  const int k_row = (lane & 8) + (lane & 7);
+  const int col_half = (lane >> 4) * 8;
+  const unsigned frag_smem = b_base + k_row * kStride + col_half * 2;
+  // Ring slots as counters: stage = b % kTcStages is read, slot = (b + kTcStages - 1) % kTcStages written, the
+  // columns of block b + 2 kTcStages - 2 go to (b + kTcStages - 2) % kTcStages.
+  int stage = 0;
+  int slot = kTcStages - 1;
+  int column_slot = kTcStages - 2;
+  const auto next = [](int x) { return x + 1 == kTcStages ? 0 : x + 1; };
   for (int b = 0; b < blocks; ++b) {
     // Step b's group (and with it every earlier one) is complete: block b's B rows and A values, and the
     // columns of block b + kTcStages - 1.
     cp_async_wait<kTcStages - 2>();
     __syncwarp();
-    const int stage = b % kTcStages;
     if (b + kTcStages - 1 < blocks) {
-      const int slot = (b + kTcStages - 1) % kTcStages;
       load(b + kTcStages - 1, slot, [&](int row) { return c_ring[warp][slot][row]; });
     }
-    copy_columns(b + 2 * kTcStages - 2);  // into the slot of block b + kTcStages - 2, read in step b - 1
+    copy_columns(b + 2 * kTcStages - 2, column_slot);  // block b + kTcStages - 2's columns were read in step b - 1
     cp_async_commit();
 
     const unsigned char* tile = my_b + stage * kTileBytes;
-    bool bad = false;
+    unsigned frag[kTilesN / 2][4];
+    unsigned poison = 0;  // TcOps::poison2 over the fragments: +0 unless one holds an Inf or NaN
 #pragma unroll
-    for (int i = 0; i < kChunksPerLane; ++i) {
-      const int chunk = lane + 32 * i;
-      const uint4 v = *reinterpret_cast<const uint4*>(tile + (chunk / kChunksPerRow) * kStride +
-                                                      (chunk % kChunksPerRow) * 16);
-      bad |= TcOps<T>::nonfinite2(v.x) | TcOps<T>::nonfinite2(v.y) | TcOps<T>::nonfinite2(v.z) |
-             TcOps<T>::nonfinite2(v.w);
+    for (int j = 0; j < kTilesN / 2; ++j) {
+      const unsigned address = frag_smem + stage * kTileBytes + 32 * j;
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(frag[j][0]), "=r"(frag[j][1]), "=r"(frag[j][2]), "=r"(frag[j][3])
+                   : "r"(address));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) poison = TcOps<T>::poison2(poison, frag[j][e]);
     }
-    if (!__any_sync(0xffffffffu, bad)) {
+    if (!__any_sync(0xffffffffu, (poison & 0x7fff7fffu) != 0)) {
       const uint4 a4 = a_tiles[warp][stage][lane];
       const unsigned a[4] = {a4.x, a4.y, a4.z, a4.w};
-      // ldmatrix.x4.trans: lanes 0-7 address k rows 0-7, lanes 8-15 k rows 8-15 of the first 8 columns, lanes
-      // 16-31 the same for the next 8 columns: b0/b1 of two n8 tiles.
-      const int k_row = (lane & 8) + (lane & 7);
-      const int col_half = (lane >> 4) * 8;
 #pragma unroll
       for (int j = 0; j < kTilesN / 2; ++j) {
-        const unsigned address = b_base + stage * kTileBytes + k_row * kStride + (16 * j + col_half) * 2;
-        unsigned b0, b1, b2, b3;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                     : "r"(address));
-        TcOps<T>::mma(acc[2 * j], a, b0, b1);
-        TcOps<T>::mma(acc[2 * j + 1], a, b2, b3);
+        TcOps<T>::mma(acc[2 * j], a, frag[j][0], frag[j][1]);
+        TcOps<T>::mma(acc[2 * j + 1], a, frag[j][2], frag[j][3]);
       }
     } else {
       // Exact path: only stored entries multiply B (rows g and g + 8 of the window, this lane's columns).
@@ -238,6 +239,9 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
         }
       }
     }
+    stage = next(stage);
+    slot = next(slot);
+    column_slot = next(column_slot);
   }
   cp_async_wait<0>();
   __syncwarp();  // every lane is done reading the ring before it holds partial sums
