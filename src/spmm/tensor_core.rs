@@ -156,10 +156,11 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
 /// k-blocks ([`BlockCounts::of`]), or None where the CUDA-core tiles are faster. Pure; each branch from the
 /// H100 runs in NOTES.md ("SpMM step 7: 64-row windows" and "step 6: tensor cores"):
 /// - the 64-row windows (wide) where A has at least 1024 rows, its 64-row blocks are at least 15% full (8% when
-///   n >= 256), and the launch has at least 128 blocks with 64 columns (windows x column slices x k-block
-///   ranges): uniform 4096^2 at 50% and 80% at every n (f16 80%, n = 128: 0.041 vs 0.064 ms; n = 4096: 0.63 vs
-///   1.79 ms), 90% (10% full) at n = 256 (0.061 vs 0.070 ms) and 4096 (0.63 vs 0.96 ms) but not at n = 128
-///   (0.041 vs 0.037 ms), the pruned 1536 x 384 at n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021
+///   n >= 256 or C has 2^20 elements), and the launch has at least 128 blocks with 64 columns (windows x
+///   column slices x k-block ranges): uniform 4096^2 at 50% and 80% at every n (f16 80%, n = 128: 0.041 vs
+///   0.064 ms; n = 4096: 0.63 vs 1.79 ms), 90% (10% full) at n = 256 (0.061 vs 0.070 ms) and 4096 (0.63 vs
+///   0.96 ms) but not at n = 128 (0.041 vs 0.037 ms), 8192 x 2048 at 90%, n = 128 (0.040 vs 0.045 ms, bf16
+///   0.040 vs 0.047 ms; it needs 3 k-block ranges where 4096 x 4096 needs 5), the pruned 1536 x 384 at n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021
 ///   ms); not the 384-row weights (six windows: 0.013 vs 0.007 ms). 128 columns per block when that still makes
 ///   256 blocks (uniform, n = 128: 0.051 vs 0.053 ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
 /// - else the 16-row windows (narrow) where their blocks are at least a quarter full (f16; a fifth for bf16,
@@ -188,7 +189,8 @@ pub fn select_tensor_core(
         let grid = wide_windows * n.div_ceil(columns);
         grid * wide_splits(grid, wide_windows, counts.wide)
     };
-    if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && n >= 256)) && launch(64) >= 128 {
+    let large = n >= 256 || m.saturating_mul(n) >= 1 << 20;
+    if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large)) && launch(64) >= 128 {
         let tiles_n = if launch(128) >= 256 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
@@ -592,8 +594,9 @@ mod tests {
         assert_eq!(sel(DType::F16, 4096, 4096, nnz, narrow, wide), Some((64, 16)));
         assert_eq!(sel(DType::Bf16, 4096, 256, nnz, narrow, wide), Some((64, 16)));
         assert_eq!(sel(DType::F16, 4096, 128, nnz, narrow, wide), None);
-        // 8192 x 2048 at 80%, n = 128: wide.
+        // 8192 x 2048 at 80% and 90% (10% full, C of 2^20 elements), n = 128: wide.
         assert_eq!(sel(DType::F16, 8192, 128, 3_355_443, 65_000, 16_384), Some((64, 16)));
+        assert_eq!(sel(DType::Bf16, 8192, 128, 1_677_722, 53_500, 16_384), Some((64, 16)));
         // Pruned 1536 x 384 at 70%, n = 1024: 24 windows of 24 k-blocks, no ranges: 64 columns per block; at
         // n = 256 (96 blocks of 64 columns) the narrow windows.
         assert_eq!(sel(DType::F16, 1536, 1024, 176_947, 2_304, 576), Some((64, 8)));
