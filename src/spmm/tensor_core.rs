@@ -160,9 +160,10 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
 ///   column slices x k-block ranges): uniform 4096^2 at 50% and 80% at every n (f16 80%, n = 128: 0.041 vs
 ///   0.064 ms; n = 4096: 0.63 vs 1.79 ms), 90% (10% full) at n = 256 (0.061 vs 0.070 ms) and 4096 (0.63 vs
 ///   0.96 ms) but not at n = 128 (0.041 vs 0.037 ms), 8192 x 2048 at 90%, n = 128 (0.040 vs 0.045 ms, bf16
-///   0.040 vs 0.047 ms; it needs 3 k-block ranges where 4096 x 4096 needs 5), the pruned 1536 x 384 at n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021
-///   ms); not the 384-row weights (six windows: 0.013 vs 0.007 ms). 128 columns per block when that still makes
-///   256 blocks (uniform, n = 128: 0.051 vs 0.053 ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
+///   0.040 vs 0.047 ms; it needs 3 k-block ranges where 4096 x 4096 needs 5), the pruned 1536 x 384 at
+///   n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021 ms); not the 384-row weights (six windows: 0.013
+///   vs 0.007 ms). 128 columns per block when that still makes 256 blocks (uniform, n = 128: 0.051 vs 0.053
+///   ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
 /// - else the 16-row windows (narrow) where their blocks are at least a quarter full (f16; a fifth for bf16,
 ///   whose CUDA-core tiles are slower) or C is small (m * n < 2^19, where the tiles leave most of the GPU idle):
 ///   the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at n = 256 win at 7-30%
