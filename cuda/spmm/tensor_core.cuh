@@ -81,6 +81,56 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
+/// @brief Loads kPairs ldmatrix.x4.trans fragments (b0/b1 of two n8 tiles each) from `address`, `address` + 32,
+/// ... (lanes address their k row and 8-column half) and says, for the whole warp, whether any of them holds an
+/// Inf or NaN (TcOps::poison2: one fma per register).
+template <typename T, int kPairs>
+__device__ __forceinline__ bool load_b_fragments(unsigned (&frag)[kPairs][4], unsigned address) {
+  unsigned poison = 0;  // +0 unless a fragment holds an Inf or NaN
+#pragma unroll
+  for (int j = 0; j < kPairs; ++j) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(frag[j][0]), "=r"(frag[j][1]), "=r"(frag[j][2]), "=r"(frag[j][3])
+                 : "r"(address + 32 * j));
+#pragma unroll
+    for (int e = 0; e < 4; ++e) poison = TcOps<T>::poison2(poison, frag[j][e]);
+  }
+  return __any_sync(0xffffffffu, (poison & 0x7fff7fffu) != 0);
+}
+
+/// @brief The exact path of one 16 x 16 block of A: only its stored entries (`masks`, one per row) multiply the
+/// B tile's rows (`b_tile` + kk * kStride bytes, from the warp's first column), into this lane's accumulators of
+/// rows g and g + 8 (mma C-fragment order, kTiles n8 tiles). `values`: the block in fragment order.
+template <typename T, int kTiles, int kStride>
+__device__ __forceinline__ void exact_block(float (&acc)[kTiles][4], const T* values, const unsigned short* masks,
+                                            const unsigned char* b_tile, int g, int t) {
+  const unsigned mask_lo = __ldg(masks + g);
+  const unsigned mask_hi = __ldg(masks + g + 8);
+  for (int kk = 0; kk < 16; ++kk) {
+    const bool lo = (mask_lo >> kk) & 1u;
+    const bool hi = (mask_hi >> kk) & 1u;
+    if (!lo && !hi) continue;
+    // Position of (row, kk) in the fragment order (see tensor_core.rs): lane g * 4 + (kk % 8) / 2.
+    const int at = (g * 4 + (kk % 8) / 2) * 8 + (kk >= 8 ? 4 : 0) + (kk & 1);
+    const float a_lo = to_float(values[at]);
+    const float a_hi = to_float(values[at + 2]);
+    const T* b_row = reinterpret_cast<const T*>(b_tile + kk * kStride);
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      const float b0 = to_float(b_row[8 * j + 2 * t]);
+      const float b1 = to_float(b_row[8 * j + 2 * t + 1]);
+      if (lo) {
+        acc[j][0] = fmaf(a_lo, b0, acc[j][0]);
+        acc[j][1] = fmaf(a_lo, b1, acc[j][1]);
+      }
+      if (hi) {
+        acc[j][2] = fmaf(a_hi, b0, acc[j][2]);
+        acc[j][3] = fmaf(a_hi, b1, acc[j][3]);
+      }
+    }
+  }
+}
+
 /// @brief The kernel body; see the file comment. Grid: (windows, column slices); the kTcWarps warps of block
 /// (x, y) share window x and column slice y and take its k-blocks in turn (warp w: k-blocks w, w + kTcWarps,
 /// ...), so that a window's chain of k-blocks is walked by four warps at once; warp 0 adds the four partial
@@ -189,19 +239,8 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     copy_columns(b + 2 * kTcStages - 2, column_slot);  // block b + kTcStages - 2's columns were read in step b - 1
     cp_async_commit();
 
-    const unsigned char* tile = my_b + stage * kTileBytes;
     unsigned frag[kTilesN / 2][4];
-    unsigned poison = 0;  // TcOps::poison2 over the fragments: +0 unless one holds an Inf or NaN
-#pragma unroll
-    for (int j = 0; j < kTilesN / 2; ++j) {
-      const unsigned address = frag_smem + stage * kTileBytes + 32 * j;
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(frag[j][0]), "=r"(frag[j][1]), "=r"(frag[j][2]), "=r"(frag[j][3])
-                   : "r"(address));
-#pragma unroll
-      for (int e = 0; e < 4; ++e) poison = TcOps<T>::poison2(poison, frag[j][e]);
-    }
-    if (!__any_sync(0xffffffffu, (poison & 0x7fff7fffu) != 0)) {
+    if (!load_b_fragments<T>(frag, frag_smem + stage * kTileBytes)) {
       const uint4 a4 = a_tiles[warp][stage][lane];
       const unsigned a[4] = {a4.x, a4.y, a4.z, a4.w};
 #pragma unroll
@@ -211,33 +250,9 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
       }
     } else {
       // Exact path: only stored entries multiply B (rows g and g + 8 of the window, this lane's columns).
-      const int block = block_of(b);
-      const T* values = reinterpret_cast<const T*>(p.block_values) + 256 * static_cast<size_t>(block);
-      const unsigned mask_lo = __ldg(p.block_masks + 16 * static_cast<size_t>(block) + g);
-      const unsigned mask_hi = __ldg(p.block_masks + 16 * static_cast<size_t>(block) + g + 8);
-      for (int kk = 0; kk < 16; ++kk) {
-        const bool lo = (mask_lo >> kk) & 1u;
-        const bool hi = (mask_hi >> kk) & 1u;
-        if (!lo && !hi) continue;
-        // Position of (row, kk) in the fragment order (see tensor_core.rs): lane g * 4 + (kk % 8) / 2.
-        const int at = (g * 4 + (kk % 8) / 2) * 8 + (kk >= 8 ? 4 : 0) + (kk & 1);
-        const float a_lo = to_float(values[at]);
-        const float a_hi = to_float(values[at + 2]);
-        const T* b_row = reinterpret_cast<const T*>(tile + kk * kStride);
-#pragma unroll
-        for (int j = 0; j < kTilesN; ++j) {
-          const float b0 = to_float(b_row[8 * j + 2 * t]);
-          const float b1 = to_float(b_row[8 * j + 2 * t + 1]);
-          if (lo) {
-            acc[j][0] = fmaf(a_lo, b0, acc[j][0]);
-            acc[j][1] = fmaf(a_lo, b1, acc[j][1]);
-          }
-          if (hi) {
-            acc[j][2] = fmaf(a_hi, b0, acc[j][2]);
-            acc[j][3] = fmaf(a_hi, b1, acc[j][3]);
-          }
-        }
-      }
+      const size_t block = static_cast<size_t>(block_of(b));
+      exact_block<T, kTilesN, kStride>(acc, reinterpret_cast<const T*>(p.block_values) + 256 * block,
+                                       p.block_masks + 16 * block, my_b + stage * kTileBytes, g, t);
     }
     stage = next(stage);
     slot = next(slot);
@@ -414,17 +429,7 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     cp_async_commit();
 
     unsigned frag[kWarpTiles / 2][4];
-    unsigned poison = 0;  // TcOps::poison2 over the fragments: +0 unless one holds an Inf or NaN
-#pragma unroll
-    for (int j = 0; j < kWarpTiles / 2; ++j) {
-      const unsigned address = frag_smem + stage * kTileBytes + 32 * j;
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(frag[j][0]), "=r"(frag[j][1]), "=r"(frag[j][2]), "=r"(frag[j][3])
-                   : "r"(address));
-#pragma unroll
-      for (int e = 0; e < 4; ++e) poison = TcOps<T>::poison2(poison, frag[j][e]);
-    }
-    if (!__any_sync(0xffffffffu, (poison & 0x7fff7fffu) != 0)) {
+    if (!load_b_fragments<T>(frag, frag_smem + stage * kTileBytes)) {
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         const uint4 a4 = a_tiles[stage][(2 * warp_row + mt) * 32 + lane];
@@ -438,37 +443,13 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     } else {
       // Exact path: only stored entries multiply B (rows g and g + 8 of each of this warp's two row tiles, this
       // lane's columns).
-      const unsigned char* tile = b_tiles[stage];
       const size_t block = static_cast<size_t>(first + b);
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         const int sub = 2 * warp_row + mt;
-        const T* values = reinterpret_cast<const T*>(p.block_values) + (block * kTcWarps + sub) * 256;
-        const unsigned short* masks = p.block_masks + block * kRows + 16 * sub;
-        const unsigned mask_lo = __ldg(masks + g);
-        const unsigned mask_hi = __ldg(masks + g + 8);
-        for (int kk = 0; kk < 16; ++kk) {
-          const bool lo = (mask_lo >> kk) & 1u;
-          const bool hi = (mask_hi >> kk) & 1u;
-          if (!lo && !hi) continue;
-          const int at = (g * 4 + (kk % 8) / 2) * 8 + (kk >= 8 ? 4 : 0) + (kk & 1);
-          const float a_lo = to_float(values[at]);
-          const float a_hi = to_float(values[at + 2]);
-          const T* b_row = reinterpret_cast<const T*>(tile + kk * kStride) + warp_col;
-#pragma unroll
-          for (int j = 0; j < kWarpTiles; ++j) {
-            const float b0 = to_float(b_row[8 * j + 2 * t]);
-            const float b1 = to_float(b_row[8 * j + 2 * t + 1]);
-            if (lo) {
-              acc[mt][j][0] = fmaf(a_lo, b0, acc[mt][j][0]);
-              acc[mt][j][1] = fmaf(a_lo, b1, acc[mt][j][1]);
-            }
-            if (hi) {
-              acc[mt][j][2] = fmaf(a_hi, b0, acc[mt][j][2]);
-              acc[mt][j][3] = fmaf(a_hi, b1, acc[mt][j][3]);
-            }
-          }
-        }
+        exact_block<T, kWarpTiles, kStride>(
+            acc[mt], reinterpret_cast<const T*>(p.block_values) + (block * kTcWarps + sub) * 256,
+            p.block_masks + block * kRows + 16 * sub, b_tiles[stage] + warp_col * 2, g, t);
       }
     }
     stage = next(stage);
