@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Kernel families: one folder under `cuda/` and one fatbin each.
-const FAMILIES: &[&str] = &["spmm", "spmv", "spgemm"];
+const FAMILIES: &[&str] = &["spmm", "spmv", "spgemm", "util"];
 
 /// One row of `cuda/spmm/variants.txt`.
 struct Variant {

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::error::{Error, Result};
 use crate::kernels::{Family, KERNELS_BUILT};
@@ -153,6 +153,18 @@ impl Gpu {
     /// Waits for all queued work; reports any error a kernel raised.
     pub fn synchronize(&self) -> Result<()> {
         self.stream.synchronize().map_err(Error::driver("synchronizing the stream", 0))
+    }
+
+    /// Keeps the stream busy for `duration` (one thread spinning on the GPU's timer): work enqueued behind it
+    /// meanwhile runs back to back once it ends, whatever the host's pace (the timing's hold, src/timing.rs).
+    pub fn hold_stream(&self, duration: std::time::Duration) -> Result<()> {
+        let f = self.function(Family::Util, "ts_hold_stream")?;
+        let ns = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the kernel takes one unsigned long long by value and touches no memory.
+        unsafe { self.stream.launch_builder(&f).arg(&ns).launch(cfg) }
+            .map(|_| ())
+            .map_err(Error::driver("launching the stream hold", 0))
     }
 
     /// Free and total device memory, in bytes.

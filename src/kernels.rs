@@ -11,11 +11,13 @@ pub enum Family {
     Spmm,
     Spmv,
     Spgemm,
+    /// Helpers beside the products (cuda/util: the timing's stream hold).
+    Util,
 }
 
 impl Family {
     /// All families, in the order of their module slots.
-    pub const ALL: [Family; 3] = [Family::Spmm, Family::Spmv, Family::Spgemm];
+    pub const ALL: [Family; 4] = [Family::Spmm, Family::Spmv, Family::Spgemm, Family::Util];
 
     /// The family's folder name.
     pub fn name(self) -> &'static str {
@@ -23,6 +25,7 @@ impl Family {
             Family::Spmm => "spmm",
             Family::Spmv => "spmv",
             Family::Spgemm => "spgemm",
+            Family::Util => "util",
         }
     }
 
@@ -32,6 +35,7 @@ impl Family {
             Family::Spmm => SPMM_FATBIN,
             Family::Spmv => SPMV_FATBIN,
             Family::Spgemm => SPGEMM_FATBIN,
+            Family::Util => UTIL_FATBIN,
         }
     }
 

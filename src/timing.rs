@@ -1,4 +1,10 @@
-//! Kernel timing with CUDA events: warm-up runs, then one event pair per timed run, median reported.
+//! Kernel timing with CUDA events: warm-up runs, then one event pair per timed run, median reported. The timed
+//! runs are enqueued behind a stream hold ([`Gpu::hold_stream`]) long enough for the host to enqueue all of
+//! them, so that they run back to back: an event pair then brackets device time only, never the host's work
+//! between launches (allocations, argument setup, a descheduled thread), which on problems of a few
+//! microseconds was as long as the kernels and made single problems run 2x slow in some runs.
+
+use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUevent_flags;
 
@@ -29,16 +35,31 @@ impl Timings {
     }
 }
 
-/// Runs `op` `warmup` times untimed, then `iters` times, each between two events on the GPU's stream, so
-/// the figures are device time: no host overhead, no launch queue effects between runs.
+/// How long the stream is held for `runs` runs whose host side took `per_run` each (the fastest warm-up run;
+/// None without warm-up): three times their host time, at least 1 ms, at most 50 ms (beyond it the runs are
+/// long enough that the host keeps ahead of the GPU anyway).
+pub fn hold_for(per_run: Option<Duration>, runs: usize) -> Duration {
+    let per_run = per_run.unwrap_or(Duration::from_micros(500));
+    let runs = u32::try_from(runs).unwrap_or(u32::MAX);
+    per_run.saturating_mul(3).saturating_mul(runs).clamp(Duration::from_millis(1), Duration::from_millis(50))
+}
+
+/// Runs `op` `warmup` times untimed, then `iters` times, each between two events on the GPU's stream, all of
+/// them enqueued behind a stream hold (module documentation), so the figures are device time: no host
+/// overhead, no launch queue effects between runs.
 pub fn time_op(gpu: &Gpu, warmup: usize, iters: usize, mut op: impl FnMut() -> Result<()>) -> Result<Timings> {
+    let mut per_run: Option<Duration> = None;
     for _ in 0..warmup {
+        let t = Instant::now();
         op()?;
+        let host = t.elapsed();
+        per_run = Some(per_run.map_or(host, |p| p.min(host)));
     }
     gpu.synchronize()?;
     let ctx = gpu.context();
     let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
     let mut pairs = Vec::with_capacity(iters);
+    gpu.hold_stream(hold_for(per_run, iters))?;
     for _ in 0..iters {
         let start = ctx.new_event(flags).map_err(Error::driver("creating an event", 0))?;
         let stop = ctx.new_event(flags).map_err(Error::driver("creating an event", 0))?;
@@ -55,11 +76,13 @@ pub fn time_op(gpu: &Gpu, warmup: usize, iters: usize, mut op: impl FnMut() -> R
     Ok(Timings { runs_ms })
 }
 
-/// Device time of `iters` back-to-back runs of `op` between two events (criterion's `iter_custom`).
+/// Device time of `iters` back-to-back runs of `op` between two events (criterion's `iter_custom`), enqueued
+/// behind a stream hold as in [`time_op`].
 pub fn event_time(gpu: &Gpu, iters: u64, mut op: impl FnMut() -> Result<()>) -> Result<std::time::Duration> {
     let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
     let start = gpu.context().new_event(flags).map_err(Error::driver("creating an event", 0))?;
     let stop = gpu.context().new_event(flags).map_err(Error::driver("creating an event", 0))?;
+    gpu.hold_stream(hold_for(None, usize::try_from(iters).unwrap_or(usize::MAX)))?;
     start.record(gpu.stream()).map_err(Error::driver("recording an event", 0))?;
     for _ in 0..iters {
         op()?;
@@ -68,4 +91,20 @@ pub fn event_time(gpu: &Gpu, iters: u64, mut op: impl FnMut() -> Result<()>) -> 
     stop.synchronize().map_err(Error::driver("waiting for an event", 0))?;
     let ms = start.elapsed_ms(&stop).map_err(Error::driver("reading an event", 0))?;
     Ok(std::time::Duration::from_secs_f64(ms as f64 / 1e3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hold_covers_the_host_time_within_bounds() {
+        let us = Duration::from_micros;
+        assert_eq!(hold_for(Some(us(100)), 20), us(6000));
+        assert_eq!(hold_for(Some(us(1)), 20), Duration::from_millis(1));
+        assert_eq!(hold_for(Some(Duration::from_millis(5)), 20), Duration::from_millis(50));
+        assert_eq!(hold_for(None, 4), us(6000));
+        assert_eq!(hold_for(None, usize::MAX), Duration::from_millis(50));
+        assert_eq!(hold_for(Some(Duration::MAX), 3), Duration::from_millis(50));
+    }
 }

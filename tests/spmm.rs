@@ -598,3 +598,19 @@ fn auto_uses_the_tensor_cores_where_they_win() {
     case::<f16>(&gpu, 200, 0.05, true); // C of 12 800 elements
     case::<f16>(&gpu, 9000, 0.05, false); // blocks 8% full, C of 576 000
 }
+
+/// The bench timing (tilesparse::timing::time_op, used for every table) measures device time: a run whose host
+/// side sleeps 2 ms before it launches 50 us of GPU work times about 50 us, because the runs are enqueued
+/// behind a stream hold and execute back to back (without it each run's events would bracket the sleep).
+#[test]
+fn timing_brackets_device_time_not_host_time() {
+    let Some(gpu) = gpu_or_skip("timing_brackets_device_time_not_host_time") else { return };
+    let work = std::time::Duration::from_micros(50);
+    let t = tilesparse::timing::time_op(&gpu, 2, 5, || {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        gpu.hold_stream(work)
+    })
+    .unwrap();
+    let ms = t.median_ms();
+    assert!((0.045..1.0).contains(&ms), "median {ms} ms for 0.05 ms of device work behind 2 ms of host time");
+}
