@@ -451,7 +451,8 @@ fn rows_cleared(a: &CsMat<f32>, cleared: std::ops::Range<usize>) -> CsMat<f32> {
 }
 
 /// The tensor-core SpMM (f16, bf16), both window heights, on awkward shapes: m not a multiple of 16 or 64,
-/// empty rows, 16-row tiles of a 64-row window with no entries, one dense row (a window of many k-blocks),
+/// empty rows, 16-row tiles of a 64-row window with no entries, a whole 64-row window without entries (no
+/// k-blocks) between full ones, one dense row (a window of many k-blocks),
 /// nnz = 0, m = 1, k = 1, tall and wide, banded, power law; n from 8 (one tile, most of a warp's columns past
 /// n) to 264 (column blocks partly past n).
 #[test]
@@ -470,6 +471,7 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
         ("banded 211x211", gen::banded(211, 211, 20, 70)),
         ("dense 48x64", gen::uniform_random(48, 64, 1.0, 71)),
         ("130 rows, rows 16-47 empty", rows_cleared(&gen::uniform_random(130, 500, 0.2, 72), 16..48)),
+        ("300 rows, rows 128-191 empty", rows_cleared(&gen::uniform_random(300, 700, 0.1, 73), 128..192)),
     ];
     for (what, a) in &cases {
         for n in [8usize, 16, 40, 64, 136, 264] {

@@ -7,8 +7,9 @@
  * B fragments with ldmatrix.trans and runs kTilesN mma.sync.m16n8k16; warp 0 adds the four partial tiles.
  *
  * Semantics are those of the sparse product: a block's padding zeros (slots a row does not store, padding
- * slots) would multiply B too, and 0 * Inf = NaN, so a k-block whose B tile holds an Inf or NaN is computed
- * instead by exact scalar FMAs over the stored entries only (each block carries a bit mask of them).
+ * slots) would multiply B too, and 0 * Inf = NaN, so a warp that saw an Inf or NaN in any of its B fragments
+ * redoes its tile by exact scalar FMAs over the stored entries only (each block carries a bit mask of them),
+ * reading B from global memory; the test runs beside the mma (no mma waits for it), the redo is rare.
  */
 #pragma once
 
@@ -82,28 +83,40 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 /// @brief Loads kPairs ldmatrix.x4.trans fragments (b0/b1 of two n8 tiles each) from `address`, `address` + 32,
-/// ... (lanes address their k row and 8-column half) and says, for the whole warp, whether any of them holds an
-/// Inf or NaN (TcOps::poison2: one fma per register).
+/// ... (lanes address their k row and 8-column half) and folds them into `poison` (TcOps::poison2: one fma per
+/// register, one independent chain per fragment, so that no mma waits for a long chain): poison[j] stays +0
+/// until fragment j of some k-block holds an Inf or NaN.
 template <typename T, int kPairs>
-__device__ __forceinline__ bool load_b_fragments(unsigned (&frag)[kPairs][4], unsigned address) {
-  unsigned poison = 0;  // +0 unless a fragment holds an Inf or NaN
+__device__ __forceinline__ void load_b_fragments(unsigned (&frag)[kPairs][4], unsigned (&poison)[kPairs],
+                                                 unsigned address) {
 #pragma unroll
   for (int j = 0; j < kPairs; ++j) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(frag[j][0]), "=r"(frag[j][1]), "=r"(frag[j][2]), "=r"(frag[j][3])
                  : "r"(address + 32 * j));
 #pragma unroll
-    for (int e = 0; e < 4; ++e) poison = TcOps<T>::poison2(poison, frag[j][e]);
+    for (int e = 0; e < 4; ++e) poison[j] = TcOps<T>::poison2(poison[j], frag[j][e]);
   }
-  return __any_sync(0xffffffffu, (poison & 0x7fff7fffu) != 0);
 }
 
-/// @brief The exact path of one 16 x 16 block of A: only its stored entries (`masks`, one per row) multiply the
-/// B tile's rows (`b_tile` + kk * kStride bytes, from the warp's first column), into this lane's accumulators of
-/// rows g and g + 8 (mma C-fragment order, kTiles n8 tiles). `values`: the block in fragment order.
-template <typename T, int kTiles, int kStride>
+/// @brief Whether any lane's `poison` (load_b_fragments) saw an Inf or NaN.
+template <int kPairs>
+__device__ __forceinline__ bool poisoned(const unsigned (&poison)[kPairs]) {
+  unsigned any = 0;
+#pragma unroll
+  for (int j = 0; j < kPairs; ++j) any |= poison[j];
+  return __any_sync(0xffffffffu, (any & 0x7fff7fffu) != 0);
+}
+
+/// @brief The exact product of one 16 x 16 block of A by B: only its stored entries (`masks`, one per row)
+/// multiply the rows of B its slots name (`columns`; padding slots store nothing), read from global memory,
+/// into this lane's accumulators of rows g and g + 8 (mma C-fragment order, kTiles n8 tiles from column
+/// `column0`; columns >= n are skipped). `values`: the block in fragment order. The tensor cores would multiply
+/// B by the block's padding zeros too, and 0 * Inf = NaN: a warp whose B fragments held an Inf or NaN redoes its
+/// tile with this.
+template <typename T, int kTiles>
 __device__ __forceinline__ void exact_block(float (&acc)[kTiles][4], const T* values, const unsigned short* masks,
-                                            const unsigned char* b_tile, int g, int t) {
+                                            const int* columns, const T* dense, int n, int column0, int g, int t) {
   const unsigned mask_lo = __ldg(masks + g);
   const unsigned mask_hi = __ldg(masks + g + 8);
   for (int kk = 0; kk < 16; ++kk) {
@@ -114,9 +127,10 @@ __device__ __forceinline__ void exact_block(float (&acc)[kTiles][4], const T* va
     const int at = (g * 4 + (kk % 8) / 2) * 8 + (kk >= 8 ? 4 : 0) + (kk & 1);
     const float a_lo = to_float(values[at]);
     const float a_hi = to_float(values[at + 2]);
-    const T* b_row = reinterpret_cast<const T*>(b_tile + kk * kStride);
+    const T* b_row = dense + static_cast<size_t>(__ldg(columns + kk)) * n + column0;  // a stored slot: column >= 0
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
+      if (column0 + 8 * j + 2 * t >= n) continue;  // n % 8 == 0: the pair is in or out as a whole
       const float b0 = to_float(b_row[8 * j + 2 * t]);
       const float b1 = to_float(b_row[8 * j + 2 * t + 1]);
       if (lo) {
@@ -187,7 +201,9 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     for (int i = 0; i < kChunksPerLane; ++i) {
       const int c = column(chunk_row + kRowStep * i);
       const bool valid = c >= 0 && in_n;
-      const T* src = valid ? dense_at + static_cast<size_t>(c) * p.n : dense;
+      // c >= 0 where valid: an unsigned 32 x 32 -> 64-bit multiply (no sign extension).
+      const T* src =
+          valid ? dense_at + static_cast<size_t>(static_cast<unsigned>(c)) * static_cast<unsigned>(p.n) : dense;
       cp_async_16<kL1>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, src, valid);
     }
     const uint4* a_src = p.block_values + 32 * static_cast<size_t>(block) + lane;
@@ -205,6 +221,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   float acc[kTilesN][4];
 #pragma unroll
   for (int j = 0; j < kTilesN; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+  unsigned poison[kTilesN / 2] = {};  // load_b_fragments
 
   // Prologue: blocks 0 .. kTcStages - 2 with their columns read directly; columns of the blocks after them.
 #pragma unroll
@@ -233,26 +250,20 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     // columns of block b + kTcStages - 1.
     cp_async_wait<kTcStages - 2>();
     __syncwarp();
+    // Fragments first, then the copies of a later k-block, then the mma (as in spmm_tcw_kernel).
+    unsigned frag[kTilesN / 2][4];
+    load_b_fragments<T>(frag, poison, frag_smem + stage * kTileBytes);
+    const uint4 a4 = a_tiles[warp][stage][lane];
     if (b + kTcStages - 1 < blocks) {
       load(b + kTcStages - 1, slot, [&](int row) { return c_ring[warp][slot][row]; });
     }
     copy_columns(b + 2 * kTcStages - 2, column_slot);  // block b + kTcStages - 2's columns were read in step b - 1
     cp_async_commit();
-
-    unsigned frag[kTilesN / 2][4];
-    if (!load_b_fragments<T>(frag, frag_smem + stage * kTileBytes)) {
-      const uint4 a4 = a_tiles[warp][stage][lane];
-      const unsigned a[4] = {a4.x, a4.y, a4.z, a4.w};
+    const unsigned a[4] = {a4.x, a4.y, a4.z, a4.w};
 #pragma unroll
-      for (int j = 0; j < kTilesN / 2; ++j) {
-        TcOps<T>::mma(acc[2 * j], a, frag[j][0], frag[j][1]);
-        TcOps<T>::mma(acc[2 * j + 1], a, frag[j][2], frag[j][3]);
-      }
-    } else {
-      // Exact path: only stored entries multiply B (rows g and g + 8 of the window, this lane's columns).
-      const size_t block = static_cast<size_t>(block_of(b));
-      exact_block<T, kTilesN, kStride>(acc, reinterpret_cast<const T*>(p.block_values) + 256 * block,
-                                       p.block_masks + 16 * block, my_b + stage * kTileBytes, g, t);
+    for (int j = 0; j < kTilesN / 2; ++j) {
+      TcOps<T>::mma(acc[2 * j], a, frag[j][0], frag[j][1]);
+      TcOps<T>::mma(acc[2 * j + 1], a, frag[j][2], frag[j][3]);
     }
     stage = next(stage);
     slot = next(slot);
@@ -260,6 +271,17 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   }
   cp_async_wait<0>();
   __syncwarp();  // every lane is done reading the ring before it holds partial sums
+  if (poisoned(poison)) {
+    // Some B tile held an Inf or NaN: redo this warp's k-blocks exactly, stored entries only (rows g and g + 8
+    // of the window, this lane's columns).
+#pragma unroll
+    for (int j = 0; j < kTilesN; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    for (int b = 0; b < blocks; ++b) {
+      const size_t block = static_cast<size_t>(block_of(b));
+      exact_block<T, kTilesN>(acc, reinterpret_cast<const T*>(p.block_values) + 256 * block,
+                              p.block_masks + 16 * block, p.block_columns + 16 * block, dense, p.n, n0, g, t);
+    }
+  }
 
   // Warps 1.. leave their partial tiles in their own (now idle) B ring; warp 0 adds them in warp order.
   float* partials = reinterpret_cast<float*>(my_b);
@@ -303,8 +325,10 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
 }
 
 
-/// k-blocks in flight in the wide-window kernel's ring (shared by the block's warps): as many as 48 KB of
-/// static shared memory per block hold.
+/// k-blocks in flight in the wide-window kernel's ring (shared by the block's warps), as many as 48 KB of static
+/// shared memory per block hold: a stage is the B tile (16 x (kTilesN * 16 + 16) bytes), the A blocks (16 bytes
+/// per thread) and two slots of columns (128 bytes). 8 (n8) or 6 (n16: 7 measured no faster, NOTES.md "SpMM
+/// step 7").
 template <int kTilesN>
 __host__ __device__ constexpr int tcw_stages() {
   return kTilesN <= 8 ? 8 : 6;
@@ -315,27 +339,28 @@ __host__ __device__ constexpr int tcw_stages() {
 /// kTilesN * 8 columns of C; per k-block the block gathers the 16 rows of B its slots name once, into a ring
 /// shared by its warps, and the warps split the 64 x kTilesN * 8 tile two by two: warp w multiplies rows
 /// 32 (w / 2) .. + 31 (two mma row tiles) by columns (w % 2) * kTilesN * 4 .. + kTilesN * 4 of the slice. Each
-/// gathered B tile serves four row tiles, each B fragment two mma, each A fragment kTilesN / 2. A warp whose
-/// B fragments of a k-block hold an Inf or NaN computes that k-block by exact FMAs over the stored entries.
-/// With p.splits > 1 (a grid too small for the GPU), block z of a window takes the z-th of p.splits equal
-/// ranges of its k-blocks and stores f32 partial tiles; spmm_tc_fixup adds them in range order.
+/// gathered B tile serves four row tiles, each B fragment two mma, each A fragment kTilesN / 2. A warp whose B fragments held an Inf or NaN redoes its
+/// tile of the range by exact FMAs over the stored entries (exact_block). With p.splits > 1 (a grid too small for the
+/// GPU), block z of a window takes the z-th of p.splits equal ranges of its k-blocks and stores f32 partial
+/// tiles; spmm_tc_fixup adds them in range order.
 template <typename T, int kTilesN>
 __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
+  constexpr int kWarps = kTcWarps;
   constexpr int kColumns = kTilesN * 8;           // columns of C per block
   constexpr int kWarpTiles = kTilesN / 2;         // n8 tiles per warp
-  constexpr int kThreads = kTcWarps * 32;
+  constexpr int kThreads = kWarps * 32;
   constexpr int kChunksPerRow = kColumns / 8;     // 16-byte chunks per row of the B tile
   constexpr int kChunks = 16 * kChunksPerRow;     // per k-block
   constexpr int kChunksPerThread = kChunks / kThreads;
   constexpr int kStride = kColumns * 2 + 16;      // bytes per B tile row (+16: ldmatrix rows hit distinct banks)
   constexpr int kTileBytes = 16 * kStride;
   constexpr int kStages = tcw_stages<kTilesN>();
-  constexpr int kRows = 16 * kTcWarps;            // rows per window: four 16-row tiles
-  static_assert(kTcWarps == 4 && kChunks % kThreads == 0 && kWarpTiles % 2 == 0, "2 x 2 warps, whole chunks");
+  constexpr int kRows = 16 * kWarps;              // rows per window: four 16-row tiles
+  static_assert(kWarps == 4 && kChunks % kThreads == 0 && kWarpTiles % 2 == 0, "2 x 2 warps, whole chunks");
 
   __shared__ __align__(128) unsigned char b_tiles[kStages][kTileBytes];
   __shared__ __align__(16) uint4 a_tiles[kStages][kThreads];
-  __shared__ __align__(16) int c_ring[kStages][16];
+  __shared__ __align__(16) int c_ring[2 * kStages][16];  // slot columns of block x at x % (2 kStages)
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
@@ -372,14 +397,16 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     for (int i = 0; i < kChunksPerThread; ++i) {
       const int c = column(chunk_row + kRowStep * i);
       const bool valid = c >= 0 && in_n;
-      const T* src = valid ? dense_at + static_cast<size_t>(c) * p.n : dense;
+      // c >= 0 where valid: an unsigned 32 x 32 -> 64-bit multiply (no sign extension).
+      const T* src =
+          valid ? dense_at + static_cast<size_t>(static_cast<unsigned>(c)) * static_cast<unsigned>(p.n) : dense;
       cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, src, valid);
     }
     const uint4* a_src = p.block_values + static_cast<size_t>(kThreads) * (first + b) + tid;
     cp_async_16<false>(a_base + (stage * kThreads + tid) * 16, a_src, true);
   };
-  // The slot columns of k-block `b` travel through the same pipeline, kStages - 1 steps before the B rows they
-  // name: threads 0-3 copy 16 bytes each into ring slot `slot` (b % kStages).
+  // The slot columns of k-block `b` travel through the same pipeline, kStages steps before the B rows they
+  // name: threads 0-3 copy 16 bytes each into column ring slot `slot` (b % (2 kStages)).
   const auto copy_columns = [&](int b, int slot) {
     if (tid < 4 && b < blocks) {
       const int* src = p.block_columns + 16 * static_cast<size_t>(first + b) + 4 * tid;
@@ -393,14 +420,21 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
 #pragma unroll
     for (int j = 0; j < kWarpTiles; ++j) acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.0f;
   }
+  unsigned poison[kWarpTiles / 2] = {};  // load_b_fragments
 
-  // Prologue: blocks 0 .. kStages - 2 with their columns read directly; columns of the blocks after them.
+  // Pipeline: block x lives in ring slot x % kStages and its columns in column slot x % (2 kStages). Group g
+  // (one commit each) holds the copies of block g and the columns of block g + kStages: the prologue commits
+  // groups 0 .. kStages - 1 (the columns of blocks 0 .. kStages - 1 read directly), step b group kStages + b.
+  // Step b waits for group b + 1 and then, after one barrier, loads the fragments of block b + 1 (registers,
+  // double-buffered), runs the mma of block b (fragments loaded in step b - 1) and refills slot b % kStages with
+  // block b + kStages: every warp read that slot in step b - 1, before the barrier. No mma waits on a
+  // shared-memory load of its own step.
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < kStages; ++s) {
     if (s < blocks) {
       load(s, s, [&](int row) { return __ldg(p.block_columns + 16 * static_cast<size_t>(first + s) + row); });
     }
-    copy_columns(s + kStages - 1, (s + kStages - 1) % kStages);
+    copy_columns(s + kStages, s + kStages);
     cp_async_commit();
   }
   const int g = lane / 4;
@@ -410,53 +444,76 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   const int k_row = (lane & 8) + (lane & 7);
   const int col_half = (lane >> 4) * 8;
   const unsigned frag_smem = b_base + k_row * kStride + (warp_col + col_half) * 2;
-  // Ring slots as counters (no modulo in the loop): stage = b % kStages is read, slot = (b + kStages - 1) %
-  // kStages is written, and the columns of block b + 2 kStages - 2 go to (b + kStages - 2) % kStages.
-  int stage = 0;
-  int slot = kStages - 1;
-  int column_slot = kStages - 2;
-  const auto next = [](int x) { return x + 1 == kStages ? 0 : x + 1; };
-  for (int b = 0; b < blocks; ++b) {
-    // This thread's copies of block b (and the columns of block b + kStages - 1) are complete; the barrier
-    // makes everyone's visible and tells that every warp is done with step b - 1, whose ring slot the next
-    // copies overwrite.
-    cp_async_wait<kStages - 2>();
-    __syncthreads();
-    if (b + kStages - 1 < blocks) {
-      load(b + kStages - 1, slot, [&](int row) { return c_ring[slot][row]; });
-    }
-    copy_columns(b + 2 * kStages - 2, column_slot);  // the columns of block b + kStages - 2 were read in step b - 1
-    cp_async_commit();
-
-    unsigned frag[kWarpTiles / 2][4];
-    if (!load_b_fragments<T>(frag, frag_smem + stage * kTileBytes)) {
+  // One k-block's fragments in registers: B (ldmatrix, folded into `poison`) and this warp's two A blocks.
+  struct Fragments {
+    unsigned b[kWarpTiles / 2][4];
+    uint4 a[2];
+  };
+  const auto fetch = [&](Fragments& f, int stage) {
+    load_b_fragments<T>(f.b, poison, frag_smem + stage * kTileBytes);
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        const uint4 a4 = a_tiles[stage][(2 * warp_row + mt) * 32 + lane];
-        const unsigned a[4] = {a4.x, a4.y, a4.z, a4.w};
+    for (int mt = 0; mt < 2; ++mt) f.a[mt] = a_tiles[stage][(2 * warp_row + mt) * 32 + lane];
+  };
+  const auto multiply = [&](const Fragments& f) {
 #pragma unroll
-        for (int j = 0; j < kWarpTiles / 2; ++j) {
-          TcOps<T>::mma(acc[mt][2 * j], a, frag[j][0], frag[j][1]);
-          TcOps<T>::mma(acc[mt][2 * j + 1], a, frag[j][2], frag[j][3]);
-        }
+    for (int mt = 0; mt < 2; ++mt) {
+      const unsigned a[4] = {f.a[mt].x, f.a[mt].y, f.a[mt].z, f.a[mt].w};
+#pragma unroll
+      for (int j = 0; j < kWarpTiles / 2; ++j) {
+        TcOps<T>::mma(acc[mt][2 * j], a, f.b[j][0], f.b[j][1]);
+        TcOps<T>::mma(acc[mt][2 * j + 1], a, f.b[j][2], f.b[j][3]);
       }
-    } else {
-      // Exact path: only stored entries multiply B (rows g and g + 8 of each of this warp's two row tiles, this
-      // lane's columns).
+    }
+  };
+  // Ring slots as counters (no modulo in the loop): stage = b % kStages (read as b + 1 % kStages one step
+  // ahead, refilled), column_read = (b + kStages) % (2 kStages), column_write = b % (2 kStages).
+  const auto next = [](int x, int ring) { return x + 1 == ring ? 0 : x + 1; };
+  int stage = 0;
+  int column_read = kStages;
+  int column_write = 0;
+  const auto step = [&](int b, const Fragments& current, Fragments& following) {
+    cp_async_wait<kStages - 2>();  // group b + 1: block b + 1, the columns of block b + kStages + 1
+    __syncthreads();
+    const int stage_next = next(stage, kStages);
+    if (b + 1 < blocks) fetch(following, stage_next);
+    multiply(current);
+    if (b + kStages < blocks) {
+      load(b + kStages, stage, [&](int row) { return c_ring[column_read][row]; });
+    }
+    copy_columns(b + 2 * kStages, column_write);
+    cp_async_commit();
+    stage = stage_next;
+    column_read = next(column_read, 2 * kStages);
+    column_write = next(column_write, 2 * kStages);
+  };
+  Fragments even, odd;
+  cp_async_wait<kStages - 1>();  // group 0: block 0
+  __syncthreads();
+  if (blocks > 0) fetch(even, 0);
+  for (int b = 0; b < blocks; b += 2) {
+    step(b, even, odd);
+    if (b + 1 < blocks) step(b + 1, odd, even);
+  }
+  cp_async_wait<0>();
+  if (poisoned(poison)) {
+    // Some B tile held an Inf or NaN: redo this warp's tile of the range exactly, stored entries only (rows g
+    // and g + 8 of each of its two row tiles, this lane's columns).
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+      for (int j = 0; j < kWarpTiles; ++j) acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.0f;
+    }
+    for (int b = 0; b < blocks; ++b) {
       const size_t block = static_cast<size_t>(first + b);
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         const int sub = 2 * warp_row + mt;
-        exact_block<T, kWarpTiles, kStride>(
-            acc[mt], reinterpret_cast<const T*>(p.block_values) + (block * kTcWarps + sub) * 256,
-            p.block_masks + block * kRows + 16 * sub, b_tiles[stage] + warp_col * 2, g, t);
+        exact_block<T, kWarpTiles>(acc[mt], reinterpret_cast<const T*>(p.block_values) + (block * kWarps + sub) * 256,
+                                   p.block_masks + block * kRows + 16 * sub, p.block_columns + 16 * block, dense,
+                                   p.n, n0 + warp_col, g, t);
       }
     }
-    stage = next(stage);
-    slot = next(slot);
-    column_slot = next(column_slot);
   }
-  cp_async_wait<0>();
 
   T* out = static_cast<T*>(p.out);
   float* partial = p.splits > 1 ? p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n : nullptr;
@@ -517,9 +574,10 @@ TILESPARSE_SPMM_TC(f16, __half, 8)
 TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 4)
 TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 8)
 
-/// The wide-window kernels: spmm_tc_<dtype>_w64_n<tiles> (src/spmm/tensor_core.rs builds the same names).
+/// The wide-window kernels: spmm_tc_<dtype>_w64_n<tiles> (src/spmm/tensor_core.rs builds the same names). At
+/// least three blocks per SM (at most 168 registers: the double-buffered fragments of the n16 kernel need 154).
 #define TILESPARSE_SPMM_TCW(tag, T, tiles)                                                              \
-  extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32)                                    \
+  extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32, 3)                                 \
       spmm_tc_##tag##_w64_n##tiles(const ts::SpmmTcParams p) {                                       \
     ts::spmm_tcw_kernel<T, tiles>(p);                                                                \
   }

@@ -6,7 +6,7 @@
 //! once for four row tiles; the narrow ones have four times as many windows, for small or sparse problems.
 //!
 //! The blocks are built on the host from one download of A the first time a matrix is multiplied this way, and
-//! kept with the matrix. A k-block whose B tile holds an Inf or NaN is computed by exact scalar FMAs over the
+//! kept with the matrix. A warp whose B tiles held an Inf or NaN redoes its tile by exact scalar FMAs over the
 //! stored entries (the padding zeros would turn Inf into NaN otherwise).
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
@@ -156,11 +156,11 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
 /// k-blocks ([`BlockCounts::of`]), or None where the CUDA-core tiles are faster. Pure; each branch from the
 /// H100 runs in NOTES.md ("SpMM step 7: 64-row windows" and "step 6: tensor cores"):
 /// - the 64-row windows (wide) where A has at least 1024 rows, its 64-row blocks are at least 15% full (8% when
-///   n >= 256 or C has 2^20 elements), and the launch has at least 128 blocks with 64 columns (windows x
+///   n >= 256 or C has 2^19 elements), and the launch has at least 128 blocks with 64 columns (windows x
 ///   column slices x k-block ranges): uniform 4096^2 at 50% and 80% at every n (f16 80%, n = 128: 0.041 vs
-///   0.064 ms; n = 4096: 0.63 vs 1.79 ms), 90% (10% full) at n = 256 (0.061 vs 0.070 ms) and 4096 (0.63 vs
-///   0.96 ms) but not at n = 128 (0.041 vs 0.037 ms), 8192 x 2048 at 90%, n = 128 (0.040 vs 0.045 ms, bf16
-///   0.040 vs 0.047 ms; it needs 3 k-block ranges where 4096 x 4096 needs 5), the pruned 1536 x 384 at
+///   0.064 ms; n = 4096: 0.63 vs 1.79 ms), 90% (10% full) at n = 256 (0.061 vs 0.070 ms), 4096 (0.63 vs
+///   0.96 ms) and, since step 8's pipelined kernel, 128 (0.0361 vs 0.0408 ms bf16, 0.0365 vs 0.0370 ms f16),
+///   8192 x 2048 at 90%, n = 128 (0.040 vs 0.045 ms, bf16 0.040 vs 0.047 ms), the pruned 1536 x 384 at
 ///   n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021 ms); not the 384-row weights (six windows: 0.013
 ///   vs 0.007 ms). 128 columns per block when that still makes 256 blocks (uniform, n = 128: 0.051 vs 0.053
 ///   ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
@@ -168,7 +168,10 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
 ///   whose CUDA-core tiles are slower) or C is small (m * n < 2^19, where the tiles leave most of the GPU idle):
 ///   the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at n = 256 win at 7-30%
 ///   full (384 x 1536 at 98%, n = 256: 0.008 vs 0.013 ms); 64 columns per warp when n > 32 and that still
-///   makes at least 128 blocks (one per SM), else 32 (384 x 1536, n = 256, 96 blocks: 0.014 vs 0.016 ms).
+///   makes at least 128 blocks (one per SM), else 32 (384 x 1536, n = 256, 96 blocks: 0.014 vs 0.016 ms); and
+///   where n <= 32 and the blocks are at least 8% full (step 8: the graphs at n = 32, 8-10% full, 32 columns
+///   per warp: email-Enron 0.0159 vs 0.0171 ms f16, 0.0161 vs 0.0186 ms bf16; copter2 0.0166 vs 0.0185 and
+///   0.0199 ms), where the CUDA-core tiles do little work per gathered entry.
 pub fn select_tensor_core(
     dtype: DType,
     m: usize,
@@ -190,14 +193,15 @@ pub fn select_tensor_core(
         let grid = wide_windows * n.div_ceil(columns);
         grid * wide_splits(grid, wide_windows, counts.wide)
     };
-    let large = n >= 256 || m.saturating_mul(n) >= 1 << 20;
+    let large = n >= 256 || m.saturating_mul(n) >= 1 << 19;
     if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large)) && launch(64) >= 128 {
         let tiles_n = if launch(128) >= 256 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
     let fill = nnz as f64 / (counts.narrow * WINDOW * SLOTS) as f64;
     let small = m.saturating_mul(n) < 1 << 19;
-    if fill < min_fill && !small {
+    let thin = n <= 32 && fill >= 0.08;
+    if fill < min_fill && !small && !thin {
         return None;
     }
     let windows = m.div_ceil(WINDOW);
@@ -589,12 +593,13 @@ mod tests {
                 assert_eq!(sel(DType::F16, 4096, n, nnz, 65_536, 16_384), Some((64, 16)), "nnz {nnz}, n = {n}");
             }
         }
-        // 90% (10% full in 64-row windows): wide from n = 256; at n = 128 the blocks of 16 rows are 12% full:
-        // the tiles (None).
+        // 90% (10% full in 64-row windows): wide, at n = 128 too (C has 2^19 elements).
         let (nnz, narrow, wide) = (1_677_722, 53_500, 16_384);
         assert_eq!(sel(DType::F16, 4096, 4096, nnz, narrow, wide), Some((64, 16)));
         assert_eq!(sel(DType::Bf16, 4096, 256, nnz, narrow, wide), Some((64, 16)));
-        assert_eq!(sel(DType::F16, 4096, 128, nnz, narrow, wide), None);
+        assert_eq!(sel(DType::F16, 4096, 128, nnz, narrow, wide), Some((64, 16)));
+        // ... but not with fewer than 2^19 elements of C and n < 256 (2048 x 128: narrow, a small C).
+        assert_eq!(sel(DType::F16, 2048, 128, nnz / 2, narrow / 2, wide / 2), Some((16, 8)));
         // 8192 x 2048 at 80% and 90% (10% full, C of 2^20 elements), n = 128: wide.
         assert_eq!(sel(DType::F16, 8192, 128, 3_355_443, 65_000, 16_384), Some((64, 16)));
         assert_eq!(sel(DType::Bf16, 8192, 128, 1_677_722, 53_500, 16_384), Some((64, 16)));
@@ -609,6 +614,12 @@ mod tests {
         assert_eq!(sel(DType::Bf16, 4096, 4096, 838_861, 36_800, 15_700), None);
         // n <= 32 on a small C: 32 columns per warp.
         assert_eq!(sel(DType::F16, 300, 32, 45_000, 400, 100), Some((16, 4)));
+        // The graphs at n = 32 (email-Enron: 8.3% full narrow, 2.8% wide): narrow, 32 columns per warp; at
+        // n = 128, or under 8% full, the tiles.
+        assert_eq!(sel(DType::F16, 36_692, 32, 367_662, 17_300, 12_820), Some((16, 4)));
+        assert_eq!(sel(DType::Bf16, 36_692, 32, 367_662, 17_300, 12_820), Some((16, 4)));
+        assert_eq!(sel(DType::F16, 36_692, 128, 367_662, 17_300, 12_820), None);
+        assert_eq!(sel(DType::F16, 36_692, 32, 367_662, 30_000, 20_000), None);
         // Not for f32, n not a multiple of 8, nnz = 0.
         assert_eq!(sel(DType::F32, 4096, 128, 8_388_608, 65_536, 16_384), None);
         assert_eq!(sel(DType::F16, 4096, 100, 8_388_608, 65_536, 16_384), None);
