@@ -486,7 +486,8 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
 /// the rows that store their column, although the other rows of the same window multiply the same B rows by
 /// padding zeros on the tensor cores (such k-blocks take the exact path); a stored zero times Inf is NaN, as in
 /// the sparse product. Row 39's 600 entries give the 64-row window enough k-blocks that the wide kernels split
-/// them into ranges (partial tiles added by the fix-up), so NaN and Inf also cross that path.
+/// them into ranges (partial tiles added by the fix-up), so NaN and Inf also cross that path; a second run gives
+/// the same bits.
 fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
     let (m, k, n) = (40, 1000, 72);
     let mut entries = vec![(0, 0, 0.5f32)];
@@ -518,6 +519,10 @@ fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
         assert_eq!(c[3 * n + 5], f64::INFINITY, "{config}: Inf must propagate");
         assert!(c[4 * n + 9].is_nan(), "{config}: a stored zero times Inf is NaN");
         assert!(c[5 * n..].iter().all(|v| v.is_finite()), "{config}: rows 5.. store no column of B's NaN/Inf");
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        spmm_tensor_core(gpu, &a_dev, &b_dev, &mut c_dev, &config).unwrap();
+        let again: Vec<f64> = c_dev.download(gpu).unwrap().iter().map(|v| v.to_f64()).collect();
+        assert!(c.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{config}: a second run differs");
     }
 }
 

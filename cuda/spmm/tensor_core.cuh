@@ -339,10 +339,10 @@ __host__ __device__ constexpr int tcw_stages() {
 /// kTilesN * 8 columns of C; per k-block the block gathers the 16 rows of B its slots name once, into a ring
 /// shared by its warps, and the warps split the 64 x kTilesN * 8 tile two by two: warp w multiplies rows
 /// 32 (w / 2) .. + 31 (two mma row tiles) by columns (w % 2) * kTilesN * 4 .. + kTilesN * 4 of the slice. Each
-/// gathered B tile serves four row tiles, each B fragment two mma, each A fragment kTilesN / 2. A warp whose B fragments held an Inf or NaN redoes its
-/// tile of the range by exact FMAs over the stored entries (exact_block). With p.splits > 1 (a grid too small for the
-/// GPU), block z of a window takes the z-th of p.splits equal ranges of its k-blocks and stores f32 partial
-/// tiles; spmm_tc_fixup adds them in range order.
+/// gathered B tile serves four row tiles, each B fragment two mma, each A fragment kTilesN / 2. A warp whose B
+/// fragments held an Inf or NaN redoes its tile of the range by exact FMAs over the stored entries
+/// (exact_block). With p.splits > 1 (a grid too small for the GPU), block z of a window takes the z-th of
+/// p.splits equal ranges of its k-blocks and stores f32 partial tiles; spmm_tc_fixup adds them in range order.
 template <typename T, int kTilesN>
 __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   constexpr int kWarps = kTcWarps;
