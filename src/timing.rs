@@ -10,6 +10,7 @@ use cudarc::driver::sys::CUevent_flags;
 
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::kernels::KERNELS_BUILT;
 
 /// Event-timed runs of one operation, in milliseconds.
 #[derive(Clone, Debug)]
@@ -44,6 +45,14 @@ pub fn hold_for(per_run: Option<Duration>, runs: usize) -> Duration {
     per_run.saturating_mul(3).saturating_mul(runs).clamp(Duration::from_millis(1), Duration::from_millis(50))
 }
 
+/// The stream hold where this build has kernels (without them only library baselines can be timed, unheld).
+fn hold(gpu: &Gpu, duration: Duration) -> Result<()> {
+    if KERNELS_BUILT {
+        gpu.hold_stream(duration)?;
+    }
+    Ok(())
+}
+
 /// Runs `op` `warmup` times untimed, then `iters` times, each between two events on the GPU's stream, all of
 /// them enqueued behind a stream hold (module documentation), so the figures are device time: no host
 /// overhead, no launch queue effects between runs.
@@ -59,7 +68,7 @@ pub fn time_op(gpu: &Gpu, warmup: usize, iters: usize, mut op: impl FnMut() -> R
     let ctx = gpu.context();
     let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
     let mut pairs = Vec::with_capacity(iters);
-    gpu.hold_stream(hold_for(per_run, iters))?;
+    hold(gpu, hold_for(per_run, iters))?;
     for _ in 0..iters {
         let start = ctx.new_event(flags).map_err(Error::driver("creating an event", 0))?;
         let stop = ctx.new_event(flags).map_err(Error::driver("creating an event", 0))?;
@@ -82,7 +91,7 @@ pub fn event_time(gpu: &Gpu, iters: u64, mut op: impl FnMut() -> Result<()>) -> 
     let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
     let start = gpu.context().new_event(flags).map_err(Error::driver("creating an event", 0))?;
     let stop = gpu.context().new_event(flags).map_err(Error::driver("creating an event", 0))?;
-    gpu.hold_stream(hold_for(None, usize::try_from(iters).unwrap_or(usize::MAX)))?;
+    hold(gpu, hold_for(None, usize::try_from(iters).unwrap_or(usize::MAX)))?;
     start.record(gpu.stream()).map_err(Error::driver("recording an event", 0))?;
     for _ in 0..iters {
         op()?;

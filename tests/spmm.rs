@@ -484,10 +484,10 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
 
 /// NaN and Inf in the tensor-core SpMM: a NaN value of A reaches its row only; NaN and Inf in B reach exactly
 /// the rows that store their column, although the other rows of the same window multiply the same B rows by
-/// padding zeros on the tensor cores (such k-blocks take the exact path); a stored zero times Inf is NaN, as in
-/// the sparse product. Row 39's 600 entries give the 64-row window enough k-blocks that the wide kernels split
-/// them into ranges (partial tiles added by the fix-up), so NaN and Inf also cross that path; a second run gives
-/// the same bits.
+/// padding zeros on the tensor cores (a warp that sees them redoes its tile exactly); a stored zero times Inf is
+/// NaN, as in the sparse product. Row 39's 600 entries give the 64-row window enough k-blocks that the wide
+/// kernels split them into ranges (partial tiles added by the fix-up), so NaN and Inf also cross that path; a
+/// second run gives the same bits.
 fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
     let (m, k, n) = (40, 1000, 72);
     let mut entries = vec![(0, 0, 0.5f32)];

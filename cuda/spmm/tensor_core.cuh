@@ -465,8 +465,8 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       }
     }
   };
-  // Ring slots as counters (no modulo in the loop): stage = b % kStages (read as b + 1 % kStages one step
-  // ahead, refilled), column_read = (b + kStages) % (2 kStages), column_write = b % (2 kStages).
+  // Ring slots as counters (no modulo in the loop), in step b: stage = b % kStages (block b's slot, refilled
+  // with block b + kStages), column_read = (b + kStages) % (2 kStages), column_write = b % (2 kStages).
   const auto next = [](int x, int ring) { return x + 1 == ring ? 0 : x + 1; };
   int stage = 0;
   int column_read = kStages;
