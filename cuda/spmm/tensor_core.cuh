@@ -76,6 +76,13 @@ __device__ __forceinline__ void cp_async_16(unsigned smem, const void* global, b
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(global), "r"(valid ? 16 : 0));
   }
 }
+/// @brief The 16-byte piece of B row `c` at `row0` (B's first row, offset to the piece's column), where the
+/// piece is `valid` (then c >= 0: an unsigned 32 x 32 -> 64-bit multiply, no sign extension), else `fallback`
+/// (a valid address that the zero-filling copy does not read).
+template <typename T>
+__device__ __forceinline__ const T* gathered_piece(const T* row0, int c, int n, bool valid, const T* fallback) {
+  return valid ? row0 + static_cast<size_t>(static_cast<unsigned>(c)) * static_cast<unsigned>(n) : fallback;
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
@@ -201,10 +208,8 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     for (int i = 0; i < kChunksPerLane; ++i) {
       const int c = column(chunk_row + kRowStep * i);
       const bool valid = c >= 0 && in_n;
-      // c >= 0 where valid: an unsigned 32 x 32 -> 64-bit multiply (no sign extension).
-      const T* src =
-          valid ? dense_at + static_cast<size_t>(static_cast<unsigned>(c)) * static_cast<unsigned>(p.n) : dense;
-      cp_async_16<kL1>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, src, valid);
+      cp_async_16<kL1>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride,
+                       gathered_piece(dense_at, c, p.n, valid, dense), valid);
     }
     const uint4* a_src = p.block_values + 32 * static_cast<size_t>(block) + lane;
     cp_async_16<kL1>(a_base + (stage * 32 + lane) * 16, a_src, true);
@@ -345,18 +350,17 @@ __host__ __device__ constexpr int tcw_stages() {
 /// p.splits equal ranges of its k-blocks and stores f32 partial tiles; spmm_tc_fixup adds them in range order.
 template <typename T, int kTilesN>
 __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
-  constexpr int kWarps = kTcWarps;
   constexpr int kColumns = kTilesN * 8;           // columns of C per block
   constexpr int kWarpTiles = kTilesN / 2;         // n8 tiles per warp
-  constexpr int kThreads = kWarps * 32;
+  constexpr int kThreads = kTcWarps * 32;
   constexpr int kChunksPerRow = kColumns / 8;     // 16-byte chunks per row of the B tile
   constexpr int kChunks = 16 * kChunksPerRow;     // per k-block
   constexpr int kChunksPerThread = kChunks / kThreads;
   constexpr int kStride = kColumns * 2 + 16;      // bytes per B tile row (+16: ldmatrix rows hit distinct banks)
   constexpr int kTileBytes = 16 * kStride;
   constexpr int kStages = tcw_stages<kTilesN>();
-  constexpr int kRows = 16 * kWarps;              // rows per window: four 16-row tiles
-  static_assert(kWarps == 4 && kChunks % kThreads == 0 && kWarpTiles % 2 == 0, "2 x 2 warps, whole chunks");
+  constexpr int kRows = 16 * kTcWarps;              // rows per window: four 16-row tiles
+  static_assert(kTcWarps == 4 && kChunks % kThreads == 0 && kWarpTiles % 2 == 0, "2 x 2 warps, whole chunks");
 
   __shared__ __align__(128) unsigned char b_tiles[kStages][kTileBytes];
   __shared__ __align__(16) uint4 a_tiles[kStages][kThreads];
@@ -397,10 +401,8 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     for (int i = 0; i < kChunksPerThread; ++i) {
       const int c = column(chunk_row + kRowStep * i);
       const bool valid = c >= 0 && in_n;
-      // c >= 0 where valid: an unsigned 32 x 32 -> 64-bit multiply (no sign extension).
-      const T* src =
-          valid ? dense_at + static_cast<size_t>(static_cast<unsigned>(c)) * static_cast<unsigned>(p.n) : dense;
-      cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, src, valid);
+      cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride,
+                       gathered_piece(dense_at, c, p.n, valid, dense), valid);
     }
     const uint4* a_src = p.block_values + static_cast<size_t>(kThreads) * (first + b) + tid;
     cp_async_16<false>(a_base + (stage * kThreads + tid) * 16, a_src, true);
@@ -508,7 +510,7 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         const int sub = 2 * warp_row + mt;
-        exact_block<T, kWarpTiles>(acc[mt], reinterpret_cast<const T*>(p.block_values) + (block * kWarps + sub) * 256,
+        exact_block<T, kWarpTiles>(acc[mt], reinterpret_cast<const T*>(p.block_values) + (block * kTcWarps + sub) * 256,
                                    p.block_masks + block * kRows + 16 * sub, p.block_columns + 16 * block, dense,
                                    p.n, n0 + warp_col, g, t);
       }
