@@ -7,9 +7,10 @@
  * B fragments with ldmatrix.trans and runs kTilesN mma.sync.m16n8k16; warp 0 adds the four partial tiles.
  *
  * Semantics are those of the sparse product: a block's padding zeros (slots a row does not store, padding
- * slots) would multiply B too, and 0 * Inf = NaN, so a warp that saw an Inf or NaN in any of its B fragments
- * redoes its tile by exact scalar FMAs over the stored entries only (each block carries a bit mask of them),
- * reading B from global memory; the test runs beside the mma (no mma waits for it), the redo is rare.
+ * slots) would multiply B too, and 0 * Inf = NaN, so a warp whose B fragments held an Inf or NaN redoes its
+ * tile by exact scalar FMAs over the stored entries only (each block carries a bit mask of them), reading B from
+ * global memory. Such a value leaves Inf or NaN in the warp's accumulators, so the test is one look at them
+ * after the last k-block (any_nonfinite); the redo is rare.
  */
 #pragma once
 
@@ -29,7 +30,7 @@ __host__ __device__ constexpr int tc_stages() {
   return kTilesN <= 4 ? 6 : 4;
 }
 
-/// @brief The element type's mma and its test for Inf/NaN on two packed elements (conversions: common/vector.cuh).
+/// @brief The element type's mma (conversions: common/vector.cuh).
 template <typename T>
 struct TcOps;
 
@@ -42,13 +43,6 @@ struct TcOps<__half> {
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
-  /// w * 0 + acc on two packed elements, one instruction: acc stays +0 while every w is finite and becomes
-  /// NaN (nonzero magnitude bits) once one is Inf or NaN.
-  static __device__ __forceinline__ unsigned poison2(unsigned acc, unsigned w) {
-    unsigned out;
-    asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(out) : "r"(w), "r"(0u), "r"(acc));
-    return out;
-  }
 };
 
 template <>
@@ -59,11 +53,6 @@ struct TcOps<__nv_bfloat16> {
         "{%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  static __device__ __forceinline__ unsigned poison2(unsigned acc, unsigned w) {
-    unsigned out;
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(out) : "r"(w), "r"(0u), "r"(acc));
-    return out;
   }
 };
 
@@ -90,29 +79,30 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 /// @brief Loads kPairs ldmatrix.x4.trans fragments (b0/b1 of two n8 tiles each) from `address`, `address` + 32,
-/// ... (lanes address their k row and 8-column half) and folds them into `poison` (TcOps::poison2: one fma per
-/// register, one independent chain per fragment, so that no mma waits for a long chain): poison[j] stays +0
-/// until fragment j of some k-block holds an Inf or NaN.
-template <typename T, int kPairs>
-__device__ __forceinline__ void load_b_fragments(unsigned (&frag)[kPairs][4], unsigned (&poison)[kPairs],
-                                                 unsigned address) {
+/// ... (lanes address their k row and 8-column half).
+template <int kPairs>
+__device__ __forceinline__ void load_b_fragments(unsigned (&frag)[kPairs][4], unsigned address) {
 #pragma unroll
   for (int j = 0; j < kPairs; ++j) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(frag[j][0]), "=r"(frag[j][1]), "=r"(frag[j][2]), "=r"(frag[j][3])
                  : "r"(address + 32 * j));
-#pragma unroll
-    for (int e = 0; e < 4; ++e) poison[j] = TcOps<T>::poison2(poison[j], frag[j][e]);
   }
 }
 
-/// @brief Whether any lane's `poison` (load_b_fragments) saw an Inf or NaN.
-template <int kPairs>
-__device__ __forceinline__ bool poisoned(const unsigned (&poison)[kPairs]) {
-  unsigned any = 0;
+/// @brief Whether any lane of the warp holds an Inf or NaN among its `kCount` accumulators.
+///
+/// This is the test for B values that are Inf or NaN, made once after a warp's last k-block instead of on every
+/// fragment: such a value makes every accumulator of its column in the warp's tile Inf or NaN (a padding zero
+/// times it is NaN, a stored value times it Inf or NaN), and an accumulator that is Inf or NaN stays so (NaN
+/// plus anything is NaN, Inf plus a finite value Inf, plus the opposite Inf NaN). It also flags a warp whose A
+/// values held an Inf or NaN or whose fp32 sums overflowed; the exact redo gives those the same answer.
+template <int kCount>
+__device__ __forceinline__ bool any_nonfinite(const float* acc) {
+  bool any = false;
 #pragma unroll
-  for (int j = 0; j < kPairs; ++j) any |= poison[j];
-  return __any_sync(0xffffffffu, (any & 0x7fff7fffu) != 0);
+  for (int i = 0; i < kCount; ++i) any |= (__float_as_uint(acc[i]) & 0x7f800000u) == 0x7f800000u;
+  return __any_sync(0xffffffffu, any);
 }
 
 /// @brief The exact product of one 16 x 16 block of A by B: only its stored entries (`masks`, one per row)
@@ -226,8 +216,6 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   float acc[kTilesN][4];
 #pragma unroll
   for (int j = 0; j < kTilesN; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-  unsigned poison[kTilesN / 2] = {};  // load_b_fragments
-
   // Prologue: blocks 0 .. kTcStages - 2 with their columns read directly; columns of the blocks after them.
 #pragma unroll
   for (int s = 0; s < kTcStages - 1; ++s) {
@@ -257,7 +245,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     __syncwarp();
     // Fragments first, then the copies of a later k-block, then the mma (as in spmm_tcw_kernel).
     unsigned frag[kTilesN / 2][4];
-    load_b_fragments<T>(frag, poison, frag_smem + stage * kTileBytes);
+    load_b_fragments(frag, frag_smem + stage * kTileBytes);
     const uint4 a4 = a_tiles[warp][stage][lane];
     if (b + kTcStages - 1 < blocks) {
       load(b + kTcStages - 1, slot, [&](int row) { return c_ring[warp][slot][row]; });
@@ -276,9 +264,9 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   }
   cp_async_wait<0>();
   __syncwarp();  // every lane is done reading the ring before it holds partial sums
-  if (poisoned(poison)) {
-    // Some B tile held an Inf or NaN: redo this warp's k-blocks exactly, stored entries only (rows g and g + 8
-    // of the window, this lane's columns).
+  if (any_nonfinite<kTilesN * 4>(&acc[0][0])) {
+    // An accumulator is Inf or NaN (a B tile held one, see any_nonfinite): redo this warp's k-blocks exactly,
+    // stored entries only (rows g and g + 8 of the window, this lane's columns).
 #pragma unroll
     for (int j = 0; j < kTilesN; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
     for (int b = 0; b < blocks; ++b) {
@@ -422,7 +410,6 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
 #pragma unroll
     for (int j = 0; j < kWarpTiles; ++j) acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.0f;
   }
-  unsigned poison[kWarpTiles / 2] = {};  // load_b_fragments
 
   // Pipeline: block x lives in ring slot x % kStages and its columns in column slot x % (2 kStages). Group g
   // (one commit each) holds the copies of block g and the columns of block g + kStages: the prologue commits
@@ -446,13 +433,13 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   const int k_row = (lane & 8) + (lane & 7);
   const int col_half = (lane >> 4) * 8;
   const unsigned frag_smem = b_base + k_row * kStride + (warp_col + col_half) * 2;
-  // One k-block's fragments in registers: B (ldmatrix, folded into `poison`) and this warp's two A blocks.
+  // One k-block's fragments in registers: B (ldmatrix) and this warp's two A blocks.
   struct Fragments {
     unsigned b[kWarpTiles / 2][4];
     uint4 a[2];
   };
   const auto fetch = [&](Fragments& f, int stage) {
-    load_b_fragments<T>(f.b, poison, frag_smem + stage * kTileBytes);
+    load_b_fragments(f.b, frag_smem + stage * kTileBytes);
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) f.a[mt] = a_tiles[stage][(2 * warp_row + mt) * 32 + lane];
   };
@@ -497,9 +484,9 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     if (b + 1 < blocks) step(b + 1, odd, even);
   }
   cp_async_wait<0>();
-  if (poisoned(poison)) {
-    // Some B tile held an Inf or NaN: redo this warp's tile of the range exactly, stored entries only (rows g
-    // and g + 8 of each of its two row tiles, this lane's columns).
+  if (any_nonfinite<2 * kWarpTiles * 4>(&acc[0][0][0])) {
+    // An accumulator is Inf or NaN (a B tile held one, see any_nonfinite): redo this warp's tile of the range
+    // exactly, stored entries only (rows g and g + 8 of each of its two row tiles, this lane's columns).
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
