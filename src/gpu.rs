@@ -38,6 +38,8 @@ pub struct Gpu {
     functions: Mutex<HashMap<String, CudaFunction>>,
     /// Extra streams for kernels that may run side by side (made on first use, kept).
     side_streams: Mutex<Vec<Arc<CudaStream>>>,
+    /// How many clusters of (kernel, blocks per cluster) the device runs at once ([`Gpu::cluster_capacity`]).
+    cluster_capacity: Mutex<HashMap<(String, u32), usize>>,
     info: DeviceInfo,
 }
 
@@ -96,6 +98,7 @@ impl Gpu {
             modules: Mutex::new(Default::default()),
             functions: Mutex::new(HashMap::new()),
             side_streams: Mutex::new(Vec::new()),
+            cluster_capacity: Mutex::new(HashMap::new()),
             info,
         };
         gpu.keep_freed_memory()?;
@@ -239,6 +242,48 @@ impl Gpu {
         let module = self.ctx.load_module(image).map_err(Error::driver("loading a kernel module", 0))?;
         modules[family.index()] = Some(module.clone());
         Ok(module)
+    }
+
+    /// How many thread block clusters of 1 x 1 x `cluster_z` blocks of `block` threads (static shared memory
+    /// only) of the kernel `name` of `family` can be resident at once (`cuOccupancyMaxActiveClusters`; 0 where the
+    /// device has no clusters). Asked once per (kernel, cluster size) and cached.
+    pub(crate) fn cluster_capacity(&self, family: Family, name: &str, block: u32, cluster_z: u32) -> Result<usize> {
+        let key = (name.to_string(), cluster_z);
+        if let Some(&c) = self.cluster_capacity.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(c);
+        }
+        let capacity = if self.info.compute_capability.0 < 9 {
+            0
+        } else {
+            let function = self.function(family, name)?;
+            let mut attribute = sys::CUlaunchAttribute {
+                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                pad: [0; 4],
+                value: sys::CUlaunchAttributeValue { pad: [0; 64] },
+            };
+            attribute.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 1, y: 1, z: cluster_z };
+            let config = sys::CUlaunchConfig {
+                gridDimX: 1,
+                gridDimY: 1,
+                gridDimZ: cluster_z,
+                blockDimX: block,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: 0,
+                hStream: self.stream.cu_stream(),
+                attrs: &mut attribute,
+                numAttrs: 1,
+            };
+            let mut clusters: std::ffi::c_int = 0;
+            self.ctx.bind_to_thread().map_err(Error::driver("binding the context", 0))?;
+            // SAFETY: `config` and `attribute` are valid for the call; the function belongs to this context.
+            unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, function.cu_function(), &config) }
+                .result()
+                .map_err(Error::driver("asking how many clusters fit", 0))?;
+            clusters.max(0) as usize
+        };
+        self.cluster_capacity.lock().unwrap_or_else(|e| e.into_inner()).insert(key, capacity);
+        Ok(capacity)
     }
 
     /// The kernel `name` of `family`, loaded once and cached.

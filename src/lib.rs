@@ -48,5 +48,8 @@ pub use error::{Error, Result};
 pub use gpu::Gpu;
 pub use scalar::{DType, Scalar};
 pub use spgemm::{spgemm, SpgemmPlan};
-pub use spmm::{spmm, spmm_auto, spmm_kernel, spmm_tensor_core, SpmmConfig, SpmmKernel, TensorCoreConfig};
+pub use spmm::{
+    spmm, spmm_auto, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, RangeSum, SpmmConfig, SpmmKernel,
+    TensorCoreConfig,
+};
 pub use spmv::{spmv, spmv_seed, SpmvPlan, SpmvStrategy};

@@ -11,7 +11,9 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::kernels::compiled_spmm_variants_for;
 use crate::scalar::Scalar;
-use crate::spmm::{check_config, spmm, spmm_kernel, spmm_tensor_core, SpmmKernel, TensorCoreConfig};
+use crate::spmm::{
+    check_config, spmm, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, RangeSum, SpmmKernel, TensorCoreConfig,
+};
 use crate::timing::time_op;
 use crate::{gen, mtx, DeviceCsr, DeviceDense};
 
@@ -193,7 +195,24 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
             // The blocks are built once per window height and kept with A; the fill is read from them.
             let fill = crate::spmm::tensor_core::block_fill(gpu, &a, config.window as usize)?;
             let r = time_op(gpu, opts.warmup, opts.iters, || spmm_tensor_core(gpu, &a, &b, &mut c, &config));
-            variants.push(Entry::timed(format!("{config} (blocks {:.1}% full)", 100.0 * fill), r));
+            let plan = crate::spmm::tensor_core::split_plan(gpu, &a, &config, n)?;
+            if plan.ranges == 1 {
+                variants.push(Entry::timed(format!("{config} (blocks {:.1}% full)", 100.0 * fill), r));
+                continue;
+            }
+            let sum = if plan.clusters_fit() { "clusters" } else { "fix-up" };
+            let (ranges, grid, capacity) = (plan.ranges, plan.grid, plan.cluster_capacity);
+            let about = format!("blocks {:.1}% full, {ranges} ranges, {grid} clusters, {capacity} fit", 100.0 * fill);
+            variants.push(Entry::timed(format!("{config} ({about}: {sum})"), r));
+            // Both ways of adding the ranges, whichever Auto took (clusters only where the device has them).
+            for (sum, name) in [(RangeSum::FixUp, "fix-up"), (RangeSum::Cluster, "clusters")] {
+                if sum == RangeSum::Cluster && gpu.info().compute_capability.0 < 9 {
+                    continue;
+                }
+                let r =
+                    time_op(gpu, opts.warmup, opts.iters, || spmm_tensor_core_with(gpu, &a, &b, &mut c, &config, sum));
+                variants.push(Entry::timed(format!("{config}+{name}"), r));
+            }
         }
     }
     let selected = Entry::timed(

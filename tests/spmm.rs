@@ -9,8 +9,8 @@ use sprs::CsMat;
 use tilesparse::kernels::compiled_spmm_variants_for;
 use tilesparse::spmm::{check_config, splits_rows, spmm_bias_relu};
 use tilesparse::{
-    gen, spmm, spmm_auto, spmm_kernel, spmm_tensor_core, DType, DeviceCsr, DeviceDense, Error, Gpu, Scalar, SpmmConfig,
-    SpmmKernel, TensorCoreConfig,
+    gen, spmm, spmm_auto, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, DType, DeviceCsr, DeviceDense, Error,
+    Gpu, RangeSum, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig,
 };
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -486,8 +486,8 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
 /// the rows that store their column, although the other rows of the same window multiply the same B rows by
 /// padding zeros on the tensor cores (a warp that sees them redoes its tile exactly); a stored zero times Inf is
 /// NaN, as in the sparse product. Row 39's 600 entries give the 64-row window enough k-blocks that the wide
-/// kernels split them into ranges (partial tiles added by the fix-up), so NaN and Inf also cross that path; a
-/// second run gives the same bits.
+/// kernels split them into ranges (partial tiles added in clusters or by the fix-up), so NaN and Inf also cross
+/// that path; a second run, with the fix-up, gives the same bits.
 fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
     let (m, k, n) = (40, 1000, 72);
     let mut entries = vec![(0, 0, 0.5f32)];
@@ -519,8 +519,10 @@ fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
         assert_eq!(c[3 * n + 5], f64::INFINITY, "{config}: Inf must propagate");
         assert!(c[4 * n + 9].is_nan(), "{config}: a stored zero times Inf is NaN");
         assert!(c[5 * n..].iter().all(|v| v.is_finite()), "{config}: rows 5.. store no column of B's NaN/Inf");
+        // Again with the split ranges added by the fix-up launch (the first run added them in clusters where
+        // the device has them): the same bits.
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-        spmm_tensor_core(gpu, &a_dev, &b_dev, &mut c_dev, &config).unwrap();
+        spmm_tensor_core_with(gpu, &a_dev, &b_dev, &mut c_dev, &config, RangeSum::FixUp).unwrap();
         let again: Vec<f64> = c_dev.download(gpu).unwrap().iter().map(|v| v.to_f64()).collect();
         assert!(c.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{config}: a second run differs");
     }
@@ -570,8 +572,62 @@ fn tensor_core_refuses_what_it_cannot_run() {
     assert!(tilesparse::spmm::tensor_core::block_fill(&gpu, &a_dev, 64).unwrap() > 0.0);
 }
 
+/// The wide kernels split a window's k-blocks into 2 to 8 ranges when the grid is small (`wide_splits`); the
+/// ranges' partial tiles are added in range order either within a thread block cluster (sm_90 and up) or by a
+/// fix-up launch. Both must match the oracle and each other bit for bit, for every number of ranges, a partial
+/// last window and a partial last column slice; `RangeSum::Auto` gives the same bits; below sm_90
+/// `RangeSum::Cluster` is a typed error.
+fn split_ranges_case<T: Scalar>(gpu: &Gpu, ranges: impl IntoIterator<Item = usize>) {
+    let clusters = gpu.info().compute_capability.0 >= 9;
+    for splits in ranges {
+        // 190 rows (three 64-row windows, the last partial), every window's union all of k (a column is
+        // missing from 62 rows at density 0.4 with probability 0.6^62): ceil(k / 16) = 16 splits + 2 k-blocks
+        // per window, so `wide_splits` gives `splits` ranges (the grid has at most 9 blocks).
+        let (m, k, n) = (190, 256 * splits + 17, 136);
+        let a = gen::uniform_random(m, k, 0.4, 200 + splits as u64);
+        let a: CsMat<T> = gen::convert(&a);
+        let b = dense::<T>(k, n, 300 + splits as u64);
+        let oracle = SpmmOracle::new(a.view(), &b, n);
+        let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+        let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+        for config in TensorCoreConfig::all(T::DTYPE).into_iter().filter(|c| c.is_wide()) {
+            let slices = n.div_ceil(config.columns_per_block());
+            let blocks = m.div_ceil(64) * k.div_ceil(16);
+            assert_eq!(tilesparse::spmm::tensor_core::wide_splits(3 * slices, 3, blocks), splits, "{config}");
+            let mut run = |sum: RangeSum| -> Result<Vec<T>, Error> {
+                c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+                spmm_tensor_core_with(gpu, &a_dev, &b_dev, &mut c_dev, &config, sum)?;
+                Ok(c_dev.download(gpu).unwrap())
+            };
+            let what = format!("{} ranges with {config}", splits);
+            let fix_up = run(RangeSum::FixUp).unwrap();
+            oracle.check(&format!("{what}, fix-up"), &fix_up);
+            let auto = run(RangeSum::Auto).unwrap();
+            let same_bits =
+                |x: &[T], y: &[T]| x.iter().zip(y).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits());
+            assert!(same_bits(&auto, &fix_up), "{what}: auto differs");
+            match run(RangeSum::Cluster) {
+                Ok(cluster) => {
+                    assert!(clusters, "{what}: clusters ran below sm_90");
+                    oracle.check(&format!("{what}, cluster"), &cluster);
+                    assert!(same_bits(&cluster, &fix_up), "{what}: the cluster sum differs from the fix-up's");
+                }
+                Err(e) => assert!(!clusters && matches!(e, Error::Unsupported { .. }), "{what}: {e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn tensor_core_split_ranges_add_the_same_in_clusters_and_by_fix_up() {
+    let Some(gpu) = gpu_or_skip("tensor_core_split_ranges_add_the_same_in_clusters_and_by_fix_up") else { return };
+    split_ranges_case::<f16>(&gpu, 2..=8);
+    split_ranges_case::<bf16>(&gpu, 2..=8);
+}
+
 /// The tensor-core kernels under compute-sanitizer (run-all.sh --sanitize): both widths, both types, a partial
-/// window, columns past n, the exact path for B's Inf/NaN.
+/// window, columns past n, the exact path for B's Inf/NaN, split ranges added in clusters and by the fix-up.
 #[test]
 fn sanitizer_spmm_tensor_core() {
     let Some(gpu) = gpu_or_skip("sanitizer_spmm_tensor_core") else { return };
@@ -581,6 +637,7 @@ fn sanitizer_spmm_tensor_core() {
         check_tensor_core::<bf16>(&gpu, &format!("sanitizer tc bf16 n = {n}"), &a, n, 93);
     }
     tensor_core_nan_inf_case::<f16>(&gpu);
+    split_ranges_case::<f16>(&gpu, [3, 8]);
 }
 
 /// spmm_auto picks the tensor cores for a half-full f16/bf16 matrix and for a small C (SpmmKernel::select),

@@ -318,6 +318,39 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
 }
 
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+/// Thread block clusters (sm_90): the blocks in this block's cluster, a barrier over them (release/acquire: the
+/// shared-memory stores before it are seen by every block's loads after it), the address of `smem` (this
+/// block's shared memory) in block `rank`'s shared memory, and a 16-byte load from there.
+__device__ __forceinline__ unsigned cluster_blocks() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_address(unsigned smem, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(smem), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float4 cluster_load(unsigned address) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(address)
+               : "memory");
+  return v;
+}
+#define TILESPARSE_CLUSTERS 1
+#endif
+
 /// k-blocks in flight in the wide-window kernel's ring (shared by the block's warps), as many as 48 KB of static
 /// shared memory per block hold: a stage is the B tile (16 x (kTilesN * 16 + 16) bytes), the A blocks (16 bytes
 /// per thread) and two slots of columns (128 bytes). 8 (n8) or 6 (n16: 7 measured no faster, NOTES.md "SpMM
@@ -350,8 +383,11 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   constexpr int kRows = 16 * kTcWarps;              // rows per window: four 16-row tiles
   static_assert(kTcWarps == 4 && kChunks % kThreads == 0 && kWarpTiles % 2 == 0, "2 x 2 warps, whole chunks");
 
-  __shared__ __align__(128) unsigned char b_tiles[kStages][kTileBytes];
-  __shared__ __align__(16) uint4 a_tiles[kStages][kThreads];
+  // The ring of kStages k-blocks: B tiles, then A blocks (one buffer: a split range's partial tile reuses it).
+  constexpr int kRingBytes = kStages * (kTileBytes + kThreads * 16);
+  __shared__ __align__(128) unsigned char ring[kRingBytes];
+  auto b_tiles = reinterpret_cast<unsigned char (*)[kTileBytes]>(ring);
+  auto a_tiles = reinterpret_cast<uint4 (*)[kThreads]>(ring + kStages * kTileBytes);
   __shared__ __align__(16) int c_ring[2 * kStages][16];  // slot columns of block x at x % (2 kStages)
 
   const int tid = threadIdx.x;
@@ -505,6 +541,57 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   }
 
   T* out = static_cast<T*>(p.out);
+#ifdef TILESPARSE_CLUSTERS
+  if (p.splits > 1 && cluster_blocks() == static_cast<unsigned>(p.splits)) {
+    // Launched with the window's p.splits ranges as one cluster (grid z = cluster z, so rank = range): each
+    // block leaves its f32 partial tile in its own ring, and block r adds the r-th share of every tile's
+    // elements in range order (the fix-up's order: the same bits) and stores C. No scratch in global memory,
+    // no second launch.
+    constexpr int kTileStride = kColumns + 8;  // floats per row (+8: the float2 stores of a half-warp hit
+                                               // distinct banks)
+    static_assert(kRows * kTileStride * 4 <= kRingBytes, "a partial tile fits in the ring");
+    __syncthreads();  // every warp is done with the ring
+    float* tile = reinterpret_cast<float*>(ring);
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      const int row = warp_row * 32 + mt * 16 + g;
+#pragma unroll
+      for (int j = 0; j < kWarpTiles; ++j) {
+        const int column = warp_col + 8 * j + 2 * t;
+        *reinterpret_cast<float2*>(tile + row * kTileStride + column) = make_float2(acc[mt][j][0], acc[mt][j][1]);
+        *reinterpret_cast<float2*>(tile + (row + 8) * kTileStride + column) =
+            make_float2(acc[mt][j][2], acc[mt][j][3]);
+      }
+    }
+    cluster_sync();
+    constexpr int kQuads = kColumns / 4;  // four-column pieces per row
+    const int rank = static_cast<int>(cluster_rank());
+    const int share_lo = kRows * kQuads * rank / p.splits;
+    const int share_hi = kRows * kQuads * (rank + 1) / p.splits;
+    const unsigned tile_smem = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+    for (int i = share_lo + tid; i < share_hi; i += kThreads) {
+      const int row = i / kQuads;
+      const int column = 4 * (i % kQuads);
+      const unsigned at = tile_smem + 4 * (row * kTileStride + column);
+      float4 sum = cluster_load(cluster_address(at, 0));
+      for (int r = 1; r < p.splits; ++r) {
+        const float4 v = cluster_load(cluster_address(at, r));
+        sum.x += v.x;
+        sum.y += v.y;
+        sum.z += v.z;
+        sum.w += v.w;
+      }
+      const int out_row = window * kRows + row;
+      const int out_column = n0 + column;  // a multiple of 4 and n of 8: in or out as a whole, 8-byte aligned
+      if (out_row < p.m && out_column < p.n) {
+        const Vec<T, 4> v = {{from_float<T>(sum.x), from_float<T>(sum.y), from_float<T>(sum.z), from_float<T>(sum.w)}};
+        store(out + static_cast<size_t>(out_row) * p.n + out_column, v);
+      }
+    }
+    cluster_sync();  // no block leaves while another still reads its tile
+    return;
+  }
+#endif
   float* partial = p.splits > 1 ? p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n : nullptr;
   // Two adjacent elements of a row per store (column and n even: aligned): C, or this range's partial tile.
   const auto put = [&](int row, int column, float x, float y) {

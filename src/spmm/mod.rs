@@ -6,7 +6,7 @@ pub mod split;
 pub mod tensor_core;
 
 pub use config::SpmmConfig;
-pub use tensor_core::{spmm_tensor_core, TensorCoreConfig};
+pub use tensor_core::{spmm_tensor_core, spmm_tensor_core_with, RangeSum, TensorCoreConfig};
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 

@@ -9,7 +9,9 @@
 //! kept with the matrix. A warp whose B tiles held an Inf or NaN redoes its tile by exact scalar FMAs over the
 //! stored entries (the padding zeros would turn Inf into NaN otherwise).
 
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError, LaunchConfig, PushKernelArg,
+};
 
 use crate::csr::{upload_slice, DeviceCsr};
 use crate::dense::DeviceDense;
@@ -405,6 +407,59 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
     Ok(())
 }
 
+/// How a tensor-core launch splits each window's k-blocks into ranges, and whether its ranges fit on the device
+/// as clusters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SplitPlan {
+    /// k-block ranges per window ([`wide_splits`]; always 1 for the narrow kernels).
+    pub ranges: usize,
+    /// Windows x column slices: the blocks of one range, and the clusters of a clustered launch.
+    pub grid: usize,
+    /// Clusters of `ranges` blocks the device runs at once (0 without ranges or without clusters).
+    pub cluster_capacity: usize,
+}
+
+impl SplitPlan {
+    /// Whether [`RangeSum::Auto`] adds the ranges in clusters: there are ranges and every cluster fits on the
+    /// device at once. On the H100 clusters that fit (64 clusters of 5 blocks: uniform 4096^2, n = 128) ran
+    /// 1.10-1.14x faster than the fix-up, clusters that did not (128 of 3: uniform 4096^2, n = 256, and 8192 x
+    /// 2048, n = 128) 1.23-1.27x slower (NOTES.md, "SpMM step 9").
+    pub fn clusters_fit(&self) -> bool {
+        self.ranges > 1 && self.cluster_capacity >= self.grid
+    }
+}
+
+/// The [`SplitPlan`] of `config` on A with n columns (builds A's blocks on first use).
+pub fn split_plan<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, config: &TensorCoreConfig, n: usize) -> Result<SplitPlan> {
+    plan_splits(gpu, a.tensor_core_blocks(gpu, config.window as usize)?, config, n)
+}
+
+fn plan_splits(gpu: &Gpu, blocks: &DeviceBlocks, config: &TensorCoreConfig, n: usize) -> Result<SplitPlan> {
+    let grid = blocks.num_windows * n.div_ceil(config.columns_per_block());
+    let ranges = if config.is_wide() { wide_splits(grid, blocks.num_windows, blocks.num_blocks) } else { 1 };
+    let cluster_capacity = if ranges > 1 {
+        gpu.cluster_capacity(Family::Spmm, &config.kernel_name(), (WARPS * 32) as u32, ranges as u32)?
+    } else {
+        0
+    };
+    Ok(SplitPlan { ranges, grid, cluster_capacity })
+}
+
+/// How a wide launch that splits each window's k-blocks into ranges ([`wide_splits`]) adds the ranges' partial
+/// tiles. Both add them in range order: the same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RangeSum {
+    /// [`RangeSum::Cluster`] on devices that have thread block clusters (compute capability 9.0 and up) where
+    /// all of a launch's clusters fit on the device at once, else [`RangeSum::FixUp`].
+    Auto,
+    /// A window's ranges run as one thread block cluster and add their tiles through distributed shared
+    /// memory (no scratch, no second launch). An error on devices below compute capability 9.0.
+    Cluster,
+    /// Each range stores an f32 partial tile in global scratch; a second launch (`spmm_tc_fixup_<dtype>`) adds
+    /// them.
+    FixUp,
+}
+
 /// C = A * B on the tensor cores (f16 or bf16, fp32 accumulation). The first call on a matrix builds its blocks
 /// (one download of A); later calls reuse them. Every element of C is written.
 pub fn spmm_tensor_core<T: Scalar>(
@@ -414,9 +469,33 @@ pub fn spmm_tensor_core<T: Scalar>(
     c: &mut DeviceDense<T>,
     config: &TensorCoreConfig,
 ) -> Result<()> {
+    spmm_tensor_core_with(gpu, a, b, c, config, RangeSum::Auto)
+}
+
+/// [`spmm_tensor_core`] with the way split ranges are added chosen ([`RangeSum`]; it matters only for the wide
+/// kernels on grids small enough to split).
+pub fn spmm_tensor_core_with<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    config: &TensorCoreConfig,
+    sum: RangeSum,
+) -> Result<()> {
     super::check_shapes(a, b, c)?;
     let (m, n) = (a.rows(), b.cols());
     check_tensor_core(config, T::DTYPE, m, n)?;
+    let clusters = gpu.info().compute_capability.0 >= 9;
+    if sum == RangeSum::Cluster && !clusters {
+        return Err(Error::Unsupported {
+            config: config.kernel_name(),
+            reason: format!(
+                "thread block clusters need compute capability 9.0, this device has {}.{}",
+                gpu.info().compute_capability.0,
+                gpu.info().compute_capability.1
+            ),
+        });
+    }
     if m == 0 || n == 0 {
         return Ok(());
     }
@@ -424,11 +503,52 @@ pub fn spmm_tensor_core<T: Scalar>(
     let function = gpu.function(Family::Spmm, &config.kernel_name())?;
     let stream = gpu.stream();
     let slices = n.div_ceil(config.columns_per_block());
-    let splits = if config.is_wide() {
-        wide_splits(blocks.num_windows * slices, blocks.num_windows, blocks.num_blocks)
-    } else {
-        1
+    let plan = plan_splits(gpu, blocks, config, n)?;
+    let splits = plan.ranges;
+    let (window_blocks, _g1) = blocks.window_blocks.device_ptr(stream);
+    let (block_columns, _g2) = blocks.block_columns.device_ptr(stream);
+    let (block_values, _g3) = blocks.block_values.device_ptr(stream);
+    let (block_masks, _g4) = blocks.block_masks.device_ptr(stream);
+    let (dense, _g5) = b.data.device_ptr(stream);
+    let (out, _g6) = c.data.device_ptr_mut(stream);
+    let mut params = SpmmTcParams {
+        m: m as i32,
+        n: n as i32,
+        num_windows: blocks.num_windows as i32,
+        splits: splits as i32,
+        window_blocks,
+        block_columns,
+        block_values,
+        block_masks,
+        dense,
+        out,
+        partials: 0,
     };
+    let cfg = LaunchConfig {
+        grid_dim: (blocks.num_windows as u32, slices as u32, splits as u32),
+        block_dim: ((WARPS * 32) as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY (this launch and the next): the shapes and the config were checked (B is k x n, C is m x n, n a
+    // multiple of 8 so 16-byte pieces of B rows and 4-byte stores of C are aligned); the blocks were built from
+    // this matrix (the cache lives in it and is dropped when its structure changes) for windows of config.window
+    // rows, the kernel's (its name carries the window): every slot column is < k or -1 (never read), every
+    // window's k-blocks lie in the block arrays, windows cover rows < ceil(m / window) * window and rows >= m are
+    // not stored; the grid has ceil(n / columns per block) column slices, each starting below n, and `splits`
+    // ranges (1 for the narrow kernels, which ignore it). Split ranges either run as clusters of the `splits`
+    // (<= 8) blocks of a window, which add their tiles in the kernel and never touch `partials`, or store
+    // partial tiles of splits x m x n f32 into `partials`.
+    if splits > 1 && clusters && (sum == RangeSum::Cluster || (sum == RangeSum::Auto && plan.clusters_fit())) {
+        match unsafe { launch_clustered(stream, &function, cfg, splits as u32, params) } {
+            Ok(()) => return Ok(()),
+            Err(e) if sum == RangeSum::Cluster => {
+                return Err(Error::driver("launching the tensor-core SpMM with clusters", 0)(e));
+            }
+            // The device cannot schedule the clusters (e.g. a partition with too few SMs per GPC): add the
+            // ranges with the fix-up instead.
+            Err(_) => {}
+        }
+    }
     let partials = if splits > 1 {
         // SAFETY: f32 scratch; every element the fix-up reads is written first (each range's block stores its
         // whole tile of rows < m and columns < n, zeros for an empty range).
@@ -440,37 +560,7 @@ pub fn spmm_tensor_core<T: Scalar>(
         None
     };
     let partials_ptr = partials.as_ref().map(|p| p.device_ptr(stream));
-    let (window_blocks, _g1) = blocks.window_blocks.device_ptr(stream);
-    let (block_columns, _g2) = blocks.block_columns.device_ptr(stream);
-    let (block_values, _g3) = blocks.block_values.device_ptr(stream);
-    let (block_masks, _g4) = blocks.block_masks.device_ptr(stream);
-    let (dense, _g5) = b.data.device_ptr(stream);
-    let (out, _g6) = c.data.device_ptr_mut(stream);
-    let params = SpmmTcParams {
-        m: m as i32,
-        n: n as i32,
-        num_windows: blocks.num_windows as i32,
-        splits: splits as i32,
-        window_blocks,
-        block_columns,
-        block_values,
-        block_masks,
-        dense,
-        out,
-        partials: partials_ptr.as_ref().map_or(0, |(p, _)| *p),
-    };
-    let cfg = LaunchConfig {
-        grid_dim: (blocks.num_windows as u32, slices as u32, splits as u32),
-        block_dim: ((WARPS * 32) as u32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: the shapes and the config were checked (B is k x n, C is m x n, n a multiple of 8 so 16-byte
-    // pieces of B rows and 4-byte stores of C are aligned); the blocks were built from this matrix (the cache
-    // lives in it and is dropped when its structure changes) for windows of config.window rows, the kernel's
-    // (its name carries the window): every slot column is < k or -1 (never read), every window's k-blocks lie in
-    // the block arrays, windows cover rows < ceil(m / window) * window and rows >= m are not stored; the grid has
-    // ceil(n / columns per block) column slices, each starting below n, and `splits` ranges (1 for the narrow
-    // kernels, which ignore it; partial tiles of splits x m x n f32 otherwise).
+    params.partials = partials_ptr.as_ref().map_or(0, |(p, _)| *p);
     unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
         .map_err(Error::driver("launching the tensor-core SpMM", 0))?;
     if splits > 1 {
@@ -487,6 +577,45 @@ pub fn spmm_tensor_core<T: Scalar>(
             .map_err(Error::driver("launching the tensor-core fix-up", 0))?;
     }
     Ok(())
+}
+
+/// Launches `function` on `stream` with `params` as its one argument, the blocks grouped into thread block
+/// clusters of 1 x 1 x `cluster_z` (cudarc's launch builder has no cluster attribute: `cuLaunchKernelEx`).
+///
+/// # Safety
+/// As for any launch: `params` must be what the kernel expects, every buffer it names alive until the kernel is
+/// done (the caller holds their stream guards), and `cfg.grid_dim.2` a multiple of `cluster_z` (at most 8).
+unsafe fn launch_clustered(
+    stream: &CudaStream,
+    function: &CudaFunction,
+    cfg: LaunchConfig,
+    cluster_z: u32,
+    mut params: SpmmTcParams,
+) -> std::result::Result<(), DriverError> {
+    use cudarc::driver::sys;
+    stream.context().bind_to_thread()?;
+    let mut attribute = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue { pad: [0; 64] },
+    };
+    attribute.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 1, y: 1, z: cluster_z };
+    let config = sys::CUlaunchConfig {
+        gridDimX: cfg.grid_dim.0,
+        gridDimY: cfg.grid_dim.1,
+        gridDimZ: cfg.grid_dim.2,
+        blockDimX: cfg.block_dim.0,
+        blockDimY: cfg.block_dim.1,
+        blockDimZ: cfg.block_dim.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attribute,
+        numAttrs: 1,
+    };
+    let mut args = [&mut params as *mut SpmmTcParams as *mut std::ffi::c_void];
+    // SAFETY: the caller's contract; `config`, `attribute` and `args` outlive the call (the driver copies the
+    // arguments before it returns).
+    unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }.result()
 }
 
 #[cfg(test)]
@@ -637,6 +766,15 @@ mod tests {
         assert_eq!(wide_splits(6, 6, 6 * 40), 2);
         assert_eq!(wide_splits(6, 6, 6 * 20), 1);
         assert_eq!(wide_splits(0, 0, 0), 1);
+    }
+
+    #[test]
+    fn clusters_are_used_only_where_they_all_fit() {
+        let plan = |ranges, grid, cluster_capacity| SplitPlan { ranges, grid, cluster_capacity };
+        assert!(plan(5, 64, 64).clusters_fit());
+        assert!(!plan(3, 128, 127).clusters_fit());
+        assert!(!plan(1, 64, 1000).clusters_fit(), "no ranges, nothing to add");
+        assert!(!plan(4, 8, 0).clusters_fit(), "no clusters on this device");
     }
 
     #[test]
