@@ -357,10 +357,15 @@ const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 72, "SpmmTcParams m
 
 /// Threads per block of `spmm_tc_fixup_<dtype>` (`TILESPARSE_SPMM_TC_FIXUP_THREADS`).
 const FIXUP_THREADS: u32 = 256;
-/// Blocks a wide launch should have at least: below it the k-blocks of each window are split into ranges
-/// (grid z) whose f32 partial tiles a fix-up adds (two per SM of an H100; fixed, so the bits do not depend on
-/// the device).
-const SPLIT_TARGET_BLOCKS: usize = 264;
+/// A wide launch of fewer blocks than this (two per SM of an H100) splits each window's k-blocks into ranges
+/// (grid z) whose partial tiles are added in clusters or by a fix-up ([`RangeSum`]); fixed, so that the bits do
+/// not depend on the device.
+const SPLIT_BELOW_BLOCKS: usize = 264;
+/// Ranges: as many as keep the launch within this many blocks, and at least two: 64 windows x 1 slice -> 5
+/// ranges, 128 -> 2. Measured on the H100 (NOTES.md, "SpMM step 9"): 128 blocks in 2 ranges (clusters of 2: 198
+/// fit) ran 1.15-1.23x faster than in 3 (clusters of 3: 124 fit, so the fix-up); 64 blocks in 5 ranges (69
+/// clusters fit) 0.032 ms, in 6 ranges with clusters 0.044 ms (f16, uniform 4096^2, n = 128).
+const SPLIT_MAX_BLOCKS: usize = 320;
 /// Fewest k-blocks per range of a split window, and most ranges.
 const SPLIT_MIN_BLOCKS: usize = 16;
 const SPLIT_MAX: usize = 8;
@@ -368,10 +373,10 @@ const SPLIT_MAX: usize = 8;
 /// Into how many ranges a wide launch of `grid` blocks (windows x column slices) splits each window's k-blocks,
 /// `blocks` k-blocks in `windows` windows in all. Pure.
 pub fn wide_splits(grid: usize, windows: usize, blocks: usize) -> usize {
-    if grid == 0 || grid >= SPLIT_TARGET_BLOCKS {
+    if grid == 0 || grid >= SPLIT_BELOW_BLOCKS {
         return 1;
     }
-    let by_grid = SPLIT_TARGET_BLOCKS.div_ceil(grid);
+    let by_grid = (SPLIT_MAX_BLOCKS / grid).max(2);
     let by_blocks = (blocks / windows.max(1) / SPLIT_MIN_BLOCKS).max(1);
     by_grid.min(by_blocks).min(SPLIT_MAX)
 }
@@ -759,8 +764,12 @@ mod tests {
     fn wide_launches_split_only_small_grids_of_long_windows() {
         // Uniform 4096^2 at 50%, n = 4096 (64 windows x 32 slices): no split.
         assert_eq!(wide_splits(64 * 32, 64, 64 * 256), 1);
-        // n = 128 (64 windows x 1 slice of 128 columns): 256 k-blocks per window, 5 ranges (264 / 64 rounded up).
+        // n = 128 (64 windows x 1 slice of 128 columns): 256 k-blocks per window, 5 ranges (320 / 64).
         assert_eq!(wide_splits(64, 64, 64 * 256), 5);
+        // 128 blocks (4096^2 at n = 256, 8192 x 2048 at n = 128): 2 ranges; 263 blocks still 2, 264 none.
+        assert_eq!(wide_splits(128, 64, 64 * 256), 2);
+        assert_eq!(wide_splits(263, 263, 263 * 256), 2);
+        assert_eq!(wide_splits(264, 264, 264 * 256), 1);
         // A tiny grid is capped at 8 ranges, and by 16 k-blocks per range.
         assert_eq!(wide_splits(1, 1, 10_000), 8);
         assert_eq!(wide_splits(6, 6, 6 * 40), 2);
