@@ -256,24 +256,10 @@ impl Gpu {
             0
         } else {
             let function = self.function(family, name)?;
-            let mut attribute = sys::CUlaunchAttribute {
-                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-                pad: [0; 4],
-                value: sys::CUlaunchAttributeValue { pad: [0; 64] },
-            };
-            attribute.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 1, y: 1, z: cluster_z };
-            let config = sys::CUlaunchConfig {
-                gridDimX: 1,
-                gridDimY: 1,
-                gridDimZ: cluster_z,
-                blockDimX: block,
-                blockDimY: 1,
-                blockDimZ: 1,
-                sharedMemBytes: 0,
-                hStream: self.stream.cu_stream(),
-                attrs: &mut attribute,
-                numAttrs: 1,
-            };
+            let one_cluster =
+                LaunchConfig { grid_dim: (1, 1, cluster_z), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
+            let mut attribute = cluster_attribute(cluster_z);
+            let config = cluster_config(&one_cluster, &self.stream, &mut attribute);
             let mut clusters: std::ffi::c_int = 0;
             self.ctx.bind_to_thread().map_err(Error::driver("binding the context", 0))?;
             // SAFETY: `config` and `attribute` are valid for the call; the function belongs to this context.
@@ -286,6 +272,30 @@ impl Gpu {
         Ok(capacity)
     }
 
+    /// Launches `function` on the stream with `params` as its one argument, the blocks grouped into thread
+    /// block clusters of 1 x 1 x `cluster_z` (cudarc's launch builder has no cluster attribute:
+    /// `cuLaunchKernelEx`).
+    ///
+    /// # Safety
+    /// As for any launch: `params` must be what the kernel expects, every buffer it names alive until the kernel
+    /// is done (the caller holds their stream guards), and `cfg.grid_dim.2` a multiple of `cluster_z` (at most 8).
+    pub(crate) unsafe fn launch_clustered<P>(
+        &self,
+        function: &CudaFunction,
+        cfg: LaunchConfig,
+        cluster_z: u32,
+        mut params: P,
+    ) -> std::result::Result<(), cudarc::driver::DriverError> {
+        self.ctx.bind_to_thread()?;
+        let mut attribute = cluster_attribute(cluster_z);
+        let config = cluster_config(&cfg, &self.stream, &mut attribute);
+        let mut args = [&mut params as *mut P as *mut std::ffi::c_void];
+        // SAFETY: the caller's contract; `config`, `attribute` and `args` outlive the call (the driver copies the
+        // arguments before it returns).
+        unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }
+            .result()
+    }
+
     /// The kernel `name` of `family`, loaded once and cached.
     pub(crate) fn function(&self, family: Family, name: &str) -> Result<CudaFunction> {
         if let Some(f) = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
@@ -295,6 +305,37 @@ impl Gpu {
         let f = module.load_function(name).map_err(Error::driver("looking up a kernel", 0))?;
         self.functions.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), f.clone());
         Ok(f)
+    }
+}
+
+/// The launch attribute that groups blocks into clusters of 1 x 1 x `cluster_z`.
+fn cluster_attribute(cluster_z: u32) -> sys::CUlaunchAttribute {
+    let mut attribute = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue { pad: [0; 64] },
+    };
+    attribute.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 1, y: 1, z: cluster_z };
+    attribute
+}
+
+/// The driver's launch configuration of `cfg` on `stream` with `attribute` (which must outlive the result).
+fn cluster_config(
+    cfg: &LaunchConfig,
+    stream: &CudaStream,
+    attribute: &mut sys::CUlaunchAttribute,
+) -> sys::CUlaunchConfig {
+    sys::CUlaunchConfig {
+        gridDimX: cfg.grid_dim.0,
+        gridDimY: cfg.grid_dim.1,
+        gridDimZ: cfg.grid_dim.2,
+        blockDimX: cfg.block_dim.0,
+        blockDimY: cfg.block_dim.1,
+        blockDimZ: cfg.block_dim.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: attribute,
+        numAttrs: 1,
     }
 }
 

@@ -9,9 +9,7 @@
 //! kept with the matrix. A warp whose B tiles held an Inf or NaN redoes its tile by exact scalar FMAs over the
 //! stored entries (the padding zeros would turn Inf into NaN otherwise).
 
-use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
 use crate::csr::{upload_slice, DeviceCsr};
 use crate::dense::DeviceDense;
@@ -544,7 +542,7 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     // (<= 8) blocks of a window, which add their tiles in the kernel and never touch `partials`, or store
     // partial tiles of splits x m x n f32 into `partials`.
     if splits > 1 && clusters && (sum == RangeSum::Cluster || (sum == RangeSum::Auto && plan.clusters_fit())) {
-        match unsafe { launch_clustered(stream, &function, cfg, splits as u32, params) } {
+        match unsafe { gpu.launch_clustered(&function, cfg, splits as u32, params) } {
             Ok(()) => return Ok(()),
             Err(e) if sum == RangeSum::Cluster => {
                 return Err(Error::driver("launching the tensor-core SpMM with clusters", 0)(e));
@@ -582,45 +580,6 @@ pub fn spmm_tensor_core_with<T: Scalar>(
             .map_err(Error::driver("launching the tensor-core fix-up", 0))?;
     }
     Ok(())
-}
-
-/// Launches `function` on `stream` with `params` as its one argument, the blocks grouped into thread block
-/// clusters of 1 x 1 x `cluster_z` (cudarc's launch builder has no cluster attribute: `cuLaunchKernelEx`).
-///
-/// # Safety
-/// As for any launch: `params` must be what the kernel expects, every buffer it names alive until the kernel is
-/// done (the caller holds their stream guards), and `cfg.grid_dim.2` a multiple of `cluster_z` (at most 8).
-unsafe fn launch_clustered(
-    stream: &CudaStream,
-    function: &CudaFunction,
-    cfg: LaunchConfig,
-    cluster_z: u32,
-    mut params: SpmmTcParams,
-) -> std::result::Result<(), DriverError> {
-    use cudarc::driver::sys;
-    stream.context().bind_to_thread()?;
-    let mut attribute = sys::CUlaunchAttribute {
-        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-        pad: [0; 4],
-        value: sys::CUlaunchAttributeValue { pad: [0; 64] },
-    };
-    attribute.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: 1, y: 1, z: cluster_z };
-    let config = sys::CUlaunchConfig {
-        gridDimX: cfg.grid_dim.0,
-        gridDimY: cfg.grid_dim.1,
-        gridDimZ: cfg.grid_dim.2,
-        blockDimX: cfg.block_dim.0,
-        blockDimY: cfg.block_dim.1,
-        blockDimZ: cfg.block_dim.2,
-        sharedMemBytes: cfg.shared_mem_bytes,
-        hStream: stream.cu_stream(),
-        attrs: &mut attribute,
-        numAttrs: 1,
-    };
-    let mut args = [&mut params as *mut SpmmTcParams as *mut std::ffi::c_void];
-    // SAFETY: the caller's contract; `config`, `attribute` and `args` outlive the call (the driver copies the
-    // arguments before it returns).
-    unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()) }.result()
 }
 
 #[cfg(test)]
