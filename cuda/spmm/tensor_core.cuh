@@ -65,13 +65,21 @@ __device__ __forceinline__ void cp_async_16(unsigned smem, const void* global, b
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(global), "r"(valid ? 16 : 0));
   }
 }
-/// @brief The 16-byte piece of B row `c` at `row0` (B's first row, offset to the piece's column), where the
-/// piece is `valid` (then c >= 0: an unsigned 32 x 32 -> 64-bit multiply, no sign extension), else `fallback`
-/// (a valid address that the zero-filling copy does not read).
-template <typename T>
-__device__ __forceinline__ const T* gathered_piece(const T* row0, int c, int n, bool valid, const T* fallback) {
-  return valid ? row0 + static_cast<size_t>(static_cast<unsigned>(c)) * static_cast<unsigned>(n) : fallback;
-}
+/// @brief Where a lane's 16-byte pieces of gathered B rows are: row c's piece at base + c * stride bytes. A lane
+/// whose piece lies past n (`in_n` false) gets B's first element and stride 0: a valid address for every c,
+/// which its zero-filling copies never read. Set up once per kernel, so that each gather costs one multiply-add.
+struct PieceAddresses {
+  const char* base;
+  unsigned stride;  // bytes per row of B (n * sizeof(T) < 2^32), or 0
+  template <typename T>
+  __device__ __forceinline__ PieceAddresses(const T* dense, int n, int column, bool in_n)
+      : base(reinterpret_cast<const char*>(in_n ? dense + column : dense)),
+        stride(in_n ? static_cast<unsigned>(n) * static_cast<unsigned>(sizeof(T)) : 0u) {}
+  /// Row c's piece; a padding slot (c < 0) gets row 0's, which its copy does not read either.
+  __device__ __forceinline__ const void* at(int c) const {
+    return base + static_cast<size_t>(static_cast<unsigned>(max(c, 0))) * stride;
+  }
+};
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
@@ -187,7 +195,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   const int chunk_row = lane / kChunksPerRow;
   const int chunk_part = lane % kChunksPerRow;
   const bool in_n = n0 + 8 * chunk_part < p.n;
-  const T* dense_at = dense + n0 + 8 * chunk_part;
+  const PieceAddresses pieces(dense, p.n, n0 + 8 * chunk_part, in_n);
   const unsigned chunk_smem = b_base + chunk_row * kStride + chunk_part * 16;
 
   // Issues the copies of k-block `b` (window-relative) into ring slot `stage`; `column(row)` gives the B row
@@ -198,8 +206,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     for (int i = 0; i < kChunksPerLane; ++i) {
       const int c = column(chunk_row + kRowStep * i);
       const bool valid = c >= 0 && in_n;
-      cp_async_16<kL1>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride,
-                       gathered_piece(dense_at, c, p.n, valid, dense), valid);
+      cp_async_16<kL1>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, pieces.at(c), valid);
     }
     const uint4* a_src = p.block_values + 32 * static_cast<size_t>(block) + lane;
     cp_async_16<kL1>(a_base + (stage * 32 + lane) * 16, a_src, true);
@@ -415,21 +422,21 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   const int chunk_row = tid / kChunksPerRow;
   const int chunk_part = tid % kChunksPerRow;
   const bool in_n = n0 + 8 * chunk_part < p.n;
-  const T* dense_at = static_cast<const T*>(p.dense) + n0 + 8 * chunk_part;
+  const PieceAddresses pieces(static_cast<const T*>(p.dense), p.n, n0 + 8 * chunk_part, in_n);
   const unsigned chunk_smem = b_base + chunk_row * kStride + chunk_part * 16;
 
-  // Issues the copies of k-block `b` (window-relative) into ring slot `stage`: the B rows (`column(row)` gives
+  // This thread's 16-byte fragment of the range's first k-block of A; k-block b's is kThreads further per b.
+  const uint4* a_first = p.block_values + static_cast<size_t>(kThreads) * first + tid;
+  // Issues the copies of k-block `b` (range-relative) into ring slot `stage`: the B rows (`column(row)` gives
   // the B row of each slot) and the four blocks of A (one 16-byte fragment per thread).
   const auto load = [&](int b, int stage, auto column) {
 #pragma unroll
     for (int i = 0; i < kChunksPerThread; ++i) {
       const int c = column(chunk_row + kRowStep * i);
       const bool valid = c >= 0 && in_n;
-      cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride,
-                       gathered_piece(dense_at, c, p.n, valid, dense), valid);
+      cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, pieces.at(c), valid);
     }
-    const uint4* a_src = p.block_values + static_cast<size_t>(kThreads) * (first + b) + tid;
-    cp_async_16<false>(a_base + (stage * kThreads + tid) * 16, a_src, true);
+    cp_async_16<false>(a_base + (stage * kThreads + tid) * 16, a_first + kThreads * b, true);
   };
   // The slot columns of k-block `b` travel through the same pipeline, kStages steps before the B rows they
   // name: threads 0-3 copy 16 bytes each into column ring slot `slot` (b % (2 kStages)).
