@@ -28,6 +28,13 @@ pub struct DeviceInfo {
     pub driver_version: i32,
 }
 
+impl DeviceInfo {
+    /// Whether the device has thread block clusters (compute capability 9.0 and up).
+    pub fn has_clusters(&self) -> bool {
+        self.compute_capability.0 >= 9
+    }
+}
+
 /// A CUDA device with one stream on which every tilesparse operation runs, in order.
 ///
 /// Modules load on first use and stay cached, as do the functions looked up in them.
@@ -252,7 +259,7 @@ impl Gpu {
         if let Some(&c) = self.cluster_capacity.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(c);
         }
-        let capacity = if self.info.compute_capability.0 < 9 {
+        let capacity = if !self.info.has_clusters() {
             0
         } else {
             let function = self.function(family, name)?;

@@ -206,7 +206,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
             variants.push(Entry::timed(format!("{config} ({about}: {sum})"), r));
             // Both ways of adding the ranges, whichever Auto took (clusters only where the device has them).
             for (sum, name) in [(RangeSum::FixUp, "fix-up"), (RangeSum::Cluster, "clusters")] {
-                if sum == RangeSum::Cluster && gpu.info().compute_capability.0 < 9 {
+                if sum == RangeSum::Cluster && !gpu.info().has_clusters() {
                     continue;
                 }
                 let r =

@@ -578,7 +578,7 @@ fn tensor_core_refuses_what_it_cannot_run() {
 /// last window and a partial last column slice; `RangeSum::Auto` gives the same bits; below sm_90
 /// `RangeSum::Cluster` is a typed error.
 fn split_ranges_case<T: Scalar>(gpu: &Gpu, ranges: impl IntoIterator<Item = usize>) {
-    let clusters = gpu.info().compute_capability.0 >= 9;
+    let clusters = gpu.info().has_clusters();
     for splits in ranges {
         // 190 rows (three 64-row windows, the last partial), every window's union all of k (a column is
         // missing from 62 rows at density 0.4 with probability 0.6^62): ceil(k / 16) = 16 splits + 2 k-blocks

@@ -375,7 +375,9 @@ __host__ __device__ constexpr int tcw_stages() {
 /// gathered B tile serves four row tiles, each B fragment two mma, each A fragment kTilesN / 2. A warp whose B
 /// fragments held an Inf or NaN redoes its tile of the range by exact FMAs over the stored entries
 /// (exact_block). With p.splits > 1 (a grid too small for the GPU), block z of a window takes the z-th of
-/// p.splits equal ranges of its k-blocks and stores f32 partial tiles; spmm_tc_fixup adds them in range order.
+/// p.splits equal ranges of its k-blocks; launched as clusters of the p.splits blocks of a window (sm_90), the
+/// blocks add their tiles in range order through distributed shared memory, else each stores an f32 partial
+/// tile and spmm_tc_fixup adds them in range order.
 template <typename T, int kTilesN>
 __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   constexpr int kColumns = kTilesN * 8;           // columns of C per block
@@ -658,7 +660,7 @@ TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 4)
 TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 8)
 
 /// The wide-window kernels: spmm_tc_<dtype>_w64_n<tiles> (src/spmm/tensor_core.rs builds the same names). At
-/// least three blocks per SM (at most 168 registers: the double-buffered fragments of the n16 kernel need 154).
+/// least three blocks per SM (at most 168 registers: the double-buffered fragments of the n16 kernel need 162).
 #define TILESPARSE_SPMM_TCW(tag, T, tiles)                                                              \
   extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32, 3)                                 \
       spmm_tc_##tag##_w64_n##tiles(const ts::SpmmTcParams p) {                                       \

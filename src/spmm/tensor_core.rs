@@ -488,7 +488,7 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     super::check_shapes(a, b, c)?;
     let (m, n) = (a.rows(), b.cols());
     check_tensor_core(config, T::DTYPE, m, n)?;
-    let clusters = gpu.info().compute_capability.0 >= 9;
+    let clusters = gpu.info().has_clusters();
     if sum == RangeSum::Cluster && !clusters {
         return Err(Error::Unsupported {
             config: config.kernel_name(),
