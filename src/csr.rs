@@ -185,7 +185,7 @@ pub struct DeviceCsr<T: Scalar> {
     /// The tensor-core SpMM's blocks (crate::spmm::tensor_core) for 16-row and 64-row windows, each built on
     /// first use.
     tensor_core: [OnceLock<crate::spmm::tensor_core::DeviceBlocks>; 2],
-    /// Their k-block counts ([`crate::spmm::tensor_core::BlockCounts`]), counted at upload for 16-bit types.
+    /// Their k-block counts ([`crate::spmm::tensor_core::BlockCounts`]), counted at upload for f16, bf16, f32.
     tensor_core_count: Option<crate::spmm::tensor_core::BlockCounts>,
     /// Distinct for every upload or device build, renewed when a kernel rewrites the structure: what a plan
     /// made from this matrix (e.g. [`crate::SpmvPlan`]) checks that it is used with.
@@ -242,7 +242,7 @@ impl<T: Scalar> DeviceCsr<T> {
             values: upload_slice(gpu, values, "uploading CSR values")?,
             derived,
             tensor_core: Default::default(),
-            tensor_core_count: (T::DTYPE.size() == 2)
+            tensor_core_count: (T::DTYPE != crate::DType::F64)
                 .then(|| crate::spmm::tensor_core::BlockCounts::of(cols, indptr, indices)),
             id: next_id(),
         })

@@ -48,7 +48,7 @@ fn check_kernels<T: Scalar>(
     for kernel in kernels {
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         spmm_kernel(gpu, &a_dev, &b_dev, &mut c_dev, &kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
-        oracle.check(&format!("{what} with {kernel}"), &c_dev.download(gpu).unwrap());
+        oracle.check_kernel(&format!("{what} with {kernel}"), &c_dev.download(gpu).unwrap(), &kernel);
         ran += 1;
     }
     ran
@@ -422,7 +422,11 @@ fn sputnik_limits_case<T: Scalar>(gpu: &Gpu) {
             SpmmKernel::Tiled(c) => assert!(n % c.dense_vector_width as usize == 0, "{used} for n = {n}"),
             SpmmKernel::TensorCore(_) => assert!(n % 8 == 0, "{used} for n = {n}"),
         }
-        SpmmOracle::new(a.view(), &b, n).check(&format!("auto n = {n} ({used})"), &c_dev.download(gpu).unwrap());
+        SpmmOracle::new(a.view(), &b, n).check_kernel(
+            &format!("auto n = {n} ({used})"),
+            &c_dev.download(gpu).unwrap(),
+            &used,
+        );
         let wide = compiled_spmm_variants_for(T::DTYPE).find(|c| c.dense_vector_width == 8).expect("an 8-wide variant");
         assert!(
             matches!(spmm(gpu, &a_dev, &b_dev, &mut c_dev, wide), Err(Error::Unsupported { .. })),
@@ -450,7 +454,7 @@ fn rows_cleared(a: &CsMat<f32>, cleared: std::ops::Range<usize>) -> CsMat<f32> {
     from_triplets(a.rows(), a.cols(), &entries)
 }
 
-/// The tensor-core SpMM (f16, bf16), both window heights, on awkward shapes: m not a multiple of 16 or 64,
+/// The tensor-core SpMM (f16, bf16: both window heights; f32 in 3xTF32: the wide kernel), on awkward shapes: m not a multiple of 16 or 64,
 /// empty rows, 16-row tiles of a 64-row window with no entries, a whole 64-row window without entries (no
 /// k-blocks) between full ones, one dense row (a window of many k-blocks),
 /// nnz = 0, m = 1, k = 1, tall and wide, banded, power law; n from 8 (one tile, most of a warp's columns past
@@ -478,6 +482,8 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
             let variants = TensorCoreConfig::all(DType::F16).len();
             assert_eq!(check_tensor_core::<f16>(&gpu, &format!("{what}, n = {n}"), a, n, 3 * n as u64), variants);
             assert_eq!(check_tensor_core::<bf16>(&gpu, &format!("{what}, n = {n}"), a, n, 5 * n as u64), variants);
+            let f32_variants = TensorCoreConfig::all(DType::F32).len();
+            assert_eq!(check_tensor_core::<f32>(&gpu, &format!("{what}, n = {n}"), a, n, 7 * n as u64), f32_variants);
         }
     }
 }
@@ -512,7 +518,7 @@ fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         spmm_tensor_core(gpu, &a_dev, &b_dev, &mut c_dev, &config).unwrap();
         let c: Vec<f64> = c_dev.download(gpu).unwrap().iter().map(|v| v.to_f64()).collect();
-        oracle.check(&format!("tensor-core NaN/Inf with {config}"), &c);
+        oracle.check_kernel(&format!("tensor-core NaN/Inf with {config}"), &c, &SpmmKernel::TensorCore(config));
         assert!(c[..n].iter().all(|v| v.is_nan()), "{config}: row 0 must be NaN");
         assert!(c[n..2 * n].iter().all(|v| v.is_finite()), "{config}: row 1 picked up B's NaN row");
         assert!(c[2 * n..3 * n].iter().all(|v| v.is_nan()), "{config}: the NaN in row 2 must propagate");
@@ -533,6 +539,7 @@ fn tensor_core_propagates_nan_and_inf_exactly() {
     let Some(gpu) = gpu_or_skip("tensor_core_propagates_nan_and_inf_exactly") else { return };
     tensor_core_nan_inf_case::<f16>(&gpu);
     tensor_core_nan_inf_case::<bf16>(&gpu);
+    tensor_core_nan_inf_case::<f32>(&gpu);
 }
 
 #[test]
@@ -552,13 +559,20 @@ fn tensor_core_refuses_what_it_cannot_run() {
     let mut c = DeviceDense::<f16>::zeros(&gpu, 20, 64).unwrap();
     let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &config);
     assert!(matches!(r, Err(Error::ShapeMismatch(_))), "k mismatch: {r:?}");
-    // f32 has no tensor-core path; a bf16 config on f16 operands is invalid.
+    // f32 has the wide 64-column kernel only; a bf16 config on f16 operands is invalid.
     let a32 = DeviceCsr::upload(&gpu, a.view()).unwrap();
     let b32 = DeviceDense::upload(&gpu, 30, 64, &dense::<f32>(30, 64, 84)).unwrap();
     let mut c32 = DeviceDense::<f32>::zeros(&gpu, 20, 64).unwrap();
-    let f32_config = TensorCoreConfig { dtype: DType::F32, window: 16, tiles_n: 4 };
-    let r = spmm_tensor_core(&gpu, &a32, &b32, &mut c32, &f32_config);
-    assert!(matches!(r, Err(Error::Unsupported { .. })), "f32: {r:?}");
+    for (window, tiles_n) in [(16, 4), (16, 8), (64, 16)] {
+        let f32_config = TensorCoreConfig { dtype: DType::F32, window, tiles_n };
+        let r = spmm_tensor_core(&gpu, &a32, &b32, &mut c32, &f32_config);
+        assert!(matches!(r, Err(Error::InvalidConfig { .. })), "{f32_config}: {r:?}");
+    }
+    let b32_odd = DeviceDense::upload(&gpu, 30, 60, &dense::<f32>(30, 60, 86)).unwrap();
+    let mut c32_odd = DeviceDense::<f32>::zeros(&gpu, 20, 60).unwrap();
+    let f32_wide = TensorCoreConfig { dtype: DType::F32, window: 64, tiles_n: 8 };
+    let r = spmm_tensor_core(&gpu, &a32, &b32_odd, &mut c32_odd, &f32_wide);
+    assert!(matches!(r, Err(Error::Unsupported { .. })), "f32, n = 60: {r:?}");
     let b = DeviceDense::upload(&gpu, 30, 64, &dense::<f16>(30, 64, 85)).unwrap();
     let bf = TensorCoreConfig { dtype: DType::Bf16, window: 16, tiles_n: 4 };
     let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &bf);
@@ -602,7 +616,7 @@ fn split_ranges_case<T: Scalar>(gpu: &Gpu, ranges: impl IntoIterator<Item = usiz
             };
             let what = format!("{} ranges with {config}", splits);
             let fix_up = run(RangeSum::FixUp).unwrap();
-            oracle.check(&format!("{what}, fix-up"), &fix_up);
+            oracle.check_kernel(&format!("{what}, fix-up"), &fix_up, &SpmmKernel::TensorCore(config));
             let auto = run(RangeSum::Auto).unwrap();
             let same_bits =
                 |x: &[T], y: &[T]| x.iter().zip(y).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits());
@@ -610,7 +624,7 @@ fn split_ranges_case<T: Scalar>(gpu: &Gpu, ranges: impl IntoIterator<Item = usiz
             match run(RangeSum::Cluster) {
                 Ok(cluster) => {
                     assert!(clusters, "{what}: clusters ran below sm_90");
-                    oracle.check(&format!("{what}, cluster"), &cluster);
+                    oracle.check_kernel(&format!("{what}, cluster"), &cluster, &SpmmKernel::TensorCore(config));
                     assert!(same_bits(&cluster, &fix_up), "{what}: the cluster sum differs from the fix-up's");
                 }
                 Err(e) => assert!(!clusters && matches!(e, Error::Unsupported { .. }), "{what}: {e}"),
@@ -624,9 +638,10 @@ fn tensor_core_split_ranges_add_the_same_in_clusters_and_by_fix_up() {
     let Some(gpu) = gpu_or_skip("tensor_core_split_ranges_add_the_same_in_clusters_and_by_fix_up") else { return };
     split_ranges_case::<f16>(&gpu, 2..=8);
     split_ranges_case::<bf16>(&gpu, 2..=8);
+    split_ranges_case::<f32>(&gpu, 2..=8);
 }
 
-/// The tensor-core kernels under compute-sanitizer (run-all.sh --sanitize): both widths, both types, a partial
+/// The tensor-core kernels under compute-sanitizer (run-all.sh --sanitize): every width and type, a partial
 /// window, columns past n, the exact path for B's Inf/NaN, split ranges added in clusters and by the fix-up.
 #[test]
 fn sanitizer_spmm_tensor_core() {
@@ -635,12 +650,15 @@ fn sanitizer_spmm_tensor_core() {
     for n in [8, 72] {
         check_tensor_core::<f16>(&gpu, &format!("sanitizer tc f16 n = {n}"), &a, n, 92);
         check_tensor_core::<bf16>(&gpu, &format!("sanitizer tc bf16 n = {n}"), &a, n, 93);
+        check_tensor_core::<f32>(&gpu, &format!("sanitizer tc f32 n = {n}"), &a, n, 94);
     }
     tensor_core_nan_inf_case::<f16>(&gpu);
+    tensor_core_nan_inf_case::<f32>(&gpu);
     split_ranges_case::<f16>(&gpu, [3, 8]);
+    split_ranges_case::<f32>(&gpu, [3, 8]);
 }
 
-/// spmm_auto picks the tensor cores for a half-full f16/bf16 matrix and for a small C (SpmmKernel::select),
+/// spmm_auto picks the tensor cores for a half-full f16/bf16/f32 matrix and (f16) for a small C (SpmmKernel::select),
 /// and a CUDA-core tile for a large C at 95% sparsity; every result matches the oracle.
 #[test]
 fn auto_uses_the_tensor_cores_where_they_win() {
@@ -655,10 +673,12 @@ fn auto_uses_the_tensor_cores_where_they_win() {
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
         assert_eq!(matches!(used, SpmmKernel::TensorCore(_)), want_tc, "m = {m}, density {density}: {used}");
-        SpmmOracle::new(a.view(), &b, n).check(&format!("auto {used}"), &c_dev.download(gpu).unwrap());
+        SpmmOracle::new(a.view(), &b, n).check_kernel(&format!("auto {used}"), &c_dev.download(gpu).unwrap(), &used);
     }
     case::<f16>(&gpu, 9000, 0.5, true);
     case::<bf16>(&gpu, 9000, 0.5, true);
+    case::<f32>(&gpu, 9000, 0.5, true); // 3xTF32, its own bound (check_kernel)
+    case::<f32>(&gpu, 9000, 0.05, false);
     case::<f16>(&gpu, 200, 0.05, true); // C of 12 800 elements
     case::<f16>(&gpu, 9000, 0.05, false); // blocks 8% full, C of 576 000
 }

@@ -56,6 +56,60 @@ struct TcOps<__nv_bfloat16> {
   }
 };
 
+/// @brief f32 on the tensor cores (3xTF32): x = big + small, big = x rounded to tf32 (cvt.rna), small = x - big
+/// (exact in f32), passed as is (the mma reads its tf32 bits: the low 13 are dropped, a truncation), and
+/// a * b = a_small * b_big + a_big * b_small + a_big * b_big, three mma.m16n8k8.tf32, the small terms first,
+/// summed per k-block from zero and added to the f32 accumulators with round-to-nearest adds. The dropped
+/// a_small * b_small and the truncation of the small parts leave at most 6 * 2^-22 |a b| per product
+/// (src/cpu/oracle.rs, `spmm_error_bound_tf32x3`, derives the whole bound).
+__device__ __forceinline__ unsigned tf32_big(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// @brief Layout of an element type in the tensor-core kernels (src/spmm/tensor_core.rs, `fragment_index`,
+/// builds the same). f16/bf16: one mma.m16n8k16 per 16 x 16 block of A and n8 tile; a block is 32 lanes x
+/// 16 bytes, lane 4g + t holding rows g, g + 8 and slots 2t, 2t + 1, 2t + 8, 2t + 9; B fragments by ldmatrix;
+/// an n8 tile's C fragment holds columns 8j + 2t, 8j + 2t + 1. f32 (3xTF32): two k8 halves of mma.m16n8k8 per
+/// block; a block is two halves of 32 lanes x 16 bytes (a0-a3 of the half's mma: rows g, g + 8 of slot t,
+/// then of slot t + 4); B fragments by 16-byte shared loads, the columns of a warp's 32 permuted so that lane
+/// (g, t) needs columns 4g .. 4g + 3 of one B row: n8 tile j, mma column c is the warp's column 4c + j, so
+/// the C fragment of tile j holds columns 8t + j and 8t + 4 + j (a lane stores 8 adjacent columns per row).
+template <typename T>
+struct TcElem {
+  static constexpr int kBytes = 2;
+  static constexpr int kPad = 16;   // bytes after each B tile row: ldmatrix rows hit distinct banks
+  static constexpr int kAVecs = 1;  // 16-byte pieces of a 16 x 16 block per lane
+  static constexpr int kRowPlus8 = 2;     // a_index(r + 8, kk) - a_index(r, kk) for r < 8
+  static constexpr int kElementStep = 1;  // column(j, 1, t) - column(j, 0, t)
+  /// Position of (row r of the 16-row tile, slot kk) in the block.
+  static __device__ __forceinline__ int a_index(int r, int kk) {
+    return ((r % 8) * 4 + (kk % 8) / 2) * 8 + (kk >= 8 ? 4 : 0) + (r >= 8 ? 2 : 0) + (kk & 1);
+  }
+  /// The warp-relative column of element e (0: c0/c2, 1: c1/c3) of n8 tile j's C fragment in lane (g, t).
+  static __device__ __forceinline__ int column(int j, int e, int t) { return 8 * j + 2 * t + e; }
+};
+template <>
+struct TcElem<float> {
+  static constexpr int kBytes = 4;
+  static constexpr int kPad = 32;   // rows 32 bytes apart in the banks: lanes (g, t) load row t, column 4g
+  static constexpr int kAVecs = 2;
+  static constexpr int kRowPlus8 = 1;
+  static constexpr int kElementStep = 4;
+  static __device__ __forceinline__ int a_index(int r, int kk) {
+    return (kk / 8) * 128 + ((r % 8) * 4 + kk % 4) * 4 + ((kk % 8) >= 4 ? 2 : 0) + (r >= 8 ? 1 : 0);
+  }
+  static __device__ __forceinline__ int column(int j, int e, int t) { return 8 * t + 4 * e + j; }
+};
+
 /// @brief A 16-byte cp.async, zero-filled when !valid; kL1: through L1 (.ca), else L2 only (.cg).
 template <bool kL1>
 __device__ __forceinline__ void cp_async_16(unsigned smem, const void* global, bool valid) {
@@ -116,7 +170,7 @@ __device__ __forceinline__ bool any_nonfinite(const float* acc) {
 /// @brief The exact product of one 16 x 16 block of A by B: only its stored entries (`masks`, one per row)
 /// multiply the rows of B its slots name (`columns`; padding slots store nothing), read from global memory,
 /// into this lane's accumulators of rows g and g + 8 (mma C-fragment order, kTiles n8 tiles from column
-/// `column0`; columns >= n are skipped). `values`: the block in fragment order. The tensor cores would multiply
+/// `column0`, columns as TcElem<T>::column; columns >= n are skipped). `values`: the block in fragment order. The tensor cores would multiply
 /// B by the block's padding zeros too, and 0 * Inf = NaN: a warp whose B fragments held an Inf or NaN redoes its
 /// tile with this.
 template <typename T, int kTiles>
@@ -128,16 +182,18 @@ __device__ __forceinline__ void exact_block(float (&acc)[kTiles][4], const T* va
     const bool lo = (mask_lo >> kk) & 1u;
     const bool hi = (mask_hi >> kk) & 1u;
     if (!lo && !hi) continue;
-    // Position of (row, kk) in the fragment order (see tensor_core.rs): lane g * 4 + (kk % 8) / 2.
-    const int at = (g * 4 + (kk % 8) / 2) * 8 + (kk >= 8 ? 4 : 0) + (kk & 1);
+    const int at = TcElem<T>::a_index(g, kk);
     const float a_lo = to_float(values[at]);
-    const float a_hi = to_float(values[at + 2]);
+    const float a_hi = to_float(values[at + TcElem<T>::kRowPlus8]);
     const T* b_row = dense + static_cast<size_t>(__ldg(columns + kk)) * n + column0;  // a stored slot: column >= 0
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
-      if (column0 + 8 * j + 2 * t >= n) continue;  // n % 8 == 0: the pair is in or out as a whole
-      const float b0 = to_float(b_row[8 * j + 2 * t]);
-      const float b1 = to_float(b_row[8 * j + 2 * t + 1]);
+      const int c0 = TcElem<T>::column(j, 0, t);
+      const int c1 = c0 + TcElem<T>::kElementStep;
+      // n % 8 == 0 and column0 a multiple of 8: both in or both out (they share an 8-column group)
+      if (column0 + c0 >= n) continue;
+      const float b0 = to_float(b_row[c0]);
+      const float b1 = to_float(b_row[c1]);
       if (lo) {
         acc[j][0] = fmaf(a_lo, b0, acc[j][0]);
         acc[j][1] = fmaf(a_lo, b1, acc[j][1]);
@@ -359,13 +415,28 @@ __device__ __forceinline__ float4 cluster_load(unsigned address) {
 #endif
 
 /// k-blocks in flight in the wide-window kernel's ring (shared by the block's warps), as many as 48 KB of static
-/// shared memory per block hold: a stage is the B tile (16 x (kTilesN * 16 + 16) bytes), the A blocks (16 bytes
-/// per thread) and two slots of columns (128 bytes). 8 (n8) or 6 (n16: 7 measured no faster, NOTES.md "SpMM
-/// step 7").
-template <int kTilesN>
+/// shared memory per block hold: a stage is the B tile (16 x (kTilesN * 8 * element bytes + pad) bytes), the A
+/// blocks (16 bytes per thread, 32 for f32) and two slots of columns (128 bytes). f16/bf16: 8 (n8) or 6 (n16: 7
+/// measured no faster, NOTES.md "SpMM step 7"); f32 n8: 5 (8.7 KB per stage).
+template <typename T, int kTilesN>
 __host__ __device__ constexpr int tcw_stages() {
-  return kTilesN <= 8 ? 8 : 6;
+  return TcElem<T>::kBytes == 4 ? 5 : kTilesN <= 8 ? 8 : 6;
 }
+
+/// @brief One k-block's fragments of a warp of the wide kernel, in registers: f16/bf16: B from ldmatrix (b0/b1
+/// of two n8 tiles per entry) and the warp's two A blocks; f32: B as [k8 half][row t, row t + 4] four columns
+/// each (TcElem<float>), A as [row tile][k8 half].
+template <typename T, int kWarpTiles>
+struct TcwFragments {
+  unsigned b[kWarpTiles / 2][4];
+  uint4 a[2];
+};
+template <int kWarpTiles>
+struct TcwFragments<float, kWarpTiles> {
+  static_assert(kWarpTiles == 4, "f32: 32 columns per warp");
+  float4 b[2][2];
+  uint4 a[2][2];
+};
 
 /// @brief The wide-window kernel: windows of 64 rows whose k-blocks hold one 16 x 16 block of A per 16 rows
 /// (src/spmm/tensor_core.rs, `WIDE_WINDOW`). A block of four warps owns one window and one slice of
@@ -380,23 +451,27 @@ __host__ __device__ constexpr int tcw_stages() {
 /// tile and spmm_tc_fixup adds them in range order.
 template <typename T, int kTilesN>
 __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
+  using Elem = TcElem<T>;
+  constexpr bool kF32 = Elem::kBytes == 4;        // 3xTF32
   constexpr int kColumns = kTilesN * 8;           // columns of C per block
   constexpr int kWarpTiles = kTilesN / 2;         // n8 tiles per warp
   constexpr int kThreads = kTcWarps * 32;
-  constexpr int kChunksPerRow = kColumns / 8;     // 16-byte chunks per row of the B tile
+  constexpr int kChunkColumns = 16 / Elem::kBytes;  // columns per 16-byte chunk
+  constexpr int kChunksPerRow = kColumns / kChunkColumns;  // per row of the B tile
   constexpr int kChunks = 16 * kChunksPerRow;     // per k-block
   constexpr int kChunksPerThread = kChunks / kThreads;
-  constexpr int kStride = kColumns * 2 + 16;      // bytes per B tile row (+16: ldmatrix rows hit distinct banks)
+  constexpr int kStride = kColumns * Elem::kBytes + Elem::kPad;  // bytes per B tile row
   constexpr int kTileBytes = 16 * kStride;
-  constexpr int kStages = tcw_stages<kTilesN>();
+  constexpr int kStages = tcw_stages<T, kTilesN>();
   constexpr int kRows = 16 * kTcWarps;              // rows per window: four 16-row tiles
   static_assert(kTcWarps == 4 && kChunks % kThreads == 0 && kWarpTiles % 2 == 0, "2 x 2 warps, whole chunks");
 
   // The ring of kStages k-blocks: B tiles, then A blocks (one buffer: a split range's partial tile reuses it).
-  constexpr int kRingBytes = kStages * (kTileBytes + kThreads * 16);
+  constexpr int kABytes = kThreads * 16 * Elem::kAVecs;
+  constexpr int kRingBytes = kStages * (kTileBytes + kABytes);
   __shared__ __align__(128) unsigned char ring[kRingBytes];
   auto b_tiles = reinterpret_cast<unsigned char (*)[kTileBytes]>(ring);
-  auto a_tiles = reinterpret_cast<uint4 (*)[kThreads]>(ring + kStages * kTileBytes);
+  auto a_tiles = reinterpret_cast<uint4 (*)[kThreads * Elem::kAVecs]>(ring + kStages * kTileBytes);
   __shared__ __align__(16) int c_ring[2 * kStages][16];  // slot columns of block x at x % (2 kStages)
 
   const int tid = threadIdx.x;
@@ -423,12 +498,13 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   constexpr int kRowStep = kThreads / kChunksPerRow;
   const int chunk_row = tid / kChunksPerRow;
   const int chunk_part = tid % kChunksPerRow;
-  const bool in_n = n0 + 8 * chunk_part < p.n;
-  const PieceAddresses pieces(static_cast<const T*>(p.dense), p.n, n0 + 8 * chunk_part, in_n);
+  const bool in_n = n0 + kChunkColumns * chunk_part < p.n;  // n % 8 == 0: a chunk is in or out as a whole
+  const PieceAddresses pieces(static_cast<const T*>(p.dense), p.n, n0 + kChunkColumns * chunk_part, in_n);
   const unsigned chunk_smem = b_base + chunk_row * kStride + chunk_part * 16;
 
-  // This thread's 16-byte fragment of the range's first k-block of A; k-block b's is kThreads further per b.
-  const uint4* a_first = p.block_values + static_cast<size_t>(kThreads) * first + tid;
+  // This thread's 16-byte pieces of the range's first k-block of A (tid, tid + kThreads, ...); k-block b's are
+  // kThreads * Elem::kAVecs further per b.
+  const uint4* a_first = p.block_values + static_cast<size_t>(kThreads * Elem::kAVecs) * first + tid;
   // Issues the copies of k-block `b` (range-relative) into ring slot `stage`: the B rows (`column(row)` gives
   // the B row of each slot) and the four blocks of A (one 16-byte fragment per thread).
   const auto load = [&](int b, int stage, auto column) {
@@ -438,7 +514,11 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       const bool valid = c >= 0 && in_n;
       cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, pieces.at(c), valid);
     }
-    cp_async_16<false>(a_base + (stage * kThreads + tid) * 16, a_first + kThreads * b, true);
+#pragma unroll
+    for (int v = 0; v < Elem::kAVecs; ++v) {
+      cp_async_16<false>(a_base + ((stage * Elem::kAVecs + v) * kThreads + tid) * 16,
+                         a_first + kThreads * Elem::kAVecs * b + kThreads * v, true);
+    }
   };
   // The slot columns of k-block `b` travel through the same pipeline, kStages steps before the B rows they
   // name: threads 0-3 copy 16 bytes each into column ring slot `slot` (b % (2 kStages)).
@@ -475,27 +555,89 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   const int t = lane % 4;
   // ldmatrix.x4.trans as in spmm_tc_kernel: lanes 0-15 address k rows 0-15 of 8 columns, lanes 16-31 those of
   // the next 8: b0/b1 of two n8 tiles per instruction.
-  const int k_row = (lane & 8) + (lane & 7);
-  const int col_half = (lane >> 4) * 8;
-  const unsigned frag_smem = b_base + k_row * kStride + (warp_col + col_half) * 2;
-  // One k-block's fragments in registers: B (ldmatrix) and this warp's two A blocks.
-  struct Fragments {
-    unsigned b[kWarpTiles / 2][4];
-    uint4 a[2];
-  };
+  // f32: lane (g, t) loads row t (and t + 4) of each k8 half, columns 4g .. 4g + 3 of the warp's (TcElem).
+  const int k_row = kF32 ? t : (lane & 8) + (lane & 7);
+  const int col_half = kF32 ? 4 * g : (lane >> 4) * 8;
+  const unsigned frag_smem = b_base + k_row * kStride + (warp_col + col_half) * Elem::kBytes;
+  // One k-block's fragments in registers: B and this warp's two A blocks.
+  using Fragments = TcwFragments<T, kWarpTiles>;
   const auto fetch = [&](Fragments& f, int stage) {
-    load_b_fragments(f.b, frag_smem + stage * kTileBytes);
+    if constexpr (kF32) {
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) f.a[mt] = a_tiles[stage][(2 * warp_row + mt) * 32 + lane];
+      for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const unsigned at = frag_smem + stage * kTileBytes + (8 * h + 4 * q) * kStride;
+          asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                       : "=f"(f.b[h][q].x), "=f"(f.b[h][q].y), "=f"(f.b[h][q].z), "=f"(f.b[h][q].w)
+                       : "r"(at));
+        }
+      }
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) f.a[mt][h] = a_tiles[stage][((2 * warp_row + mt) * 2 + h) * 32 + lane];
+      }
+    } else {
+      load_b_fragments(f.b, frag_smem + stage * kTileBytes);
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) f.a[mt] = a_tiles[stage][(2 * warp_row + mt) * 32 + lane];
+    }
   };
   const auto multiply = [&](const Fragments& f) {
+    if constexpr (kF32) {
+      // B's big and small parts for both k8 halves: [half][n8 tile][b0, b1].
+      unsigned b_big[2][4][2], b_small[2][4][2];
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-      const unsigned a[4] = {f.a[mt].x, f.a[mt].y, f.a[mt].z, f.a[mt].w};
+      for (int h = 0; h < 2; ++h) {
 #pragma unroll
-      for (int j = 0; j < kWarpTiles / 2; ++j) {
-        TcOps<T>::mma(acc[mt][2 * j], a, f.b[j][0], f.b[j][1]);
-        TcOps<T>::mma(acc[mt][2 * j + 1], a, f.b[j][2], f.b[j][3]);
+        for (int q = 0; q < 2; ++q) {
+          const float x[4] = {f.b[h][q].x, f.b[h][q].y, f.b[h][q].z, f.b[h][q].w};
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            b_big[h][j][q] = tf32_big(x[j]);
+            b_small[h][j][q] = __float_as_uint(x[j] - __uint_as_float(b_big[h][j][q]));
+          }
+        }
+      }
+      // The k-block's product is summed on the tensor cores from zero and then added to the accumulators in f32
+      // (round to nearest): the tensor core truncates its sums, and a long chain of mma into one accumulator
+      // lost 5-9 times the CUDA-core kernels' accuracy on the H100 (NOTES.md, "SpMM step 10").
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        float part[4][4] = {};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float x[4] = {__uint_as_float(f.a[mt][h].x), __uint_as_float(f.a[mt][h].y),
+                              __uint_as_float(f.a[mt][h].z), __uint_as_float(f.a[mt][h].w)};
+          unsigned a_big[4], a_small[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            a_big[i] = tf32_big(x[i]);
+            a_small[i] = __float_as_uint(x[i] - __uint_as_float(a_big[i]));
+          }
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            mma_tf32(part[j], a_small, b_big[h][j][0], b_big[h][j][1]);
+            mma_tf32(part[j], a_big, b_small[h][j][0], b_small[h][j][1]);
+            mma_tf32(part[j], a_big, b_big[h][j][0], b_big[h][j][1]);
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[mt][j][e] += part[j][e];
+        }
+      }
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const unsigned a[4] = {f.a[mt].x, f.a[mt].y, f.a[mt].z, f.a[mt].w};
+#pragma unroll
+        for (int j = 0; j < kWarpTiles / 2; ++j) {
+          TcOps<T>::mma(acc[mt][2 * j], a, f.b[j][0], f.b[j][1]);
+          TcOps<T>::mma(acc[mt][2 * j + 1], a, f.b[j][2], f.b[j][3]);
+        }
       }
     }
   };
@@ -564,12 +706,24 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
       const int row = warp_row * 32 + mt * 16 + g;
+      if constexpr (kF32) {
+        // Columns 8t + 4e + j of the warp's (TcElem<float>): two float4 per row.
 #pragma unroll
-      for (int j = 0; j < kWarpTiles; ++j) {
-        const int column = warp_col + 8 * j + 2 * t;
-        *reinterpret_cast<float2*>(tile + row * kTileStride + column) = make_float2(acc[mt][j][0], acc[mt][j][1]);
-        *reinterpret_cast<float2*>(tile + (row + 8) * kTileStride + column) =
-            make_float2(acc[mt][j][2], acc[mt][j][3]);
+        for (int e = 0; e < 2; ++e) {
+          const int column = warp_col + 8 * t + 4 * e;
+          *reinterpret_cast<float4*>(tile + row * kTileStride + column) =
+              make_float4(acc[mt][0][e], acc[mt][1][e], acc[mt][2][e], acc[mt][3][e]);
+          *reinterpret_cast<float4*>(tile + (row + 8) * kTileStride + column) =
+              make_float4(acc[mt][0][2 + e], acc[mt][1][2 + e], acc[mt][2][2 + e], acc[mt][3][2 + e]);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kWarpTiles; ++j) {
+          const int column = warp_col + 8 * j + 2 * t;
+          *reinterpret_cast<float2*>(tile + row * kTileStride + column) = make_float2(acc[mt][j][0], acc[mt][j][1]);
+          *reinterpret_cast<float2*>(tile + (row + 8) * kTileStride + column) =
+              make_float2(acc[mt][j][2], acc[mt][j][3]);
+        }
       }
     }
     cluster_sync();
@@ -616,12 +770,29 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   for (int mt = 0; mt < 2; ++mt) {
     const int row_lo = window * kRows + warp_row * 32 + mt * 16 + g;
     const int row_hi = row_lo + 8;
+    if constexpr (kF32) {
+      // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned
+      // (n % 8 == 0), in or out as a whole.
 #pragma unroll
-    for (int j = 0; j < kWarpTiles; ++j) {
-      const int column = n0 + warp_col + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
-      if (column >= p.n) continue;
-      if (row_lo < p.m) put(row_lo, column, acc[mt][j][0], acc[mt][j][1]);
-      if (row_hi < p.m) put(row_hi, column, acc[mt][j][2], acc[mt][j][3]);
+      for (int e = 0; e < 2; ++e) {
+        const int column = n0 + warp_col + 8 * t + 4 * e;
+        if (column >= p.n) continue;
+        float* base = p.splits == 1 ? static_cast<float*>(p.out) : partial;
+        const auto put4 = [&](int row, int first) {
+          *reinterpret_cast<float4*>(base + static_cast<size_t>(row) * p.n + column) =
+              make_float4(acc[mt][0][first], acc[mt][1][first], acc[mt][2][first], acc[mt][3][first]);
+        };
+        if (row_lo < p.m) put4(row_lo, e);
+        if (row_hi < p.m) put4(row_hi, 2 + e);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kWarpTiles; ++j) {
+        const int column = n0 + warp_col + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
+        if (column >= p.n) continue;
+        if (row_lo < p.m) put(row_lo, column, acc[mt][j][0], acc[mt][j][1]);
+        if (row_hi < p.m) put(row_hi, column, acc[mt][j][2], acc[mt][j][3]);
+      }
     }
   }
 }
@@ -670,6 +841,7 @@ TILESPARSE_SPMM_TCW(f16, __half, 8)
 TILESPARSE_SPMM_TCW(f16, __half, 16)
 TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 8)
 TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 16)
+TILESPARSE_SPMM_TCW(f32, float, 8)
 /// Threads per block of the fix-up (src/spmm/tensor_core.rs launches it with the same number).
 #define TILESPARSE_SPMM_TC_FIXUP_THREADS 256
 #define TILESPARSE_SPMM_TC_FIXUP(tag, T)                                                                \
@@ -679,3 +851,4 @@ TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 16)
   }
 TILESPARSE_SPMM_TC_FIXUP(f16, __half)
 TILESPARSE_SPMM_TC_FIXUP(bf16, __nv_bfloat16)
+TILESPARSE_SPMM_TC_FIXUP(f32, float)

@@ -343,7 +343,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     // The config is checked before choosing the device, so a bad one is an error on any machine.
     let config = if args.config == "auto" {
         let indptr = a.indptr().to_proper().to_vec();
-        let blocks = (T::DTYPE.size() == 2).then(|| tensor_core::BlockCounts::of(k, &indptr, a.indices()));
+        let blocks = (T::DTYPE != DType::F64).then(|| tensor_core::BlockCounts::of(k, &indptr, a.indices()));
         SpmmKernel::select(m, k, n, a.nnz(), &RowStats::from_indptr(&indptr), T::DTYPE, blocks)
     } else {
         let invalid = |rule| Error::InvalidConfig { config: args.config.clone(), rule };
@@ -354,7 +354,9 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         }
         kernel
     };
-    let c: Vec<T> = match gpu_or_notice(args.cpu) {
+    let gpu = gpu_or_notice(args.cpu);
+    let cpu_ran = gpu.is_none();
+    let c: Vec<T> = match gpu {
         Some(gpu) => {
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
@@ -397,11 +399,17 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         }
     };
     if args.verify {
-        // The oracle sees the rounded inputs; the bound covers f32 accumulation and rounding to T.
+        // The oracle sees the rounded inputs; the bound covers f32 accumulation and rounding to T (or, for an f32
+        // kernel on the tensor cores, 3xTF32: oracle::spmm_error_bound_tf32x3).
         let want = oracle::spmm(a.view(), &b, n);
         let abs = oracle::spmm_abs(a.view(), &b, n);
         let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
-        let bound = oracle::spmm_error_bound(&abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff());
+        let bound = if config.is_tf32x3() && !cpu_ran {
+            let max_abs = |v: &[T]| v.iter().fold(0f64, |m, x| m.max(x.to_f64().abs()));
+            oracle::spmm_error_bound_tf32x3(&abs, &lens, n, max_abs(a.data()), max_abs(&b))
+        } else {
+            oracle::spmm_error_bound(&abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff())
+        };
         let got: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
         report_check(&got, &want, &bound)?;
     }

@@ -201,6 +201,45 @@ pub fn spmm_error_bound(a_abs_b_abs: &[f64], row_lengths: &[usize], n: usize, u_
     bound
 }
 
+/// Per-element error bound for C = A * B (f32) computed in 3xTF32 on the tensor cores
+/// (crate::spmm::tensor_core, cuda/spmm/tensor_core.cuh), given |A||B| ([`spmm_abs`]), A's row lengths, and
+/// the largest |a| of A and |b| of B.
+///
+/// Derivation. Each f32 x is split into big = x rounded to tf32 (10 fraction bits: |x - big| <= 2^-11 |x|)
+/// and small = x - big (exact in f32); the mma reads small's tf32 bits, i.e. small truncated to 10 fraction
+/// bits (error <= 2^-10 |small| <= 2^-21 |x|), call it small'. a * b is computed as a_small' b_big + a_big
+/// b_small' + a_big b_big; the error is a_big (b_small - b_small') + (a_small - a_small') b_big + a_small
+/// b_small, at most (2 * 2^-21 (1 + 2^-11) + 2^-22) |a b| <= 6 * 2^-22 |a b|. The tensor core forms each
+/// product of tf32 values exactly (11 x 11 significant bits). Each k-block (16 slots) is summed on the tensor
+/// cores from zero, six mma.m16n8k8 in a chain, each adding 8 products to the chain's f32 value c. We do not
+/// rely on the tensor core's internal rounding beyond this model: the sum is aligned to the largest term and
+/// truncated, so each of the at most 9 terms loses less than one unit in the last place of the largest, an
+/// error of at most 9 * 2^-23 (|c| + sum |p|) <= 9 * 2^-23 S_b per mma, S_b the k-block's share of
+/// S = |A||B|_ij: 54 * 2^-23 S over all k-blocks. The k-block sums are added to the accumulator in f32 (round
+/// to nearest; a k-block with no entry in the row adds an exact zero), then a window's ranges (at most 8):
+/// gamma(l + 8) S for a row of l entries. Underflow: a small part below 2^-126 may be flushed to zero by the
+/// tensor core, which loses at most 2^-126 |b| (or |a|) per product, and products below 2^-126 at most 2^-126
+/// each: an absolute 2^-124 l (max|a| + max|b| + 1). The oracle's own f64 error is gamma_f64(l) S.
+/// Worst cases: on random data the 3xTF32 kernel's errors are of the order of the FMA kernels' (NOTES.md,
+/// "SpMM step 10"); this bound is about twice [`spmm_error_bound`]'s f32 one at l = 100.
+pub fn spmm_error_bound_tf32x3(
+    a_abs_b_abs: &[f64],
+    row_lengths: &[usize],
+    n: usize,
+    max_abs_a: f64,
+    max_abs_b: f64,
+) -> Vec<f64> {
+    assert_eq!(a_abs_b_abs.len(), row_lengths.len() * n, "|A||B| must be rows x n");
+    let u32_ = DType::F32.unit_roundoff();
+    let mut bound = Vec::with_capacity(a_abs_b_abs.len());
+    for (i, &len) in row_lengths.iter().enumerate() {
+        let coef = 6.0 * 2f64.powi(-22) + 54.0 * 2f64.powi(-23) + gamma(len + 8, u32_) + gamma(len, f64::EPSILON / 2.0);
+        let floor = 2f64.powi(-124) * len as f64 * (max_abs_a + max_abs_b + 1.0) + 1e-30;
+        bound.extend(a_abs_b_abs[i * n..(i + 1) * n].iter().map(|&ab| coef * ab + floor));
+    }
+    bound
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,6 +327,20 @@ mod tests {
                 assert_eq!(c.get(i, j).copied().unwrap_or(0.0), want[i * 50 + j]);
             }
         }
+    }
+
+    #[test]
+    fn tf32x3_bound_formula() {
+        // One row of 4 entries, |A||B| = 2 and 0 in its two columns, max |a| = 1, max |b| = 3.
+        let b = spmm_error_bound_tf32x3(&[2.0, 0.0], &[4], 2, 1.0, 3.0);
+        let coef =
+            6.0 * 2f64.powi(-22) + 54.0 * 2f64.powi(-23) + gamma(12, 2f64.powi(-24)) + gamma(4, f64::EPSILON / 2.0);
+        let floor = 2f64.powi(-124) * 4.0 * 5.0 + 1e-30;
+        assert_eq!(b, vec![coef * 2.0 + floor, floor]);
+        // Never tighter than the f32 FMA bound of the same row; NaN/Inf in |A||B| leave an infinite bound.
+        let f32_bound = spmm_error_bound(&[2.0], &[4], 1, DType::F32.unit_roundoff(), DType::F32.unit_roundoff());
+        assert!(spmm_error_bound_tf32x3(&[2.0], &[4], 1, 1.0, 1.0)[0] > f32_bound[0]);
+        assert_eq!(spmm_error_bound_tf32x3(&[f64::INFINITY], &[1], 1, 1.0, 1.0)[0], f64::INFINITY);
     }
 
     #[test]

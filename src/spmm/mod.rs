@@ -187,7 +187,7 @@ pub fn spmm_bias_relu<T: Scalar>(
     launch(gpu, a, b, Some(bias), c, config)
 }
 
-/// An SpMM kernel: a Sputnik-style tile on the CUDA cores, or (f16, bf16) the tensor-core kernel.
+/// An SpMM kernel: a Sputnik-style tile on the CUDA cores, or the tensor-core kernel (f16, bf16; f32 in 3xTF32).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SpmmKernel {
     Tiled(SpmmConfig),
@@ -216,6 +216,12 @@ impl std::str::FromStr for SpmmKernel {
 }
 
 impl SpmmKernel {
+    /// Whether this kernel multiplies f32 in 3xTF32 on the tensor cores ([`TensorCoreConfig::is_tf32x3`]): its
+    /// results meet [`crate::cpu::oracle::spmm_error_bound_tf32x3`] rather than the f32 FMA bound.
+    pub fn is_tf32x3(&self) -> bool {
+        matches!(self, SpmmKernel::TensorCore(c) if c.is_tf32x3())
+    }
+
     /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: the tensor cores where
     /// [`tensor_core::select_tensor_core`] says they win (f16/bf16, `tensor_core_blocks` known), else
     /// [`SpmmConfig::select_with_stats`]'s tile. Pure.

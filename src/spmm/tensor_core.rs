@@ -1,9 +1,16 @@
-//! Tensor-core SpMM for f16 and bf16 (fp32 accumulation): A is cut into windows of 16 rows (narrow kernels)
-//! or 64 rows (wide kernels); each window's columns are condensed (the sorted union of the columns its rows
-//! store) and cut into k-blocks of 16 slots; a k-block holds one dense 16 x 16 block of A per 16 rows of the
-//! window (zeros where a row does not store a slot's column), each of which one `mma.sync.m16n8k16` multiplies
-//! by the 16 rows of B the slots name (cuda/spmm/tensor_core.cuh). The wide kernels gather those 16 rows of B
-//! once for four row tiles; the narrow ones have four times as many windows, for small or sparse problems.
+//! Tensor-core SpMM for f16 and bf16 (fp32 accumulation), and for f32 in 3xTF32: A is cut into windows of 16
+//! rows (narrow kernels) or 64 rows (wide kernels); each window's columns are condensed (the sorted union of the
+//! columns its rows store) and cut into k-blocks of 16 slots; a k-block holds one dense 16 x 16 block of A per
+//! 16 rows of the window (zeros where a row does not store a slot's column), each of which one
+//! `mma.sync.m16n8k16` multiplies by the 16 rows of B the slots name (cuda/spmm/tensor_core.cuh). The wide
+//! kernels gather those 16 rows of B once for four row tiles; the narrow ones have four times as many windows,
+//! for small or sparse problems.
+//!
+//! f32 (wide windows, 64 columns per block): each f32 x is split into x = big + small, big = x rounded to tf32
+//! (10 fraction bits), and a * b = a_small b_big + a_big b_small + a_big b_big: three `mma.m16n8k8.tf32` per 8
+//! slots with f32 accumulation ("3xTF32"). Not the f32 FMA's rounding: its elementwise bound,
+//! [`crate::cpu::oracle::spmm_error_bound_tf32x3`], is derived there, and [`TensorCoreConfig::is_tf32x3`]
+//! names such kernels. The CUDA-core tiles stay available for f32 as plain FMAs (`SpmmConfig`).
 //!
 //! The blocks are built on the host from one download of A the first time a matrix is multiplied this way, and
 //! kept with the matrix. A warp whose B tiles held an Inf or NaN redoes its tile by exact scalar FMAs over the
@@ -40,18 +47,29 @@ pub struct TensorCoreConfig {
 }
 
 impl TensorCoreConfig {
-    /// The compiled (window, tiles_n) pairs.
+    /// The compiled (window, tiles_n) pairs of f16 and bf16.
     const COMPILED: [(u32, u32); 4] = [(16, 4), (16, 8), (64, 8), (64, 16)];
+    /// The compiled (window, tiles_n) pair of f32 (3xTF32: 64-row windows, 64 columns per block).
+    const COMPILED_F32: [(u32, u32); 1] = [(64, 8)];
+
+    /// The compiled (window, tiles_n) pairs of `dtype` (none for f64).
+    fn compiled(dtype: DType) -> &'static [(u32, u32)] {
+        match dtype {
+            DType::F16 | DType::Bf16 => &Self::COMPILED,
+            DType::F32 => &Self::COMPILED_F32,
+            DType::F64 => &[],
+        }
+    }
 
     /// The compiled variants.
     pub fn all(dtype: DType) -> Vec<TensorCoreConfig> {
-        match dtype {
-            DType::F16 | DType::Bf16 => Self::COMPILED
-                .into_iter()
-                .map(|(window, tiles_n)| TensorCoreConfig { dtype, window, tiles_n })
-                .collect(),
-            _ => Vec::new(),
-        }
+        Self::compiled(dtype).iter().map(|&(window, tiles_n)| TensorCoreConfig { dtype, window, tiles_n }).collect()
+    }
+
+    /// Whether this kernel multiplies f32 in 3xTF32 (see the module documentation): its results meet
+    /// [`crate::cpu::oracle::spmm_error_bound_tf32x3`], not the f32 FMA's bound.
+    pub fn is_tf32x3(&self) -> bool {
+        self.dtype == DType::F32
     }
 
     /// The exported kernel name, e.g. `spmm_tc_f16_n4` (16-row windows) or `spmm_tc_f16_w64_n16`.
@@ -152,7 +170,7 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
     blocks
 }
 
-/// The tensor-core variant for an f16/bf16 product C (m x n) = A * B whose A has `nnz` entries in `counts`
+/// The tensor-core variant for a product C (m x n) = A * B whose A has `nnz` entries in `counts`
 /// k-blocks ([`BlockCounts::of`]), or None where the CUDA-core tiles are faster. Pure; each branch from the
 /// H100 runs in NOTES.md ("SpMM step 7: 64-row windows" and "step 6: tensor cores"):
 /// - the 64-row windows (wide) where A has at least 1024 rows, its 64-row blocks are at least 15% full (8% when
@@ -171,7 +189,9 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
 ///   makes at least 128 blocks (one per SM), else 32 (384 x 1536, n = 256, 96 blocks: 0.014 vs 0.016 ms); and
 ///   where n <= 32 and the blocks are at least 8% full (step 8: the graphs at n = 32, 8-10% full, 32 columns
 ///   per warp: email-Enron 0.0159 vs 0.0171 ms f16, 0.0161 vs 0.0186 ms bf16; copter2 0.0166 vs 0.0185 and
-///   0.0199 ms), where the CUDA-core tiles do little work per gathered entry.
+///   0.0199 ms), where the CUDA-core tiles do little work per gathered entry;
+/// - f32 (3xTF32): the wide kernel where its blocks are at least 40% full, or 20% with enough work (NOTES.md
+///   "SpMM step 10"; `select_tf32x3`).
 pub fn select_tensor_core(
     dtype: DType,
     m: usize,
@@ -179,16 +199,17 @@ pub fn select_tensor_core(
     nnz: usize,
     counts: BlockCounts,
 ) -> Option<TensorCoreConfig> {
-    let min_fill = match dtype {
-        DType::F16 => 0.25,
-        DType::Bf16 => 0.2,
-        _ => return None,
-    };
     if n % 8 != 0 || n == 0 || counts.narrow == 0 {
         return None;
     }
     let wide_windows = m.div_ceil(WIDE_WINDOW);
     let wide_fill = nnz as f64 / (counts.wide * WIDE_WINDOW * SLOTS) as f64;
+    let min_fill = match dtype {
+        DType::F16 => 0.25,
+        DType::Bf16 => 0.2,
+        DType::F32 => return select_tf32x3(n, wide_fill, counts.wide),
+        DType::F64 => return None,
+    };
     let launch = |columns: usize| {
         let grid = wide_windows * n.div_ceil(columns);
         grid * wide_splits(grid, wide_windows, counts.wide)
@@ -209,9 +230,24 @@ pub fn select_tensor_core(
     Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n })
 }
 
+/// The f32 (3xTF32) choice of [`select_tensor_core`]: the wide kernel where its 64-row blocks are at least 40%
+/// full; at least a quarter full with at least 8192 (k-block, 64-column slice) pairs of work; or at least 18%
+/// full (80% sparsity is 20%) with at least 2^19 pairs. Its time is that of the dense blocks, whatever their
+/// fill (H100, NOTES.md "SpMM step 10": uniform 4096^2, n = 4096, 2.81 ms at 50% and 80% sparsity), against the
+/// CUDA-core tiles' time in proportion to nnz. Measured: 50% full wins at every n (uniform 4096^2, n = 128:
+/// 0.111 vs 0.215 ms); 30% full (pruned 1536 x 384 and 384 x 1536 at 70%) wins at n = 1024 (9216 pairs: 0.033
+/// vs 0.046 ms, 0.043 vs 0.052 ms), not at n = 256 (2304 pairs: 0.020 vs 0.015 ms) nor the 384 x 384 at
+/// n = 1024 (2304: 0.019 vs 0.018 ms); 20% full (uniform 80%) wins at n = 4096 (2^20 pairs: 2.80 vs 2.99 ms),
+/// not at n = 256 (65536 pairs: 0.212 vs 0.196 ms) nor 128.
+fn select_tf32x3(n: usize, wide_fill: f64, wide_blocks: usize) -> Option<TensorCoreConfig> {
+    let work = wide_blocks * n.div_ceil(64);
+    let wins = wide_fill >= 0.4 || (wide_fill >= 0.25 && work >= 8192) || (wide_fill >= 0.18 && work >= 1 << 19);
+    wins.then_some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n: 8 })
+}
+
 /// The blocks of A, host side (see the module documentation).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct HostBlocks {
+pub(crate) struct HostBlocks<V> {
     /// Rows per window: [`WINDOW`] or [`WIDE_WINDOW`].
     pub(crate) rows_per_window: usize,
     /// (windows + 1) first k-block of each window.
@@ -219,30 +255,49 @@ pub(crate) struct HostBlocks {
     /// (16 per k-block) the column of each slot, -1 for padding.
     pub(crate) block_columns: Vec<i32>,
     /// (256 per 16 rows of a window, per k-block) the 16 x 16 blocks' values (element bits), rows 0-15 of the
-    /// window first, each in mma A-fragment order: lane l = 4 g + t holds rows g and g + 8, slots 2t, 2t + 1,
-    /// 2t + 8, 2t + 9, as [ (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1), (g, 2t+8), (g, 2t+9), (g+8, 2t+8),
-    /// (g+8, 2t+9) ].
-    pub(crate) block_values: Vec<u16>,
+    /// window first, each in mma A-fragment order. 16-bit ([`fragment_index`]): lane l = 4 g + t holds rows g
+    /// and g + 8, slots 2t, 2t + 1, 2t + 8, 2t + 9, as [ (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1), (g, 2t+8),
+    /// (g, 2t+9), (g+8, 2t+8), (g+8, 2t+9) ]; f32: [`fragment_index_f32`].
+    pub(crate) block_values: Vec<V>,
     /// (one per row of a window, per k-block) bit j of row r: A stores (r, slot j).
     pub(crate) block_masks: Vec<u16>,
 }
 
-/// Where (row r of the window, slot j of the k-block) sits in a k-block's values: the 16 x 16 block of rows
-/// 16 (r / 16) .., in fragment order.
+/// Where (row r of the window, slot j of the k-block) sits in a k-block's 16-bit values: the 16 x 16 block of
+/// rows 16 (r / 16) .., in fragment order.
 pub(crate) fn fragment_index(r: usize, j: usize) -> usize {
     let (tile, r) = (r / 16, r % 16);
     let lane = (r % 8) * 4 + (j % 8) / 2;
     tile * 256 + lane * 8 + if j >= 8 { 4 } else { 0 } + if r >= 8 { 2 } else { 0 } + (j & 1)
 }
 
-impl HostBlocks {
+/// The same for f32 values (`TcElem<float>` in cuda/spmm/tensor_core.cuh): each 16 x 16 block is two k8 halves
+/// (slots 0-7, 8-15) of 32 lanes x 4 values, lane l = 4 g + t holding the mma.m16n8k8 A fragment (g, t),
+/// (g + 8, t), (g, t + 4), (g + 8, t + 4) of its half.
+pub(crate) fn fragment_index_f32(r: usize, j: usize) -> usize {
+    let (tile, r) = (r / 16, r % 16);
+    let lane = (r % 8) * 4 + j % 4;
+    tile * 256 + (j / 8) * 128 + lane * 4 + if j % 8 >= 4 { 2 } else { 0 } + usize::from(r >= 8)
+}
+
+/// The fragment order of values of `bytes` bytes: [`fragment_index`] (2) or [`fragment_index_f32`] (4).
+fn fragment_order(bytes: usize) -> fn(usize, usize) -> usize {
+    match bytes {
+        2 => fragment_index,
+        4 => fragment_index_f32,
+        _ => panic!("tensor-core blocks hold 16-bit or f32 values, not {bytes}-byte ones"),
+    }
+}
+
+impl<V: Copy + Default> HostBlocks<V> {
     /// Builds the blocks of a valid CSR matrix (sorted, in-range, unique columns per row) for windows of
-    /// `rows_per_window` rows (a multiple of 16). Every slot holds at least one stored entry (only a window's
-    /// last k-block has padding slots), so a k-block (values, columns, masks: 608 bytes for 16 rows, 2240 for
-    /// 64) holds at least 16 entries: at most about 38 bytes per entry beside the CSR's 6 for 16-row windows,
-    /// 140 for 64-row ones.
-    pub(crate) fn build(indptr: &[usize], indices: &[usize], values: &[u16], rows_per_window: usize) -> HostBlocks {
+    /// `rows_per_window` rows (a multiple of 16), values of 2 or 4 bytes (their bits). Every slot holds at least
+    /// one stored entry (only a window's last k-block has padding slots), so a k-block (values, columns, masks:
+    /// 608 bytes for 16 rows, 2240 for 64; f32 4288 for 64) holds at least 16 entries: at most about 38 bytes
+    /// per entry beside the CSR's 6 for 16-row windows, 140 for 64-row ones (268 for f32).
+    pub(crate) fn build(indptr: &[usize], indices: &[usize], values: &[V], rows_per_window: usize) -> HostBlocks<V> {
         assert!(rows_per_window % 16 == 0 && rows_per_window > 0);
+        let index = fragment_order(std::mem::size_of::<V>());
         let rows = indptr.len() - 1;
         let windows = rows.div_ceil(rows_per_window);
         let per_block = rows_per_window * SLOTS;
@@ -267,14 +322,14 @@ impl HostBlocks {
             blocks += count;
             out.block_columns.extend(union.iter().map(|&c| c as i32));
             out.block_columns.resize(blocks * SLOTS, -1);
-            out.block_values.resize(blocks * per_block, 0);
+            out.block_values.resize(blocks * per_block, V::default());
             out.block_masks.resize(blocks * rows_per_window, 0);
             for r in r0..r1 {
                 let lr = r - r0;
                 for e in indptr[r]..indptr[r + 1] {
                     let p = union.binary_search(&indices[e]).expect("the window's union holds its columns");
                     let (b, j) = (first + p / SLOTS, p % SLOTS);
-                    out.block_values[b * per_block + fragment_index(lr, j)] = values[e];
+                    out.block_values[b * per_block + index(lr, j)] = values[e];
                     out.block_masks[b * rows_per_window + lr] |= 1 << j;
                 }
             }
@@ -293,6 +348,7 @@ pub(crate) struct DeviceBlocks {
     rows_per_window: usize,
     window_blocks: CudaSlice<i32>,
     block_columns: CudaSlice<i32>,
+    /// The values' bits: u16 for f16/bf16, f32 as two u16 each (little-endian halves, as the kernel reads them).
     block_values: CudaSlice<u16>,
     block_masks: CudaSlice<u16>,
     num_windows: usize,
@@ -304,19 +360,42 @@ impl DeviceBlocks {
     pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, rows_per_window: usize) -> Result<DeviceBlocks> {
         let host = a.download(gpu)?;
         let indptr = host.proper_indptr();
-        let values: &[u16] = bytemuck::cast_slice(host.data());
-        let blocks = HostBlocks::build(&indptr, host.indices(), values, rows_per_window);
+        match T::DTYPE.size() {
+            2 => Self::upload(
+                gpu,
+                HostBlocks::build(
+                    &indptr,
+                    host.indices(),
+                    bytemuck::cast_slice::<T, u16>(host.data()),
+                    rows_per_window,
+                ),
+            ),
+            4 => Self::upload(
+                gpu,
+                HostBlocks::build(
+                    &indptr,
+                    host.indices(),
+                    bytemuck::cast_slice::<T, u32>(host.data()),
+                    rows_per_window,
+                ),
+            ),
+            _ => Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core SpMM (f16, bf16, f32)" }),
+        }
+    }
+
+    fn upload<V: bytemuck::Pod + Default>(gpu: &Gpu, blocks: HostBlocks<V>) -> Result<DeviceBlocks> {
         if blocks.block_columns.len() > i32::MAX as usize {
             return Err(Error::TooLarge(format!(
                 "the tensor-core blocks of this matrix need {} k-blocks",
                 blocks.num_blocks()
             )));
         }
+        let values: &[u16] = bytemuck::cast_slice(&blocks.block_values);
         Ok(DeviceBlocks {
-            rows_per_window,
+            rows_per_window: blocks.rows_per_window,
             window_blocks: upload_slice(gpu, &blocks.window_blocks, "uploading the tensor-core windows")?,
             block_columns: upload_slice(gpu, &blocks.block_columns, "uploading the tensor-core block columns")?,
-            block_values: upload_slice(gpu, &blocks.block_values, "uploading the tensor-core block values")?,
+            block_values: upload_slice(gpu, values, "uploading the tensor-core block values")?,
             block_masks: upload_slice(gpu, &blocks.block_masks, "uploading the tensor-core block masks")?,
             num_windows: blocks.window_blocks.len() - 1,
             num_blocks: blocks.num_blocks(),
@@ -385,14 +464,16 @@ unsafe impl cudarc::driver::DeviceRepr for SpmmTcParams {}
 pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: usize) -> Result<()> {
     let name = config.kernel_name();
     super::check_dtype(&name, config.dtype, dtype)?;
-    if !matches!(dtype, DType::F16 | DType::Bf16) {
-        return Err(Error::Unsupported { config: name, reason: "tensor-core SpMM is for f16 and bf16".into() });
+    if dtype == DType::F64 {
+        return Err(Error::Unsupported { config: name, reason: "tensor-core SpMM is for f16, bf16 and f32".into() });
     }
-    if !TensorCoreConfig::COMPILED.contains(&(config.window, config.tiles_n)) {
-        return Err(Error::InvalidConfig {
-            config: name,
-            rule: "(window, tiles_n) must be (16, 4), (16, 8), (64, 8) or (64, 16)".into(),
-        });
+    if !TensorCoreConfig::compiled(dtype).contains(&(config.window, config.tiles_n)) {
+        let rule = if dtype == DType::F32 {
+            "f32 (3xTF32) has (window, tiles_n) = (64, 8) only"
+        } else {
+            "(window, tiles_n) must be (16, 4), (16, 8), (64, 8) or (64, 16)"
+        };
+        return Err(Error::InvalidConfig { config: name, rule: rule.into() });
     }
     if !KERNELS_BUILT {
         return Err(Error::KernelsNotBuilt);
@@ -613,7 +694,21 @@ mod tests {
                 want.push((r, indices[e], values[e]));
             }
         }
-        // 16-row windows: three, the last partial; 64-row windows: one, partial.
+        // 16-row windows: three, the last partial; 64-row windows: one, partial; f32 values (32-bit, another
+        // fragment order) in 64-row windows.
+        let values32: Vec<u32> = values.iter().map(|&v| 0x4000_0000 | v as u32).collect();
+        let b32 = HostBlocks::build(&indptr, &indices, &values32, WIDE_WINDOW);
+        let b16 = HostBlocks::build(&indptr, &indices, &values, WIDE_WINDOW);
+        assert_eq!((&b32.block_columns, &b32.block_masks), (&b16.block_columns, &b16.block_masks));
+        for (blk, chunk) in b32.block_values.chunks(WIDE_WINDOW * 16).enumerate() {
+            for r in 0..WIDE_WINDOW {
+                for j in 0..16 {
+                    let (v32, v16) =
+                        (chunk[fragment_index_f32(r, j)], b16.block_values[blk * 1024 + fragment_index(r, j)]);
+                    assert_eq!(v32, if v16 == 0 { 0 } else { 0x4000_0000 | v16 as u32 }, "block {blk}, ({r}, {j})");
+                }
+            }
+        }
         for (rows_per_window, windows) in [(WINDOW, 3), (WIDE_WINDOW, 1)] {
             let b = HostBlocks::build(&indptr, &indices, &values, rows_per_window);
             assert_eq!(b.window_blocks.len(), windows + 1);
@@ -646,15 +741,24 @@ mod tests {
             decoded.sort_unstable();
             assert_eq!(decoded, want, "{rows_per_window}-row windows");
         }
-        // fragment_index is a permutation of 0..256 on each 16-row tile, tile t at 256 t.
-        let mut seen = [false; 1024];
-        for r in 0..64 {
-            for j in 0..16 {
-                let at = fragment_index(r, j);
-                assert_eq!(at / 256, r / 16);
-                assert!(!std::mem::replace(&mut seen[at], true));
+        // fragment_index and fragment_index_f32 are permutations of 0..256 on each 16-row tile, tile t at 256 t.
+        for index in [fragment_index, fragment_index_f32] {
+            let mut seen = [false; 1024];
+            for r in 0..64 {
+                for j in 0..16 {
+                    let at = index(r, j);
+                    assert_eq!(at / 256, r / 16);
+                    assert!(!std::mem::replace(&mut seen[at], true));
+                }
             }
         }
+        // The f32 order is the mma.m16n8k8 A fragment: lane 4 g + t holds (g, t), (g + 8, t), (g, t + 4),
+        // (g + 8, t + 4) of each k8 half, the second half 128 values on.
+        assert_eq!(fragment_index_f32(0, 0), 0);
+        assert_eq!(fragment_index_f32(8, 0), 1);
+        assert_eq!(fragment_index_f32(0, 4), 2);
+        assert_eq!(fragment_index_f32(9, 7), (4 + 3) * 4 + 3);
+        assert_eq!(fragment_index_f32(2, 9), 128 + (8 + 1) * 4);
     }
 
     #[test]
@@ -713,8 +817,22 @@ mod tests {
         assert_eq!(sel(DType::Bf16, 36_692, 32, 367_662, 17_300, 12_820), Some((16, 4)));
         assert_eq!(sel(DType::F16, 36_692, 128, 367_662, 17_300, 12_820), None);
         assert_eq!(sel(DType::F16, 36_692, 32, 367_662, 30_000, 20_000), None);
-        // Not for f32, n not a multiple of 8, nnz = 0.
-        assert_eq!(sel(DType::F32, 4096, 128, 8_388_608, 65_536, 16_384), None);
+        // f32 (3xTF32, the wide kernel only): 50% full at every n; 20% full (uniform 80%) at n = 4096 (16384
+        // k-blocks x 64 slices), not at n = 256 or 128, nor 8192 x 2048 at n = 128; the pruned 1536 x 384 at 70%
+        // (30% full) at n = 1024 (576 x 16 pairs), not at n = 256 (576 x 4); uniform 90% (10% full) never.
+        for n in [128, 256, 4096] {
+            assert_eq!(sel(DType::F32, 4096, n, 8_388_608, 65_536, 16_384), Some((64, 8)), "n = {n}");
+            assert_eq!(sel(DType::F32, 4096, n, 1_677_722, 53_500, 16_384), None, "n = {n}");
+            let at_80 = if n == 4096 { Some((64, 8)) } else { None };
+            assert_eq!(sel(DType::F32, 4096, n, 3_355_443, 65_000, 16_384), at_80, "80%, n = {n}");
+        }
+        assert_eq!(sel(DType::F32, 8192, 128, 3_355_443, 65_000, 16_384), None);
+        assert_eq!(sel(DType::F32, 1536, 256, 176_947, 2_304, 576), None);
+        assert_eq!(sel(DType::F32, 1536, 1024, 176_947, 2_304, 576), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 384, 1024, 44_237, 576, 144), None);
+        // Not for f64, n not a multiple of 8, nnz = 0.
+        assert_eq!(sel(DType::F64, 4096, 128, 8_388_608, 65_536, 16_384), None);
+        assert_eq!(sel(DType::F32, 4096, 100, 8_388_608, 65_536, 16_384), None);
         assert_eq!(sel(DType::F16, 4096, 100, 8_388_608, 65_536, 16_384), None);
         assert_eq!(sel(DType::F16, 10, 64, 0, 0, 0), None);
     }
@@ -747,7 +865,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for dtype in [DType::F16, DType::Bf16] {
+        for dtype in [DType::F16, DType::Bf16, DType::F32] {
             for c in TensorCoreConfig::all(dtype) {
                 assert_eq!(c.kernel_name().parse::<TensorCoreConfig>().unwrap(), c);
             }
@@ -764,7 +882,12 @@ mod tests {
         let c = TensorCoreConfig { dtype: DType::F16, window: 16, tiles_n: 4 };
         assert!(matches!(check_tensor_core(&c, DType::F32, 10, 64), Err(Error::InvalidConfig { .. })));
         let f32c = TensorCoreConfig { dtype: DType::F32, window: 16, tiles_n: 4 };
-        assert!(matches!(check_tensor_core(&f32c, DType::F32, 10, 64), Err(Error::Unsupported { .. })));
+        assert!(matches!(check_tensor_core(&f32c, DType::F32, 10, 64), Err(Error::InvalidConfig { .. })));
+        let f64c = TensorCoreConfig { dtype: DType::F64, window: 64, tiles_n: 8 };
+        assert!(matches!(check_tensor_core(&f64c, DType::F64, 10, 64), Err(Error::Unsupported { .. })));
+        assert!(TensorCoreConfig::all(DType::F64).is_empty());
+        let f32_wide = TensorCoreConfig { dtype: DType::F32, window: 64, tiles_n: 8 };
+        assert!(f32_wide.is_tf32x3() && !c.is_tf32x3());
         for (window, tiles_n) in [(16, 3), (16, 16), (64, 4), (32, 8)] {
             let bad = TensorCoreConfig { dtype: DType::F16, window, tiles_n };
             assert!(matches!(check_tensor_core(&bad, DType::F16, 10, 64), Err(Error::InvalidConfig { .. })), "{bad}");
@@ -772,6 +895,8 @@ mod tests {
         if KERNELS_BUILT {
             assert!(matches!(check_tensor_core(&c, DType::F16, 10, 60), Err(Error::Unsupported { .. })));
             assert!(check_tensor_core(&c, DType::F16, 10, 64).is_ok());
+            assert!(matches!(check_tensor_core(&f32_wide, DType::F32, 10, 60), Err(Error::Unsupported { .. })));
+            assert!(check_tensor_core(&f32_wide, DType::F32, 10, 64).is_ok());
         }
     }
 }

@@ -34,6 +34,8 @@ pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
 pub struct SpmmOracle {
     want: Vec<f64>,
     bound: Vec<f64>,
+    /// The bound of f32 computed in 3xTF32 (`spmm_error_bound_tf32x3`), for the f32 tensor-core kernel.
+    bound_tf32x3: Vec<f64>,
 }
 
 impl SpmmOracle {
@@ -42,13 +44,24 @@ impl SpmmOracle {
         let abs = oracle::spmm_abs(a, b, n);
         let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
         let bound = oracle::spmm_error_bound(&abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff());
-        SpmmOracle { want, bound }
+        let max_abs = |v: &[T]| v.iter().fold(0f64, |m, x| m.max(x.to_f64().abs()));
+        let bound_tf32x3 = oracle::spmm_error_bound_tf32x3(&abs, &lens, n, max_abs(a.data()), max_abs(b));
+        SpmmOracle { want, bound, bound_tf32x3 }
     }
 
     /// Panics with the first mismatch.
     pub fn check<T: Scalar>(&self, what: &str, got: &[T]) {
+        self.check_against(what, got, &self.bound);
+    }
+
+    /// [`SpmmOracle::check`] with the bound that fits `kernel`: 3xTF32's for the f32 tensor-core kernel.
+    pub fn check_kernel<T: Scalar>(&self, what: &str, got: &[T], kernel: &tilesparse::SpmmKernel) {
+        self.check_against(what, got, if kernel.is_tf32x3() { &self.bound_tf32x3 } else { &self.bound });
+    }
+
+    fn check_against<T: Scalar>(&self, what: &str, got: &[T], bound: &[f64]) {
         let got64: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
-        let cmp = oracle::compare(&got64, &self.want, &self.bound);
+        let cmp = oracle::compare(&got64, &self.want, bound);
         assert_eq!(
             cmp.mismatches,
             0,
