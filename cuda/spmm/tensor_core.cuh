@@ -1,5 +1,6 @@
 /**
- * @file @brief Tensor-core SpMM for f16 and bf16 (fp32 accumulation): C = A * B with A cut into windows of 16
+ * @file @brief Tensor-core SpMM for f16 and bf16 (fp32 accumulation), and for f32 in 3xTF32 (the wide kernel:
+ * TcElem<float>, tf32_big): C = A * B with A cut into windows of 16
  * rows, each window's columns condensed (the sorted union of the columns its rows store) and cut into k-blocks
  * of 16 slots, one dense 16 x 16 block of A per k-block (src/spmm/tensor_core.rs builds them). A block of four
  * warps owns one window and one slice of kTilesN * 8 columns of C; the warps take the window's k-blocks in turn.
