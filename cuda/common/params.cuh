@@ -55,8 +55,8 @@ struct SpmmTcParams {
   int splits;                         // wide kernels: k-block ranges per window (grid z); 1 for the narrow ones
   const int* window_blocks;           // (num_windows + 1) first k-block of each window
   const int* block_columns;           // (16 per k-block) the row of B each slot multiplies, -1 for padding
-  const uint4* block_values;          // (32 per 16 rows of a window, per k-block) A's 16 x 16 blocks, lane l's
-                                      // mma A fragment of each at [l]
+  const uint4* block_values;          // (32 per 16 rows of a window, per k-block; 64 for f32) A's 16 x 16
+                                      // blocks in mma A-fragment order (TcElem in cuda/spmm/tensor_core.cuh)
   const unsigned short* block_masks;  // (one per row of a window, per k-block) bit j of row r: A stores (r, slot j)
   const void* dense;                  // B (k x n), row-major, element type of the kernel
   void* out;                          // C (m x n), row-major, element type of the kernel

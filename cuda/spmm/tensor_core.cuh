@@ -171,9 +171,9 @@ __device__ __forceinline__ bool any_nonfinite(const float* acc) {
 /// @brief The exact product of one 16 x 16 block of A by B: only its stored entries (`masks`, one per row)
 /// multiply the rows of B its slots name (`columns`; padding slots store nothing), read from global memory,
 /// into this lane's accumulators of rows g and g + 8 (mma C-fragment order, kTiles n8 tiles from column
-/// `column0`, columns as TcElem<T>::column; columns >= n are skipped). `values`: the block in fragment order. The tensor cores would multiply
-/// B by the block's padding zeros too, and 0 * Inf = NaN: a warp whose B fragments held an Inf or NaN redoes its
-/// tile with this.
+/// `column0`, columns as TcElem<T>::column; columns >= n are skipped). `values`: the block in fragment order.
+/// The tensor cores would multiply B by the block's padding zeros too, and 0 * Inf = NaN: a warp whose B
+/// fragments held an Inf or NaN redoes its tile with this.
 template <typename T, int kTiles>
 __device__ __forceinline__ void exact_block(float (&acc)[kTiles][4], const T* values, const unsigned short* masks,
                                             const int* columns, const T* dense, int n, int column0, int g, int t) {
@@ -507,7 +507,7 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   // kThreads * Elem::kAVecs further per b.
   const uint4* a_first = p.block_values + static_cast<size_t>(kThreads * Elem::kAVecs) * first + tid;
   // Issues the copies of k-block `b` (range-relative) into ring slot `stage`: the B rows (`column(row)` gives
-  // the B row of each slot) and the four blocks of A (one 16-byte fragment per thread).
+  // the B row of each slot) and the four blocks of A (16 bytes per thread, 32 for f32).
   const auto load = [&](int b, int stage, auto column) {
 #pragma unroll
     for (int i = 0; i < kChunksPerThread; ++i) {

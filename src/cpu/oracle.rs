@@ -203,7 +203,8 @@ pub fn spmm_error_bound(a_abs_b_abs: &[f64], row_lengths: &[usize], n: usize, u_
 
 /// Per-element error bound for C = A * B (f32) computed in 3xTF32 on the tensor cores
 /// (crate::spmm::tensor_core, cuda/spmm/tensor_core.cuh), given |A||B| ([`spmm_abs`]), A's row lengths, and
-/// the largest |a| of A and |b| of B.
+/// the largest finite |a| of A and |b| of B (an element that meets an Inf or NaN gets an infinite bound
+/// through |A||B| already; the kernel computes it exactly).
 ///
 /// Derivation. Each f32 x is split into big = x rounded to tf32 (10 fraction bits: |x - big| <= 2^-11 |x|)
 /// and small = x - big (exact in f32); the mma reads small's tf32 bits, i.e. small truncated to 10 fraction

@@ -360,25 +360,11 @@ impl DeviceBlocks {
     pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, rows_per_window: usize) -> Result<DeviceBlocks> {
         let host = a.download(gpu)?;
         let indptr = host.proper_indptr();
+        let (indices, data, rows) = (host.indices(), host.data(), rows_per_window);
+        // The values' bits, 16 or 32 per element: HostBlocks::build picks the fragment order by their size.
         match T::DTYPE.size() {
-            2 => Self::upload(
-                gpu,
-                HostBlocks::build(
-                    &indptr,
-                    host.indices(),
-                    bytemuck::cast_slice::<T, u16>(host.data()),
-                    rows_per_window,
-                ),
-            ),
-            4 => Self::upload(
-                gpu,
-                HostBlocks::build(
-                    &indptr,
-                    host.indices(),
-                    bytemuck::cast_slice::<T, u32>(host.data()),
-                    rows_per_window,
-                ),
-            ),
+            2 => Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
+            4 => Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
             _ => Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core SpMM (f16, bf16, f32)" }),
         }
     }
