@@ -190,8 +190,8 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
 ///   where n <= 32 and the blocks are at least 8% full (step 8: the graphs at n = 32, 8-10% full, 32 columns
 ///   per warp: email-Enron 0.0159 vs 0.0171 ms f16, 0.0161 vs 0.0186 ms bf16; copter2 0.0166 vs 0.0185 and
 ///   0.0199 ms), where the CUDA-core tiles do little work per gathered entry;
-/// - f32 (3xTF32): the wide kernel where its blocks are at least 40% full, or 20% with enough work (NOTES.md
-///   "SpMM step 10"; `select_tf32x3`).
+/// - f32 (3xTF32): the wide kernel where its blocks are at least 40% full, or 18-25% full with enough work
+///   (NOTES.md "SpMM step 10"; `select_tf32x3`).
 pub fn select_tensor_core(
     dtype: DType,
     m: usize,
