@@ -294,7 +294,7 @@ impl<T: Scalar> DeviceCsr<T> {
         self.id = next_id();
     }
 
-    /// The numbers of k-blocks of the tensor-core SpMM (f16/bf16 matrices uploaded from the host; None otherwise).
+    /// The numbers of k-blocks of the tensor-core SpMM (f16/bf16/f32 matrices uploaded from the host; None otherwise).
     pub fn tensor_core_block_count(&self) -> Option<crate::spmm::tensor_core::BlockCounts> {
         self.tensor_core_count
     }

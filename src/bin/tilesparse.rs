@@ -405,8 +405,8 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         let abs = oracle::spmm_abs(a.view(), &b, n);
         let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
         let bound = if config.is_tf32x3() && !cpu_ran {
-            let max_abs = |v: &[T]| v.iter().map(|x| x.to_f64().abs()).filter(|x| x.is_finite()).fold(0f64, f64::max);
-            oracle::spmm_error_bound_tf32x3(&abs, &lens, n, max_abs(a.data()), max_abs(&b))
+            let (max_a, max_b) = (oracle::max_finite_abs(a.data()), oracle::max_finite_abs(&b));
+            oracle::spmm_error_bound_tf32x3(&abs, &lens, n, max_a, max_b)
         } else {
             oracle::spmm_error_bound(&abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff())
         };

@@ -201,10 +201,15 @@ pub fn spmm_error_bound(a_abs_b_abs: &[f64], row_lengths: &[usize], n: usize, u_
     bound
 }
 
+/// The largest finite |x| of `values` (0 if none): the magnitudes [`spmm_error_bound_tf32x3`] takes.
+pub fn max_finite_abs<T: Scalar>(values: &[T]) -> f64 {
+    values.iter().map(|x| x.to_f64().abs()).filter(|x| x.is_finite()).fold(0.0, f64::max)
+}
+
 /// Per-element error bound for C = A * B (f32) computed in 3xTF32 on the tensor cores
 /// (crate::spmm::tensor_core, cuda/spmm/tensor_core.cuh), given |A||B| ([`spmm_abs`]), A's row lengths, and
-/// the largest finite |a| of A and |b| of B (an element that meets an Inf or NaN gets an infinite bound
-/// through |A||B| already; the kernel computes it exactly).
+/// the largest finite |a| of A and |b| of B ([`max_finite_abs`]; an element that meets an Inf or NaN gets an
+/// infinite bound through |A||B| already; the kernel computes it exactly).
 ///
 /// Derivation. Each f32 x is split into big = x rounded to tf32 (10 fraction bits: |x - big| <= 2^-11 |x|)
 /// and small = x - big (exact in f32); the mma reads small's tf32 bits, i.e. small truncated to 10 fraction

@@ -223,7 +223,7 @@ impl SpmmKernel {
     }
 
     /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: the tensor cores where
-    /// [`tensor_core::select_tensor_core`] says they win (f16/bf16, `tensor_core_blocks` known), else
+    /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known), else
     /// [`SpmmConfig::select_with_stats`]'s tile. Pure.
     pub fn select(
         m: usize,
@@ -257,7 +257,7 @@ pub fn spmm_kernel<T: Scalar>(
 }
 
 /// C = A * B with [`SpmmKernel::select`]'s choice; returns the kernel used. Where it picks the tensor cores
-/// (f16/bf16), the first call on a matrix builds its tensor-core blocks (one download of A).
+/// (f16/bf16, f32 in 3xTF32), the first call on a matrix builds its tensor-core blocks (one download of A).
 pub fn spmm_auto<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,

@@ -530,8 +530,8 @@ pub enum RangeSum {
     FixUp,
 }
 
-/// C = A * B on the tensor cores (f16 or bf16, fp32 accumulation). The first call on a matrix builds its blocks
-/// (one download of A); later calls reuse them. Every element of C is written.
+/// C = A * B on the tensor cores (f16 or bf16 with fp32 accumulation, f32 in 3xTF32). The first call on a
+/// matrix builds its blocks (one download of A); later calls reuse them. Every element of C is written.
 pub fn spmm_tensor_core<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,

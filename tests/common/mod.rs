@@ -44,8 +44,8 @@ impl SpmmOracle {
         let abs = oracle::spmm_abs(a, b, n);
         let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
         let bound = oracle::spmm_error_bound(&abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff());
-        let max_abs = |v: &[T]| v.iter().map(|x| x.to_f64().abs()).filter(|x| x.is_finite()).fold(0f64, f64::max);
-        let bound_tf32x3 = oracle::spmm_error_bound_tf32x3(&abs, &lens, n, max_abs(a.data()), max_abs(b));
+        let (max_a, max_b) = (oracle::max_finite_abs(a.data()), oracle::max_finite_abs(b));
+        let bound_tf32x3 = oracle::spmm_error_bound_tf32x3(&abs, &lens, n, max_a, max_b);
         SpmmOracle { want, bound, bound_tf32x3 }
     }
 
