@@ -63,11 +63,12 @@ struct TcOps<__nv_bfloat16> {
 /// summed per k-block from zero and added to the f32 accumulators with round-to-nearest adds. The dropped
 /// a_small * b_small and the truncation of the small parts leave at most 6 * 2^-22 |a b| per product
 /// (src/cpu/oracle.rs, `spmm_error_bound_tf32x3`, derives the whole bound).
-__device__ __forceinline__ unsigned tf32_big(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
+/// big is cvt.rna.tf32.f32 done on the bits: adding half a tf32 ulp (bit 12) to the magnitude and clearing the
+/// low 13 bits rounds to nearest, ties away from zero, a carry moving into the exponent as it should (subnormals
+/// too). Two integer instructions where nvcc 13.0 emulates the cvt in four for sm_90 (an extra NaN test and
+/// select: NOTES.md, "SpMM step 11"). The bits differ from the cvt's only for a NaN x, whose big may come out
+/// Inf; its small (x - big) is then NaN, the accumulators are not finite, and the exact redo computes the tile.
+__device__ __forceinline__ unsigned tf32_big(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
 __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, unsigned b0, unsigned b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -424,6 +425,14 @@ __host__ __device__ constexpr int tcw_stages() {
   return TcElem<T>::kBytes == 4 ? 5 : kTilesN <= 8 ? 8 : 6;
 }
 
+/// Blocks per SM the wide-window kernel is compiled for: 3 for f16/bf16 (at most 168 registers: the
+/// double-buffered fragments of the n16 kernel need 162), 4 for f32 (at most 128 registers: one set of
+/// fragments, NOTES.md "SpMM step 11"; 4 x 44 KB of shared memory).
+template <typename T>
+__host__ __device__ constexpr int tcw_min_blocks() {
+  return TcElem<T>::kBytes == 4 ? 4 : 3;
+}
+
 /// @brief One k-block's fragments of a warp of the wide kernel, in registers: f16/bf16: B from ldmatrix (b0/b1
 /// of two n8 tiles per entry) and the warp's two A blocks; f32: B as [k8 half][row t, row t + 4] four columns
 /// each (TcElem<float>), A as [row tile][k8 half].
@@ -543,7 +552,7 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   // Step b waits for group b + 1 and then, after one barrier, loads the fragments of block b + 1 (registers,
   // double-buffered), runs the mma of block b (fragments loaded in step b - 1) and refills slot b % kStages with
   // block b + kStages: every warp read that slot in step b - 1, before the barrier. No mma waits on a
-  // shared-memory load of its own step.
+  // shared-memory load of its own step. (f16/bf16; f32 runs its own loop below, one step later.)
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
     if (s < blocks) {
@@ -587,28 +596,25 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   };
   const auto multiply = [&](const Fragments& f) {
     if constexpr (kF32) {
-      // B's big and small parts for both k8 halves: [half][n8 tile][b0, b1].
-      unsigned b_big[2][4][2], b_small[2][4][2];
+      // Per k8 half h: B's big and small parts ([n8 tile][b0, b1]), then for each row tile A's, and the half's
+      // product summed on the tensor cores from zero (three mma per n8 tile) and added to the accumulators in
+      // f32 (round to nearest): the tensor core truncates its sums, and a long chain of mma into one
+      // accumulator lost 5-9 times the CUDA-core kernels' accuracy on the H100 (NOTES.md, "SpMM step 10").
+      // One half at a time keeps the split parts in 24 registers (NOTES.md, "SpMM step 11").
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
+        unsigned b_big[4][2], b_small[4][2];
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
           const float x[4] = {f.b[h][q].x, f.b[h][q].y, f.b[h][q].z, f.b[h][q].w};
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            b_big[h][j][q] = tf32_big(x[j]);
-            b_small[h][j][q] = __float_as_uint(x[j] - __uint_as_float(b_big[h][j][q]));
+            b_big[j][q] = tf32_big(x[j]);
+            b_small[j][q] = __float_as_uint(x[j] - __uint_as_float(b_big[j][q]));
           }
         }
-      }
-      // The k-block's product is summed on the tensor cores from zero and then added to the accumulators in f32
-      // (round to nearest): the tensor core truncates its sums, and a long chain of mma into one accumulator
-      // lost 5-9 times the CUDA-core kernels' accuracy on the H100 (NOTES.md, "SpMM step 10").
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        float part[4][4] = {};
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
+        for (int mt = 0; mt < 2; ++mt) {
           const float x[4] = {__uint_as_float(f.a[mt][h].x), __uint_as_float(f.a[mt][h].y),
                               __uint_as_float(f.a[mt][h].z), __uint_as_float(f.a[mt][h].w)};
           unsigned a_big[4], a_small[4];
@@ -617,17 +623,18 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
             a_big[i] = tf32_big(x[i]);
             a_small[i] = __float_as_uint(x[i] - __uint_as_float(a_big[i]));
           }
+          float part[4][4] = {};
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            mma_tf32(part[j], a_small, b_big[h][j][0], b_big[h][j][1]);
-            mma_tf32(part[j], a_big, b_small[h][j][0], b_small[h][j][1]);
-            mma_tf32(part[j], a_big, b_big[h][j][0], b_big[h][j][1]);
+            mma_tf32(part[j], a_small, b_big[j][0], b_big[j][1]);
+            mma_tf32(part[j], a_big, b_small[j][0], b_small[j][1]);
+            mma_tf32(part[j], a_big, b_big[j][0], b_big[j][1]);
           }
-        }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+          for (int j = 0; j < 4; ++j) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) acc[mt][j][e] += part[j][e];
+            for (int e = 0; e < 4; ++e) acc[mt][j][e] += part[j][e];
+          }
         }
       }
     } else {
@@ -663,13 +670,41 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     column_read = next(column_read, 2 * kStages);
     column_write = next(column_write, 2 * kStages);
   };
-  Fragments even, odd;
-  cp_async_wait<kStages - 1>();  // group 0: block 0
-  __syncthreads();
-  if (blocks > 0) fetch(even, 0);
-  for (int b = 0; b < blocks; b += 2) {
-    step(b, even, odd);
-    if (b + 1 < blocks) step(b + 1, odd, even);
+  if constexpr (kF32) {
+    // f32 keeps one set of fragments in registers (the double-buffered pair and the split parts would need
+    // more than the 128 registers of four blocks per SM): step b loads block b's fragments after the barrier
+    // and multiplies them, then refills the slot of block b - 1 (every warp read it in step b - 1, before this
+    // barrier) with block b - 1 + kStages. Step 0 refills nothing and commits a group without blocks (the
+    // columns of block 2 kStages), so group g holds block g for g < kStages and block g - 1 after: waiting for
+    // group b + 1 covers block b either way (and block 1 at step 0).
+    int stage_prev = kStages - 1;  // (b - 1) % kStages
+    for (int b = 0; b < blocks; ++b) {
+      cp_async_wait<kStages - 2>();  // group b + 1
+      __syncthreads();
+      Fragments f;
+      fetch(f, stage);
+      multiply(f);
+      if (b > 0) {
+        if (b - 1 + kStages < blocks) {
+          load(b - 1 + kStages, stage_prev, [&](int row) { return c_ring[column_read][row]; });
+        }
+        column_read = next(column_read, 2 * kStages);  // (b + kStages) % (2 kStages) for step b + 1
+      }
+      copy_columns(b + 2 * kStages, column_write);
+      cp_async_commit();
+      stage_prev = stage;
+      stage = next(stage, kStages);
+      column_write = next(column_write, 2 * kStages);
+    }
+  } else {
+    Fragments even, odd;
+    cp_async_wait<kStages - 1>();  // group 0: block 0
+    __syncthreads();
+    if (blocks > 0) fetch(even, 0);
+    for (int b = 0; b < blocks; b += 2) {
+      step(b, even, odd);
+      if (b + 1 < blocks) step(b + 1, odd, even);
+    }
   }
   cp_async_wait<0>();
   if (any_nonfinite<2 * kWarpTiles * 4>(&acc[0][0][0])) {
@@ -831,10 +866,10 @@ TILESPARSE_SPMM_TC(f16, __half, 8)
 TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 4)
 TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 8)
 
-/// The wide-window kernels: spmm_tc_<dtype>_w64_n<tiles> (src/spmm/tensor_core.rs builds the same names). At
-/// least three blocks per SM (at most 168 registers: the double-buffered fragments of the n16 kernel need 162).
+/// The wide-window kernels: spmm_tc_<dtype>_w64_n<tiles> (src/spmm/tensor_core.rs builds the same names), for
+/// tcw_min_blocks<T>() blocks per SM.
 #define TILESPARSE_SPMM_TCW(tag, T, tiles)                                                              \
-  extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32, 3)                                 \
+  extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32, ts::tcw_min_blocks<T>())            \
       spmm_tc_##tag##_w64_n##tiles(const ts::SpmmTcParams p) {                                       \
     ts::spmm_tcw_kernel<T, tiles>(p);                                                                \
   }

@@ -191,7 +191,7 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
 ///   per warp: email-Enron 0.0159 vs 0.0171 ms f16, 0.0161 vs 0.0186 ms bf16; copter2 0.0166 vs 0.0185 and
 ///   0.0199 ms), where the CUDA-core tiles do little work per gathered entry;
 /// - f32 (3xTF32): the wide kernel where its blocks are at least 40% full, or 18-25% full with enough work
-///   (NOTES.md "SpMM step 10"; `select_tf32x3`).
+///   (NOTES.md "SpMM steps 10 and 11"; `select_tf32x3`).
 pub fn select_tensor_core(
     dtype: DType,
     m: usize,
@@ -232,16 +232,19 @@ pub fn select_tensor_core(
 
 /// The f32 (3xTF32) choice of [`select_tensor_core`]: the wide kernel where its 64-row blocks are at least 40%
 /// full; at least a quarter full with at least 8192 (k-block, 64-column slice) pairs of work; or at least 18%
-/// full (80% sparsity is 20%) with at least 2^19 pairs. Its time is that of the dense blocks, whatever their
-/// fill (H100, NOTES.md "SpMM step 10": uniform 4096^2, n = 4096, 2.81 ms at 50% and 80% sparsity), against the
-/// CUDA-core tiles' time in proportion to nnz. Measured: 50% full wins at every n (uniform 4096^2, n = 128:
-/// 0.111 vs 0.215 ms); 30% full (pruned 1536 x 384 and 384 x 1536 at 70%) wins at n = 1024 (9216 pairs: 0.033
-/// vs 0.046 ms, 0.043 vs 0.052 ms), not at n = 256 (2304 pairs: 0.020 vs 0.015 ms) nor the 384 x 384 at
-/// n = 1024 (2304: 0.019 vs 0.018 ms); 20% full (uniform 80%) wins at n = 4096 (2^20 pairs: 2.80 vs 2.99 ms),
-/// not at n = 256 (65536 pairs: 0.212 vs 0.196 ms) nor 128.
+/// full (80% sparsity is 20%) with at least 2^15 pairs. Its time is that of the dense blocks, whatever their
+/// fill (H100, NOTES.md "SpMM step 11": uniform 4096^2, n = 4096, 2.42 ms at 50% and 80% sparsity), against the
+/// CUDA-core tiles' time in proportion to nnz. Measured (step 11): 50% full wins at every n (uniform 4096^2,
+/// n = 128: 0.099 vs 0.2 ms); 30% full (pruned 1536 x 384 and 384 x 1536 at 70%) wins at n = 1024 (9216 pairs:
+/// 0.031 vs 0.046 ms, 0.039 vs 0.052 ms), not at n = 256 (2304 pairs: 1536 x 384 0.018 vs 0.015 ms; 384 x 1536
+/// would gain 10%, 0.020 vs 0.022 ms, but the pairs do not tell the two apart) nor the 384 x 384 at n = 1024
+/// (2304: 0.018 vs 0.018 ms); 20% full (uniform 80%) wins from 2^15 pairs: 8192 x 2048, n = 128 0.089 vs
+/// 0.104 ms, 4096^2 n = 256 0.167 vs 0.198 ms, n = 4096 2.42 vs 2.99 ms, and ties at n = 128 (0.100 vs 0.101
+/// ms); 10% full (90%) loses (8192 x 2048, n = 128: 0.090 vs 0.062 ms; the tiles' time falls with nnz, so the
+/// break-even is near 15% full, where nothing was measured).
 fn select_tf32x3(n: usize, wide_fill: f64, wide_blocks: usize) -> Option<TensorCoreConfig> {
     let work = wide_blocks * n.div_ceil(64);
-    let wins = wide_fill >= 0.4 || (wide_fill >= 0.25 && work >= 8192) || (wide_fill >= 0.18 && work >= 1 << 19);
+    let wins = wide_fill >= 0.4 || (wide_fill >= 0.25 && work >= 8192) || (wide_fill >= 0.18 && work >= 1 << 15);
     wins.then_some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n: 8 })
 }
 
@@ -803,16 +806,18 @@ mod tests {
         assert_eq!(sel(DType::Bf16, 36_692, 32, 367_662, 17_300, 12_820), Some((16, 4)));
         assert_eq!(sel(DType::F16, 36_692, 128, 367_662, 17_300, 12_820), None);
         assert_eq!(sel(DType::F16, 36_692, 32, 367_662, 30_000, 20_000), None);
-        // f32 (3xTF32, the wide kernel only): 50% full at every n; 20% full (uniform 80%) at n = 4096 (16384
-        // k-blocks x 64 slices), not at n = 256 or 128, nor 8192 x 2048 at n = 128; the pruned 1536 x 384 at 70%
-        // (30% full) at n = 1024 (576 x 16 pairs), not at n = 256 (576 x 4); uniform 90% (10% full) never.
+        // f32 (3xTF32, the wide kernel only): 50% and 20% full (uniform 80%) at every n of the suite (16384
+        // k-blocks x at least 2 slices), 8192 x 2048 at 80%, n = 128 too; the pruned 1536 x 384 at 70% (30% full)
+        // at n = 1024 (576 x 16 pairs), not at n = 256 (576 x 4); 10% full (uniform 90%) never; 20% full with
+        // fewer than 2^15 pairs (4096^2 at n = 64) not.
         for n in [128, 256, 4096] {
             assert_eq!(sel(DType::F32, 4096, n, 8_388_608, 65_536, 16_384), Some((64, 8)), "n = {n}");
             assert_eq!(sel(DType::F32, 4096, n, 1_677_722, 53_500, 16_384), None, "n = {n}");
-            let at_80 = if n == 4096 { Some((64, 8)) } else { None };
-            assert_eq!(sel(DType::F32, 4096, n, 3_355_443, 65_000, 16_384), at_80, "80%, n = {n}");
+            assert_eq!(sel(DType::F32, 4096, n, 3_355_443, 65_000, 16_384), Some((64, 8)), "80%, n = {n}");
         }
-        assert_eq!(sel(DType::F32, 8192, 128, 3_355_443, 65_000, 16_384), None);
+        assert_eq!(sel(DType::F32, 4096, 64, 3_355_443, 65_000, 16_384), None);
+        assert_eq!(sel(DType::F32, 8192, 128, 3_355_443, 65_000, 16_384), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 8192, 128, 1_677_722, 53_500, 16_384), None);
         assert_eq!(sel(DType::F32, 1536, 256, 176_947, 2_304, 576), None);
         assert_eq!(sel(DType::F32, 1536, 1024, 176_947, 2_304, 576), Some((64, 8)));
         assert_eq!(sel(DType::F32, 384, 1024, 44_237, 576, 144), None);
