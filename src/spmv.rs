@@ -535,6 +535,49 @@ pub fn spmv<T: Scalar>(
     Ok(())
 }
 
+/// Measurement only (`tilesparse bench spmv`): reads A's column indices once in order and gathers x at each,
+/// nothing else (`spmv_gather_probe_f32`); `sink` (A's rows long) receives one sum per warp. Its time is the
+/// cost of the x gathers of a CSR SpMV on their own: a floor for any kernel that reads x once per entry.
+pub fn spmv_gather_probe(gpu: &Gpu, a: &DeviceCsr<f32>, x: &CudaSlice<f32>, sink: &mut CudaSlice<f32>) -> Result<()> {
+    check_operands(a, x.len(), sink.len())?;
+    if a.rows() == 0 || a.nnz() == 0 {
+        return Ok(());
+    }
+    let stream = gpu.stream();
+    let (row_offsets, _g1) = a.row_offsets.device_ptr(stream);
+    let (column_indices, _g2) = a.column_indices.device_ptr(stream);
+    let (x_ptr, _g3) = x.device_ptr(stream);
+    let (y_ptr, _g4) = sink.device_ptr_mut(stream);
+    let params = SpmvCsrParams {
+        m: a.rows() as i32,
+        k: a.cols() as i32,
+        long_row: i32::MAX,
+        num_long: 0,
+        alpha: 1.0,
+        beta: 0.0,
+        values: 0,
+        row_offsets,
+        column_indices,
+        x: x_ptr,
+        y: y_ptr,
+        long_rows: 0,
+        long_row_chunks: 0,
+        chunk_bounds: 0,
+        partials: 0,
+        column_offsets: 0,
+        overflow: 0,
+    };
+    // Enough blocks for every SM at full occupancy, fewer for a small matrix.
+    let blocks = a.nnz().div_ceil(BLOCK as usize).min(gpu.info().sm_count.max(1) * 8).max(1);
+    let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+    let f = gpu.function(Family::Spmv, "spmv_gather_probe_f32")?;
+    // SAFETY: a grid-stride loop over entries < nnz = row_offsets[m] (validated at upload), each column < k <=
+    // x.len(); warp w < m writes sink[w], sink.len() >= m.
+    unsafe { stream.launch_builder(&f).arg(&params).launch(cfg) }
+        .map_err(Error::driver("launching the SpMV gather probe", 0))?;
+    Ok(())
+}
+
 /// Element-wise bound on |y - y_exact| for the production SpMV, y_exact being the f64 oracle's y on the same
 /// (already rounded) stored inputs.
 ///

@@ -8,7 +8,7 @@ use sprs::CsMat;
 use crate::baseline::cusparse::{Cusparse, CusparseSpmv, SpmvAlg};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::spmv::{spmv, spmv_seed, SeedSpmvWorkspace, SpmvPlan, SpmvStrategy, THREADS_PER_ROW};
+use crate::spmv::{spmv, spmv_gather_probe, spmv_seed, SeedSpmvWorkspace, SpmvPlan, SpmvStrategy, THREADS_PER_ROW};
 use crate::suite::{fastest, json_entry, json_str, load_matrix, matrices_dir, Entry};
 use crate::timing::time_op;
 use crate::{gen, DeviceCsr};
@@ -80,6 +80,9 @@ pub struct SpmvReport {
     pub cusparse: Vec<Entry>,
     /// max |production - cuSPARSE| / max |cuSPARSE|: a sanity check, not the test.
     pub agreement: f64,
+    /// The column indices read and x gathered at each, nothing else ([`spmv_gather_probe`]): what the x gathers
+    /// cost on their own.
+    pub gathers: Entry,
 }
 
 impl SpmvReport {
@@ -115,9 +118,9 @@ pub fn bench_spmv(gpu: &Gpu, problem: &SpmvProblem, warmup: usize, iters: usize)
         time_op(gpu, warmup, iters, || spmv(gpu, &a, &x, 1.0, 0.0, &mut y, &plan)),
     );
     let ours = gpu.stream().clone_dtoh(&y).map_err(Error::driver("downloading y", m * 4))?;
+    let mut strategies = Vec::new();
     let forced =
         THREADS_PER_ROW.iter().map(|&t| SpmvStrategy::Vector { threads_per_row: t }).chain([SpmvStrategy::BlockPerRow]);
-    let mut strategies = Vec::new();
     for strategy in forced {
         let r = SpmvPlan::with_strategy(gpu, &a, strategy)
             .and_then(|p| time_op(gpu, warmup, iters, || spmv(gpu, &a, &x, 1.0, 0.0, &mut y, &p)));
@@ -129,6 +132,9 @@ pub fn bench_spmv(gpu: &Gpu, problem: &SpmvProblem, warmup: usize, iters: usize)
             .and_then(|p| time_op(gpu, warmup, iters, || spmv(gpu, &a, &x, 1.0, 0.0, &mut y, &p)));
         strategies.push(Entry::timed(format!("{}_i32", plan.strategy()), r));
     }
+
+    let gathers =
+        Entry::timed("x_gathers_alone".into(), time_op(gpu, warmup, iters, || spmv_gather_probe(gpu, &a, &x, &mut y)));
 
     let lib = Cusparse::new(gpu)?;
     let mut cusparse = Vec::new();
@@ -158,6 +164,7 @@ pub fn bench_spmv(gpu: &Gpu, problem: &SpmvProblem, warmup: usize, iters: usize)
         strategies,
         cusparse,
         agreement,
+        gathers,
     })
 }
 
@@ -185,7 +192,7 @@ pub fn reports_to_json(reports: &[SpmvReport], copy_gbps: f64) -> String {
             format!(
                 concat!(
                     "{{\"problem\":{},\"m\":{},\"k\":{},\"nnz\":{},\"compulsory_bytes\":{},\"strategy\":{},",
-                    "\"seed\":{},\"production\":{},\"strategies\":[{}],\"cusparse\":[{}],\"agreement\":{}}}"
+                    "\"seed\":{},\"production\":{},\"strategies\":[{}],\"cusparse\":[{}],\"gathers\":{},\"agreement\":{}}}"
                 ),
                 json_str(&r.problem),
                 r.m,
@@ -197,6 +204,7 @@ pub fn reports_to_json(reports: &[SpmvReport], copy_gbps: f64) -> String {
                 json_entry(&r.production),
                 r.strategies.iter().map(json_entry).collect::<Vec<_>>().join(","),
                 r.cusparse.iter().map(json_entry).collect::<Vec<_>>().join(","),
+                json_entry(&r.gathers),
                 if r.agreement.is_finite() { r.agreement.to_string() } else { "null".into() }
             )
         })
@@ -228,11 +236,13 @@ mod tests {
             strategies: vec![entry("vector_t4", Ok(0.3))],
             cusparse: vec![entry("cusparse_CSR_ALG1", Err("not supported".into()))],
             agreement: f64::NAN,
+            gathers: entry("x_gathers_alone", Ok(0.2)),
         };
         let json = reports_to_json(&[r], 3000.0);
         assert!(json.contains(r#""problem":"a\"b""#), "{json}");
         assert!(json.contains(r#"{"name":"cusparse_CSR_ALG1","error":"not supported"}"#), "{json}");
         assert!(json.contains(r#""strategies":[{"name":"vector_t4","ms":0.3}]"#), "{json}");
+        assert!(json.contains(r#""gathers":{"name":"x_gathers_alone","ms":0.2}"#), "{json}");
         assert!(json.contains(r#""agreement":null"#) && json.contains(r#""compulsory_bytes":64"#), "{json}");
     }
 }

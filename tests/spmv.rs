@@ -6,7 +6,7 @@ use common::{gpu_or_skip, POISON};
 use half::{bf16, f16};
 use sprs::CsMat;
 use tilesparse::cpu::oracle;
-use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace, THREADS_PER_ROW};
+use tilesparse::spmv::{spmv_error_bound, spmv_gather_probe, SeedSpmvWorkspace, THREADS_PER_ROW};
 use tilesparse::{gen, spmv, spmv_seed, DeviceCsr, Error, Gpu, Scalar, SpmvPlan, SpmvStrategy};
 
 /// Runs the seed kernel and checks it. The seed sums a row as differences of block prefix sums, so its
@@ -366,4 +366,23 @@ fn sanitizer_spmv_production_small() {
         check_production::<f32>(&gpu, "sanitizer", &a, &x, Some(strategy), 1.0, 1.0, &y_in);
         check_production::<f16>(&gpu, "sanitizer", &a, &x, Some(strategy), 1.0, 0.0, &y_in);
     }
+}
+
+/// The bench's x-gather probe gathers x at every column index once: with small integers in x every partial sum
+/// is exact in f32, so the warps' sums (in a zeroed y with a row for every warp the launch can have) must add up
+/// to the oracle's total exactly, whatever the split over threads. Small enough for compute-sanitizer.
+#[test]
+fn sanitizer_spmv_gather_probe() {
+    let Some(gpu) = gpu_or_skip("sanitizer_spmv_gather_probe") else { return };
+    let a = gen::power_law(3000, 5000, 9.0, 1.5, 31);
+    assert!(a.rows() >= a.nnz() / 32 + 8, "a row of the sink for every warp");
+    let x: Vec<f32> = (0..5000u64).map(|j| ((j.wrapping_mul(2_654_435_761) >> 7) % 7) as f32 - 3.0).collect();
+    let want: f64 = a.indices().iter().map(|&c| x[c] as f64).sum();
+    let dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let x_dev = gpu.stream().clone_htod(&x).unwrap();
+    let mut sink = gpu.stream().clone_htod(&vec![0.0f32; a.rows()]).unwrap();
+    spmv_gather_probe(&gpu, &dev, &x_dev, &mut sink).unwrap();
+    let got: f64 = gpu.stream().clone_dtoh(&sink).unwrap().iter().map(|&v| v as f64).sum();
+    assert_eq!(got, want, "the sum of every gathered x");
+    assert_ne!(want, 0.0, "a total that a missed gather would change");
 }

@@ -117,7 +117,7 @@ __device__ __forceinline__ void spmv_csr_vector(const SpmvCsrParams& p) {
   static_assert(kThreadsPerRow >= 1 && kThreadsPerRow <= 32 && (kThreadsPerRow & (kThreadsPerRow - 1)) == 0,
                 "threads per row must be a power of two in [1, 32] so that subwarps do not straddle warps");
   using Acc = typename Accumulator<Value>::Type;
-  const long long thread = static_cast<long long>(blockIdx.x) * kSpmvBlock + threadIdx.x;
+  const long long thread = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long row_wide = thread / kThreadsPerRow;
   const int lane = threadIdx.x % kThreadsPerRow;
   const int row = row_wide < p.m ? static_cast<int>(row_wide) : -1;
@@ -178,6 +178,32 @@ __device__ __forceinline__ void spmv_csr_fixup(const SpmvCsrParams& p) {
   store_row<Value>(p, __ldg(p.long_rows + i), sum);
 }
 
+/// @brief Measurement only (`tilesparse bench spmv`, the "x gathers alone" line): reads every column index once,
+/// in order, and x at it, four of each in flight per thread, and nothing else (no values, no row pointer but
+/// its last entry, one store per warp into y). Its time is what the x gathers of a CSR SpMV that reads x once
+/// per entry cost by themselves (NOTES.md, "Production SpMV", step 7).
+__device__ __forceinline__ void spmv_gather_probe(const SpmvCsrParams& p) {
+  const float* x = static_cast<const float*>(p.x);
+  const unsigned nnz = static_cast<unsigned>(__ldg(p.row_offsets + p.m));
+  const unsigned stride = gridDim.x * blockDim.x;
+  const unsigned thread = blockIdx.x * blockDim.x + threadIdx.x;
+  float sum = 0.0f;
+  unsigned i = thread;
+  for (; i + 3 * stride < nnz; i += 4 * stride) {
+    int col[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) col[u] = __ldg(p.column_indices + i + u * stride);
+    float v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = __ldg(x + col[u]);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) sum += v[u];
+  }
+  for (; i < nnz; i += stride) sum += __ldg(x + __ldg(p.column_indices + i));
+  sum = group_sum<32>(sum);
+  if (threadIdx.x % 32 == 0 && thread / 32 < static_cast<unsigned>(p.m)) static_cast<float*>(p.y)[thread / 32] = sum;
+}
+
 /// @brief The plan's 16-bit indices: one thread per row writes column - row of each of its entries to
 /// `p.column_offsets`, and sets `*p.overflow` when one does not fit in a short (the plan then keeps the 32-bit
 /// indices; the offsets written are never read).
@@ -200,6 +226,10 @@ __device__ __forceinline__ void spmv_encode_offsets16(const SpmvCsrParams& p) {
 
 extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_encode_offsets16(const ts::SpmvCsrParams p) {
   ts::spmv_encode_offsets16(p);
+}
+
+extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_gather_probe_f32(const ts::SpmvCsrParams p) {
+  ts::spmv_gather_probe(p);
 }
 
 /// @brief The `extern "C"` vector kernel for one (dtype, threads per row); src/spmv.rs builds the same name.

@@ -579,7 +579,7 @@ fn bench_spmv(args: SuiteArgs) -> Result<()> {
     for p in &problems {
         let r = suite_spmv::bench_spmv(&gpu, p, warmup, iters)?;
         println!("\n== {} (m {} k {} nnz {}; production plan {})", r.problem, r.m, r.k, r.nnz, r.strategy);
-        for e in [&r.seed, &r.production].into_iter().chain(&r.strategies).chain(&r.cusparse) {
+        for e in [&r.seed, &r.production].into_iter().chain(&r.strategies).chain(&r.cusparse).chain([&r.gathers]) {
             match &e.ms {
                 Ok(ms) => {
                     let gbps = r.gbps(*ms);
