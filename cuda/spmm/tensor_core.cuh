@@ -60,7 +60,7 @@ struct TcOps<__nv_bfloat16> {
 /// @brief f32 on the tensor cores (3xTF32): x = big + small, big = x rounded to tf32 (cvt.rna), small = x - big
 /// (exact in f32), passed as is (the mma reads its tf32 bits: the low 13 are dropped, a truncation), and
 /// a * b = a_small * b_big + a_big * b_small + a_big * b_big, three mma.m16n8k8.tf32, the small terms first,
-/// summed per k-block from zero and added to the f32 accumulators with round-to-nearest adds. The dropped
+/// summed per k8 half of a k-block from zero and added to the f32 accumulators with round-to-nearest adds. The dropped
 /// a_small * b_small and the truncation of the small parts leave at most 6 * 2^-22 |a b| per product
 /// (src/cpu/oracle.rs, `spmm_error_bound_tf32x3`, derives the whole bound).
 /// big is cvt.rna.tf32.f32 done on the bits: adding half a tf32 ulp (bit 12) to the magnitude and clearing the

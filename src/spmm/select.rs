@@ -58,6 +58,18 @@ impl SpmmConfig {
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
             // n = 128: 42.2 us vs 55 us with a warp per row, unsplit; NOTES.md, "SpMM step 4").
             tile(dtype, 1, 4, 4, 8, 32, 8, n % 32 != 0)
+        } else if dv == 4
+            && n % 128 == 0
+            && m <= 2048
+            && stats.cv <= 2.0
+            && mean <= 64.0
+            && m.saturating_mul(n) >= 1 << 20
+        {
+            // Few short rows and a large C: two rows of 16 threads, k = 16, half the empty slots of a 32-entry
+            // tile (pruned 1536 x 384, n = 1024: 90%, 38 per row, 24.0 us vs 26.5 us with a warp per row; 98%,
+            // 7.7 per row, 14.4 us vs 17.0 us). Not where C is smaller (1536 x 384 at n = 256: 11.9 us vs 10.1
+            // us; 384 x 384, n = 1024: 12.8 vs 13.0 us, a tie; NOTES.md, "SpMM step 11").
+            tile(dtype, 1, 4, 2, 16, 128, 16, false)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and few
             // rows (pruned FFN weights, m <= 1536, n = 1024: 45 us vs 56 us), where it makes the most blocks.
@@ -73,8 +85,13 @@ impl SpmmConfig {
             // Two rows of 16 threads over 128 columns, k = 16: uniform 90%, n = 4096: 1.56 ms vs 1.75 ms
             // (8.8 TFLOP/s); uniform 80%, n = 4096: 2.92 ms vs 3.00 ms.
             tile(dtype, 1, 4, 2, 16, 128, 16, false)
+        } else if dv == 4 && mean <= 600.0 && n % 128 == 0 && n <= 256 && m.saturating_mul(n) >= 1 << 20 {
+            // Rows of a few tiles, small n, C of 2^20 elements or more: two rows of 16 threads over 128 columns
+            // (NOTES.md, "SpMM step 11": 8192 x 2048 at 90%, n = 128, 58.8 us vs 61.6 us; uniform 4096^2, n =
+            // 256, 90% 111 vs 114 us, 95% 59.6 vs 63.7 us; at n = 128 (2^19) it loses: 75.1 vs 59.7 us at 90%).
+            tile(dtype, 1, 4, 2, 16, 128, 16, false)
         } else if dv == 4 && mean <= 600.0 && n % 64 == 0 && n <= 256 {
-            // Rows of a few tiles, small n (uniform 90% and 95%, n = 128 and 256).
+            // Rows of a few tiles, small n (uniform 90% and 95%, n = 128).
             SpmmConfig { launch_bounds: true, ..tile(dtype, 2, 4, 4, 16, 64, 8, false) }
         } else if dv == 4 && mean <= 600.0 {
             // Rows of a few tiles, other n (uniform 90%, n = 4096, before the 128-wide tile: 1.70 vs 1.77 ms).
@@ -172,10 +189,18 @@ mod tests {
         assert_eq!(s(4096, 34, long), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
         assert_eq!(s(4096, 33, long), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
         assert_eq!(s(1536, 1024, 1536 * 115), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        // Short rows in few rows: two rows per block where C has 2^20 elements, else a warp per row.
+        assert_eq!(s(1536, 1024, 1536 * 38), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(s(1536, 1024, 11_796), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(s(1536, 256, 1536 * 38), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(s(384, 1024, 384 * 38), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(55476, 128, 704_476), "spmm_f32_s1d4_y4k8x32w8_u4_nopred"); // copter2
         assert_eq!(s(4096, 36, 4096 * 82), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
         assert_eq!(s(4096, 4096, 4096 * 205), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
         assert_eq!(s(4096, 128, 4096 * 410), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
+        assert_eq!(s(4096, 256, 4096 * 410), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(s(8192, 128, 8192 * 205), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(s(4096, 192, 4096 * 410), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
         assert_eq!(s(4096, 4096, 4096 * 410), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
         assert_eq!(s(4096, 4096, 4096 * 2048), "spmm_f32_s4d4_y4k32x64w8_u4_nopred_lb8");
         assert_eq!(s(4096, 100, 4096 * 410), "spmm_f32_s2d4_y4k16x32w8_u4_pred");
