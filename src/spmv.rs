@@ -209,6 +209,32 @@ const _: () = assert!(std::mem::size_of::<SpmvCsrParams>() == 120, "SpmvCsrParam
 // SAFETY: plain old data with the C layout the kernels expect.
 unsafe impl cudarc::driver::DeviceRepr for SpmvCsrParams {}
 
+impl SpmvCsrParams {
+    /// A's shape and structure (device pointers), every other argument zero or null (no long rows: long_row is
+    /// i32::MAX); each launch sets what its kernel reads.
+    fn structure(m: usize, k: usize, row_offsets: u64, column_indices: u64) -> Self {
+        SpmvCsrParams {
+            m: m as i32,
+            k: k as i32,
+            long_row: i32::MAX,
+            num_long: 0,
+            alpha: 0.0,
+            beta: 0.0,
+            values: 0,
+            row_offsets,
+            column_indices,
+            x: 0,
+            y: 0,
+            long_rows: 0,
+            long_row_chunks: 0,
+            chunk_bounds: 0,
+            partials: 0,
+            column_offsets: 0,
+            overflow: 0,
+        }
+    }
+}
+
 /// The long rows of a [`SpmvStrategy::Split`] plan, cut into chunks, on the device.
 struct LongRows {
     /// (num_long) the rows longer than the strategy's `long_row`, ascending.
@@ -387,23 +413,9 @@ fn encode_offsets16<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<Option<Cud
         let (column_offsets, _g3) = offsets.device_ptr(stream);
         let (overflow_ptr, _g4) = overflow.device_ptr(stream);
         let params = SpmvCsrParams {
-            m: a.rows() as i32,
-            k: a.cols() as i32,
-            long_row: 0,
-            num_long: 0,
-            alpha: 0.0,
-            beta: 0.0,
-            values: 0,
-            row_offsets,
-            column_indices,
-            x: 0,
-            y: 0,
-            long_rows: 0,
-            long_row_chunks: 0,
-            chunk_bounds: 0,
-            partials: 0,
             column_offsets,
             overflow: overflow_ptr,
+            ..SpmvCsrParams::structure(a.rows(), a.cols(), row_offsets, column_indices)
         };
         let f = gpu.function(Family::Spmv, "spmv_encode_offsets16")?;
         let cfg = LaunchConfig {
@@ -457,23 +469,12 @@ pub fn spmv<T: Scalar>(
     let (x_ptr, _g4) = x.device_ptr(stream);
     let (y_ptr, _g5) = y.device_ptr_mut(stream);
     let mut params = SpmvCsrParams {
-        m: a.rows() as i32,
-        k: a.cols() as i32,
-        long_row: i32::MAX,
-        num_long: 0,
         alpha,
         beta,
         values,
-        row_offsets,
-        column_indices,
         x: x_ptr,
         y: y_ptr,
-        long_rows: 0,
-        long_row_chunks: 0,
-        chunk_bounds: 0,
-        partials: 0,
-        column_offsets: 0,
-        overflow: 0,
+        ..SpmvCsrParams::structure(a.rows(), a.cols(), row_offsets, column_indices)
     };
     let offsets16 = plan.offsets16.as_ref().map(|o| o.device_ptr(stream));
     if let Some((ptr, _)) = &offsets16 {
@@ -549,23 +550,9 @@ pub fn spmv_gather_probe(gpu: &Gpu, a: &DeviceCsr<f32>, x: &CudaSlice<f32>, sink
     let (x_ptr, _g3) = x.device_ptr(stream);
     let (y_ptr, _g4) = sink.device_ptr_mut(stream);
     let params = SpmvCsrParams {
-        m: a.rows() as i32,
-        k: a.cols() as i32,
-        long_row: i32::MAX,
-        num_long: 0,
-        alpha: 1.0,
-        beta: 0.0,
-        values: 0,
-        row_offsets,
-        column_indices,
         x: x_ptr,
         y: y_ptr,
-        long_rows: 0,
-        long_row_chunks: 0,
-        chunk_bounds: 0,
-        partials: 0,
-        column_offsets: 0,
-        overflow: 0,
+        ..SpmvCsrParams::structure(a.rows(), a.cols(), row_offsets, column_indices)
     };
     // Enough blocks for every SM at full occupancy, fewer for a small matrix.
     let blocks = a.nnz().div_ceil(BLOCK as usize).min(gpu.info().sm_count.max(1) * 8).max(1);
