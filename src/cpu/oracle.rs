@@ -223,11 +223,11 @@ pub fn max_finite_abs<T: Scalar>(values: &[T]) -> f64 {
 /// largest, an error of at most 9 * 2^-23 (|c| + sum |p|) <= 9 * 2^-23 S_h per mma, S_h the half's share of
 /// S = |A||B|_ij: 27 * 2^-23 S over all halves. The half sums are added to the accumulator in f32 (round to
 /// nearest; a half with no entry in the row adds an exact zero, so at most l adds round), then a window's
-/// ranges (at most 8): gamma(l + 8) S for a row of l entries. Underflow: a small part below 2^-126 may be flushed to zero by the
-/// tensor core, which loses at most 2^-126 |b| (or |a|) per product, and products below 2^-126 at most 2^-126
-/// each: an absolute 2^-124 l (max|a| + max|b| + 1). The oracle's own f64 error is gamma_f64(l) S.
-/// Worst cases: on random data the 3xTF32 kernel's errors are of the order of the FMA kernels' (NOTES.md,
-/// "SpMM step 10"); this bound is about twice [`spmm_error_bound`]'s f32 one at l = 100.
+/// ranges (at most 8): gamma(l + 8) S for a row of l entries. Underflow: a small part below 2^-126 may be
+/// flushed to zero by the tensor core, which loses at most 2^-126 |b| (or |a|) per product, and products below
+/// 2^-126 at most 2^-126 each: an absolute 2^-124 l (max|a| + max|b| + 1). The oracle's own f64 error is
+/// gamma_f64(l) S. Worst cases: on random data the 3xTF32 kernel's errors are 3-5 times below the FMA kernels'
+/// (NOTES.md, "SpMM steps 10 and 11"); this bound is above [`spmm_error_bound`]'s f32 one (unit-tested).
 pub fn spmm_error_bound_tf32x3(
     a_abs_b_abs: &[f64],
     row_lengths: &[usize],
