@@ -60,7 +60,7 @@ struct TcOps<__nv_bfloat16> {
 /// @brief f32 on the tensor cores (3xTF32): x = big + small, big = x rounded to tf32 (cvt.rna), small = x - big
 /// (exact in f32), passed as is (the mma reads its tf32 bits: the low 13 are dropped, a truncation), and
 /// a * b = a_small * b_big + a_big * b_small + a_big * b_big, three mma.m16n8k8.tf32, the small terms first,
-/// summed per k8 half of a k-block from zero and added to the f32 accumulators with round-to-nearest adds. The dropped
+/// summed per k-block from zero and added to the f32 accumulators with round-to-nearest adds. The dropped
 /// a_small * b_small and the truncation of the small parts leave at most 6 * 2^-22 |a b| per product
 /// (src/cpu/oracle.rs, `spmm_error_bound_tf32x3`, derives the whole bound).
 /// big is cvt.rna.tf32.f32 done on the bits: adding half a tf32 ulp (bit 12) to the magnitude and clearing the
@@ -596,11 +596,11 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   };
   const auto multiply = [&](const Fragments& f) {
     if constexpr (kF32) {
-      // Per k8 half h: B's big and small parts ([n8 tile][b0, b1]), then for each row tile A's, and the half's
-      // product summed on the tensor cores from zero (three mma per n8 tile) and added to the accumulators in
-      // f32 (round to nearest): the tensor core truncates its sums, and a long chain of mma into one
-      // accumulator lost 5-9 times the CUDA-core kernels' accuracy on the H100 (NOTES.md, "SpMM step 10").
-      // One half at a time keeps the split parts in 24 registers (NOTES.md, "SpMM step 11").
+      // Per k8 half h: B's big and small parts ([n8 tile][b0, b1]), then for each row tile A's and three mma per
+      // n8 tile into the k-block's partial sums, which start from zero; after both halves they are added to the
+      // accumulators in f32 (round to nearest): the tensor core truncates its sums, and a long chain of mma into
+      // one accumulator lost 5-9 times the CUDA-core kernels' accuracy on the H100 (NOTES.md, "SpMM step 10").
+      float part[2][4][4] = {};
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         unsigned b_big[4][2], b_small[4][2];
@@ -623,18 +623,20 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
             a_big[i] = tf32_big(x[i]);
             a_small[i] = __float_as_uint(x[i] - __uint_as_float(a_big[i]));
           }
-          float part[4][4] = {};
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            mma_tf32(part[j], a_small, b_big[j][0], b_big[j][1]);
-            mma_tf32(part[j], a_big, b_small[j][0], b_small[j][1]);
-            mma_tf32(part[j], a_big, b_big[j][0], b_big[j][1]);
+            mma_tf32(part[mt][j], a_small, b_big[j][0], b_big[j][1]);
+            mma_tf32(part[mt][j], a_big, b_small[j][0], b_small[j][1]);
+            mma_tf32(part[mt][j], a_big, b_big[j][0], b_big[j][1]);
           }
+        }
+      }
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
+      for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[mt][j][e] += part[j][e];
-          }
+        for (int j = 0; j < 4; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[mt][j][e] += part[mt][j][e];
         }
       }
     } else {

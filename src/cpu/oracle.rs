@@ -216,14 +216,14 @@ pub fn max_finite_abs<T: Scalar>(values: &[T]) -> f64 {
 /// bits (error <= 2^-10 |small| <= 2^-21 |x|), call it small'. a * b is computed as a_small' b_big + a_big
 /// b_small' + a_big b_big; the error is a_big (b_small - b_small') + (a_small - a_small') b_big + a_small
 /// b_small, at most (2 * 2^-21 (1 + 2^-11) + 2^-22) |a b| <= 6 * 2^-22 |a b|. The tensor core forms each
-/// product of tf32 values exactly (11 x 11 significant bits). Each k8 half of a k-block (8 slots) is summed on
-/// the tensor cores from zero, three mma.m16n8k8 in a chain, each adding 8 products to the chain's f32 value c.
-/// We do not rely on the tensor core's internal rounding beyond this model: the sum is aligned to the largest
-/// term and truncated, so each of the at most 9 terms loses less than one unit in the last place of the
-/// largest, an error of at most 9 * 2^-23 (|c| + sum |p|) <= 9 * 2^-23 S_h per mma, S_h the half's share of
-/// S = |A||B|_ij: 27 * 2^-23 S over all halves. The half sums are added to the accumulator in f32 (round to
-/// nearest; a half with no entry in the row adds an exact zero, so at most l adds round), then a window's
-/// ranges (at most 8): gamma(l + 8) S for a row of l entries. Underflow: a small part below 2^-126 may be
+/// product of tf32 values exactly (11 x 11 significant bits). Each k-block (16 slots) is summed on the tensor
+/// cores from zero, six mma.m16n8k8 in a chain, each adding 8 products to the chain's f32 value c. We do not
+/// rely on the tensor core's internal rounding beyond this model: the sum is aligned to the largest term and
+/// truncated, so each of the at most 9 terms loses less than one unit in the last place of the largest, an
+/// error of at most 9 * 2^-23 (|c| + sum |p|) <= 9 * 2^-23 S_b per mma, S_b the k-block's share of
+/// S = |A||B|_ij: 54 * 2^-23 S over all k-blocks. The k-block sums are added to the accumulator in f32 (round
+/// to nearest; a k-block with no entry in the row adds an exact zero, so at most l adds round), then a
+/// window's ranges (at most 8): gamma(l + 8) S for a row of l entries. Underflow: a small part below 2^-126 may be
 /// flushed to zero by the tensor core, which loses at most 2^-126 |b| (or |a|) per product, and products below
 /// 2^-126 at most 2^-126 each: an absolute 2^-124 l (max|a| + max|b| + 1). The oracle's own f64 error is
 /// gamma_f64(l) S. Worst cases: on random data the 3xTF32 kernel's errors are 3-5 times below the FMA kernels'
@@ -239,7 +239,7 @@ pub fn spmm_error_bound_tf32x3(
     let u32_ = DType::F32.unit_roundoff();
     let mut bound = Vec::with_capacity(a_abs_b_abs.len());
     for (i, &len) in row_lengths.iter().enumerate() {
-        let coef = 6.0 * 2f64.powi(-22) + 27.0 * 2f64.powi(-23) + gamma(len + 8, u32_) + gamma(len, f64::EPSILON / 2.0);
+        let coef = 6.0 * 2f64.powi(-22) + 54.0 * 2f64.powi(-23) + gamma(len + 8, u32_) + gamma(len, f64::EPSILON / 2.0);
         let floor = 2f64.powi(-124) * len as f64 * (max_abs_a + max_abs_b + 1.0) + 1e-30;
         bound.extend(a_abs_b_abs[i * n..(i + 1) * n].iter().map(|&ab| coef * ab + floor));
     }
@@ -340,7 +340,7 @@ mod tests {
         // One row of 4 entries, |A||B| = 2 and 0 in its two columns, max |a| = 1, max |b| = 3.
         let b = spmm_error_bound_tf32x3(&[2.0, 0.0], &[4], 2, 1.0, 3.0);
         let coef =
-            6.0 * 2f64.powi(-22) + 27.0 * 2f64.powi(-23) + gamma(12, 2f64.powi(-24)) + gamma(4, f64::EPSILON / 2.0);
+            6.0 * 2f64.powi(-22) + 54.0 * 2f64.powi(-23) + gamma(12, 2f64.powi(-24)) + gamma(4, f64::EPSILON / 2.0);
         let floor = 2f64.powi(-124) * 4.0 * 5.0 + 1e-30;
         assert_eq!(b, vec![coef * 2.0 + floor, floor]);
         // Never tighter than the f32 FMA bound of the same row; NaN/Inf in |A||B| leave an infinite bound.

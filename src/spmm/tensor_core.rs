@@ -207,7 +207,7 @@ pub fn select_tensor_core(
     let min_fill = match dtype {
         DType::F16 => 0.25,
         DType::Bf16 => 0.2,
-        DType::F32 => return select_tf32x3(n, wide_fill, counts.wide),
+        DType::F32 => return select_tf32x3(m, n, wide_fill, counts.wide),
         DType::F64 => return None,
     };
     let launch = |columns: usize| {
@@ -231,20 +231,24 @@ pub fn select_tensor_core(
 }
 
 /// The f32 (3xTF32) choice of [`select_tensor_core`]: the wide kernel where its 64-row blocks are at least 40%
-/// full; at least a quarter full with at least 8192 (k-block, 64-column slice) pairs of work; or at least 18%
-/// full (80% sparsity is 20%) with at least 2^15 pairs. Its time is that of the dense blocks, whatever their
-/// fill (H100, NOTES.md "SpMM step 11": uniform 4096^2, n = 4096, 2.42 ms at 50% and 80% sparsity), against the
-/// CUDA-core tiles' time in proportion to nnz. Measured (step 11): 50% full wins at every n (uniform 4096^2,
-/// n = 128: 0.099 vs 0.2 ms); 30% full (pruned 1536 x 384 and 384 x 1536 at 70%) wins at n = 1024 (9216 pairs:
-/// 0.031 vs 0.046 ms, 0.039 vs 0.052 ms), not at n = 256 (2304 pairs: 1536 x 384 0.018 vs 0.015 ms; 384 x 1536
-/// would gain 10%, 0.020 vs 0.022 ms, but the pairs do not tell the two apart) nor the 384 x 384 at n = 1024
-/// (2304: 0.018 vs 0.018 ms); 20% full (uniform 80%) wins from 2^15 pairs: 8192 x 2048, n = 128 0.089 vs
-/// 0.104 ms, 4096^2 n = 256 0.167 vs 0.198 ms, n = 4096 2.42 vs 2.99 ms, and ties at n = 128 (0.100 vs 0.101
-/// ms); 10% full (90%) loses (8192 x 2048, n = 128: 0.090 vs 0.062 ms; the tiles' time falls with nnz, so the
-/// break-even is near 15% full, where nothing was measured).
-fn select_tf32x3(n: usize, wide_fill: f64, wide_blocks: usize) -> Option<TensorCoreConfig> {
+/// full; at least a quarter full with at least 8192 (k-block, 64-column slice) pairs of work, or 2048 pairs when
+/// A has at most 512 rows (the CUDA-core tiles spread over rows, and so few leave them short of warps); or at
+/// least 18% full (80% sparsity is 20%) with at least 2^15 pairs. Its time is that of the dense blocks, whatever
+/// their fill (H100, NOTES.md "SpMM step 11": uniform 4096^2, n = 4096, 2.29 ms at 50% and 2.23 ms at 80%
+/// sparsity), against the CUDA-core tiles' time in proportion to nnz. Measured (step 11): 50% full wins at
+/// every n (uniform 4096^2, n = 128: 0.091 vs 0.2 ms); 30% full (the pruned weights at 70%) wins at n = 1024
+/// on 1536 x 384 and 384 x 1536 (9216 pairs: 0.029 vs 0.046 ms, 0.037 vs 0.052 ms) and with 2304 pairs on the
+/// 384-row ones (384 x 384, n = 1024: 0.0170 vs 0.0181 ms; 384 x 1536, n = 256: 0.0184 vs 0.0220 ms), not on
+/// 1536 x 384 at n = 256 (2304 pairs, 1536 rows: 0.0170 vs 0.0149 ms) nor with 576 pairs (384 x 384, n = 256:
+/// 0.0167 vs 0.0100 ms); 20% full (uniform 80%) wins from 2^15 pairs: 8192 x 2048, n = 128 0.084 vs 0.104 ms,
+/// 4096^2 n = 128 0.090 vs 0.101 ms, n = 256 0.155 vs 0.198 ms, n = 4096 2.23 vs 2.99 ms; 10% full (90%) loses
+/// (8192 x 2048, n = 128: 0.084 vs 0.059 ms; the tiles' time falls with nnz, so the break-even is near 14% full,
+/// where nothing was measured).
+fn select_tf32x3(m: usize, n: usize, wide_fill: f64, wide_blocks: usize) -> Option<TensorCoreConfig> {
     let work = wide_blocks * n.div_ceil(64);
-    let wins = wide_fill >= 0.4 || (wide_fill >= 0.25 && work >= 8192) || (wide_fill >= 0.18 && work >= 1 << 15);
+    let quarter_work = if m <= 512 { 2048 } else { 8192 };
+    let wins =
+        wide_fill >= 0.4 || (wide_fill >= 0.25 && work >= quarter_work) || (wide_fill >= 0.18 && work >= 1 << 15);
     wins.then_some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n: 8 })
 }
 
@@ -820,7 +824,11 @@ mod tests {
         assert_eq!(sel(DType::F32, 8192, 128, 1_677_722, 53_500, 16_384), None);
         assert_eq!(sel(DType::F32, 1536, 256, 176_947, 2_304, 576), None);
         assert_eq!(sel(DType::F32, 1536, 1024, 176_947, 2_304, 576), Some((64, 8)));
-        assert_eq!(sel(DType::F32, 384, 1024, 44_237, 576, 144), None);
+        // The 384-row weights at 70% (30% full) from 2048 pairs: 384 x 384 at n = 1024 (144 x 16), 384 x 1536 at
+        // n = 256 (576 x 4); not 384 x 384 at n = 256 (144 x 4).
+        assert_eq!(sel(DType::F32, 384, 1024, 44_237, 576, 144), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 384, 256, 176_947, 2_304, 576), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 384, 256, 44_237, 576, 144), None);
         // Not for f64, n not a multiple of 8, nnz = 0.
         assert_eq!(sel(DType::F64, 4096, 128, 8_388_608, 65_536, 16_384), None);
         assert_eq!(sel(DType::F32, 4096, 100, 8_388_608, 65_536, 16_384), None);
