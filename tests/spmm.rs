@@ -454,11 +454,11 @@ fn rows_cleared(a: &CsMat<f32>, cleared: std::ops::Range<usize>) -> CsMat<f32> {
     from_triplets(a.rows(), a.cols(), &entries)
 }
 
-/// The tensor-core SpMM (f16, bf16: both window heights; f32 in 3xTF32: the wide kernel), on awkward shapes: m not a multiple of 16 or 64,
-/// empty rows, 16-row tiles of a 64-row window with no entries, a whole 64-row window without entries (no
-/// k-blocks) between full ones, one dense row (a window of many k-blocks),
-/// nnz = 0, m = 1, k = 1, tall and wide, banded, power law; n from 8 (one tile, most of a warp's columns past
-/// n) to 264 (column blocks partly past n).
+/// The tensor-core SpMM (f16, bf16: both window heights; f32 in 3xTF32: the wide kernel), on awkward shapes: m
+/// not a multiple of 16 or 64, empty rows, 16-row tiles of a 64-row window with no entries, a whole 64-row
+/// window without entries (no k-blocks) between full ones, one dense row (a window of many k-blocks), nnz = 0,
+/// m = 1, k = 1, tall and wide, banded, power law; n from 8 (one tile, most of a warp's columns past n) to 264
+/// (column blocks partly past n).
 #[test]
 fn tensor_core_matches_the_oracle_on_awkward_shapes() {
     let Some(gpu) = gpu_or_skip("tensor_core_matches_the_oracle_on_awkward_shapes") else { return };

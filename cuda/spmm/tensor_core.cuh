@@ -652,26 +652,12 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     }
   };
   // Ring slots as counters (no modulo in the loop), in step b: stage = b % kStages (block b's slot, refilled
-  // with block b + kStages), column_read = (b + kStages) % (2 kStages), column_write = b % (2 kStages).
+  // with block b + kStages), column_read = (b + kStages) % (2 kStages), column_write = b % (2 kStages); the f32
+  // loop refills one step later (its comment).
   const auto next = [](int x, int ring) { return x + 1 == ring ? 0 : x + 1; };
   int stage = 0;
   int column_read = kStages;
   int column_write = 0;
-  const auto step = [&](int b, const Fragments& current, Fragments& following) {
-    cp_async_wait<kStages - 2>();  // group b + 1: block b + 1, the columns of block b + kStages + 1
-    __syncthreads();
-    const int stage_next = next(stage, kStages);
-    if (b + 1 < blocks) fetch(following, stage_next);
-    multiply(current);
-    if (b + kStages < blocks) {
-      load(b + kStages, stage, [&](int row) { return c_ring[column_read][row]; });
-    }
-    copy_columns(b + 2 * kStages, column_write);
-    cp_async_commit();
-    stage = stage_next;
-    column_read = next(column_read, 2 * kStages);
-    column_write = next(column_write, 2 * kStages);
-  };
   if constexpr (kF32) {
     // f32 keeps one set of fragments in registers (the double-buffered pair and the split parts would need
     // more than the 128 registers of four blocks per SM): step b loads block b's fragments after the barrier
@@ -699,6 +685,23 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       column_write = next(column_write, 2 * kStages);
     }
   } else {
+    // Step b of the f16/bf16 pipeline (see above): fragments of block b + 1 into `following`, the mma of block
+    // b from `current`, slot b % kStages refilled with block b + kStages.
+    const auto step = [&](int b, const Fragments& current, Fragments& following) {
+      cp_async_wait<kStages - 2>();  // group b + 1: block b + 1, the columns of block b + kStages + 1
+      __syncthreads();
+      const int stage_next = next(stage, kStages);
+      if (b + 1 < blocks) fetch(following, stage_next);
+      multiply(current);
+      if (b + kStages < blocks) {
+        load(b + kStages, stage, [&](int row) { return c_ring[column_read][row]; });
+      }
+      copy_columns(b + 2 * kStages, column_write);
+      cp_async_commit();
+      stage = stage_next;
+      column_read = next(column_read, 2 * kStages);
+      column_write = next(column_write, 2 * kStages);
+    };
     Fragments even, odd;
     cp_async_wait<kStages - 1>();  // group 0: block 0
     __syncthreads();
