@@ -27,6 +27,11 @@ fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u32, pred: bo
     }
 }
 
+/// Two rows of 16 threads over 128 columns, k = 16, launch-bounded to 16 blocks per SM (128 registers).
+fn wide_lb16(dtype: DType) -> SpmmConfig {
+    SpmmConfig { launch_bounds: true, min_occupancy: 16, ..tile(dtype, 1, 4, 2, 16, 128, 16, false) }
+}
+
 impl SpmmConfig {
     /// Chooses a compiled config for C (m x n) = A (m x k, nnz stored entries) * B (k x n), knowing only the
     /// mean row length. [`SpmmConfig::select_with_stats`] also sees how uneven the rows are.
@@ -68,8 +73,9 @@ impl SpmmConfig {
             // Few short rows and a large C: two rows of 16 threads, k = 16, half the empty slots of a 32-entry
             // tile (pruned 1536 x 384, n = 1024: 90%, 38 per row, 24.0 us vs 26.5 us with a warp per row; 98%,
             // 7.7 per row, 14.4 us vs 17.0 us). Not where C is smaller (1536 x 384 at n = 256: 11.9 us vs 10.1
-            // us; 384 x 384, n = 1024: 12.8 vs 13.0 us, a tie; NOTES.md, "SpMM step 11").
-            tile(dtype, 1, 4, 2, 16, 128, 16, false)
+            // us; 384 x 384, n = 1024: 12.8 vs 13.0 us, a tie; NOTES.md, "SpMM step 11"). Held to 128 registers
+            // (16 blocks per SM): 90% 23.4 vs 24.0 us, 98% 13.2 vs 14.4 us (NOTES.md, "SpMM step 12").
+            wide_lb16(dtype)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and few
             // rows (pruned FFN weights, m <= 1536, n = 1024: 45 us vs 56 us), where it makes the most blocks.
@@ -77,6 +83,19 @@ impl SpmmConfig {
         } else if dv == 4 && stats.cv > 2.0 {
             // Skewed rows with narrower n: Sputnik's default tile (email-Enron, n = 32: 28 us; k = 8: 54 us).
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
+        } else if dv == 4
+            && n % 128 == 0
+            && n <= 256
+            && (64.0..=600.0).contains(&mean)
+            && m.saturating_mul(n) >= 1 << 19
+        {
+            // Many rows of 64-600 entries, small n: two rows of 16 threads over 128 columns at 128 registers, 16
+            // blocks per SM. At 168 registers 12 fit, and 2^19 elements of C make 2048 blocks, more than 12 per
+            // SM. Uniform 4096^2 (NOTES.md, "SpMM step 12"): 98%, n = 128, 14.9 vs 17.4 us (the best before it);
+            // 95% 27.1 vs 33.2 us; 90% 51.4 vs 56.5 us; n = 256: 98% 29.4 vs 31.2, 95% 49.9 vs 59.7, 90% 98.3 vs
+            // 110.5 us; 8192 x 2048 at 90%, n = 128, 50.7 vs 58.6 us. Not the pruned 384- and 1536-row weights
+            // at n = 256 (fewer blocks than slots: 13.5 vs 9.8 us, 384 x 384 at 70%).
+            wide_lb16(dtype)
         } else if dv == 4 && (mean <= 100.0 || (mean <= 250.0 && n > 256)) {
             // Short rows waste most of a 32-entry tile (copter2, 12.7 per row, n = 128: 58 us vs 94 us;
             // uniform 98%, n = 4096: 450 us vs 595 us; uniform 95%, n = 4096: 924 us vs 966 us with k = 16).
@@ -84,11 +103,6 @@ impl SpmmConfig {
         } else if dv == 4 && mean <= 1000.0 && n % 128 == 0 && n > 256 {
             // Two rows of 16 threads over 128 columns, k = 16: uniform 90%, n = 4096: 1.56 ms vs 1.75 ms
             // (8.8 TFLOP/s); uniform 80%, n = 4096: 2.92 ms vs 3.00 ms.
-            tile(dtype, 1, 4, 2, 16, 128, 16, false)
-        } else if dv == 4 && mean <= 600.0 && n % 128 == 0 && n <= 256 && m.saturating_mul(n) >= 1 << 20 {
-            // Rows of a few tiles, small n, C of 2^20 elements or more: two rows of 16 threads over 128 columns
-            // (NOTES.md, "SpMM step 11": 8192 x 2048 at 90%, n = 128, 58.8 us vs 61.6 us; uniform 4096^2, n =
-            // 256, 90% 111 vs 114 us, 95% 59.6 vs 63.7 us; at n = 128 (2^19) it loses: 75.1 vs 59.7 us at 90%).
             tile(dtype, 1, 4, 2, 16, 128, 16, false)
         } else if dv == 4 && mean <= 600.0 && n % 64 == 0 && n <= 256 {
             // Rows of a few tiles, small n (uniform 90% and 95%, n = 128).
@@ -190,16 +204,20 @@ mod tests {
         assert_eq!(s(4096, 33, long), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
         assert_eq!(s(1536, 1024, 1536 * 115), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         // Short rows in few rows: two rows per block where C has 2^20 elements, else a warp per row.
-        assert_eq!(s(1536, 1024, 1536 * 38), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
-        assert_eq!(s(1536, 1024, 11_796), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(s(1536, 1024, 1536 * 38), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        assert_eq!(s(1536, 1024, 11_796), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
         assert_eq!(s(1536, 256, 1536 * 38), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(384, 1024, 384 * 38), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(55476, 128, 704_476), "spmm_f32_s1d4_y4k8x32w8_u4_nopred"); // copter2
         assert_eq!(s(4096, 36, 4096 * 82), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
         assert_eq!(s(4096, 4096, 4096 * 205), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
-        assert_eq!(s(4096, 128, 4096 * 410), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
-        assert_eq!(s(4096, 256, 4096 * 410), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
-        assert_eq!(s(8192, 128, 8192 * 205), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        // Many rows of 64-600 entries at n = 128 or 256: the 128-register wide tile.
+        assert_eq!(s(4096, 128, 4096 * 410), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        assert_eq!(s(4096, 256, 4096 * 410), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        assert_eq!(s(8192, 128, 8192 * 205), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        assert_eq!(s(4096, 128, 4096 * 82), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        assert_eq!(s(4096, 128, 4096 * 63), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
+        assert_eq!(s(4096, 64, 4096 * 410), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
         assert_eq!(s(4096, 192, 4096 * 410), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
         assert_eq!(s(4096, 4096, 4096 * 410), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
         assert_eq!(s(4096, 4096, 4096 * 2048), "spmm_f32_s4d4_y4k32x64w8_u4_nopred_lb8");
