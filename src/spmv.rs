@@ -134,6 +134,8 @@ const FIXUP_BLOCK: u32 = 128;
 /// Entries per chunk of a long row in [`SpmvStrategy::Split`]: 16 per thread of a 256-thread block, so the
 /// longest row costs one wave of blocks instead of one block's serial walk.
 pub const CHUNK: usize = 4096;
+/// Entries per tile of [`SpmvStrategy::Segmented`]: 8 per thread of a 256-thread block (`ts::kSegmentTile`).
+pub const SEGMENT_TILE: usize = 2048;
 /// Mean row length from which [`SpmvPlan::choose`] gives every row a whole block.
 pub const BLOCK_PER_ROW_MEAN: f64 = 512.0;
 /// Row-length coefficient of variation above which a matrix with rows past the vector kernel's reach is split.
@@ -150,6 +152,10 @@ pub enum SpmvStrategy {
     /// Rows of at most `long_row` entries by the vector kernel; the longer ones, listed when the plan is made, in
     /// chunks of [`CHUNK`] entries, one block each, whose partial sums a fix-up kernel adds in chunk order.
     Split { threads_per_row: u32, long_row: u32 },
+    /// Tiles of [`SEGMENT_TILE`] consecutive entries, one block each, whatever rows they hold: the same work per
+    /// block however skewed the rows, rows kept in order. A segmented scan sums each row's part of a tile; rows
+    /// that run past their tile are finished by a fix-up kernel from the tiles' partial sums, in tile order.
+    Segmented,
 }
 
 impl std::fmt::Display for SpmvStrategy {
@@ -158,6 +164,7 @@ impl std::fmt::Display for SpmvStrategy {
             SpmvStrategy::Vector { threads_per_row } => write!(f, "vector_t{threads_per_row}"),
             SpmvStrategy::BlockPerRow => f.write_str("block_per_row"),
             SpmvStrategy::Split { threads_per_row, long_row } => write!(f, "split_t{threads_per_row}_long{long_row}"),
+            SpmvStrategy::Segmented => f.write_str("segmented"),
         }
     }
 }
@@ -170,6 +177,8 @@ enum ProductionKernel {
     VectorOffsets16(u32),
     Block,
     Fixup,
+    Segmented,
+    SegmentedFixup,
 }
 
 impl ProductionKernel {
@@ -179,6 +188,8 @@ impl ProductionKernel {
             ProductionKernel::VectorOffsets16(t) => format!("spmv_csr_vector_{dtype}_t{t}_i16"),
             ProductionKernel::Block => format!("spmv_csr_block_{dtype}"),
             ProductionKernel::Fixup => format!("spmv_csr_fixup_{dtype}"),
+            ProductionKernel::Segmented => format!("spmv_csr_segmented_{dtype}"),
+            ProductionKernel::SegmentedFixup => format!("spmv_csr_segmented_fixup_{dtype}"),
         }
     }
 }
@@ -204,8 +215,9 @@ struct SpmvCsrParams {
     partials: u64,
     column_offsets: u64,
     overflow: u64,
+    tile_rows: u64,
 }
-const _: () = assert!(std::mem::size_of::<SpmvCsrParams>() == 120, "SpmvCsrParams must match cuda/common/params.cuh");
+const _: () = assert!(std::mem::size_of::<SpmvCsrParams>() == 128, "SpmvCsrParams must match cuda/common/params.cuh");
 // SAFETY: plain old data with the C layout the kernels expect.
 unsafe impl cudarc::driver::DeviceRepr for SpmvCsrParams {}
 
@@ -231,6 +243,7 @@ impl SpmvCsrParams {
             partials: 0,
             column_offsets: 0,
             overflow: 0,
+            tile_rows: 0,
         }
     }
 }
@@ -247,6 +260,16 @@ struct LongRows {
     partials: CudaSlice<f64>,
     num_long: usize,
     chunks: usize,
+}
+
+/// The entry tiles of a [`SpmvStrategy::Segmented`] plan, on the device.
+struct EntryTiles {
+    /// (count + 1) the first row starting in each tile, then m.
+    rows: CudaSlice<i32>,
+    /// (2 * count) each tile's head (its first row's part, when that row began before the tile), then each tile's
+    /// tail (its last row's part, when that row runs past the tile); f64 for f64 matrices, f32 otherwise.
+    partials: CudaSlice<f64>,
+    count: usize,
 }
 
 /// The host side of a split: long rows, each one's first chunk, and every chunk's entry range.
@@ -282,6 +305,7 @@ pub struct SpmvPlan {
     nnz: usize,
     matrix: u64,
     long: Option<LongRows>,
+    tiles: Option<EntryTiles>,
     offsets16: Option<CudaSlice<i16>>,
 }
 
@@ -298,12 +322,17 @@ impl SpmvPlan {
     ///   27-point Laplacian (26.7 per row) runs at 92% of copy bandwidth with T = 4 and at 57% with T = 16
     ///   (the first rule, mean / 2); uniform 16 per row is within 2% for T = 2..16;
     /// - skewed (cv > [`SKEWED_CV`]) with rows longer than `long_row` = max(32 T, 256) (rows a subwarp would
-    ///   walk for more than 32 steps): [`SpmvStrategy::Split`] with those rows chunked over blocks;
+    ///   walk for more than 32 steps): [`SpmvStrategy::Segmented`], the same work per block whatever the rows.
+    ///   Measured on the H100 (NOTES.md, "Production SpMV", step 8): the 67 M-entry power law 0.582 ms against
+    ///   0.665 ms with the split of step 2 ([`SpmvStrategy::Split`], still available) and cuSPARSE's 0.593 ms;
+    ///   not where rows are even, where the matrix stream bounds the time (27-point Laplacian: 0.399 ms vs
+    ///   0.264 ms with the vector kernel);
     /// - except a small matrix (nnz <= [`SMALL_NNZ`]) whose longest row a warp walks in at most 64 steps (max <=
     ///   2048): one vector kernel with the subwarp widened to max / 64 lanes (up to 32), since at that size the
     ///   split's two extra launches are the cost. Measured on the H100 (NOTES.md, "Production SpMV", step 3):
     ///   email-Enron (367 662 entries, longest row 1383) 19.0 us split (t2, long rows over 256) vs 9.2 us with
     ///   t32 and 10.4 us with t16; on the 67 M-entry power law a t32 vector kernel is 1.9x slower than the split.
+    ///   The entry tiles' two launches cost the small real matrices 1.5-3 us each (step 8).
     pub fn choose(stats: &RowStats, rows: usize, nnz: usize) -> SpmvStrategy {
         if rows == 0 || nnz == 0 {
             return SpmvStrategy::Vector { threads_per_row: 1 };
@@ -319,7 +348,7 @@ impl SpmvPlan {
                 let wide = (stats.max.div_ceil(64).next_power_of_two() as u32).clamp(threads_per_row, 32);
                 return SpmvStrategy::Vector { threads_per_row: wide };
             }
-            SpmvStrategy::Split { threads_per_row, long_row }
+            SpmvStrategy::Segmented
         } else {
             SpmvStrategy::Vector { threads_per_row }
         }
@@ -376,13 +405,17 @@ impl SpmvPlan {
             }
             _ => None,
         };
+        let tiles = match strategy {
+            SpmvStrategy::Segmented => Some(entry_tiles(gpu, a)?),
+            _ => None,
+        };
         let offsets16 = match strategy {
             SpmvStrategy::Vector { .. } | SpmvStrategy::Split { .. } if offsets16 && a.nnz() > 0 => {
                 encode_offsets16(gpu, a)?
             }
             _ => None,
         };
-        Ok(SpmvPlan { strategy, rows: a.rows(), cols: a.cols(), nnz: a.nnz(), matrix: a.id(), long, offsets16 })
+        Ok(SpmvPlan { strategy, rows: a.rows(), cols: a.cols(), nnz: a.nnz(), matrix: a.id(), long, tiles, offsets16 })
     }
 
     /// Whether the vector kernel reads 16-bit column offsets (see the type's documentation).
@@ -399,6 +432,39 @@ impl SpmvPlan {
     pub fn long_rows(&self) -> usize {
         self.long.as_ref().map_or(0, |l| l.num_long)
     }
+}
+
+/// The entry tiles of A: one binary search of the row pointer per tile, on the device (`spmv_tile_rows`). At least
+/// one tile, so that a matrix without entries still gets its (empty) rows written.
+fn entry_tiles<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<EntryTiles> {
+    let stream = gpu.stream();
+    let count = a.nnz().div_ceil(SEGMENT_TILE).max(1);
+    let mut rows = stream
+        .alloc_zeros::<i32>(count + 1)
+        .map_err(Error::driver("allocating the SpMV tile rows", (count + 1) * 4))?;
+    let partials =
+        stream.alloc_zeros::<f64>(2 * count).map_err(Error::driver("allocating the SpMV tile partials", 16 * count))?;
+    {
+        let (row_offsets, _g1) = a.row_offsets.device_ptr(stream);
+        let (column_indices, _g2) = a.column_indices.device_ptr(stream);
+        let (tile_rows, _g3) = rows.device_ptr_mut(stream);
+        let params = SpmvCsrParams {
+            num_long: count as i32,
+            tile_rows,
+            ..SpmvCsrParams::structure(a.rows(), a.cols(), row_offsets, column_indices)
+        };
+        let f = gpu.function(Family::Spmv, "spmv_tile_rows")?;
+        let cfg = LaunchConfig {
+            grid_dim: ((count + 1).div_ceil(BLOCK as usize) as u32, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: threads t <= count write tile_rows[t] (count + 1 of them) and read row_offsets[0..m) (validated at
+        // upload, m + 1 long).
+        unsafe { stream.launch_builder(&f).arg(&params).launch(cfg) }
+            .map_err(Error::driver("launching the SpMV tile search", 0))?;
+    }
+    Ok(EntryTiles { rows, partials, count })
 }
 
 /// A's column - row offsets as i16, or None when one does not fit (or there is no memory for them: they are an
@@ -486,6 +552,26 @@ pub fn spmv<T: Scalar>(
         shared_mem_bytes: 0,
     };
     let threads_per_row = match plan.strategy {
+        SpmvStrategy::Segmented => {
+            let tiles = plan.tiles.as_ref().expect("a segmented plan holds its tiles");
+            let (rows_ptr, _g6) = tiles.rows.device_ptr(stream);
+            let (partials_ptr, _g7) = tiles.partials.device_ptr(stream);
+            (params.tile_rows, params.partials, params.num_long) = (rows_ptr, partials_ptr, tiles.count as i32);
+            let f = gpu.function(Family::Spmv, &ProductionKernel::Segmented.name(dtype))?;
+            // SAFETY: one block per tile < count; the tiles were cut from this matrix (the identity check above):
+            // a block reads entries [b * SEGMENT_TILE, min(nnz, (b + 1) * SEGMENT_TILE)) and rows tile_rows[b]
+            // ..< tile_rows[b + 1] <= m with their row pointer entries (< m + 1); columns < k <= x.len(); each
+            // row's y is written by one thread (the block its row starts in, or the fix-up); partials holds 2 *
+            // count f64 >= the accumulation type.
+            unsafe { stream.launch_builder(&f).arg(&params).launch(grid(tiles.count * BLOCK as usize, BLOCK)) }
+                .map_err(Error::driver("launching the segmented SpMV", 0))?;
+            let fixup = gpu.function(Family::Spmv, &ProductionKernel::SegmentedFixup.name(dtype))?;
+            // SAFETY: one thread per tile < count; it reads tile_rows, the row pointer at tile_rows[t + 1] <= m and
+            // the partials of the tiles its row covers (< count, since the row ends at or before nnz).
+            unsafe { stream.launch_builder(&fixup).arg(&params).launch(grid(tiles.count, FIXUP_BLOCK)) }
+                .map_err(Error::driver("launching the segmented SpMV fix-up", 0))?;
+            return Ok(());
+        }
         SpmvStrategy::BlockPerRow => {
             let f = gpu.function(Family::Spmv, &ProductionKernel::Block.name(dtype))?;
             // SAFETY: one block per row < m; A was validated at upload (offsets monotone and <= nnz, columns
@@ -619,7 +705,7 @@ mod tests {
     }
 
     #[test]
-    fn choose_gives_long_uniform_rows_a_block_and_splits_skewed_matrices() {
+    fn choose_gives_long_uniform_rows_a_block_and_skewed_matrices_entry_tiles() {
         let (s, m, nnz) = stats(&vec![2000; 100]);
         assert_eq!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::BlockPerRow);
         // Power-law-like: mostly short rows, a few very long ones.
@@ -628,7 +714,7 @@ mod tests {
         lens[500] = 3_000;
         let (s, m, nnz) = stats(&lens);
         assert!(s.cv > SKEWED_CV);
-        assert!(matches!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Split { threads_per_row: 4, long_row: 256 }));
+        assert_eq!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Segmented);
         // A small skewed graph like email-Enron (hubs among short rows, longest row 1383): one kernel, a warp
         // per row.
         let hubs = |rows: usize| -> Vec<usize> {
@@ -647,10 +733,10 @@ mod tests {
         let (s, m, nnz) = stats(&hubs(30_000));
         assert!(s.cv > SKEWED_CV && nnz <= SMALL_NNZ);
         assert_eq!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Vector { threads_per_row: 32 });
-        // The same rows in a matrix past SMALL_NNZ entries: split.
+        // The same rows in a matrix past SMALL_NNZ entries: entry tiles.
         let (s, m, nnz) = stats(&hubs(500_000));
         assert!(s.cv > SKEWED_CV && nnz > SMALL_NNZ);
-        assert!(matches!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Split { threads_per_row: 2, long_row: 256 }));
+        assert_eq!(SpmvPlan::choose(&s, m, nnz), SpmvStrategy::Segmented);
         // Skewed but every row within the vector kernel's reach: no split.
         let mut lens = vec![1usize; 10_000];
         lens[3] = 200;
@@ -676,10 +762,16 @@ mod tests {
         assert_eq!(ProductionKernel::Vector(16).name(DType::Bf16), "spmv_csr_vector_bf16_t16");
         assert_eq!(ProductionKernel::Block.name(DType::F64), "spmv_csr_block_f64");
         assert_eq!(ProductionKernel::Fixup.name(DType::F16), "spmv_csr_fixup_f16");
+        assert_eq!(ProductionKernel::Segmented.name(DType::F32), "spmv_csr_segmented_f32");
+        assert_eq!(ProductionKernel::SegmentedFixup.name(DType::F64), "spmv_csr_segmented_fixup_f64");
         // The CUDA side pastes the same names from these macros: every dtype and width must be instantiated.
         let cu = include_str!("../cuda/spmv/spmv_csr.cu");
         assert!(cu.contains("spmv_csr_vector_##tag##_t##threads"), "vector kernel name pattern changed");
         assert!(cu.contains("spmv_csr_block_##tag") && cu.contains("spmv_csr_fixup_##tag"), "name pattern changed");
+        assert!(cu.contains("spmv_csr_segmented_##tag") && cu.contains("spmv_csr_segmented_fixup_##tag"));
+        // SEGMENT_TILE mirrors kSpmvBlock * kSegmentItems.
+        assert!(cu.contains("constexpr int kSpmvBlock = 256;") && cu.contains("constexpr int kSegmentItems = 8;"));
+        assert_eq!(SEGMENT_TILE, 256 * 8);
         for dtype in [DType::F32, DType::F64, DType::F16, DType::Bf16] {
             assert!(cu.contains(&format!("TILESPARSE_SPMV_DTYPE({dtype}, ")), "{dtype} is not instantiated");
         }

@@ -119,8 +119,10 @@ pub fn bench_spmv(gpu: &Gpu, problem: &SpmvProblem, warmup: usize, iters: usize)
     );
     let ours = gpu.stream().clone_dtoh(&y).map_err(Error::driver("downloading y", m * 4))?;
     let mut strategies = Vec::new();
-    let forced =
-        THREADS_PER_ROW.iter().map(|&t| SpmvStrategy::Vector { threads_per_row: t }).chain([SpmvStrategy::BlockPerRow]);
+    let forced = THREADS_PER_ROW
+        .iter()
+        .map(|&t| SpmvStrategy::Vector { threads_per_row: t })
+        .chain([SpmvStrategy::BlockPerRow, SpmvStrategy::Segmented]);
     for strategy in forced {
         let r = SpmvPlan::with_strategy(gpu, &a, strategy)
             .and_then(|p| time_op(gpu, warmup, iters, || spmv(gpu, &a, &x, 1.0, 0.0, &mut y, &p)));

@@ -116,7 +116,7 @@ fn production_spmv_16_bit_offsets_at_the_edges_of_their_range() {
         let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
         for strategy in all_strategies() {
             let plan = SpmvPlan::with_strategy(&gpu, &a_dev, strategy).unwrap();
-            let vector = strategy != SpmvStrategy::BlockPerRow;
+            let vector = matches!(strategy, SpmvStrategy::Vector { .. } | SpmvStrategy::Split { .. });
             assert_eq!(plan.offsets16(), expect && vector, "{what}, {strategy}");
             check_production::<f32>(&gpu, what, a, &x, Some(strategy), 1.0, 0.5, &y_in);
         }
@@ -141,14 +141,15 @@ fn sanitizer_spmv_seed_small() {
     check(&gpu, "sanitizer", &a, 1.0, 1.0, &gen::dense_matrix(300, 1, 1));
 }
 
-/// Every strategy, forced: each vector width, block per row, and splits with a low threshold (many long rows,
-/// several chunks each) and with the default-like one.
+/// Every strategy, forced: each vector width, block per row, splits with a low threshold (many long rows,
+/// several chunks each) and with the default-like one, and the entry tiles.
 fn all_strategies() -> Vec<SpmvStrategy> {
     let mut v: Vec<SpmvStrategy> =
         THREADS_PER_ROW.iter().map(|&threads_per_row| SpmvStrategy::Vector { threads_per_row }).collect();
     v.push(SpmvStrategy::BlockPerRow);
     v.push(SpmvStrategy::Split { threads_per_row: 4, long_row: 8 });
     v.push(SpmvStrategy::Split { threads_per_row: 32, long_row: 1024 });
+    v.push(SpmvStrategy::Segmented);
     v
 }
 
@@ -311,7 +312,9 @@ fn production_spmv_on_real_matrices() {
         let a = tilesparse::suite::load_matrix(&common::data_path(file)).unwrap();
         let x = gen::dense_matrix(a.cols(), 1, 19);
         let y_in = gen::dense_matrix(a.rows(), 1, 20);
-        for strategy in [None, Some(SpmvStrategy::Split { threads_per_row: 8, long_row: 4 })] {
+        for strategy in
+            [None, Some(SpmvStrategy::Split { threads_per_row: 8, long_row: 4 }), Some(SpmvStrategy::Segmented)]
+        {
             check_production::<f32>(&gpu, file, &a, &x, strategy, 1.0, 0.5, &y_in);
             check_production::<f64>(&gpu, file, &a, &x, strategy, -2.0, 0.0, &y_in);
         }
@@ -350,6 +353,52 @@ fn production_spmv_refuses_bad_operands() {
     assert!(matches!(r, Err(Error::InvalidConfig { .. })), "3 threads per row: {:?}", r.err());
 }
 
+/// A CSR matrix with these row lengths, k columns: row i's entries at evenly spaced columns, random values.
+fn with_row_lengths(lens: &[usize], k: usize, seed: u64) -> CsMat<f32> {
+    let mut rng = gen::Rng::new(seed);
+    let (mut indptr, mut indices, mut data) = (vec![0usize], Vec::new(), Vec::new());
+    for &len in lens {
+        assert!(len <= k);
+        indices.extend((0..len).map(|i| i * (k / len.max(1)) + (k % len.max(1)) / 2));
+        data.extend((0..len).map(|_| rng.range(-1.0, 1.0) as f32));
+        indptr.push(indices.len());
+    }
+    CsMat::new((lens.len(), k), indptr, indices, data)
+}
+
+/// The entry tiles' edges (SEGMENT_TILE = 2048 entries): empty rows before the first entry, at a tile's start and
+/// after the last entry; a row that fills tile 0 exactly; rows that cross one, two and 97 tile boundaries; a
+/// crossing row that ends exactly on a boundary; rows of one entry; nnz a multiple of the tile and not.
+#[test]
+fn production_spmv_segmented_at_tile_edges() {
+    let Some(gpu) = gpu_or_skip("production_spmv_segmented_at_tile_edges") else { return };
+    let tile = tilesparse::spmv::SEGMENT_TILE;
+    let mut lens = vec![0, 0, 0, tile, 0, 0, 5000];
+    // From 2048 + 5000 = 7048 to the end of tile 4 (5 * 2048), crossing two boundaries and ending on the third.
+    lens.push(5 * tile - (tile + 5000));
+    lens.extend([0, 1, 2, 3 * tile + 17, 1, 1, 1]);
+    lens.extend(std::iter::repeat_n(7, 600));
+    let used: usize = lens.iter().sum();
+    let mut exact = lens.clone();
+    exact.push(used.next_multiple_of(tile) - used); // nnz a multiple of the tile
+    exact.extend([0, 0]);
+    let mut long = lens.clone();
+    long.push(97 * tile + 5);
+    long.extend([3, 0]);
+    for (what, lens) in [("ragged end", &lens), ("nnz a multiple of the tile", &exact), ("a 97-tile row", &long)] {
+        let a = with_row_lengths(lens, 200_000, 41);
+        assert!(what != "nnz a multiple of the tile" || a.nnz() % tile == 0);
+        let x = gen::dense_matrix(a.cols(), 1, 42);
+        let y_in = gen::dense_matrix(a.rows(), 1, 43);
+        for (alpha, beta) in [(1.0, 0.0), (-0.5, 2.0), (0.0, 1.0)] {
+            let what = format!("{what}, alpha {alpha}, beta {beta}");
+            check_production::<f32>(&gpu, &what, &a, &x, Some(SpmvStrategy::Segmented), alpha, beta, &y_in);
+            check_production::<f64>(&gpu, &what, &a, &x, Some(SpmvStrategy::Segmented), alpha, beta, &y_in);
+            check_production::<bf16>(&gpu, &what, &a, &x, Some(SpmvStrategy::Segmented), alpha, beta, &y_in);
+        }
+    }
+}
+
 /// Small enough for compute-sanitizer in run-all.sh --sanitize: every kernel kind once, f32 and f16.
 #[test]
 fn sanitizer_spmv_production_small() {
@@ -362,6 +411,7 @@ fn sanitizer_spmv_production_small() {
         SpmvStrategy::Vector { threads_per_row: 32 },
         SpmvStrategy::BlockPerRow,
         SpmvStrategy::Split { threads_per_row: 8, long_row: 16 },
+        SpmvStrategy::Segmented,
     ] {
         check_production::<f32>(&gpu, "sanitizer", &a, &x, Some(strategy), 1.0, 1.0, &y_in);
         check_production::<f16>(&gpu, "sanitizer", &a, &x, Some(strategy), 1.0, 0.0, &y_in);

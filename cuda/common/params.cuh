@@ -84,7 +84,8 @@ struct SpmvCsrParams {
   const short* column_offsets;  // (nnz) column - row of each entry, 16-bit (the plan's compressed indices), global;
                                 // read instead of column_indices by the `_i16` vector kernels
   int* overflow;                // the encoding kernel sets it to 1 when an entry's column - row does not fit
+  const int* tile_rows;         // (tiles + 1) segmented strategy: first row starting in each entry tile, then m
 };
-static_assert(sizeof(SpmvCsrParams) == 120, "SpmvCsrParams must match src/spmv.rs");
+static_assert(sizeof(SpmvCsrParams) == 128, "SpmvCsrParams must match src/spmv.rs");
 
 }  // namespace ts

@@ -178,6 +178,188 @@ __device__ __forceinline__ void spmv_csr_fixup(const SpmvCsrParams& p) {
   store_row<Value>(p, __ldg(p.long_rows + i), sum);
 }
 
+/// Entries each thread of the segmented kernel takes: a tile is kSpmvBlock * kSegmentItems consecutive entries.
+constexpr int kSegmentItems = 8;
+constexpr int kSegmentTile = kSpmvBlock * kSegmentItems;
+
+/// @brief Shared-memory slot of tile position q: one pad word per 32, so that both the coalesced writes (q = j *
+/// 256 + thread) and each thread's run of kSegmentItems consecutive positions hit 32 different banks.
+__host__ __device__ constexpr int segment_slot(int q) { return q + q / 32; }
+
+/// @brief The segmented-sum operator on (row starts here or before, sum since the last start): `left` then
+/// `right`. Associative, and with its order fixed by the scans below the same bits every run; only entries of
+/// one row are ever added together (a start drops the left sum instead of adding it).
+template <typename Acc>
+__device__ __forceinline__ Acc segment_combine(bool right_starts, Acc left, Acc right) {
+  return right_starts ? right : left + right;
+}
+
+/// @brief Entry tiles (SpmvStrategy::Segmented): block b takes the kSegmentTile consecutive entries from b *
+/// kSegmentTile, whatever rows they belong to, so every block has the same work however skewed the rows are,
+/// and rows stay in order (the loads of values and indices are contiguous). Rows starting in the tile are
+/// `p.tile_rows[b] ..< p.tile_rows[b + 1]` (from the plan). Products go to shared memory; a segmented inclusive
+/// scan (within each thread's kSegmentItems positions, then across the warp with shuffles, then across the
+/// eight warps) leaves at each position the sum of its row's entries from the row's start (or from the tile's
+/// start) up to it. A row that starts and ends in the tile is written to y from the scan at its last entry; an
+/// empty row gets a zero sum. The tile's first, unfinished-before row part ("head": up to the first row start)
+/// and the last row when it runs past the tile ("tail") go to `p.partials` (head at [b], tail at [gridDim.x +
+/// b]) for `spmv_csr_segmented_fixup`.
+template <typename Value>
+__device__ __forceinline__ void spmv_csr_segmented(const SpmvCsrParams& p) {
+  using Acc = typename Accumulator<Value>::Type;
+  constexpr int kWarps = kSpmvBlock / 32;
+  __shared__ Acc sums_tile[segment_slot(kSegmentTile)];
+  __shared__ unsigned char starts_tile[kSegmentTile];
+  __shared__ Acc warp_sums_tile[kWarps];
+  __shared__ int warp_starts_tile[kWarps];
+
+  const int nnz = __ldg(p.row_offsets + p.m);
+  const int base = blockIdx.x * kSegmentTile;
+  const int len = min(kSegmentTile, nnz - base);
+  const int first_row = __ldg(p.tile_rows + blockIdx.x);
+  const int end_row = __ldg(p.tile_rows + blockIdx.x + 1);
+  const Value* values = static_cast<const Value*>(p.values);
+  const Value* x = static_cast<const Value*>(p.x);
+
+  // Products: coalesced loads, all indices and values of the thread in flight before its x gathers.
+  int col[kSegmentItems];
+  Value value[kSegmentItems];
+#pragma unroll
+  for (int j = 0; j < kSegmentItems; ++j) {
+    const int q = j * kSpmvBlock + threadIdx.x;
+    starts_tile[q] = 0;
+    if (q < len) {
+      col[j] = __ldg(p.column_indices + base + q);
+      value[j] = __ldg(values + base + q);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kSegmentItems; ++j) {
+    const int q = j * kSpmvBlock + threadIdx.x;
+    sums_tile[segment_slot(q)] = q < len ? to_acc(value[j]) * to_acc(__ldg(x + col[j])) : Acc(0);
+  }
+  __syncthreads();
+  // Row starts: each non-empty row starting in the tile marks its first position (one writer per position).
+  for (int r = first_row + threadIdx.x; r < end_row; r += kSpmvBlock) {
+    const int start = __ldg(p.row_offsets + r) - base;
+    if (start < len && __ldg(p.row_offsets + r + 1) - base > start) starts_tile[start] = 1;
+  }
+  __syncthreads();
+
+  // The thread's run of positions, scanned in order.
+  Acc run[kSegmentItems];
+  unsigned starts = 0;  // bit j: a row starts at the thread's position j
+  Acc sum = 0;
+#pragma unroll
+  for (int j = 0; j < kSegmentItems; ++j) {
+    const int q = threadIdx.x * kSegmentItems + j;
+    const bool start = starts_tile[q] != 0;
+    starts |= static_cast<unsigned>(start) << j;
+    sum = segment_combine(start, sum, sums_tile[segment_slot(q)]);
+    run[j] = sum;
+  }
+  const bool started = starts != 0;
+  // Across the warp: inclusive Hillis-Steele scan of (started, sum), then shifted by one lane.
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  Acc inclusive = sum;
+  int inclusive_started = started;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const Acc left = __shfl_up_sync(0xffffffffu, inclusive, d);
+    const int left_started = __shfl_up_sync(0xffffffffu, inclusive_started, d);
+    if (lane >= d) {
+      inclusive = segment_combine(inclusive_started != 0, left, inclusive);
+      inclusive_started |= left_started;
+    }
+  }
+  Acc exclusive = __shfl_up_sync(0xffffffffu, inclusive, 1);
+  int exclusive_started = __shfl_up_sync(0xffffffffu, inclusive_started, 1);
+  if (lane == 0) {
+    exclusive = 0;
+    exclusive_started = 0;
+  }
+  if (lane == 31) {
+    warp_sums_tile[warp] = inclusive;
+    warp_starts_tile[warp] = inclusive_started;
+  }
+  __syncthreads();
+  // Across the warps: every thread folds the warps before its own, in order.
+  Acc carry = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps - 1; ++w) {
+    if (w < warp) carry = segment_combine(warp_starts_tile[w] != 0, carry, warp_sums_tile[w]);
+  }
+  carry = segment_combine(exclusive_started != 0, carry, exclusive);
+  // The carry belongs to the thread's positions before its first row start.
+#pragma unroll
+  for (int j = 0; j < kSegmentItems; ++j) {
+    if ((starts & ((2u << j) - 1)) == 0) run[j] = carry + run[j];
+    sums_tile[segment_slot(threadIdx.x * kSegmentItems + j)] = run[j];
+  }
+  __syncthreads();
+
+  Acc* partials = static_cast<Acc*>(p.partials);
+  for (int r = first_row + threadIdx.x; r < end_row; r += kSpmvBlock) {
+    const int start = __ldg(p.row_offsets + r) - base;
+    const int end = __ldg(p.row_offsets + r + 1) - base;
+    if (end == start) {
+      store_row<Value>(p, r, Acc(0));
+    } else if (end <= len) {
+      store_row<Value>(p, r, sums_tile[segment_slot(end - 1)]);
+    } else {
+      partials[gridDim.x + blockIdx.x] = sums_tile[segment_slot(len - 1)];  // the last row, unfinished
+    }
+  }
+  if (threadIdx.x == 0) {
+    const int head = first_row < end_row ? min(__ldg(p.row_offsets + first_row) - base, len) : len;
+    if (head > 0) partials[blockIdx.x] = sums_tile[segment_slot(head - 1)];
+  }
+}
+
+/// @brief One thread per entry tile of `spmv_csr_segmented` (`p.num_long` tiles): when the tile's last row runs
+/// past it, adds that row's tail in the tile and the heads of the tiles it covers, in tile order, and writes y.
+template <typename Value>
+__device__ __forceinline__ void spmv_csr_segmented_fixup(const SpmvCsrParams& p) {
+  using Acc = typename Accumulator<Value>::Type;
+  const int tile = blockIdx.x * kSpmvFixupBlock + threadIdx.x;
+  if (tile >= p.num_long) return;
+  const int first_row = __ldg(p.tile_rows + tile);
+  const int end_row = __ldg(p.tile_rows + tile + 1);
+  if (first_row == end_row) return;
+  const long long end = __ldg(p.row_offsets + end_row);  // the end of the last row starting in the tile
+  long long next = static_cast<long long>(tile + 1) * kSegmentTile;
+  if (end <= next) return;
+  const Acc* partials = static_cast<const Acc*>(p.partials);
+  Acc sum = partials[p.num_long + tile];
+  for (int t = tile + 1; next < end; ++t, next += kSegmentTile) sum += partials[t];
+  store_row<Value>(p, end_row - 1, sum);
+}
+
+/// @brief The plan of the segmented strategy: tile_rows[t] = the first row starting at or after entry t *
+/// kSegmentTile (binary search of the row pointer), for t < tiles; tile_rows[tiles] = m. `p.num_long` = tiles.
+__device__ __forceinline__ void spmv_tile_rows(const SpmvCsrParams& p) {
+  int* tile_rows = const_cast<int*>(p.tile_rows);
+  for (int t = blockIdx.x * kSpmvBlock + threadIdx.x; t <= p.num_long; t += gridDim.x * kSpmvBlock) {
+    if (t == p.num_long) {
+      tile_rows[t] = p.m;
+      continue;
+    }
+    const long long target = static_cast<long long>(t) * kSegmentTile;
+    int lo = 0;
+    int hi = p.m;  // the answer is in [lo, hi]
+    while (lo < hi) {
+      const int mid = lo + (hi - lo) / 2;
+      if (__ldg(p.row_offsets + mid) >= target) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    tile_rows[t] = lo;
+  }
+}
+
 /// @brief Measurement only (`tilesparse bench spmv`, the "x gathers alone" line): reads every column index once,
 /// in order, and x at it, four of each in flight per thread, and nothing else (no values, no row pointer but
 /// its last entry, one store per warp into y). Its time is what the x gathers of a CSR SpMV that reads x once
@@ -228,6 +410,10 @@ extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_encode_offsets
   ts::spmv_encode_offsets16(p);
 }
 
+extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_tile_rows(const ts::SpmvCsrParams p) {
+  ts::spmv_tile_rows(p);
+}
+
 extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_gather_probe_f32(const ts::SpmvCsrParams p) {
   ts::spmv_gather_probe(p);
 }
@@ -244,7 +430,8 @@ extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_gather_probe_f
     ts::spmv_csr_vector<Value, threads, true>(p);                                                 \
   }
 
-/// @brief Every kernel of one dtype: the six vector widths, the block kernel and the fix-up.
+/// @brief Every kernel of one dtype: the six vector widths, the block kernel and its fix-up, the segmented kernel
+/// and its fix-up.
 #define TILESPARSE_SPMV_DTYPE(tag, Value)                                                         \
   TILESPARSE_SPMV_VECTOR(tag, Value, 1)                                                           \
   TILESPARSE_SPMV_VECTOR(tag, Value, 2)                                                           \
@@ -259,6 +446,14 @@ extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_gather_probe_f
   extern "C" __global__ void __launch_bounds__(ts::kSpmvFixupBlock)                               \
       spmv_csr_fixup_##tag(const ts::SpmvCsrParams p) {                                           \
     ts::spmv_csr_fixup<Value>(p);                                                                 \
+  }                                                                                               \
+  extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock)                                    \
+      spmv_csr_segmented_##tag(const ts::SpmvCsrParams p) {                                       \
+    ts::spmv_csr_segmented<Value>(p);                                                             \
+  }                                                                                               \
+  extern "C" __global__ void __launch_bounds__(ts::kSpmvFixupBlock)                               \
+      spmv_csr_segmented_fixup_##tag(const ts::SpmvCsrParams p) {                                 \
+    ts::spmv_csr_segmented_fixup<Value>(p);                                                       \
   }
 
 TILESPARSE_SPMV_DTYPE(f32, float)
