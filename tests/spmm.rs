@@ -7,7 +7,7 @@ use common::{check_spmm, from_triplets, gpu_or_skip, SpmmOracle, POISON};
 use half::{bf16, f16};
 use sprs::CsMat;
 use tilesparse::kernels::compiled_spmm_variants_for;
-use tilesparse::spmm::{check_config, splits_rows, spmm_bias_relu};
+use tilesparse::spmm::{check_config, column_tiles_first, splits_rows, spmm_bias_relu};
 use tilesparse::{
     gen, spmm, spmm_auto, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, DType, DeviceCsr, DeviceDense, Error,
     Gpu, RangeSum, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig,
@@ -102,6 +102,22 @@ fn every_variant_handles_awkward_shapes() {
         for n in [1usize, 2, 3, 4, 7, 8, 12, 16, 18, 33, 34, 64, 66, 100, 129] {
             check_all_variants::<f32>(&gpu, &format!("{what}, n = {n}"), a, n, 7 * n as u64);
         }
+    }
+}
+
+/// Both block orders of the tile kernel (`spmm::column_tiles_first`): few rows go column tiles first, many rows
+/// row blocks first; the same tile, eight column tiles with a partial last one.
+#[test]
+fn both_block_orders_match_the_oracle() {
+    let Some(gpu) = gpu_or_skip("both_block_orders_match_the_oracle") else { return };
+    let config: SpmmConfig = "spmm_f32_s1d4_y1k32x128w32_u4_pred".parse().unwrap();
+    let sms = gpu.info().sm_count;
+    let (n, tiles) = (1000, 8);
+    for (rows, columns_first) in [(10, true), (12 * sms, false)] {
+        assert_eq!(column_tiles_first(rows, tiles, sms), columns_first, "{rows} rows on {sms} SMs");
+        let a = gen::uniform_random(rows, 300, 0.1, rows as u64);
+        let what = format!("{rows} rows, column tiles first: {columns_first}");
+        assert_eq!(check_kernels::<f32>(&gpu, &what, &a, n, 61, [SpmmKernel::Tiled(config)]), 1);
     }
 }
 

@@ -27,8 +27,13 @@ struct SpmmParams {
   const int* split_rows;        // (num_split_rows, 3): row, first partial row, partial rows, global
   int num_pieces;
   int num_split_rows;
+  // Block order: 0 = a 2-D grid, x over row blocks (pieces) and y over column tiles; 1 = a 1-D grid with the
+  // column tiles of one row block consecutive, so that the blocks resident on an SM at one time share few
+  // column tiles of B when A has few rows (src/spmm/mod.rs, `column_tiles_first`).
+  int column_tiles_first;
+  int pad;
 };
-static_assert(sizeof(SpmmParams) == 104, "SpmmParams must match src/spmm/mod.rs");
+static_assert(sizeof(SpmmParams) == 112, "SpmmParams must match src/spmm/mod.rs");
 
 /// @brief Arguments of the seed SpMV kernels: y = alpha * A x + beta * y.
 struct SpmvParams {

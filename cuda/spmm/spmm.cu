@@ -25,7 +25,14 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   constexpr int kK = Config::kBlockItemsK;
 
   // Subwarps past the last row (or piece) leave at once; no block-wide barrier follows, so this is safe.
-  const int slot = blockIdx.x * Config::kBlockItemsY + threadIdx.y;
+  int row_block = blockIdx.x;
+  int column_tile = blockIdx.y;
+  if (p.column_tiles_first) {
+    const int tiles = (p.n + Config::kBlockItemsX - 1) / Config::kBlockItemsX;
+    row_block = blockIdx.x / tiles;
+    column_tile = blockIdx.x - row_block * tiles;
+  }
+  const int slot = row_block * Config::kBlockItemsY + threadIdx.y;
   // `target` >= 0: the row of C this subwarp writes; < 0: ~target is the partial row of its piece (one int
   // live through the main loop instead of two, which keeps the 255-register variants from spilling).
   int target, row_start, row_end;
@@ -41,7 +48,7 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
     row_start = __ldg(p.row_offsets + target);
     row_end = __ldg(p.row_offsets + target + 1);
   }
-  const int n_index = blockIdx.y * Config::kBlockItemsX;
+  const int n_index = column_tile * Config::kBlockItemsX;
   const int thread_column = n_index + threadIdx.x * Config::kDenseVectorWidth;
   const PredicatesN<Config> predicates(thread_column, p.n);
 
