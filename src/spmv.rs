@@ -323,16 +323,16 @@ impl SpmvPlan {
     ///   (the first rule, mean / 2); uniform 16 per row is within 2% for T = 2..16;
     /// - skewed (cv > [`SKEWED_CV`]) with rows longer than `long_row` = max(32 T, 256) (rows a subwarp would
     ///   walk for more than 32 steps): [`SpmvStrategy::Segmented`], the same work per block whatever the rows.
-    ///   Measured on the H100 (NOTES.md, "Production SpMV", step 8): the 67 M-entry power law 0.582 ms against
+    ///   Measured on the H100 (NOTES.md, "Production SpMV", step 8): the 67 M-entry power law 0.581 ms against
     ///   0.665 ms with the split of step 2 ([`SpmvStrategy::Split`], still available) and cuSPARSE's 0.593 ms;
-    ///   not where rows are even, where the matrix stream bounds the time (27-point Laplacian: 0.399 ms vs
-    ///   0.264 ms with the vector kernel);
+    ///   not where rows are even, where the matrix stream bounds the time (27-point Laplacian: 0.392 ms vs
+    ///   0.261 ms with the vector kernel);
     /// - except a small matrix (nnz <= [`SMALL_NNZ`]) whose longest row a warp walks in at most 64 steps (max <=
     ///   2048): one vector kernel with the subwarp widened to max / 64 lanes (up to 32), since at that size the
     ///   split's two extra launches are the cost. Measured on the H100 (NOTES.md, "Production SpMV", step 3):
     ///   email-Enron (367 662 entries, longest row 1383) 19.0 us split (t2, long rows over 256) vs 9.2 us with
     ///   t32 and 10.4 us with t16; on the 67 M-entry power law a t32 vector kernel is 1.9x slower than the split.
-    ///   The entry tiles' two launches cost the small real matrices 1.5-3 us each (step 8).
+    ///   The entry tiles run the small real matrices in 8-11 us against the vector kernel's 5-10 us (step 8).
     pub fn choose(stats: &RowStats, rows: usize, nnz: usize) -> SpmvStrategy {
         if rows == 0 || nnz == 0 {
             return SpmvStrategy::Vector { threads_per_row: 1 };

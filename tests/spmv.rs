@@ -367,8 +367,8 @@ fn with_row_lengths(lens: &[usize], k: usize, seed: u64) -> CsMat<f32> {
 }
 
 /// The entry tiles' edges (SEGMENT_TILE = 2048 entries): empty rows before the first entry, at a tile's start and
-/// after the last entry; a row that fills tile 0 exactly; rows that cross one, two and 97 tile boundaries; a
-/// crossing row that ends exactly on a boundary; rows of one entry; nnz a multiple of the tile and not.
+/// after the last entry; a row that fills tile 0 exactly; rows that cross one, two, three and 97 tile boundaries;
+/// a crossing row that ends exactly on a boundary; rows of one entry; nnz a multiple of the tile and not.
 #[test]
 fn production_spmv_segmented_at_tile_edges() {
     let Some(gpu) = gpu_or_skip("production_spmv_segmented_at_tile_edges") else { return };

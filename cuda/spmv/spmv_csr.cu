@@ -186,9 +186,10 @@ constexpr int kSegmentTile = kSpmvBlock * kSegmentItems;
 /// 256 + thread) and each thread's run of kSegmentItems consecutive positions hit 32 different banks.
 __host__ __device__ constexpr int segment_slot(int q) { return q + q / 32; }
 
-/// @brief The segmented-sum operator on (row starts here or before, sum since the last start): `left` then
-/// `right`. Associative, and with its order fixed by the scans below the same bits every run; only entries of
-/// one row are ever added together (a start drops the left sum instead of adding it).
+/// @brief The segmented-sum operator on (a row starts here or before, sum since the last start): `left` then
+/// `right`. Associative in exact arithmetic; in floating point the grouping of the scans below decides the
+/// rounding, and that grouping is fixed, so the bits are the same every run. Only entries of one row are ever
+/// added together (a start drops the left sum instead of adding it).
 template <typename Acc>
 __device__ __forceinline__ Acc segment_combine(bool right_starts, Acc left, Acc right) {
   return right_starts ? right : left + right;

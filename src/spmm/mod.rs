@@ -391,7 +391,8 @@ fn launch<T: Scalar>(
     // m x n with n a multiple of the dense vector width (aligned vector accesses), k * n fits in i32, and the
     // grid covers exactly m rows (or the split's pieces, which cover every row once, each piece within its
     // row) and n columns, in either block order (column_tiles_first: row_blocks * column_tiles < 2^31 blocks,
-    // decoded by the kernel into the same pairs); partial rows are num_partials x n f32. All buffers outlive the launch on this stream.
+    // decoded by the kernel into the same pairs); partial rows are num_partials x n f32. All buffers outlive
+    // the launch on this stream.
     unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }.map_err(Error::driver("launching SpMM", 0))?;
     if let Some(s) = split {
         let fixup = gpu.function(Family::Spmm, &format!("spmm_fixup_{}", T::DTYPE.name()))?;
