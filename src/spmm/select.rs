@@ -150,6 +150,12 @@ impl SpmmConfig {
                     DType::Bf16 if n % 256 == 0 => tile(dtype, 1, 8, 2, 16, 256, 16, false),
                     _ => tile(dtype, 2, 8, 4, 16, 64, 8, n % 64 != 0),
                 }
+            } else if mean <= 600.0 && n % 64 == 0 && n <= 256 && (n > 128 || m >= 16384) {
+                // The same k = 8 tile held to 64 registers, 32 blocks per SM instead of 28 (NOTES.md, "SpMM step
+                // 12"): uniform 4096^2 at n = 256, f16 95% 38.9 vs 44.1 us, 98% 18.9 vs 21.4 us, bf16 40.1 vs 48.5
+                // and 19.7 vs 22.9 us; copter2 (55 476 rows) at n = 128 32.4 vs 34.3 us. Not the uniform 4096^2 at
+                // n = 128 (f16 23.1 vs 21.9 us at 95%) nor at n = 4096 (f16 0.510 vs 0.500 ms).
+                SpmmConfig { launch_bounds: true, min_occupancy: 32, ..tile(dtype, 1, 8, 4, 8, 64, 8, false) }
             } else if mean <= 600.0 {
                 // Uniform 90% n = 4096: 0.955 ms (14.4 TFLOP/s) vs 1.215 ms with the 256-wide tile.
                 tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
@@ -251,6 +257,12 @@ mod tests {
             SpmmConfig::select_with_stats(m, 4096, n, &stats, DType::F16).kernel_name()
         };
         assert_eq!(s(4096, 4096, 410.0, 0.05), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        // Uniform 95% and copter2: the 64-register k = 8 tile at n = 256, and at n = 128 with many rows.
+        assert_eq!(s(4096, 256, 205.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(4096, 128, 205.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        assert_eq!(s(55476, 128, 12.7, 0.3), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(4096, 192, 205.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(4096, 200, 205.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_pred");
         // Uniform 90%: n = 128 keeps k = 8, n = 256 takes k = 16 (f16) or the 256-wide tile (bf16).
         assert_eq!(s(4096, 128, 410.0, 0.05), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(4096, 256, 410.0, 0.05), "spmm_f16_s2d8_y4k16x64w8_u4_nopred");
