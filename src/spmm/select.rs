@@ -27,9 +27,9 @@ fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u32, pred: bo
     }
 }
 
-/// Two rows of 16 threads over 128 columns, k = 16, launch-bounded to 16 blocks per SM (128 registers).
-fn wide_lb16(dtype: DType) -> SpmmConfig {
-    SpmmConfig { launch_bounds: true, min_occupancy: 16, ..tile(dtype, 1, 4, 2, 16, 128, 16, false) }
+/// `config` compiled with `__launch_bounds__` for `min_occupancy` blocks per SM (its `_lb<N>` variant).
+fn bounded(config: SpmmConfig, min_occupancy: u32) -> SpmmConfig {
+    SpmmConfig { launch_bounds: true, min_occupancy, ..config }
 }
 
 impl SpmmConfig {
@@ -75,7 +75,7 @@ impl SpmmConfig {
             // 7.7 per row, 14.4 us vs 17.0 us). Not where C is smaller (1536 x 384 at n = 256: 11.9 us vs 10.1
             // us; 384 x 384, n = 1024: 12.8 vs 13.0 us, a tie; NOTES.md, "SpMM step 11"). Held to 128 registers
             // (16 blocks per SM): 90% 23.4 vs 24.0 us, 98% 13.2 vs 14.4 us (NOTES.md, "SpMM step 12").
-            wide_lb16(dtype)
+            bounded(tile(dtype, 1, 4, 2, 16, 128, 16, false), 16)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and few
             // rows (pruned FFN weights, m <= 1536, n = 1024: 45 us vs 56 us), where it makes the most blocks.
@@ -95,7 +95,7 @@ impl SpmmConfig {
             // 95% 27.1 vs 33.2 us; 90% 51.4 vs 56.5 us; n = 256: 98% 29.4 vs 31.2, 95% 49.9 vs 59.7, 90% 98.3 vs
             // 110.5 us; 8192 x 2048 at 90%, n = 128, 50.7 vs 58.6 us. Not the pruned 384- and 1536-row weights
             // at n = 256 (fewer blocks than slots: 13.5 vs 9.8 us, 384 x 384 at 70%).
-            wide_lb16(dtype)
+            bounded(tile(dtype, 1, 4, 2, 16, 128, 16, false), 16)
         } else if dv == 4 && (mean <= 100.0 || (mean <= 250.0 && n > 256)) {
             // Short rows waste most of a 32-entry tile (copter2, 12.7 per row, n = 128: 58 us vs 94 us;
             // uniform 98%, n = 4096: 450 us vs 595 us; uniform 95%, n = 4096: 924 us vs 966 us with k = 16).
@@ -103,7 +103,7 @@ impl SpmmConfig {
             // vs 457.5 us; 95% 910.5 vs 922.4 us; copter2, n = 128, 57.7 vs 59.4 us; n = 32 and uniform 98% at
             // n = 1024 within 1% (NOTES.md, "SpMM step 12").
             if n % 32 == 0 {
-                SpmmConfig { launch_bounds: true, min_occupancy: 32, ..tile(dtype, 1, 4, 4, 8, 32, 8, false) }
+                bounded(tile(dtype, 1, 4, 4, 8, 32, 8, false), 32)
             } else {
                 tile(dtype, 1, 4, 4, 8, 32, 8, true)
             }
@@ -113,13 +113,13 @@ impl SpmmConfig {
             tile(dtype, 1, 4, 2, 16, 128, 16, false)
         } else if dv == 4 && mean <= 600.0 && n % 64 == 0 && n <= 256 {
             // Rows of a few tiles, small n (uniform 90% and 95%, n = 128).
-            SpmmConfig { launch_bounds: true, ..tile(dtype, 2, 4, 4, 16, 64, 8, false) }
+            bounded(tile(dtype, 2, 4, 4, 16, 64, 8, false), 8)
         } else if dv == 4 && mean <= 600.0 {
             // Rows of a few tiles, other n (uniform 90%, n = 4096, before the 128-wide tile: 1.70 vs 1.77 ms).
             tile(dtype, 2, 4, 4, 16, 32, 8, n % 32 != 0)
         } else if dv == 4 && n % 64 == 0 {
             // Long rows: the 64-wide tile with launch bounds (best on uniform 50% and 80% for every n).
-            SpmmConfig { launch_bounds: true, ..tile(dtype, 4, 4, 4, 32, 64, 8, false) }
+            bounded(tile(dtype, 4, 4, 4, 32, 64, 8, false), 8)
         } else if dv == 4 {
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
         } else if dv == 2 {
@@ -155,7 +155,7 @@ impl SpmmConfig {
                 // 12"): uniform 4096^2 at n = 256, f16 95% 38.9 vs 44.1 us, 98% 18.9 vs 21.4 us, bf16 40.1 vs 48.5
                 // and 19.7 vs 22.9 us; copter2 (55 476 rows) at n = 128 32.4 vs 34.3 us. Not the uniform 4096^2 at
                 // n = 128 (f16 23.1 vs 21.9 us at 95%) nor at n = 4096 (f16 0.510 vs 0.500 ms).
-                SpmmConfig { launch_bounds: true, min_occupancy: 32, ..tile(dtype, 1, 8, 4, 8, 64, 8, false) }
+                bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
             } else if mean <= 600.0 {
                 // Uniform 90% n = 4096: 0.955 ms (14.4 TFLOP/s) vs 1.215 ms with the 256-wide tile.
                 tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
