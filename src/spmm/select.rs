@@ -76,12 +76,15 @@ impl SpmmConfig {
             // us; 384 x 384, n = 1024: 12.8 vs 13.0 us, a tie; NOTES.md, "SpMM step 11"). Held to 128 registers
             // (16 blocks per SM): 90% 23.4 vs 24.0 us, 98% 13.2 vs 14.4 us (NOTES.md, "SpMM step 12").
             bounded(tile(dtype, 1, 4, 2, 16, 128, 16, false), 16)
-        } else if n % 64 == 0 && n >= 1024 && m <= 512 && stats.cv <= 2.0 && mean >= 128.0 {
+        } else if n % 64 == 0 && (1024..=2048).contains(&n) && m <= 768 && stats.cv <= 2.0 && mean >= 128.0 {
             // Few long rows over a wide B: sixteen one-row warps per block on one 64-column tile, so the block's
             // rows share that tile's rows of B in L1 (cuSPARSE's ALG3 runs 32 rows x 64 columns per block at a
-            // 69% L1 hit rate there; the one-warp blocks hit 16%). Pruned 384 x 1536 at 90% (154 per row), n =
-            // 1024: 27.6 us vs 30.1 us with a warp per row; not at n = 256 (96 blocks: 14.4 vs 14.2 us), nor on
-            // uniform 4096^2 or the 1536-row weights (NOTES.md, "SpMM step 13").
+            // 69% L1 hit rate there; the one-warp blocks hit 16%). Pruned 384 x 1536 at 90% (154 per row): n =
+            // 1024 27.6 vs 30.1 us with a warp per row, n = 2048 49.4 vs 66.1 us; not n = 256 (96 blocks: 14.4 vs
+            // 14.2 us) nor n = 4096 (91.9 vs 88.3 us). Uniform k = 1536 at 10% and 30%, n = 1024: m = 512 33.6 vs
+            // 43.5 and 61.2 vs 92.2 us, m = 768 48.2 vs 62.5 and 89.6 vs 139.5 us; not m = 1024 (62.9 vs 55.5 us),
+            // where the one-warp blocks go row blocks first (`spmm::column_tiles_first`) and an SM's blocks share
+            // a column tile (NOTES.md, "SpMM step 13").
             tile(dtype, 1, 2, 16, 32, 64, 32, false)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and few
@@ -230,10 +233,12 @@ mod tests {
         assert_eq!(s(384, 1024, 384 * 38), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         // Few long rows over a wide B: sixteen warps on one 64-column tile (pruned 384 x 1536 at 90%).
         assert_eq!(s(384, 1024, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
-        assert_eq!(s(384, 4096, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
+        assert_eq!(s(384, 2048, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
+        assert_eq!(s(768, 1024, 768 * 461), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
+        assert_eq!(s(384, 4096, 384 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(384, 256, 384 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(384, 1024, 384 * 127), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
-        assert_eq!(s(513, 1024, 513 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(s(769, 1024, 769 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(384, 1088, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(384, 1028, 384 * 154), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
         assert_eq!(s(55476, 128, 704_476), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32"); // copter2
