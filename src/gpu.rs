@@ -47,6 +47,8 @@ pub struct Gpu {
     side_streams: Mutex<Vec<Arc<CudaStream>>>,
     /// How many clusters of (kernel, blocks per cluster) the device runs at once ([`Gpu::cluster_capacity`]).
     cluster_capacity: Mutex<HashMap<(String, u32), usize>>,
+    /// How many blocks of a kernel an SM holds at once ([`Gpu::blocks_per_sm`]).
+    blocks_per_sm: Mutex<HashMap<String, usize>>,
     info: DeviceInfo,
 }
 
@@ -106,6 +108,7 @@ impl Gpu {
             functions: Mutex::new(HashMap::new()),
             side_streams: Mutex::new(Vec::new()),
             cluster_capacity: Mutex::new(HashMap::new()),
+            blocks_per_sm: Mutex::new(HashMap::new()),
             info,
         };
         gpu.keep_freed_memory()?;
@@ -277,6 +280,22 @@ impl Gpu {
         };
         self.cluster_capacity.lock().unwrap_or_else(|e| e.into_inner()).insert(key, capacity);
         Ok(capacity)
+    }
+
+    /// How many blocks of `block` threads (static shared memory only) of the kernel `name` of `family` one SM
+    /// holds at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`: registers, shared memory, threads and the
+    /// block limit). Asked once per kernel and cached.
+    pub(crate) fn blocks_per_sm(&self, family: Family, name: &str, block: u32) -> Result<usize> {
+        if let Some(&b) = self.blocks_per_sm.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+            return Ok(b);
+        }
+        let function = self.function(family, name)?;
+        self.ctx.bind_to_thread().map_err(Error::driver("binding the context", 0))?;
+        let blocks = function
+            .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+            .map_err(Error::driver("asking how many blocks fit on an SM", 0))? as usize;
+        self.blocks_per_sm.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), blocks);
+        Ok(blocks)
     }
 
     /// Launches `function` on the stream with `params` as its one argument, the blocks grouped into thread

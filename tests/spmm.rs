@@ -105,16 +105,21 @@ fn every_variant_handles_awkward_shapes() {
     }
 }
 
-/// Both block orders of the tile kernel (`spmm::column_tiles_first`): few rows go column tiles first, many rows
-/// row blocks first; the same tile, eight column tiles with a partial last one.
+/// Both block orders of the tile kernel (`spmm::column_tiles_first`): a grid within one wave goes column tiles
+/// first, one of many waves row blocks first; the same tile, eight column tiles with a partial last one.
 #[test]
 fn both_block_orders_match_the_oracle() {
     let Some(gpu) = gpu_or_skip("both_block_orders_match_the_oracle") else { return };
     let config: SpmmConfig = "spmm_f32_s1d4_y1k32x128w32_u4_pred".parse().unwrap();
     let sms = gpu.info().sm_count;
     let (n, tiles) = (1000, 8);
-    for (rows, columns_first) in [(10, true), (12 * sms, false)] {
-        assert_eq!(column_tiles_first(rows, tiles, sms), columns_first, "{rows} rows on {sms} SMs");
+    // Whatever the tile's occupancy (an SM holds at most 32 blocks), 10 rows are one wave and 16 x SMs rows at
+    // least four, for even or uneven rows.
+    for (rows, columns_first) in [(10, true), (16 * sms, false)] {
+        for (blocks_per_sm, cv) in [(1, 0.0), (12, 0.2), (32, 2.0)] {
+            let order = column_tiles_first(rows, tiles, blocks_per_sm, sms, cv);
+            assert_eq!(order, columns_first, "{rows} rows on {sms} SMs, {blocks_per_sm} blocks per SM, cv {cv}");
+        }
         let a = gen::uniform_random(rows, 300, 0.1, rows as u64);
         let what = format!("{rows} rows, column tiles first: {columns_first}");
         assert_eq!(check_kernels::<f32>(&gpu, &what, &a, n, 61, [SpmmKernel::Tiled(config)]), 1);

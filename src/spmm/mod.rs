@@ -292,15 +292,26 @@ pub fn splits_rows<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, n: usize, config: &Sp
 }
 
 /// Whether the tile kernel's blocks go column tiles first (a 1-D grid, the column tiles of one row block
-/// consecutive) rather than row blocks first (a 2-D grid). The GPU hands out blocks in order, about one per SM
-/// in turn, so the blocks an SM holds at one time are about every `sm_count`-th; the order that gives them fewer
-/// distinct column tiles of B shares more of B in the SM's L1. Row blocks first, a wave of about 12 blocks per
-/// SM spans ceil(12 sm_count / row_blocks) column tiles; column tiles first, SM s gets tiles s, s + sm_count, ...
-/// modulo `column_tiles`: column_tiles / gcd(sm_count, column_tiles) of them. Measured on the H100 (NOTES.md,
-/// "SpMM step 12"): the pruned weights at n = 1024 (8 tiles of 128, 384-1536 rows) 4-15% faster (384 x 384 at
-/// 90%: 13.1 -> 11.5 us), except 384 x 1536 at 90% (29.5 -> 30.3 us); uniform 4096^2 at n = 4096 (2048 row
-/// blocks, 32 tiles) 2.2x slower column tiles first, which this rule leaves row blocks first.
-pub fn column_tiles_first(row_blocks: usize, column_tiles: usize, sm_count: usize) -> bool {
+/// consecutive) rather than row blocks first (a 2-D grid), for a grid of `row_blocks` x `column_tiles` blocks of
+/// a kernel of which an SM holds `blocks_per_sm`, on `sm_count` SMs, over rows of length variation `row_cv`.
+///
+/// The first wave is handed out about one block per SM in turn, so an SM's blocks are about every `sm_count`-th:
+/// column tiles first, SM s gets tiles s, s + sm_count, ... modulo `column_tiles`, column_tiles / gcd(sm_count,
+/// column_tiles) of them; row blocks first, a wave spans ceil(blocks_per_sm sm_count / row_blocks) tiles. Past
+/// the first wave blocks go wherever one ends, and there row blocks first wins: its resident blocks span a few
+/// column tiles of B, column tiles first all of them. Measured on the H100 (NOTES.md, "SpMM step 14"; both
+/// orders, five tiles, uniform m 256-4096, k 384-3072, n 128-4096, and the suite's real matrices): uniform rows
+/// lose up to 1.5x column tiles first from 1.3 waves on (768 x 768 at 10%, n = 1024, one warp per row: 23.6 vs
+/// 33.3 us; 1536 x 3072 at n = 512: 67.5 vs 105.5 us); within one wave column tiles first is as fast or up to
+/// 12% faster. The pruned weights, whose row lengths vary (cv 0.5-1.7), keep gaining column tiles first up to
+/// three waves (384 x 384 at 90%, n = 1024: 11.5 vs 13.1 us; 384 x 1536 at 98%: 11.8 vs 13.9 us).
+pub fn column_tiles_first(
+    row_blocks: usize,
+    column_tiles: usize,
+    blocks_per_sm: usize,
+    sm_count: usize,
+    row_cv: f64,
+) -> bool {
     fn gcd(a: usize, b: usize) -> usize {
         if b == 0 {
             a
@@ -308,10 +319,13 @@ pub fn column_tiles_first(row_blocks: usize, column_tiles: usize, sm_count: usiz
             gcd(b, a % b)
         }
     }
-    if column_tiles < 2 || row_blocks == 0 || sm_count == 0 {
+    let slots = blocks_per_sm.saturating_mul(sm_count);
+    if column_tiles < 2 || row_blocks == 0 || slots == 0 {
         return false;
     }
-    column_tiles / gcd(sm_count, column_tiles) < (12 * sm_count).div_ceil(row_blocks)
+    let fewer_tiles_per_sm = column_tiles / gcd(sm_count, column_tiles) < slots.div_ceil(row_blocks);
+    let waves = row_blocks as f64 * column_tiles as f64 / slots as f64;
+    fewer_tiles_per_sm && (waves <= 1.0 || (row_cv >= 0.5 && waves <= 3.0))
 }
 
 /// The one launcher: checks, then the unsafe launches (the SpMM kernel, and the fix-up when rows are split).
@@ -329,7 +343,8 @@ fn launch<T: Scalar>(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    let function = gpu.function(Family::Spmm, &config.kernel_name())?;
+    let name = config.kernel_name();
+    let function = gpu.function(Family::Spmm, &name)?;
     let stream = gpu.stream();
     let derived = a.derived(gpu)?;
     let split = chosen_split(gpu, a, n, config)?;
@@ -356,7 +371,9 @@ fn launch<T: Scalar>(
     let items = split.map_or(m, |s| s.num_pieces);
     let (row_blocks, column_tiles) =
         (items.div_ceil(config.block_items_y as usize), n.div_ceil(config.block_items_x as usize));
-    let columns_first = column_tiles_first(row_blocks, column_tiles, gpu.info().sm_count);
+    let blocks_per_sm = gpu.blocks_per_sm(Family::Spmm, &name, config.block_width * config.block_items_y)?;
+    let columns_first =
+        column_tiles_first(row_blocks, column_tiles, blocks_per_sm, gpu.info().sm_count, derived.stats.cv);
     let params = SpmmParams {
         m: m as i32,
         k: k as i32,
@@ -415,19 +432,32 @@ mod tests {
     use crate::kernels::spmm_table;
 
     #[test]
-    fn column_tiles_go_first_only_where_they_give_an_sm_fewer_tiles() {
-        // 132 SMs (H100): 8 tiles column-first give each SM 2 of them; a wave of 384 row blocks spans 5.
-        assert!(column_tiles_first(384, 8, 132));
-        assert!(column_tiles_first(768, 8, 132));
-        assert!(column_tiles_first(384, 2, 132));
-        // Uniform 4096^2: 2048 row blocks keep a wave inside one or two column tiles.
-        assert!(!column_tiles_first(2048, 2, 132));
-        assert!(!column_tiles_first(2048, 32, 132));
-        // 128 tiles column-first would give an SM 32 of them.
-        assert!(!column_tiles_first(1024, 128, 132));
-        assert!(!column_tiles_first(384, 1, 132));
-        assert!(!column_tiles_first(0, 8, 132));
-        assert!(!column_tiles_first(384, 8, 0));
+    fn column_tiles_go_first_within_a_wave_or_over_uneven_rows() {
+        // 132 SMs (H100), the one-warp tile at 12 blocks per SM: 1584 slots.
+        let order = |rows: usize, tiles: usize, cv: f64| column_tiles_first(rows, tiles, 12, 132, cv);
+        // Within one wave (384 x 4 = 1536 blocks), column tiles first give an SM 1 tile, row blocks first 5.
+        assert!(order(384, 4, 0.1));
+        assert!(order(768, 2, 0.1));
+        // 768 x 768 uniform at n = 1024: 3.9 waves, even rows: row blocks first (23.6 vs 33.3 us).
+        assert!(!order(768, 8, 0.1));
+        assert!(!order(384, 8, 0.1), "1.9 waves of even rows");
+        // Uneven rows (pruned 384 x 384 at 90%, cv 0.73, n = 1024: 1.9 waves) go column tiles first up to 3 waves.
+        assert!(order(384, 8, 0.73));
+        assert!(!order(384, 16, 0.73), "3.9 waves");
+        // Many row blocks keep a wave inside one or two tiles anyway; 128 tiles would give an SM 32 of them.
+        assert!(!order(2048, 2, 0.1));
+        assert!(!order(2048, 32, 1.0));
+        assert!(!order(100, 128, 1.0));
+        // The slots come from the kernel's occupancy: the sixteen-warp block fits once per SM (132 slots), so
+        // 24 row blocks x 16 tiles are 2.9 waves.
+        assert!(!column_tiles_first(24, 16, 1, 132, 0.2));
+        assert!(column_tiles_first(24, 16, 1, 132, 0.53));
+        assert!(column_tiles_first(24, 4, 1, 132, 0.2), "96 blocks, one wave");
+        // Degenerate grids.
+        assert!(!order(384, 1, 1.0));
+        assert!(!order(0, 8, 1.0));
+        assert!(!column_tiles_first(384, 8, 12, 0, 1.0));
+        assert!(!column_tiles_first(384, 8, 0, 132, 1.0));
     }
 
     #[test]
