@@ -10,6 +10,14 @@ pub(crate) fn widest_dividing(n: usize, widths: &[u32]) -> u32 {
     widths.iter().copied().filter(|&w| n % w as usize == 0).max().unwrap_or(1)
 }
 
+/// SMs of the H100 the selection was measured on: it sizes the waves of blocks where a branch depends on them.
+const H100_SMS: usize = 132;
+
+/// Whether `blocks`, handed out `wave` at a time, leave the last wave at least three quarters full (or fit in one).
+fn fills_its_last_wave(blocks: usize, wave: usize) -> bool {
+    blocks <= wave || 4 * blocks >= 3 * wave * blocks.div_ceil(wave)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u32, pred: bool) -> SpmmConfig {
     SpmmConfig {
@@ -47,7 +55,6 @@ impl SpmmConfig {
     /// n, so it never needs a misaligned access. Each branch cites the H100 sweep in NOTES.md ("SpMM
     /// selection", 2026-11-22).
     pub fn select_with_stats(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
-        let _ = k;
         if dtype.size() == 2 {
             return Self::select_half(m, n, stats, dtype);
         }
@@ -86,9 +93,31 @@ impl SpmmConfig {
             // where the one-warp blocks go row blocks first (`spmm::column_tiles_first`) and an SM's blocks share
             // a column tile (NOTES.md, "SpMM step 13").
             tile(dtype, 1, 2, 16, 32, 64, 32, false)
+        } else if n % 128 == 0
+            && stats.cv <= 2.0
+            && m >= 512
+            && k.saturating_mul(n) <= 3072 * 4096
+            && (m <= 2048 || mean > 64.0)
+            && mean <= 400.0
+            && (m.saturating_mul(n) >= 1 << 20 || (stats.cv < 0.3 && m.saturating_mul(n) >= 1 << 18))
+            && fills_its_last_wave(m.div_ceil(2) * (n / 128), 16 * H100_SMS)
+        {
+            // Two rows of 16 threads at 16 blocks per SM wherever there are blocks enough to fill the SMs. In a
+            // sweep of uniform m 256-4096, k 384-3072, n 128-4096 at 2% and 10% and the suite's real matrices,
+            // each tile in its own block order (NOTES.md, "SpMM step 14"), it was the fastest of eight tiles on 264
+            // of 498 problems and beat the warp per row these shapes had: 2048 x 3072 at 10%, n = 2048, 286 vs 457
+            // us; 1024 x 1536, n = 2048, 76.3 vs 107.4 us; 1024 x 768, n = 1024, 23.2 vs 30.8 us. Even rows (cv <
+            // 0.3) fill the GPU from 2^18 elements of C (2048 x 768 at 2%, n = 256: 7.4 vs 9.8 us); uneven ones need
+            // 2^20 (pruned 1536 x 384 at 70%, cv 0.34, n = 256: 16.3 vs 15.1 us with a warp per row). A last wave
+            // under three quarters full loses (1280 x 1024 at 20%, n = 512, 1.2 waves: 46.4 vs 37.2 us). Not a B
+            // past 48 MiB, where the k = 8 tile below wins (uniform 4096^2 at 95%, n = 4096: 1.13 vs 0.90 ms), nor
+            // short rows over many rows (m > 2048, mean <= 64: 4096 x 3072 at 2%, n = 2048, 203 vs 166 us); rows
+            // past 400 entries were not in the sweep.
+            bounded(tile(dtype, 1, 4, 2, 16, 128, 16, false), 16)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
-            // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and few
-            // rows (pruned FFN weights, m <= 1536, n = 1024: 45 us vs 56 us), where it makes the most blocks.
+            // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and rows too
+            // few for the two-row tile above, where it makes the most blocks (pruned 384 x 384 at 90%, n = 1024:
+            // 11.4 vs 12.4 us; 384 x 1536 at 98%: 11.8 vs 16.8 us; NOTES.md, "SpMM step 14").
             tile(dtype, 1, 4, 1, 32, 128, 32, false)
         } else if dv == 4 && stats.cv > 2.0 {
             // Skewed rows with narrower n: Sputnik's default tile (email-Enron, n = 32: 28 us; k = 8: 54 us).
@@ -225,12 +254,34 @@ mod tests {
         assert_eq!(s(4096, 100, long), "spmm_f32_s4d4_y4k32x32w8_u4_pred");
         assert_eq!(s(4096, 34, long), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
         assert_eq!(s(4096, 33, long), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
-        assert_eq!(s(1536, 1024, 1536 * 115), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         // Short rows in few rows: two rows per block where C has 2^20 elements, else a warp per row.
         assert_eq!(s(1536, 1024, 1536 * 38), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
         assert_eq!(s(1536, 1024, 11_796), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
-        assert_eq!(s(1536, 256, 1536 * 38), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(384, 1024, 384 * 38), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        // From 512 rows, two rows per block wherever the blocks fill the GPU: 2^20 elements of C, or 2^18 for
+        // even rows, and a last wave of 2112 blocks at least three quarters full; not B past 3072 x 4096, short
+        // rows (mean <= 64) past 2048 rows, or rows past 400 entries.
+        let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64| {
+            let stats = RowStats { min: 0, max: 0, mean, cv, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
+        };
+        let two_rows = "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16";
+        assert_eq!(pick(1024, 1536, 2048, 154.0, 0.08), two_rows);
+        assert_eq!(pick(2048, 3072, 2048, 307.0, 0.05), two_rows);
+        assert_eq!(pick(4096, 3072, 4096, 307.0, 0.05), two_rows);
+        assert_eq!(pick(4096, 3072, 1024, 77.0, 0.1), two_rows);
+        assert_eq!(pick(512, 768, 512, 77.0, 0.1), two_rows);
+        assert_eq!(pick(2048, 768, 256, 15.4, 0.25), two_rows);
+        assert_eq!(pick(1536, 384, 256, 115.0, 0.34), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(pick(1280, 1024, 512, 205.0, 0.06), "spmm_f32_s1d4_y1k32x128w32_u4_nopred", "1.2 waves");
+        assert_eq!(pick(1280, 2048, 2048, 102.0, 0.09), two_rows, "4.8 waves");
+        assert_eq!(pick(511, 768, 2048, 77.0, 0.1), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(pick(512, 768, 256, 77.0, 0.1), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(pick(4096, 3073, 4096, 307.0, 0.05), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(pick(4096, 3072, 2048, 61.0, 0.1), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32");
+        assert_eq!(pick(2048, 3072, 2048, 61.0, 0.1), two_rows);
+        assert_eq!(pick(1024, 1536, 2000, 154.0, 0.08), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(pick(2048, 1536, 2048, 461.0, 0.04), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         // Few long rows over a wide B: sixteen warps on one 64-column tile (pruned 384 x 1536 at 90%).
         assert_eq!(s(384, 1024, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(384, 2048, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
@@ -238,7 +289,7 @@ mod tests {
         assert_eq!(s(384, 4096, 384 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(384, 256, 384 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(384, 1024, 384 * 127), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
-        assert_eq!(s(769, 1024, 769 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(s(769, 1024, 769 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred"); // two rows: 1.46 waves
         assert_eq!(s(384, 1088, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(384, 1028, 384 * 154), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
         assert_eq!(s(55476, 128, 704_476), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32"); // copter2
@@ -298,6 +349,17 @@ mod tests {
         assert_eq!(s(1536, 1024, 38.0, 0.7), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(100, 18, 5.0, 0.1), "spmm_f16_s2d2_y2k32x32w16_u4_pred");
         assert_eq!(s(100, 7, 5.0, 0.1), "spmm_f16_s1d1_y1k32x32w32_u4_pred");
+    }
+
+    #[test]
+    fn a_last_wave_counts_when_three_quarters_full() {
+        assert!(fills_its_last_wave(2048, 2112));
+        assert!(fills_its_last_wave(2112, 2112));
+        assert!(!fills_its_last_wave(2560, 2112)); // 1.2 waves
+        assert!(!fills_its_last_wave(3072, 2112)); // 1.45 waves: 73% of two
+        assert!(fills_its_last_wave(3168, 2112)); // 1.5 waves: 75% of two
+        assert!(fills_its_last_wave(10240, 2112)); // 4.8 waves
+        assert!(fills_its_last_wave(0, 2112));
     }
 
     #[test]
