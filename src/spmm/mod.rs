@@ -301,10 +301,10 @@ pub fn splits_rows<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, n: usize, config: &Sp
 /// the first wave blocks go wherever one ends, and there row blocks first wins: its resident blocks span a few
 /// column tiles of B, column tiles first all of them. Measured on the H100 (NOTES.md, "SpMM step 14"; both
 /// orders, five tiles, uniform m 256-4096, k 384-3072, n 128-4096, and the suite's real matrices): uniform rows
-/// lose up to 1.5x column tiles first from 1.3 waves on (768 x 768 at 10%, n = 1024, one warp per row: 23.6 vs
+/// lose up to 1.8x column tiles first from 1.3 waves on (768 x 768 at 10%, n = 1024, one warp per row: 23.6 vs
 /// 33.3 us; 1536 x 3072 at n = 512: 67.5 vs 105.5 us); within one wave column tiles first is as fast or up to
 /// 12% faster. The pruned weights, whose row lengths vary (cv 0.5-1.7), keep gaining column tiles first up to
-/// three waves (384 x 384 at 90%, n = 1024: 11.5 vs 13.1 us; 384 x 1536 at 98%: 11.8 vs 13.9 us).
+/// three waves (384 x 384 at 90%, n = 1024: 11.4 vs 12.9 us; 384 x 1536 at 98%: 11.8 vs 14.0 us).
 pub fn column_tiles_first(
     row_blocks: usize,
     column_tiles: usize,

@@ -15,7 +15,7 @@ const H100_SMS: usize = 132;
 
 /// Whether `blocks`, handed out `wave` at a time, leave the last wave at least three quarters full (or fit in one).
 fn fills_its_last_wave(blocks: usize, wave: usize) -> bool {
-    blocks <= wave || 4 * blocks >= 3 * wave * blocks.div_ceil(wave)
+    blocks <= wave || blocks.saturating_mul(4) >= wave.saturating_mul(3).saturating_mul(blocks.div_ceil(wave))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -100,7 +100,7 @@ impl SpmmConfig {
             && (m <= 2048 || mean > 64.0)
             && mean <= 400.0
             && (m.saturating_mul(n) >= 1 << 20 || (stats.cv < 0.3 && m.saturating_mul(n) >= 1 << 18))
-            && fills_its_last_wave(m.div_ceil(2) * (n / 128), 16 * H100_SMS)
+            && fills_its_last_wave(m.div_ceil(2).saturating_mul(n / 128), 16 * H100_SMS)
         {
             // Two rows of 16 threads at 16 blocks per SM wherever there are blocks enough to fill the SMs. In a
             // sweep of uniform m 256-4096, k 384-3072, n 128-4096 at 2% and 10% and the suite's real matrices,
@@ -282,6 +282,8 @@ mod tests {
         assert_eq!(pick(2048, 3072, 2048, 61.0, 0.1), two_rows);
         assert_eq!(pick(1024, 1536, 2000, 154.0, 0.08), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
         assert_eq!(pick(2048, 1536, 2048, 461.0, 0.04), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        // Sizes past any GPU's do not overflow the block counts (a panic in debug builds).
+        assert_eq!(pick(usize::MAX / 2, 1, 128, 100.0, 0.1), two_rows);
         // Few long rows over a wide B: sixteen warps on one 64-column tile (pruned 384 x 1536 at 90%).
         assert_eq!(s(384, 1024, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(384, 2048, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
@@ -360,6 +362,7 @@ mod tests {
         assert!(fills_its_last_wave(3168, 2112)); // 1.5 waves: 75% of two
         assert!(fills_its_last_wave(10240, 2112)); // 4.8 waves
         assert!(fills_its_last_wave(0, 2112));
+        assert!(fills_its_last_wave(usize::MAX, 2112));
     }
 
     #[test]
