@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::error::{Error, Result};
 use crate::kernels::{Family, KERNELS_BUILT};
@@ -49,6 +49,8 @@ pub struct Gpu {
     cluster_capacity: Mutex<HashMap<(String, u32), usize>>,
     /// How many blocks of a kernel an SM holds at once ([`Gpu::blocks_per_sm`]).
     blocks_per_sm: Mutex<HashMap<String, usize>>,
+    /// Column-tile counters of the SpMM kernel's SM-affine block order ([`Gpu::tile_counters`]).
+    tile_counters: Mutex<Option<CudaSlice<i32>>>,
     info: DeviceInfo,
 }
 
@@ -109,6 +111,7 @@ impl Gpu {
             side_streams: Mutex::new(Vec::new()),
             cluster_capacity: Mutex::new(HashMap::new()),
             blocks_per_sm: Mutex::new(HashMap::new()),
+            tile_counters: Mutex::new(None),
             info,
         };
         gpu.keep_freed_memory()?;
@@ -280,6 +283,21 @@ impl Gpu {
         };
         self.cluster_capacity.lock().unwrap_or_else(|e| e.into_inner()).insert(key, capacity);
         Ok(capacity)
+    }
+
+    /// The SpMM kernel's column-tile counters (`cuda/spmm/block_order.cuh`), at least `len` ints, all zero
+    /// between launches: made zero here, and every launch that uses them leaves them zero. One buffer per
+    /// `Gpu` suffices because its launches run in order on its one stream; the guard is held over a launch. A
+    /// buffer that grows replaces the old one, which is freed in stream order, after the launches that used it.
+    pub(crate) fn tile_counters(&self, len: usize) -> Result<std::sync::MutexGuard<'_, Option<CudaSlice<i32>>>> {
+        let mut counters = self.tile_counters.lock().unwrap_or_else(|e| e.into_inner());
+        if counters.as_ref().is_none_or(|c| c.len() < len) {
+            let len = len.max(1024);
+            *counters = Some(
+                self.stream.alloc_zeros::<i32>(len).map_err(Error::driver("allocating SpMM tile counters", 4 * len))?,
+            );
+        }
+        Ok(counters)
     }
 
     /// How many blocks of `block` threads (static shared memory only) of the kernel `name` of `family` one SM

@@ -7,10 +7,10 @@ use common::{check_spmm, from_triplets, gpu_or_skip, SpmmOracle, POISON};
 use half::{bf16, f16};
 use sprs::CsMat;
 use tilesparse::kernels::compiled_spmm_variants_for;
-use tilesparse::spmm::{check_config, column_tiles_first, splits_rows, spmm_bias_relu};
+use tilesparse::spmm::{block_order, check_config, column_tiles_first, splits_rows, spmm_bias_relu};
 use tilesparse::{
-    gen, spmm, spmm_auto, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, DType, DeviceCsr, DeviceDense, Error,
-    Gpu, RangeSum, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig,
+    gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, BlockOrder, DType,
+    DeviceCsr, DeviceDense, Error, Gpu, RangeSum, RowStats, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig,
 };
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -123,6 +123,88 @@ fn both_block_orders_match_the_oracle() {
         let a = gen::uniform_random(rows, 300, 0.1, rows as u64);
         let what = format!("{rows} rows, column tiles first: {columns_first}");
         assert_eq!(check_kernels::<f32>(&gpu, &what, &a, n, 61, [SpmmKernel::Tiled(config)]), 1);
+    }
+}
+
+/// Every compiled variant of T in every block order (`spmm_in_order`) against the oracle, each twice in a row
+/// (the SM-affine order's counters must be back at zero for the second launch), on A with `n` columns; the
+/// orders must give the same bits. Returns how many launches ran.
+fn check_every_order<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
+    let a: CsMat<T> = gen::convert(a);
+    let b = dense::<T>(a.cols(), n, seed);
+    let oracle = SpmmOracle::new(a.view(), &b, n);
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(gpu, a.cols(), n, &b).unwrap();
+    let mut c_dev = DeviceDense::<T>::zeros(gpu, a.rows(), n).unwrap();
+    let mut ran = 0;
+    for config in compiled_spmm_variants_for(T::DTYPE) {
+        if check_config(config, T::DTYPE, a.rows(), a.cols(), n).is_err() {
+            continue;
+        }
+        let mut first: Option<Vec<T>> = None;
+        for order in BlockOrder::ALL {
+            for launch in 0..2 {
+                c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+                spmm_in_order(gpu, &a_dev, &b_dev, &mut c_dev, config, order)
+                    .unwrap_or_else(|e| panic!("{what}: {config} {order:?}: {e}"));
+                let c = c_dev.download(gpu).unwrap();
+                let label = format!("{what} with {config}, {order:?}, launch {launch}");
+                oracle.check_kernel(&label, &c, &SpmmKernel::Tiled(*config));
+                match &first {
+                    None => first = Some(c),
+                    Some(f) => assert!(
+                        f.iter().zip(&c).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()),
+                        "{label}: bits differ from {:?}",
+                        BlockOrder::ALL[0]
+                    ),
+                }
+                ran += 1;
+            }
+        }
+    }
+    ran
+}
+
+/// The SM-affine block order (`cuda/spmm/block_order.cuh`) and the other two on every compiled variant of each
+/// dtype: several column tiles with a partial last one, odd m, empty rows, split rows (pieces claimed like
+/// rows), and shapes whose counter counts differ from one launch to the next. The library's own choice takes
+/// the SM-affine order for a weight-like problem (rows of 30 and 150 entries, cv 0.67) and matches the oracle.
+#[test]
+fn every_block_order_matches_the_oracle() {
+    let Some(gpu) = gpu_or_skip("every_block_order_matches_the_oracle") else { return };
+    let cases: Vec<(String, CsMat<f32>, usize)> = vec![
+        ("uniform 301x200".into(), gen::uniform_random(301, 200, 0.1, 91), 520),
+        ("empty rows 97x130".into(), gen::with_empty_rows(&gen::uniform_random(97, 130, 0.3, 92), 0.4, 93), 136),
+        ("one tile 40x64".into(), gen::uniform_random(40, 64, 0.3, 94), 32),
+        ("split rows 3000x5000".into(), skewed_matrix(3000, 5000, 95), 128),
+    ];
+    let mut ran = 0;
+    for (what, a, n) in &cases {
+        ran += check_every_order::<f32>(&gpu, what, a, *n, 96);
+        ran += check_every_order::<f16>(&gpu, &format!("{what} f16"), a, *n, 97);
+        ran += check_every_order::<bf16>(&gpu, &format!("{what} bf16"), a, *n, 98);
+    }
+    assert!(ran > 0);
+
+    let (m, k, n) = (1024, 768, 1024);
+    let mut rng = gen::Rng::new(99);
+    let mut entries = Vec::new();
+    for r in 0..m {
+        let len = if r % 2 == 0 { 30 } else { 150 };
+        let start = (r * 37) % (k - len);
+        entries.extend((0..len).map(|j| (r, start + j, rng.range(-1.0, 1.0) as f32)));
+    }
+    let a = from_triplets(m, k, &entries);
+    let stats = RowStats::from_indptr(&a.indptr().to_proper());
+    let config: SpmmConfig = "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16".parse().unwrap();
+    assert_eq!(SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32), config);
+    let order = block_order(&config, &stats, m, n, 16, gpu.info().sm_count);
+    assert_eq!(order, BlockOrder::SmAffine, "cv {:.2}, mean {:.0}", stats.cv, stats.mean);
+    for launch in 0..3 {
+        assert_eq!(
+            check_kernels::<f32>(&gpu, &format!("SM-affine, launch {launch}"), &a, n, 100, [SpmmKernel::Tiled(config)]),
+            1
+        );
     }
 }
 
@@ -287,6 +369,9 @@ fn sanitizer_spmm_every_variant_small() {
     check_all_split::<f32>(&gpu, "sanitizer split", &skewed, 36, 56);
     check_all_split::<f16>(&gpu, "sanitizer split f16", &skewed, 36, 57);
     check_all_split::<bf16>(&gpu, "sanitizer split bf16", &skewed, 36, 58);
+    // Every block order, the SM-affine one's claims and counter reset included.
+    check_every_order::<f32>(&gpu, "sanitizer orders", &a, 264, 59);
+    check_every_order::<f16>(&gpu, "sanitizer orders f16", &skewed, 136, 60);
 }
 
 /// A graph-like m x k matrix: rows of 0-4 entries, and every 50th row long (136 to ~k/2 entries, from one

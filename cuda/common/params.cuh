@@ -27,13 +27,16 @@ struct SpmmParams {
   const int* split_rows;        // (num_split_rows, 3): row, first partial row, partial rows, global
   int num_pieces;
   int num_split_rows;
-  // Block order: 0 = a 2-D grid, x over row blocks (pieces) and y over column tiles; 1 = a 1-D grid with the
-  // column tiles of one row block consecutive, so that the blocks resident on an SM at one time share few
-  // column tiles of B when A has few rows (src/spmm/mod.rs, `column_tiles_first`).
-  int column_tiles_first;
-  int pad;
+  // Block order (src/spmm/mod.rs, `BlockOrder`): kRowBlocksFirst = a 2-D grid, x over row blocks (pieces) and
+  // y over column tiles; kColumnTilesFirst = a 1-D grid with the column tiles of one row block consecutive;
+  // kSmAffine = a 1-D grid of row_blocks x column tiles blocks, each claiming its pair from tile_counters
+  // (cuda/spmm/block_order.cuh) so that an SM's blocks share one column tile of B.
+  int block_order;
+  int row_blocks;               // ceil(rows or pieces / block_items_y)
+  int* tile_counters;           // kSmAffine: (column tiles + 1) ints, zero at launch and left zero; else null
 };
-static_assert(sizeof(SpmmParams) == 112, "SpmmParams must match src/spmm/mod.rs");
+static_assert(sizeof(SpmmParams) == 120, "SpmmParams must match src/spmm/mod.rs");
+enum SpmmBlockOrder { kRowBlocksFirst = 0, kColumnTilesFirst = 1, kSmAffine = 2 };
 
 /// @brief Arguments of the seed SpMV kernels: y = alpha * A x + beta * y.
 struct SpmvParams {

@@ -7,6 +7,7 @@
 #include "common/memory_aligner.cuh"
 #include "common/params.cuh"
 #include "common/vector.cuh"
+#include "spmm/block_order.cuh"
 #include "spmm/compute.cuh"
 #include "spmm/dense_tile.cuh"
 #include "spmm/output_tile.cuh"
@@ -27,10 +28,18 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   // Subwarps past the last row (or piece) leave at once; no block-wide barrier follows, so this is safe.
   int row_block = blockIdx.x;
   int column_tile = blockIdx.y;
-  if (p.column_tiles_first) {
+  if (p.block_order != kRowBlocksFirst) {
     const int tiles = (p.n + Config::kBlockItemsX - 1) / Config::kBlockItemsX;
-    row_block = blockIdx.x / tiles;
-    column_tile = blockIdx.x - row_block * tiles;
+    if (p.block_order == kColumnTilesFirst) {
+      row_block = blockIdx.x / tiles;
+      column_tile = blockIdx.x - row_block * tiles;
+    } else {  // kSmAffine
+      __shared__ int2 claimed;
+      if (threadIdx.x == 0 && threadIdx.y == 0) claimed = claim_tile_block(p.tile_counters, p.row_blocks, tiles);
+      __syncthreads();
+      row_block = claimed.x;
+      column_tile = claimed.y;
+    }
   }
   const int slot = row_block * Config::kBlockItemsY + threadIdx.y;
   // `target` >= 0: the row of C this subwarp writes; < 0: ~target is the partial row of its piece (one int

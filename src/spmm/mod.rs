@@ -37,10 +37,11 @@ struct SpmmParams {
     split_rows: u64,
     num_pieces: i32,
     num_split_rows: i32,
-    column_tiles_first: i32,
-    pad: i32,
+    block_order: i32,
+    row_blocks: i32,
+    tile_counters: u64,
 }
-const _: () = assert!(std::mem::size_of::<SpmmParams>() == 112, "SpmmParams must match cuda/common/params.cuh");
+const _: () = assert!(std::mem::size_of::<SpmmParams>() == 120, "SpmmParams must match cuda/common/params.cuh");
 
 /// Threads per block of `spmm_fixup_<dtype>` (TILESPARSE_SPMM_FIXUP_THREADS in cuda/spmm/spmm.cu).
 const FIXUP_THREADS: u32 = 256;
@@ -171,7 +172,20 @@ pub fn spmm<T: Scalar>(
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
 ) -> Result<()> {
-    launch(gpu, a, b, None, c, config)
+    launch(gpu, a, b, None, c, config, None)
+}
+
+/// C = A * B with the given config and block order, instead of the order the library would choose
+/// ([`block_order`]): for benchmarks of the orders and for tests. Every order computes the same C, bit for bit.
+pub fn spmm_in_order<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    config: &SpmmConfig,
+    order: BlockOrder,
+) -> Result<()> {
+    launch(gpu, a, b, None, c, config, Some(order))
 }
 
 /// C = ReLU(A * B + bias), bias broadcast along each row (one value per row of C).
@@ -186,7 +200,7 @@ pub fn spmm_bias_relu<T: Scalar>(
     if bias.len() < a.rows() {
         return Err(Error::ShapeMismatch(format!("bias has {} elements, C has {} rows", bias.len(), a.rows())));
     }
-    launch(gpu, a, b, Some(bias), c, config)
+    launch(gpu, a, b, Some(bias), c, config, None)
 }
 
 /// An SpMM kernel: a Sputnik-style tile on the CUDA cores, or the tensor-core kernel (f16, bf16; f32 in 3xTF32).
@@ -295,11 +309,14 @@ pub fn splits_rows<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, n: usize, config: &Sp
 /// consecutive) rather than row blocks first (a 2-D grid), for a grid of `row_blocks` x `column_tiles` blocks of
 /// a kernel of which an SM holds `blocks_per_sm`, on `sm_count` SMs, over rows of length variation `row_cv`.
 ///
-/// The first wave is handed out about one block per SM in turn, so an SM's blocks are about every `sm_count`-th:
-/// column tiles first, SM s gets tiles s, s + sm_count, ... modulo `column_tiles`, column_tiles / gcd(sm_count,
-/// column_tiles) of them; row blocks first, a wave spans ceil(blocks_per_sm sm_count / row_blocks) tiles. Past
-/// the first wave blocks go wherever one ends, and there row blocks first wins: its resident blocks span a few
-/// column tiles of B, column tiles first all of them. Measured on the H100 (NOTES.md, "SpMM step 14"; both
+/// The rule was written thinking that the first wave is handed out one block per SM in turn, so that an SM's
+/// blocks are every `sm_count`-th: column tiles first, SM s would get tiles s, s + sm_count, ... modulo
+/// `column_tiles`, column_tiles / gcd(sm_count, column_tiles) of them; row blocks first, a wave would span
+/// ceil(blocks_per_sm sm_count / row_blocks) tiles. A probe of `%smid` (NOTES.md, "SpMM step 15") showed
+/// otherwise: the H100 hands out consecutive blocks in pairs to the two SMs of a TPC, in an order that changes
+/// from wave to wave, so those counts are a proxy for how many column tiles the resident blocks span, and the
+/// rule stands on its measurements. Past the first wave blocks go wherever one ends, and there row blocks
+/// first wins: its resident blocks span a few column tiles of B, column tiles first all of them. Measured on the H100 (NOTES.md, "SpMM step 14"; both
 /// orders, five tiles, uniform m 256-4096, k 384-3072, n 128-4096, and the suite's real matrices): uniform rows
 /// lose up to 1.8x column tiles first from 1.3 waves on (768 x 768 at 10%, n = 1024, one warp per row: 23.6 vs
 /// 33.3 us; 1536 x 3072 at n = 512: 67.5 vs 105.5 us); within one wave column tiles first is as fast or up to
@@ -328,7 +345,76 @@ pub fn column_tiles_first(
     fewer_tiles_per_sm && (waves <= 1.0 || (row_cv >= 0.5 && waves <= 3.0))
 }
 
+/// The order in which the tile kernel's blocks take their (row block, column tile) pairs of C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockOrder {
+    /// A 2-D grid, x over row blocks and y over column tiles: the GPU works along a column tile of B at a time.
+    RowBlocksFirst,
+    /// A 1-D grid with the column tiles of one row block consecutive ([`column_tiles_first`]).
+    ColumnTilesFirst,
+    /// Each block claims its pair at run time from per-column-tile counters, starting with the column tile of
+    /// its SM (the SM's id modulo the column tiles), so the blocks one SM runs share a column tile of B in its
+    /// L1 whatever order the hardware hands blocks out in (cuda/spmm/block_order.cuh). One atomic per block.
+    SmAffine,
+}
+
+impl BlockOrder {
+    pub const ALL: [BlockOrder; 3] = [BlockOrder::RowBlocksFirst, BlockOrder::ColumnTilesFirst, BlockOrder::SmAffine];
+
+    /// The value of `ts::SpmmBlockOrder` in cuda/common/params.cuh.
+    fn code(self) -> i32 {
+        match self {
+            BlockOrder::RowBlocksFirst => 0,
+            BlockOrder::ColumnTilesFirst => 1,
+            BlockOrder::SmAffine => 2,
+        }
+    }
+}
+
+/// The block order [`spmm`] uses for `config` on `items` rows (or pieces of split rows) with row statistics
+/// `stats` and `n` columns, where an SM holds `blocks_per_sm` of the kernel's blocks, on `sm_count` SMs.
+///
+/// SM-affine for the two-row tile at 16 blocks per SM (the tile [`SpmmConfig::select`] gives most weight-like
+/// shapes from 512 rows) on 512-1536 rows of 70 or more entries and n from 1024 to 2048, where the rows vary
+/// (cv >= 0.5) or are long (mean >= 200). On the H100 (NOTES.md, "SpMM step 15"): a probe of `%smid` showed the
+/// hardware hands out blocks in pairs to the SMs of a TPC, in an order that changes from wave to wave, so no
+/// fixed grid order keeps an SM on one column tile; claimed pairs do. Over 30 weight-like problems in that
+/// range (magnitude-pruned Gaussian matrices with row scales exp(0.3 N) and exp(0.6 N), cv 0.9 and 1.4, or
+/// long uniform rows; m 512-1536, k 768-3072, 10%) the tile ran 1.06x-1.57x faster SM-affine, 1.27x on
+/// geometric mean (1536 x 1536, cv 0.9, n = 1024: 1.57x). Not even short rows (uniform 1536 x 768 at 10%, n =
+/// 2048: 0.87x), short rows (pruned 1536 x 384 at 98%: 0.70-0.83x, the claim's latency on 8-entry rows), nor
+/// n = 512 or 4096 (0.58-1.06x). Elsewhere [`column_tiles_first`] decides.
+pub fn block_order(
+    config: &SpmmConfig,
+    stats: &crate::csr::RowStats,
+    items: usize,
+    n: usize,
+    blocks_per_sm: usize,
+    sm_count: usize,
+) -> BlockOrder {
+    let row_blocks = items.div_ceil(config.block_items_y as usize);
+    let column_tiles = n.div_ceil(config.block_items_x as usize);
+    // The two-row tile is launch-bounded, so it never walks pieces: items are rows.
+    let two_row_tile = (config.block_items_y, config.block_items_k, config.block_items_x, config.block_width)
+        == (2, 16, 128, 16)
+        && config.launch_bounds
+        && config.min_occupancy == 16;
+    if two_row_tile
+        && (512..=1536).contains(&items)
+        && (1024..=2048).contains(&n)
+        && stats.mean >= 70.0
+        && (stats.cv >= 0.5 || stats.mean >= 200.0)
+    {
+        BlockOrder::SmAffine
+    } else if column_tiles_first(row_blocks, column_tiles, blocks_per_sm, sm_count, stats.cv) {
+        BlockOrder::ColumnTilesFirst
+    } else {
+        BlockOrder::RowBlocksFirst
+    }
+}
+
 /// The one launcher: checks, then the unsafe launches (the SpMM kernel, and the fix-up when rows are split).
+/// `order` overrides [`block_order`].
 fn launch<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
@@ -336,6 +422,7 @@ fn launch<T: Scalar>(
     bias: Option<&cudarc::driver::CudaSlice<f32>>,
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
+    order: Option<BlockOrder>,
 ) -> Result<()> {
     check_shapes(a, b, c)?;
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
@@ -371,9 +458,26 @@ fn launch<T: Scalar>(
     let items = split.map_or(m, |s| s.num_pieces);
     let (row_blocks, column_tiles) =
         (items.div_ceil(config.block_items_y as usize), n.div_ceil(config.block_items_x as usize));
-    let blocks_per_sm = gpu.blocks_per_sm(Family::Spmm, &name, config.block_width * config.block_items_y)?;
-    let columns_first =
-        column_tiles_first(row_blocks, column_tiles, blocks_per_sm, gpu.info().sm_count, derived.stats.cv);
+    let order = match order {
+        Some(order) => order,
+        None => {
+            let blocks_per_sm = gpu.blocks_per_sm(Family::Spmm, &name, config.block_width * config.block_items_y)?;
+            let sms = gpu.info().sm_count;
+            block_order(config, &derived.stats, items, n, blocks_per_sm, sms)
+        }
+    };
+    if order != BlockOrder::RowBlocksFirst && row_blocks.saturating_mul(column_tiles) > i32::MAX as usize {
+        return Err(Error::TooLarge(format!(
+            "{row_blocks} row blocks x {column_tiles} column tiles is past the 2^31 - 1 blocks of a 1-D grid \
+             ({order:?}); row blocks first has no such limit"
+        )));
+    }
+    // Held over the launch: the counters are this launch's until it has claimed every pair (and reset them).
+    let mut counters = match order {
+        BlockOrder::SmAffine => Some(gpu.tile_counters(column_tiles + 1)?),
+        _ => None,
+    };
+    let tile_counters = counters.as_mut().and_then(|c| c.as_mut()).map(|c| c.device_ptr_mut(stream));
     let params = SpmmParams {
         m: m as i32,
         k: k as i32,
@@ -391,14 +495,14 @@ fn launch<T: Scalar>(
         split_rows: ptr(&split_rows),
         num_pieces: split.map_or(0, |s| s.num_pieces as i32),
         num_split_rows: split.map_or(0, |s| s.num_split_rows as i32),
-        column_tiles_first: i32::from(columns_first),
-        pad: 0,
+        block_order: order.code(),
+        row_blocks: row_blocks as i32,
+        tile_counters: ptr(&tile_counters),
     };
     let cfg = LaunchConfig {
-        grid_dim: if columns_first {
-            ((row_blocks * column_tiles) as u32, 1, 1)
-        } else {
-            (row_blocks as u32, column_tiles as u32, 1)
+        grid_dim: match order {
+            BlockOrder::RowBlocksFirst => (row_blocks as u32, column_tiles as u32, 1),
+            BlockOrder::ColumnTilesFirst | BlockOrder::SmAffine => ((row_blocks * column_tiles) as u32, 1, 1),
         },
         block_dim: (config.block_width, config.block_items_y, 1),
         shared_mem_bytes: 0,
@@ -407,9 +511,10 @@ fn launch<T: Scalar>(
     // were validated at upload (sorted in-range columns, monotone offsets, 32-bit sizes), B is k x n and C is
     // m x n with n a multiple of the dense vector width (aligned vector accesses), k * n fits in i32, and the
     // grid covers exactly m rows (or the split's pieces, which cover every row once, each piece within its
-    // row) and n columns, in either block order (column_tiles_first: row_blocks * column_tiles < 2^31 blocks,
-    // decoded by the kernel into the same pairs); partial rows are num_partials x n f32. All buffers outlive
-    // the launch on this stream.
+    // row) and n columns, in every block order (the 1-D ones: row_blocks * column_tiles < 2^31 blocks, checked
+    // above, decoded or claimed by the kernel as the same pairs, each once; SM-affine: `tile_counters` holds
+    // column_tiles + 1 zero ints, this launch's alone under the guard); partial rows are num_partials x n f32.
+    // All buffers outlive the launch on this stream.
     unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }.map_err(Error::driver("launching SpMM", 0))?;
     if let Some(s) = split {
         let fixup = gpu.function(Family::Spmm, &format!("spmm_fixup_{}", T::DTYPE.name()))?;
@@ -458,6 +563,36 @@ mod tests {
         assert!(!order(0, 8, 1.0));
         assert!(!column_tiles_first(384, 8, 12, 0, 1.0));
         assert!(!column_tiles_first(384, 8, 0, 132, 1.0));
+    }
+
+    #[test]
+    fn the_two_row_tile_goes_sm_affine_on_varied_or_long_rows_of_few_row_blocks() {
+        let two_rows: SpmmConfig = "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16".parse().unwrap();
+        let stats = |mean: f64, cv: f64| crate::csr::RowStats { mean, cv, ..Default::default() };
+        let order = |config: &SpmmConfig, m: usize, n: usize, mean: f64, cv: f64| {
+            block_order(config, &stats(mean, cv), m, n, 16, 132)
+        };
+        // Weight-like rows (cv 0.9 and 1.4 at 10%): 1536 x 1536, n = 1024, 1.57x; 512 x 768, n = 2048, 1.51x.
+        assert_eq!(order(&two_rows, 1536, 1024, 154.0, 0.89), BlockOrder::SmAffine);
+        assert_eq!(order(&two_rows, 512, 2048, 77.0, 1.43), BlockOrder::SmAffine);
+        // Long even rows (uniform k = 3072 at 10%, 307 per row): 1.09x-1.22x.
+        assert_eq!(order(&two_rows, 1024, 2048, 307.0, 0.05), BlockOrder::SmAffine);
+        // Not even rows of medium length (uniform 1536 x 768, n = 2048: 0.87x), short rows (pruned 1536 x 384
+        // at 98%, 7.7 per row: 0.70x-0.83x; at 90%, 38 per row: 0.95x), n = 512 or 4096, nor other tiles.
+        assert_ne!(order(&two_rows, 1536, 2048, 77.0, 0.11), BlockOrder::SmAffine);
+        assert_ne!(order(&two_rows, 1536, 1024, 7.7, 1.31), BlockOrder::SmAffine);
+        assert_ne!(order(&two_rows, 1536, 2048, 38.4, 0.67), BlockOrder::SmAffine);
+        assert_ne!(order(&two_rows, 1024, 512, 154.0, 0.89), BlockOrder::SmAffine);
+        assert_ne!(order(&two_rows, 1024, 4096, 154.0, 0.89), BlockOrder::SmAffine);
+        assert_ne!(order(&two_rows, 2048, 1024, 154.0, 0.89), BlockOrder::SmAffine, "past the measured rows");
+        assert_ne!(order(&two_rows, 384, 1024, 154.0, 0.89), BlockOrder::SmAffine, "past the measured rows");
+        let one_warp: SpmmConfig = "spmm_f32_s1d4_y1k32x128w32_u4_nopred".parse().unwrap();
+        assert_ne!(order(&one_warp, 1024, 1024, 154.0, 0.89), BlockOrder::SmAffine);
+        let unbounded: SpmmConfig = "spmm_f32_s1d4_y2k16x128w16_u4_nopred".parse().unwrap();
+        assert_ne!(order(&unbounded, 1024, 1024, 154.0, 0.89), BlockOrder::SmAffine);
+        // Elsewhere column_tiles_first decides: 384 one-warp rows x 4 tiles (one wave) go column tiles first.
+        assert_eq!(block_order(&one_warp, &stats(100.0, 0.1), 384, 512, 12, 132), BlockOrder::ColumnTilesFirst);
+        assert_eq!(block_order(&one_warp, &stats(100.0, 0.1), 768, 1024, 12, 132), BlockOrder::RowBlocksFirst);
     }
 
     #[test]
