@@ -315,13 +315,14 @@ pub fn splits_rows<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, n: usize, config: &Sp
 /// ceil(blocks_per_sm sm_count / row_blocks) tiles. A probe of `%smid` (NOTES.md, "SpMM step 15") showed
 /// otherwise: the H100 hands out consecutive blocks in pairs to the two SMs of a TPC, in an order that changes
 /// from wave to wave, so those counts are a proxy for how many column tiles the resident blocks span, and the
-/// rule stands on its measurements. Past the first wave blocks go wherever one ends, and there row blocks
-/// first wins: its resident blocks span a few column tiles of B, column tiles first all of them. Measured on the H100 (NOTES.md, "SpMM step 14"; both
-/// orders, five tiles, uniform m 256-4096, k 384-3072, n 128-4096, and the suite's real matrices): uniform rows
-/// lose up to 1.8x column tiles first from 1.3 waves on (768 x 768 at 10%, n = 1024, one warp per row: 23.6 vs
-/// 33.3 us; 1536 x 3072 at n = 512: 67.5 vs 105.5 us); within one wave column tiles first is as fast or up to
-/// 12% faster. The pruned weights, whose row lengths vary (cv 0.5-1.7), keep gaining column tiles first up to
-/// three waves (384 x 384 at 90%, n = 1024: 11.4 vs 12.9 us; 384 x 1536 at 98%: 11.8 vs 14.0 us).
+/// rule stands on its measurements. Past the first wave blocks go wherever one ends, and there row blocks first
+/// wins: its resident blocks span a few column tiles of B, column tiles first all of them. Measured on the H100
+/// (NOTES.md, "SpMM step 14"; both orders, five tiles, uniform m 256-4096, k 384-3072, n 128-4096, and the
+/// suite's real matrices): uniform rows lose up to 1.8x column tiles first from 1.3 waves on (768 x 768 at 10%,
+/// n = 1024, one warp per row: 23.6 vs 33.3 us; 1536 x 3072 at n = 512: 67.5 vs 105.5 us); within one wave
+/// column tiles first is as fast or up to 12% faster. The pruned weights, whose row lengths vary (cv 0.5-1.7),
+/// keep gaining column tiles first up to three waves (384 x 384 at 90%, n = 1024: 11.4 vs 12.9 us; 384 x 1536 at
+/// 98%: 11.8 vs 14.0 us).
 pub fn column_tiles_first(
     row_blocks: usize,
     column_tiles: usize,
@@ -381,9 +382,11 @@ impl BlockOrder {
 /// fixed grid order keeps an SM on one column tile; claimed pairs do. Over 30 weight-like problems in that
 /// range (magnitude-pruned Gaussian matrices with row scales exp(0.3 N) and exp(0.6 N), cv 0.9 and 1.4, or
 /// long uniform rows; m 512-1536, k 768-3072, 10%) the tile ran 1.06x-1.57x faster SM-affine, 1.27x on
-/// geometric mean (1536 x 1536, cv 0.9, n = 1024: 1.57x). Not even short rows (uniform 1536 x 768 at 10%, n =
-/// 2048: 0.87x), short rows (pruned 1536 x 384 at 98%: 0.70-0.83x, the claim's latency on 8-entry rows), nor
-/// n = 512 or 4096 (0.58-1.06x). Elsewhere [`column_tiles_first`] decides.
+/// geometric mean (1536 x 1536, cv 0.9, n = 1024: 1.57x). Not even rows of 77-154 entries (0.87x-1.18x:
+/// uniform 1536 x 768 at 10%, n = 2048, 0.87x), short rows (pruned 1536 x 384 at 98%: 0.70-0.83x, the claim's
+/// latency on 8-entry rows), nor n = 512 or 4096 (0.58-1.06x). Checked on 72 problems outside the fit (cv
+/// 0.3-1.7, m 640 and 1280, k 1024 and 2048, 5-20%, n 1024-2048): where the selection takes this tile, 1.114x
+/// faster than in step 14's order on geometric mean, 0.99x at worst. Elsewhere [`column_tiles_first`] decides.
 pub fn block_order(
     config: &SpmmConfig,
     stats: &crate::csr::RowStats,
