@@ -28,6 +28,22 @@ fn dense<T: Scalar>(k: usize, n: usize, seed: u64) -> Vec<T> {
     gen::dense_matrix(k, n, seed).into_iter().map(T::from_f32).collect()
 }
 
+/// A (rounded to T) and a random B (k x n) uploaded, C (m x n) allocated, and the oracle on the rounded inputs.
+fn upload_problem<T: Scalar>(
+    gpu: &Gpu,
+    a: &CsMat<f32>,
+    n: usize,
+    seed: u64,
+) -> (SpmmOracle, DeviceCsr<T>, DeviceDense<T>, DeviceDense<T>) {
+    let a: CsMat<T> = gen::convert(a);
+    let b = dense::<T>(a.cols(), n, seed);
+    let oracle = SpmmOracle::new(a.view(), &b, n);
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(gpu, a.cols(), n, &b).unwrap();
+    let c_dev = DeviceDense::<T>::zeros(gpu, a.rows(), n).unwrap();
+    (oracle, a_dev, b_dev, c_dev)
+}
+
 /// Each of `kernels` on A (rounded to T) times B, checked against the oracle on the rounded inputs (computed
 /// once). A and B are uploaded once; C is poisoned before every run. Returns how many ran.
 fn check_kernels<T: Scalar>(
@@ -38,12 +54,7 @@ fn check_kernels<T: Scalar>(
     seed: u64,
     kernels: impl IntoIterator<Item = SpmmKernel>,
 ) -> usize {
-    let a: CsMat<T> = gen::convert(a);
-    let b = dense::<T>(a.cols(), n, seed);
-    let oracle = SpmmOracle::new(a.view(), &b, n);
-    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
-    let b_dev = DeviceDense::upload(gpu, a.cols(), n, &b).unwrap();
-    let mut c_dev = DeviceDense::<T>::zeros(gpu, a.rows(), n).unwrap();
+    let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed);
     let mut ran = 0;
     for kernel in kernels {
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
@@ -130,12 +141,7 @@ fn both_block_orders_match_the_oracle() {
 /// (the SM-affine order's counters must be back at zero for the second launch), on A with `n` columns; the
 /// orders must give the same bits. Returns how many launches ran.
 fn check_every_order<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
-    let a: CsMat<T> = gen::convert(a);
-    let b = dense::<T>(a.cols(), n, seed);
-    let oracle = SpmmOracle::new(a.view(), &b, n);
-    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
-    let b_dev = DeviceDense::upload(gpu, a.cols(), n, &b).unwrap();
-    let mut c_dev = DeviceDense::<T>::zeros(gpu, a.rows(), n).unwrap();
+    let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed);
     let mut ran = 0;
     for config in compiled_spmm_variants_for(T::DTYPE) {
         if check_config(config, T::DTYPE, a.rows(), a.cols(), n).is_err() {
