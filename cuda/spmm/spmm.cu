@@ -33,7 +33,7 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
     if (p.block_order == kColumnTilesFirst) {
       row_block = blockIdx.x / tiles;
       column_tile = blockIdx.x - row_block * tiles;
-    } else {  // kSmAffine
+    } else if constexpr (Config::kClaimsBlocks) {  // kSmAffine (the host refuses it for the other variants)
       __shared__ int2 claimed;
       if (threadIdx.x == 0 && threadIdx.y == 0) claimed = claim_tile_block(p.tile_counters, p.row_blocks, tiles);
       __syncthreads();

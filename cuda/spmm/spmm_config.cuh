@@ -34,6 +34,10 @@ struct SpmmConfig {
   /// their register budget is spent, and the piece path cost them 2-4% on unsplit matrices (NOTES.md, "SpMM
   /// step 5"). SpmmConfig::walks_pieces in src/spmm/config.rs repeats the rule.
   static constexpr bool kWalksPieces = !kLaunchBounds;
+  /// Whether the kernel can run the SM-affine block order (spmm/block_order.cuh): the launch-bounded variants.
+  /// In the others the claim's code cost the 128-column tiles 9-31% at n = 4096 even when it did not run
+  /// (NOTES.md, "SpMM step 15"). SpmmConfig::claims_blocks in src/spmm/config.rs repeats the rule.
+  static constexpr bool kClaimsBlocks = kLaunchBounds;
 
   static constexpr int kThreadsPerBlock = kBlockItemsY * kBlockWidth;
   /// Dense vectors each thread loads per row of B (and stores per row of C).

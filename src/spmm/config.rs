@@ -68,6 +68,14 @@ impl SpmmConfig {
         !self.launch_bounds
     }
 
+    /// Whether the kernel can run the SM-affine block order ([`crate::spmm::BlockOrder::SmAffine`]): the
+    /// launch-bounded variants only. Compiled into the others (those that walk pieces), the claim cost the
+    /// unbounded 128-column tiles 9-31% at n = 4096 even when it did not run (uniform 4096^2 at 80%, two rows per
+    /// block: 3.01 -> 3.94 ms; NOTES.md, "SpMM step 15"). Repeats `kClaimsBlocks` in cuda/spmm/spmm_config.cuh.
+    pub fn claims_blocks(&self) -> bool {
+        self.launch_bounds
+    }
+
     /// Whether two configs name the same kernel (min_occupancy only matters with launch bounds).
     pub fn same_kernel(&self, other: &SpmmConfig) -> bool {
         let normal =

@@ -356,6 +356,7 @@ pub enum BlockOrder {
     /// Each block claims its pair at run time from per-column-tile counters, starting with the column tile of
     /// its SM (the SM's id modulo the column tiles), so the blocks one SM runs share a column tile of B in its
     /// L1 whatever order the hardware hands blocks out in (cuda/spmm/block_order.cuh). One atomic per block.
+    /// Launch-bounded variants only ([`SpmmConfig::claims_blocks`]); the others get `Error::Unsupported`.
     SmAffine,
 }
 
@@ -469,6 +470,12 @@ fn launch<T: Scalar>(
             block_order(config, &derived.stats, items, n, blocks_per_sm, sms)
         }
     };
+    if order == BlockOrder::SmAffine && !config.claims_blocks() {
+        return Err(Error::Unsupported {
+            config: name,
+            reason: "the SM-affine block order needs a launch-bounded variant (SpmmConfig::claims_blocks)".into(),
+        });
+    }
     if order != BlockOrder::RowBlocksFirst && row_blocks.saturating_mul(column_tiles) > i32::MAX as usize {
         return Err(Error::TooLarge(format!(
             "{row_blocks} row blocks x {column_tiles} column tiles is past the 2^31 - 1 blocks of a 1-D grid \
