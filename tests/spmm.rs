@@ -179,8 +179,9 @@ fn check_every_order<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize,
 
 /// The SM-affine block order (`cuda/spmm/block_order.cuh`) and the other two on every compiled variant of each
 /// dtype: several column tiles with a partial last one, odd m, empty rows, split rows (the variants that walk
-/// pieces, in the two grid orders), and shapes whose counter counts differ from one launch to the next. The library's own choice takes
-/// the SM-affine order for a weight-like problem (rows of 30 and 150 entries, cv 0.67) and matches the oracle.
+/// pieces, in the two grid orders), and shapes whose counter counts differ from one launch to the next. The
+/// library's own choice takes the SM-affine order for a weight-like problem (rows of 30 and 150 entries, cv
+/// 0.67) and matches the oracle.
 #[test]
 fn every_block_order_matches_the_oracle() {
     let Some(gpu) = gpu_or_skip("every_block_order_matches_the_oracle") else { return };
