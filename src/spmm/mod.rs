@@ -399,11 +399,7 @@ pub fn block_order(
     let row_blocks = items.div_ceil(config.block_items_y as usize);
     let column_tiles = n.div_ceil(config.block_items_x as usize);
     // The two-row tile is launch-bounded, so it never walks pieces: items are rows.
-    let two_row_tile = (config.block_items_y, config.block_items_k, config.block_items_x, config.block_width)
-        == (2, 16, 128, 16)
-        && config.launch_bounds
-        && config.min_occupancy == 16;
-    if two_row_tile
+    if config.same_kernel(&select::two_row_tile(config.dtype))
         && (512..=1536).contains(&items)
         && (1024..=2048).contains(&n)
         && stats.mean >= 70.0

@@ -40,6 +40,12 @@ fn bounded(config: SpmmConfig, min_occupancy: u32) -> SpmmConfig {
     SpmmConfig { launch_bounds: true, min_occupancy, ..config }
 }
 
+/// Two rows of 16 threads over 128 columns, k = 16, held to 128 registers (16 blocks per SM): the tile the
+/// selection gives most shapes from 512 rows, and the one `spmm::block_order` may run SM-affine.
+pub(crate) fn two_row_tile(dtype: DType) -> SpmmConfig {
+    bounded(tile(dtype, 1, 4, 2, 16, 128, 16, false), 16)
+}
+
 impl SpmmConfig {
     /// Chooses a compiled config for C (m x n) = A (m x k, nnz stored entries) * B (k x n), knowing only the
     /// mean row length. [`SpmmConfig::select_with_stats`] also sees how uneven the rows are.
@@ -82,7 +88,7 @@ impl SpmmConfig {
             // 7.7 per row, 14.4 us vs 17.0 us). Not where C is smaller (1536 x 384 at n = 256: 11.9 us vs 10.1
             // us; 384 x 384, n = 1024: 12.8 vs 13.0 us, a tie; NOTES.md, "SpMM step 11"). Held to 128 registers
             // (16 blocks per SM): 90% 23.4 vs 24.0 us, 98% 13.2 vs 14.4 us (NOTES.md, "SpMM step 12").
-            bounded(tile(dtype, 1, 4, 2, 16, 128, 16, false), 16)
+            two_row_tile(dtype)
         } else if n % 64 == 0 && (1024..=2048).contains(&n) && m <= 768 && stats.cv <= 2.0 && mean >= 128.0 {
             // Few long rows over a wide B: sixteen one-row warps per block on one 64-column tile, so the block's
             // rows share that tile's rows of B in L1 (cuSPARSE's ALG3 runs 32 rows x 64 columns per block at a
@@ -113,7 +119,7 @@ impl SpmmConfig {
             // past 48 MiB, where the k = 8 tile below wins (uniform 4096^2 at 95%, n = 4096: 1.13 vs 0.90 ms), nor
             // short rows over many rows (m > 2048, mean <= 64: 4096 x 3072 at 2%, n = 2048, 203 vs 166 us); rows
             // past 400 entries were not in the sweep.
-            bounded(tile(dtype, 1, 4, 2, 16, 128, 16, false), 16)
+            two_row_tile(dtype)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and rows too
             // few for the two-row tile above, where it makes the most blocks (pruned 384 x 384 at 90%, n = 1024:
@@ -134,7 +140,7 @@ impl SpmmConfig {
             // 95% 27.1 vs 33.2 us; 90% 51.4 vs 56.5 us; n = 256: 98% 29.4 vs 31.2, 95% 49.9 vs 59.7, 90% 98.3 vs
             // 110.5 us; 8192 x 2048 at 90%, n = 128, 50.7 vs 58.6 us. Not the pruned 384- and 1536-row weights
             // at n = 256 (fewer blocks than slots: 13.5 vs 9.8 us, 384 x 384 at 70%).
-            bounded(tile(dtype, 1, 4, 2, 16, 128, 16, false), 16)
+            two_row_tile(dtype)
         } else if dv == 4 && (mean <= 100.0 || (mean <= 250.0 && n > 256)) {
             // Short rows waste most of a 32-entry tile (copter2, 12.7 per row, n = 128: 58 us vs 94 us;
             // uniform 98%, n = 4096: 450 us vs 595 us; uniform 95%, n = 4096: 924 us vs 966 us with k = 16).
