@@ -180,8 +180,7 @@ fn check_every_order<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize,
 /// The SM-affine block order (`cuda/spmm/block_order.cuh`) and the other two on every compiled variant of each
 /// dtype: several column tiles with a partial last one, odd m, empty rows, split rows (the variants that walk
 /// pieces, in the two grid orders), and shapes whose counter counts differ from one launch to the next. The
-/// library's own choice takes the SM-affine order for a weight-like problem (rows of 30 and 150 entries, cv
-/// 0.67) and matches the oracle.
+/// library's own choice takes the SM-affine order for two weight-like problems and matches the oracle.
 #[test]
 fn every_block_order_matches_the_oracle() {
     let Some(gpu) = gpu_or_skip("every_block_order_matches_the_oracle") else { return };
@@ -199,23 +198,57 @@ fn every_block_order_matches_the_oracle() {
     }
     assert!(ran > 0);
 
-    let (m, k, n) = (1024, 768, 1024);
-    let mut rng = gen::Rng::new(99);
+    // Rows of 30 and 150 entries (cv 0.67): the two-row tile. A third of the rows 600 long, the rest 60 (cv
+    // 1.06): the eight-row tile.
+    automatic_sm_affine(
+        &gpu,
+        (1024, 768, 1024),
+        |r| if r % 2 == 0 { 30 } else { 150 },
+        "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16",
+        99,
+    );
+    automatic_sm_affine(
+        &gpu,
+        (896, 2048, 1024),
+        |r| if r % 3 == 0 { 600 } else { 60 },
+        "spmm_f32_s1d2_y8k32x64w32_u4_nopred_lb2",
+        101,
+    );
+}
+
+/// The library's own choice for a weight-like m x k matrix with rows of `len(r)` entries at n columns is
+/// `expected`, in the SM-affine order, and it matches the oracle three launches in a row.
+fn automatic_sm_affine(
+    gpu: &Gpu,
+    (m, k, n): (usize, usize, usize),
+    len: impl Fn(usize) -> usize,
+    expected: &str,
+    seed: u64,
+) {
+    let mut rng = gen::Rng::new(seed);
     let mut entries = Vec::new();
     for r in 0..m {
-        let len = if r % 2 == 0 { 30 } else { 150 };
+        let len = len(r);
         let start = (r * 37) % (k - len);
         entries.extend((0..len).map(|j| (r, start + j, rng.range(-1.0, 1.0) as f32)));
     }
     let a = from_triplets(m, k, &entries);
     let stats = RowStats::from_indptr(&a.indptr().to_proper());
-    let config: SpmmConfig = "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16".parse().unwrap();
+    let config: SpmmConfig = expected.parse().unwrap();
     assert_eq!(SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32), config);
-    let order = block_order(&config, &stats, m, n, 16, gpu.info().sm_count);
-    assert_eq!(order, BlockOrder::SmAffine, "cv {:.2}, mean {:.0}", stats.cv, stats.mean);
+    // Both tiles are launch-bounded: their blocks per SM are their min_occupancy.
+    let order = block_order(&config, &stats, m, n, config.min_occupancy as usize, gpu.info().sm_count);
+    assert_eq!(order, BlockOrder::SmAffine, "{expected}: cv {:.2}, mean {:.0}", stats.cv, stats.mean);
     for launch in 0..3 {
         assert_eq!(
-            check_kernels::<f32>(&gpu, &format!("SM-affine, launch {launch}"), &a, n, 100, [SpmmKernel::Tiled(config)]),
+            check_kernels::<f32>(
+                gpu,
+                &format!("SM-affine {expected}, launch {launch}"),
+                &a,
+                n,
+                seed + 1,
+                [SpmmKernel::Tiled(config)]
+            ),
             1
         );
     }

@@ -387,7 +387,13 @@ impl BlockOrder {
 /// uniform 1536 x 768 at 10%, n = 2048, 0.87x), short rows (pruned 1536 x 384 at 98%: 0.70-0.83x, the claim's
 /// latency on 8-entry rows), nor n = 512 or 4096 (0.58-1.06x). Checked on 72 problems outside the fit (cv
 /// 0.3-1.7, m 640 and 1280, k 1024 and 2048, 5-20%, n 1024-2048): where the selection takes this tile, 1.114x
-/// faster than in step 14's order on geometric mean, 0.99x at worst. Elsewhere [`column_tiles_first`] decides.
+/// faster than in step 14's order on geometric mean, 0.99x at worst.
+///
+/// SM-affine also for the eight-row tile (two blocks per SM) on 768-1024 uneven rows (cv >= 0.85) of 150 or more
+/// entries at n = 1024 (NOTES.md, "SpMM step 16"): on nine such weight-like matrices (m 768 and 1024, k 1536
+/// and 3072) 1.12x faster on geometric mean than in the order [`column_tiles_first`] picks (0.97x-1.23x), and
+/// 1.06x-1.13x on three fresh ones (m 896); at n = 1536 the two orders tie, and at n = 512, 2048 and 4096 the
+/// claim often loses (0.7x at n = 4096). Elsewhere [`column_tiles_first`] decides.
 pub fn block_order(
     config: &SpmmConfig,
     stats: &crate::csr::RowStats,
@@ -398,13 +404,18 @@ pub fn block_order(
 ) -> BlockOrder {
     let row_blocks = items.div_ceil(config.block_items_y as usize);
     let column_tiles = n.div_ceil(config.block_items_x as usize);
-    // The two-row tile is launch-bounded, so it never walks pieces: items are rows.
-    if config.same_kernel(&select::two_row_tile(config.dtype))
+    // Both tiles are launch-bounded, so they never walk pieces: items are rows.
+    let two_rows = config.same_kernel(&select::two_row_tile(config.dtype))
         && (512..=1536).contains(&items)
         && (1024..=2048).contains(&n)
         && stats.mean >= 70.0
-        && (stats.cv >= 0.5 || stats.mean >= 200.0)
-    {
+        && (stats.cv >= 0.5 || stats.mean >= 200.0);
+    let eight_rows = config.same_kernel(&select::eight_row_tile(config.dtype))
+        && (768..=1024).contains(&items)
+        && n == 1024
+        && stats.mean >= 150.0
+        && stats.cv >= 0.85;
+    if two_rows || eight_rows {
         BlockOrder::SmAffine
     } else if column_tiles_first(row_blocks, column_tiles, blocks_per_sm, sm_count, stats.cv) {
         BlockOrder::ColumnTilesFirst
@@ -572,7 +583,7 @@ mod tests {
     }
 
     #[test]
-    fn the_two_row_tile_goes_sm_affine_on_varied_or_long_rows_of_few_row_blocks() {
+    fn the_two_and_eight_row_tiles_go_sm_affine_on_varied_or_long_rows_of_few_row_blocks() {
         let two_rows: SpmmConfig = "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16".parse().unwrap();
         let stats = |mean: f64, cv: f64| crate::csr::RowStats { mean, cv, ..Default::default() };
         let order = |config: &SpmmConfig, m: usize, n: usize, mean: f64, cv: f64| {
@@ -596,6 +607,18 @@ mod tests {
         assert_ne!(order(&one_warp, 1024, 1024, 154.0, 0.89), BlockOrder::SmAffine);
         let unbounded: SpmmConfig = "spmm_f32_s1d4_y2k16x128w16_u4_nopred".parse().unwrap();
         assert_ne!(order(&unbounded, 1024, 1024, 154.0, 0.89), BlockOrder::SmAffine);
+        // The eight-row tile on 768-1024 uneven rows of 150 or more entries at n = 1024 (768 x 3072 at 10%, cv
+        // 1.4: 1.23x), not at other n, nor outside the measured rows, means and cvs.
+        let eight_rows: SpmmConfig = "spmm_f32_s1d2_y8k32x64w32_u4_nopred_lb2".parse().unwrap();
+        let eight = |m: usize, n: usize, mean: f64, cv: f64| block_order(&eight_rows, &stats(mean, cv), m, n, 2, 132);
+        assert_eq!(eight(768, 1024, 307.0, 1.41), BlockOrder::SmAffine);
+        assert_eq!(eight(1024, 1024, 150.0, 0.85), BlockOrder::SmAffine);
+        assert_ne!(eight(1024, 1536, 307.0, 1.22), BlockOrder::SmAffine);
+        assert_ne!(eight(1024, 960, 307.0, 1.22), BlockOrder::SmAffine);
+        assert_ne!(eight(767, 1024, 307.0, 1.41), BlockOrder::SmAffine);
+        assert_ne!(eight(1025, 1024, 307.0, 1.41), BlockOrder::SmAffine);
+        assert_ne!(eight(768, 1024, 149.0, 1.41), BlockOrder::SmAffine);
+        assert_ne!(eight(768, 1024, 307.0, 0.84), BlockOrder::SmAffine);
         // Elsewhere column_tiles_first decides: 384 one-warp rows x 4 tiles (one wave) go column tiles first.
         assert_eq!(block_order(&one_warp, &stats(100.0, 0.1), 384, 512, 12, 132), BlockOrder::ColumnTilesFirst);
         assert_eq!(block_order(&one_warp, &stats(100.0, 0.1), 768, 1024, 12, 132), BlockOrder::RowBlocksFirst);

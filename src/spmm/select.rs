@@ -46,6 +46,31 @@ pub(crate) fn two_row_tile(dtype: DType) -> SpmmConfig {
     bounded(tile(dtype, 1, 4, 2, 16, 128, 16, false), 16)
 }
 
+/// Eight one-row warps on one 64-column tile, held to 128 registers (two blocks per SM): the tile for long,
+/// uneven rows over a wide B ([`uneven_long_rows`]), and one `spmm::block_order` may run SM-affine.
+pub(crate) fn eight_row_tile(dtype: DType) -> SpmmConfig {
+    bounded(tile(dtype, 1, 2, 8, 32, 64, 32, false), 2)
+}
+
+/// Few long rows over a wide B, where the sixteen-row block shares a 64-column tile of B best (NOTES.md, "SpMM
+/// step 13").
+fn sixteen_row_rows(m: usize, n: usize, stats: &RowStats) -> bool {
+    n % 64 == 0 && (1024..=2048).contains(&n) && m <= 768 && stats.cv <= 2.0 && stats.mean >= 128.0
+}
+
+/// Long rows of uneven length (as magnitude pruning leaves a weight matrix whose rows differ in scale) in
+/// 384-1024 rows, over n >= 1024: the range of the sweep behind [`eight_row_tile`] (NOTES.md, "SpMM step 16"),
+/// less the sixteen-row block's where no row is long enough to split.
+fn uneven_long_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    n % 64 == 0
+        && n >= 1024
+        && (384..=1024).contains(&m)
+        && k.saturating_mul(n) <= 3072 * 4096
+        && stats.mean >= 70.0
+        && (0.85..=2.1).contains(&stats.cv)
+        && (!sixteen_row_rows(m, n, stats) || is_skewed(stats))
+}
+
 impl SpmmConfig {
     /// Chooses a compiled config for C (m x n) = A (m x k, nnz stored entries) * B (k x n), knowing only the
     /// mean row length. [`SpmmConfig::select_with_stats`] also sees how uneven the rows are.
@@ -71,6 +96,17 @@ impl SpmmConfig {
             tile(dtype, 4, 1, 4, 32, 8, 8, n % 8 != 0)
         } else if n <= 16 {
             tile(dtype, 4, dv.min(2), 4, 32, 16, 8, n % 16 != 0)
+        } else if uneven_long_rows(m, k, n, stats) {
+            // Long, uneven rows over a wide B: eight one-row warps per block on one 64-column tile, two blocks per
+            // SM. Magnitude-pruned Gaussian matrices with row scales exp(sigma N) (cv 0.9-2.1; m 384-1024, k 1536
+            // and 3072, 5% and 10%, n 1024-4096; NOTES.md, "SpMM step 16"): 1.18x faster than the tiles chosen
+            // before on 46 problems (768 x 3072 at 10%, cv 1.4, n = 2048: 225 -> 158 us, from the k = 8 tile with
+            // split rows; 1024 x 1536 at 5%, n = 1024: 59 -> 44 us, from two rows per block), 0.97x at worst; on
+            // 25 fresh problems (m 384-896, k 2048 and 2560, 7% and 15%, n 1024-3072) 1.28x (1.02x-1.65x). The
+            // uniform rows of the same shapes lose (768 x 1536 at 10%, n = 4096: 173 vs 119 us), and where the
+            // sixteen-row block is chosen below it is as fast or faster on rows too short to split (384 x 3072 at
+            // 10%, cv 0.9, n = 1024: 41.7 vs 49.6 us).
+            eight_row_tile(dtype)
         } else if dv == 4 && is_skewed(stats) {
             // Rows long and uneven enough to split (spmm::split): the pieces keep the critical path short, and
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
@@ -89,7 +125,7 @@ impl SpmmConfig {
             // us; 384 x 384, n = 1024: 12.8 vs 13.0 us, a tie; NOTES.md, "SpMM step 11"). Held to 128 registers
             // (16 blocks per SM): 90% 23.4 vs 24.0 us, 98% 13.2 vs 14.4 us (NOTES.md, "SpMM step 12").
             two_row_tile(dtype)
-        } else if n % 64 == 0 && (1024..=2048).contains(&n) && m <= 768 && stats.cv <= 2.0 && mean >= 128.0 {
+        } else if sixteen_row_rows(m, n, stats) {
             // Few long rows over a wide B: sixteen one-row warps per block on one 64-column tile, so the block's
             // rows share that tile's rows of B in L1 (cuSPARSE's ALG3 runs 32 rows x 64 columns per block at a
             // 69% L1 hit rate there; the one-warp blocks hit 16%). Pruned 384 x 1536 at 90% (154 per row): n =
@@ -290,6 +326,29 @@ mod tests {
         assert_eq!(pick(2048, 1536, 2048, 461.0, 0.04), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         // Sizes past any GPU's do not overflow the block counts (a panic in debug builds).
         assert_eq!(pick(usize::MAX / 2, 1, 128, 100.0, 0.1), two_rows);
+        // Long uneven rows in 384-1024 rows, n >= 1024: eight warps on one 64-column tile, two blocks per SM,
+        // within the sweep's range (cv 0.85-2.1, mean >= 70, B at most 3072 x 4096), outside the sixteen-row
+        // block's (m <= 768, n <= 2048, mean >= 128).
+        let eight_rows = "spmm_f32_s1d2_y8k32x64w32_u4_nopred_lb2";
+        assert_eq!(pick(1024, 3072, 2048, 307.0, 1.22), eight_rows);
+        assert_eq!(pick(1024, 1536, 1024, 77.0, 1.62), eight_rows);
+        assert_eq!(pick(384, 1536, 4096, 154.0, 0.9), eight_rows);
+        assert_eq!(pick(384, 1536, 2048, 77.0, 2.02), eight_rows);
+        assert_eq!(pick(1024, 3072, 4096, 70.0, 2.1), eight_rows);
+        assert_eq!(pick(384, 3072, 1024, 307.0, 0.9), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
+        // In the sixteen-row block's range, rows long enough to split (max > 1024 and 8 x mean) go to the eight
+        // rows too: 768 x 3072 at 10%, cv 1.4, n = 2048, 158 us (sixteen rows: 167; the split: 225).
+        let split_long = RowStats { min: 0, max: 3072, mean: 307.0, cv: 1.41, empty_rows: 0 };
+        assert_eq!(SpmmConfig::select_with_stats(768, 3072, 2048, &split_long, DType::F32).kernel_name(), eight_rows);
+        assert_eq!(pick(768, 3072, 2048, 307.0, 1.41), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
+        assert_ne!(pick(768, 3072, 2048, 307.0, 0.84), eight_rows);
+        assert_ne!(pick(768, 3072, 2048, 307.0, 2.11), eight_rows);
+        assert_ne!(pick(383, 3072, 4096, 307.0, 1.41), eight_rows);
+        assert_ne!(pick(1025, 3072, 2048, 307.0, 1.41), eight_rows);
+        assert_ne!(pick(768, 3072, 2048, 69.0, 1.41), eight_rows);
+        assert_ne!(pick(768, 3072, 960, 307.0, 1.41), eight_rows);
+        assert_ne!(pick(768, 3072, 1056, 307.0, 1.41), eight_rows);
+        assert_ne!(pick(768, 3073, 4096, 307.0, 1.41), eight_rows);
         // Few long rows over a wide B: sixteen warps on one 64-column tile (pruned 384 x 1536 at 90%).
         assert_eq!(s(384, 1024, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(384, 2048, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
