@@ -52,10 +52,26 @@ pub(crate) fn eight_row_tile(dtype: DType) -> SpmmConfig {
     bounded(tile(dtype, 1, 2, 8, 32, 64, 32, false), 2)
 }
 
+/// Sixteen one-row warps on one 64-column tile (one block per SM at 108 registers).
+fn sixteen_row_tile(dtype: DType) -> SpmmConfig {
+    tile(dtype, 1, 2, 16, 32, 64, 32, false)
+}
+
 /// Few long rows over a wide B, where the sixteen-row block shares a 64-column tile of B best (NOTES.md, "SpMM
 /// step 13").
 fn sixteen_row_rows(m: usize, n: usize, stats: &RowStats) -> bool {
     n % 64 == 0 && (1024..=2048).contains(&n) && m <= 768 && stats.cv <= 2.0 && stats.mean >= 128.0
+}
+
+/// Long rows of moderately uneven length (cv 0.3-0.85, below [`uneven_long_rows`]) in 384-1024 rows over n from
+/// 3072 to 4096: the range where the sixteen-row block was measured fastest (NOTES.md, "SpMM step 16").
+fn moderately_uneven_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    n % 64 == 0
+        && (3072..=4096).contains(&n)
+        && (384..=1024).contains(&m)
+        && k.saturating_mul(n) <= 3072 * 4096
+        && stats.mean >= 150.0
+        && (0.3..0.85).contains(&stats.cv)
 }
 
 /// Long rows of uneven length (as magnitude pruning leaves a weight matrix whose rows differ in scale) in
@@ -107,6 +123,14 @@ impl SpmmConfig {
             // sixteen-row block is chosen below it is as fast or faster on rows too short to split (384 x 3072 at
             // 10%, cv 0.9, n = 1024: 41.7 vs 49.6 us).
             eight_row_tile(dtype)
+        } else if moderately_uneven_rows_wide_n(m, k, n, stats) {
+            // Long rows of moderately uneven length over n = 3072-4096: the sixteen-row block. Pruned Gaussian
+            // matrices as above with sigma 0.1-0.2 (cv 0.33-0.68; m 384-1024, k 1536 and 3072, 5% and 10%; NOTES.md,
+            // "SpMM step 16"): 1.24x faster than the tiles chosen before on 32 problems (1.02x-1.51x; 768 x 3072 at
+            // 10%, cv 0.34, n = 3072: 310 -> 208 us from two rows per block, which runs n = 3072 as slowly as 4096);
+            // on 51 fresh ones (m 512-896, k 2048 and 2560, 8% and 12%, n 3072, 3584, 4096) 1.34x (1.14x-1.58x).
+            // Not uniform rows (896 x 2048 at 12%, n = 4096: 258 vs 208 us with two rows per block).
+            sixteen_row_tile(dtype)
         } else if dv == 4 && is_skewed(stats) {
             // Rows long and uneven enough to split (spmm::split): the pieces keep the critical path short, and
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
@@ -134,7 +158,7 @@ impl SpmmConfig {
             // 43.5 and 61.2 vs 92.2 us, m = 768 48.2 vs 62.5 and 89.6 vs 139.5 us; not m = 1024 (62.9 vs 55.5 us),
             // where the one-warp blocks go row blocks first (`spmm::column_tiles_first`) and an SM's blocks share
             // a column tile (NOTES.md, "SpMM step 13").
-            tile(dtype, 1, 2, 16, 32, 64, 32, false)
+            sixteen_row_tile(dtype)
         } else if n % 128 == 0
             && stats.cv <= 2.0
             && m >= 512
@@ -349,6 +373,22 @@ mod tests {
         assert_ne!(pick(768, 3072, 960, 307.0, 1.41), eight_rows);
         assert_ne!(pick(768, 3072, 1056, 307.0, 1.41), eight_rows);
         assert_ne!(pick(768, 3073, 4096, 307.0, 1.41), eight_rows);
+        // Long rows of cv 0.3-0.85 in 384-1024 rows over n = 3072-4096 (mean >= 150, B at most 3072 x 4096): the
+        // sixteen-row block; uneven (cv >= 0.85) rows keep the eight-row tile, even ones the choices below.
+        let sixteen_rows = "spmm_f32_s1d2_y16k32x64w32_u4_nopred";
+        assert_eq!(pick(768, 3072, 3072, 307.0, 0.34), sixteen_rows);
+        assert_eq!(pick(384, 1536, 4096, 150.0, 0.3), sixteen_rows);
+        assert_eq!(pick(1024, 3072, 4096, 307.0, 0.84), sixteen_rows);
+        assert_eq!(pick(512, 2048, 3584, 164.0, 0.47), sixteen_rows);
+        assert_eq!(pick(768, 3072, 3072, 307.0, 0.85), eight_rows);
+        assert_ne!(pick(768, 3072, 3072, 307.0, 0.29), sixteen_rows);
+        assert_ne!(pick(768, 3072, 3072, 149.0, 0.5), sixteen_rows);
+        assert_ne!(pick(768, 3072, 2944, 307.0, 0.5), sixteen_rows);
+        assert_ne!(pick(768, 3072, 4160, 307.0, 0.5), sixteen_rows);
+        assert_ne!(pick(768, 3072, 3104, 307.0, 0.5), sixteen_rows);
+        assert_ne!(pick(383, 3072, 3072, 307.0, 0.5), sixteen_rows);
+        assert_ne!(pick(1025, 3072, 3072, 307.0, 0.5), sixteen_rows);
+        assert_ne!(pick(768, 3073, 4096, 307.0, 0.5), sixteen_rows);
         // Few long rows over a wide B: sixteen warps on one 64-column tile (pruned 384 x 1536 at 90%).
         assert_eq!(s(384, 1024, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(384, 2048, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
