@@ -117,7 +117,7 @@ impl SpmmConfig {
             // SM. Magnitude-pruned Gaussian matrices with row scales exp(sigma N) (cv 0.9-2.1; m 384-1024, k 1536
             // and 3072, 5% and 10%, n 1024-4096; NOTES.md, "SpMM step 16"): 1.18x faster than the tiles chosen
             // before on 46 problems (768 x 3072 at 10%, cv 1.4, n = 2048: 225 -> 158 us, from the k = 8 tile with
-            // split rows; 1024 x 1536 at 5%, n = 1024: 59 -> 44 us, from two rows per block), 0.97x at worst; on
+            // split rows; 1024 x 1536 at 5%, n = 1024: 59 -> 44 us, from two rows per block), 0.96x at worst; on
             // 25 fresh problems (m 384-896, k 2048 and 2560, 7% and 15%, n 1024-3072) 1.28x (1.02x-1.65x). The
             // uniform rows of the same shapes lose (768 x 1536 at 10%, n = 4096: 173 vs 119 us), and where the
             // sixteen-row block is chosen below it is as fast or faster on rows too short to split (384 x 3072 at
