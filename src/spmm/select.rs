@@ -13,6 +13,10 @@ pub(crate) fn widest_dividing(n: usize, widths: &[u32]) -> u32 {
 /// SMs of the H100 the selection was measured on: it sizes the waves of blocks where a branch depends on them.
 const H100_SMS: usize = 132;
 
+/// Elements of the largest B (k x n, 48 MiB in f32) in the sweeps behind the branches that bound it: past it the
+/// k = 8 tile won (uniform 4096^2 at 95%, n = 4096; NOTES.md, "SpMM step 14"), and no larger B was measured since.
+const LARGEST_SWEPT_B: usize = 3072 * 4096;
+
 /// Whether `blocks`, handed out `wave` at a time, leave the last wave at least three quarters full (or fit in one).
 fn fills_its_last_wave(blocks: usize, wave: usize) -> bool {
     blocks <= wave || blocks.saturating_mul(4) >= wave.saturating_mul(3).saturating_mul(blocks.div_ceil(wave))
@@ -69,7 +73,7 @@ fn moderately_uneven_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats)
     n % 64 == 0
         && (3072..=4096).contains(&n)
         && (384..=1024).contains(&m)
-        && k.saturating_mul(n) <= 3072 * 4096
+        && k.saturating_mul(n) <= LARGEST_SWEPT_B
         && stats.mean >= 150.0
         && (0.3..0.85).contains(&stats.cv)
 }
@@ -81,7 +85,7 @@ fn uneven_long_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
     n % 64 == 0
         && n >= 1024
         && (384..=1024).contains(&m)
-        && k.saturating_mul(n) <= 3072 * 4096
+        && k.saturating_mul(n) <= LARGEST_SWEPT_B
         && stats.mean >= 70.0
         && (0.85..=2.1).contains(&stats.cv)
         && (!sixteen_row_rows(m, n, stats) || is_skewed(stats))
@@ -162,7 +166,7 @@ impl SpmmConfig {
         } else if n % 128 == 0
             && stats.cv <= 2.0
             && m >= 512
-            && k.saturating_mul(n) <= 3072 * 4096
+            && k.saturating_mul(n) <= LARGEST_SWEPT_B
             && (m <= 2048 || mean > 64.0)
             && mean <= 400.0
             && (m.saturating_mul(n) >= 1 << 20 || (stats.cv < 0.3 && m.saturating_mul(n) >= 1 << 18))
