@@ -53,7 +53,8 @@ struct MatrixArgs {
     m: usize,
     #[arg(long, default_value_t = 4096)]
     k: usize,
-    /// Fraction of stored entries (uniform, pruned); powerlaw uses density * k as its mean row length.
+    /// Fraction of stored entries (uniform, pruned), in [0, 1]; powerlaw uses density * k as its mean row
+    /// length, banded density * k / 2 as its half-bandwidth (0: the diagonal).
     #[arg(long, default_value_t = 0.1)]
     density: f64,
     #[arg(long, default_value_t = 1)]
@@ -61,12 +62,21 @@ struct MatrixArgs {
 }
 
 impl MatrixArgs {
-    fn load(&self) -> Result<(String, CsMat<f32>)> {
+    /// The matrix in f64: a file's values as read, a generator's (f32) exactly.
+    fn load(&self) -> Result<(String, CsMat<f64>)> {
         if let Some(path) = &self.matrix {
             let (a, _) = mtx::read_matrix_market(path)?;
-            return Ok((path.display().to_string(), a.map(|&v| v as f32).to_csr()));
+            return Ok((path.display().to_string(), a.to_csr()));
         }
         let (m, k, d, s) = (self.m, self.k, self.density, self.seed);
+        if !(0.0..=1.0).contains(&d) {
+            return Err(Error::Usage(format!("--density {d}: must be a fraction in [0, 1]")));
+        }
+        check_dims(&[m, k], "A")?;
+        if self.gen == "pruned" {
+            // The pruned generator draws the dense m x k matrix first.
+            check_elems(m, k, "A before pruning")?;
+        }
         let a = match self.gen.as_str() {
             "uniform" => gen::uniform_random(m, k, d, s),
             "powerlaw" => gen::power_law(m, k, d * k as f64, 2.0, s),
@@ -76,8 +86,47 @@ impl MatrixArgs {
                 return Err(Error::Usage(format!("unknown generator '{other}' (uniform, powerlaw, banded, pruned)")))
             }
         };
-        Ok((format!("{}_{m}x{k}_d{d}", self.gen), a))
+        Ok((format!("{}_{m}x{k}_d{d}", self.gen), a.map(|&v| v as f64)))
     }
+}
+
+/// A's values rounded to T, with a warning when finite values overflow T's range (f16 stops at 65504).
+fn to_dtype<T: Scalar>(a: CsMat<f64>) -> CsMat<T> {
+    let out = a.map(|&v| T::from_f64(v));
+    let overflowed = a.data().iter().zip(out.data()).filter(|(v, t)| v.is_finite() && !t.to_f64().is_finite()).count();
+    if overflowed > 0 {
+        eprintln!("warning: {overflowed} finite values of A are past the range of {} and became +-inf", T::DTYPE);
+    }
+    out
+}
+
+/// Refuses a dimension past i32, which the kernels index with.
+fn check_dims(dims: &[usize], what: &str) -> Result<()> {
+    match dims.iter().find(|&&d| d > i32::MAX as usize) {
+        Some(d) => {
+            Err(Error::TooLarge(format!("{what}: dimension {d} is past i32::MAX, which the kernels index with")))
+        }
+        None => Ok(()),
+    }
+}
+
+/// Refuses a rows x cols dense matrix whose element count overflows or passes i32::MAX (B's rows are
+/// addressed with 32-bit offsets on the GPU; the CPU run keeps the same limit so both accept the same problems).
+fn check_elems(rows: usize, cols: usize, what: &str) -> Result<()> {
+    match rows.checked_mul(cols) {
+        Some(e) if e <= i32::MAX as usize => Ok(()),
+        _ => Err(Error::TooLarge(format!("{what}: {rows} x {cols} elements, past i32::MAX"))),
+    }
+}
+
+/// A host vector of `len` copies of `value`, or an error instead of an abort when the memory is not there.
+fn host_vec<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    let bytes = len.saturating_mul(std::mem::size_of::<T>());
+    v.try_reserve_exact(len)
+        .map_err(|_| Error::Usage(format!("cannot allocate {what} on the host ({bytes} bytes)")))?;
+    v.resize(len, value);
+    Ok(v)
 }
 
 #[derive(Args)]
@@ -112,9 +161,9 @@ struct SpmvArgs {
     #[command(flatten)]
     matrix: MatrixArgs,
     #[arg(long, default_value_t = 1.0)]
-    alpha: f32,
+    alpha: f64,
     #[arg(long, default_value_t = 0.0)]
-    beta: f32,
+    beta: f64,
     /// Untimed runs before timing (the seed's warm-up cycles).
     #[arg(long, default_value_t = 5)]
     warmup: usize,
@@ -334,9 +383,11 @@ fn run_spmm(args: SpmmArgs) -> Result<()> {
 
 /// SpMM with elements of type T (A and B generated or read in f32, then rounded to T).
 fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
-    let (name, a32) = args.matrix.load()?;
-    let a: CsMat<T> = gen::convert(&a32);
+    let (name, a64) = args.matrix.load()?;
+    let a = to_dtype::<T>(a64);
     let (m, k, n) = (a.rows(), a.cols(), args.n);
+    check_dims(&[n], "B")?;
+    check_elems(k, n, "B")?;
     let b: Vec<T> = gen::dense_matrix(k, n, args.matrix.seed + 1).into_iter().map(T::from_f32).collect();
     println!("A: {name}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}", a.nnz(), T::DTYPE);
     let flops = 2.0 * a.nnz() as f64 * n as f64;
@@ -348,9 +399,14 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     } else {
         let invalid = |rule| Error::InvalidConfig { config: args.config.clone(), rule };
         let kernel: SpmmKernel = args.config.parse().map_err(invalid)?;
-        match kernel {
-            SpmmKernel::Tiled(c) => c.validate().map_err(invalid)?,
-            SpmmKernel::TensorCore(c) => tensor_core::check_tensor_core(&c, T::DTYPE, m, n)?,
+        let check = match kernel {
+            SpmmKernel::Tiled(c) => tilesparse::spmm::check_config(&c, T::DTYPE, m, k, n),
+            SpmmKernel::TensorCore(c) => tensor_core::check_tensor_core(&c, T::DTYPE, m, n),
+        };
+        match check {
+            // A build without kernels runs on the CPU, where the config plays no part.
+            Ok(()) | Err(Error::KernelsNotBuilt) => {}
+            Err(e) => return Err(e),
         }
         kernel
     };
@@ -383,7 +439,8 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             c_dev.download(&gpu)?
         }
         None => {
-            let mut c = vec![T::default(); m * n];
+            let len = m.checked_mul(n).ok_or_else(|| Error::TooLarge(format!("C: {m} x {n} elements")))?;
+            let mut c = host_vec(len, T::from_f32(-7.5e3), "C")?; // poison: the backend must write every element
             let start = Instant::now();
             let runs = args.iters.max(1);
             for _ in 0..runs {
@@ -443,13 +500,13 @@ fn spmv_seed_f32<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     x: &CudaSlice<T>,
-    (alpha, beta): (f32, f32),
+    (alpha, beta): (f64, f64),
     y: &mut CudaSlice<T>,
     ws: &mut SeedSpmvWorkspace,
 ) -> Result<()> {
     let (a, x, y): (&dyn Any, &dyn Any, &mut dyn Any) = (a, x, y);
     match (a.downcast_ref::<DeviceCsr<f32>>(), x.downcast_ref::<CudaSlice<f32>>(), y.downcast_mut::<CudaSlice<f32>>()) {
-        (Some(a), Some(x), Some(y)) => tilesparse::spmv_seed(gpu, a, x, alpha, beta, y, ws),
+        (Some(a), Some(x), Some(y)) => tilesparse::spmv_seed(gpu, a, x, alpha as f32, beta as f32, y, ws),
         _ => Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "the seed spmv (fp32 only)" }),
     }
 }
@@ -461,11 +518,14 @@ enum PreparedSpmv {
 }
 
 fn run_spmv_typed<T: Scalar>(args: &SpmvArgs, level: u8) -> Result<()> {
-    let (name, a32) = args.matrix.load()?;
-    let a: CsMat<T> = gen::convert(&a32);
-    drop(a32);
+    let (name, a64) = args.matrix.load()?;
+    let a = to_dtype::<T>(a64);
     let (m, k) = (a.rows(), a.cols());
-    let (alpha, beta) = (args.alpha, args.beta);
+    // The seed kernel takes f32 scalars: its oracle sees them rounded as the kernel does.
+    let (alpha, beta) = match args.kernel {
+        SpmvKernel::Seed => (args.alpha as f32 as f64, args.beta as f32 as f64),
+        SpmvKernel::Production => (args.alpha, args.beta),
+    };
     if level >= 1 && a.nnz() > args.large_threshold {
         eprintln!("warning: {} nonzeros exceeds the large-matrix threshold {}", a.nnz(), args.large_threshold);
     }
@@ -496,9 +556,7 @@ fn run_spmv_typed<T: Scalar>(args: &SpmvArgs, level: u8) -> Result<()> {
             }
             let mut run = |y: &mut CudaSlice<T>| match &mut prepared {
                 PreparedSpmv::Seed(ws) => spmv_seed_f32(gpu, &a_dev, &x_dev, (alpha, beta), y, ws),
-                PreparedSpmv::Production(plan) => {
-                    tilesparse::spmv(gpu, &a_dev, &x_dev, alpha as f64, beta as f64, y, plan)
-                }
+                PreparedSpmv::Production(plan) => tilesparse::spmv(gpu, &a_dev, &x_dev, alpha, beta, y, plan),
             };
             // Timed runs overwrite y; beta != 0 makes repeated runs compound, so time on a scratch copy.
             let mut y_scratch = y_dev.clone();
@@ -532,16 +590,16 @@ fn run_spmv_typed<T: Scalar>(args: &SpmvArgs, level: u8) -> Result<()> {
         }
     }
     if args.verify {
-        let want = oracle::spmv(a.view(), &x, alpha as f64, Some(&y_in), beta as f64);
+        let want = oracle::spmv(a.view(), &x, alpha, Some(&y_in), beta);
         // The CPU backend accumulates like the production kernels (f64 for f64, f32 otherwise).
         let bound = if args.kernel == SpmvKernel::Seed && gpu.is_some() {
             // The seed sums rows as differences of 32-entry block prefixes: its error scales with the block's
             // absolute sum, not the row's (see spmv_seed's docs).
             let mag = oracle::spmm_abs(a.view(), &x, 1);
             let block_max = mag.iter().fold(0.0f64, |acc, v| acc.max(*v)).max(1.0);
-            vec![128.0 * f32::EPSILON as f64 * block_max * alpha.abs().max(1.0) as f64; m]
+            vec![128.0 * f32::EPSILON as f64 * block_max * alpha.abs().max(1.0); m]
         } else {
-            spmv_error_bound(a.view(), &x, alpha as f64, beta as f64, Some(&y_in))
+            spmv_error_bound(a.view(), &x, alpha, beta, Some(&y_in))
         };
         let got: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
         report_check(&got, &want, &bound)?;
@@ -697,6 +755,7 @@ fn bench_spmm(args: SuiteArgs, selected_only: bool, dtype: DType) -> Result<()> 
 /// The SpGEMM problem of the CLI: A and the right operand, A itself when square, else A^T.
 fn spgemm_operands(matrix: &MatrixArgs) -> Result<(CsMat<f32>, CsMat<f32>)> {
     let (name, a) = matrix.load()?;
+    let a = a.map(|&v| v as f32); // the SpGEMM runs in f32
     let square = a.rows() == a.cols();
     let b = if square { a.clone() } else { a.transpose_view().to_csr() };
     println!(

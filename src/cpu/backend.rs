@@ -13,7 +13,9 @@ use std::ops::{AddAssign, Mul};
 trait Acc: Copy + Send + Sync + Default + AddAssign + Mul<Output = Self> {
     fn load<S: Scalar>(v: S) -> Self;
     fn store<T: Scalar>(self) -> T;
-    fn from_f32(v: f32) -> Self;
+    fn from_f64(v: f64) -> Self;
+    /// `a * b + c`, rounded once when `FUSED`, twice otherwise.
+    fn mul_add<const FUSED: bool>(a: Self, b: Self, c: Self) -> Self;
 }
 
 impl Acc for f32 {
@@ -26,8 +28,16 @@ impl Acc for f32 {
         T::from_f32(self)
     }
     #[inline]
-    fn from_f32(v: f32) -> Self {
-        v
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    #[inline(always)]
+    fn mul_add<const FUSED: bool>(a: Self, b: Self, c: Self) -> Self {
+        if FUSED {
+            a.mul_add(b, c)
+        } else {
+            a * b + c
+        }
     }
 }
 
@@ -41,8 +51,16 @@ impl Acc for f64 {
         T::from_f64(self)
     }
     #[inline]
-    fn from_f32(v: f32) -> Self {
-        v as f64
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn mul_add<const FUSED: bool>(a: Self, b: Self, c: Self) -> Self {
+        if FUSED {
+            a.mul_add(b, c)
+        } else {
+            a * b + c
+        }
     }
 }
 
@@ -53,45 +71,173 @@ pub fn spmm<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, c: &mut [T]) {
     assert_eq!(b.len(), k * n, "B must be k x n");
     assert_eq!(c.len(), m * n, "C must be m x n");
     match T::DTYPE {
-        DType::F64 => spmm_acc::<T, T, f64>(a, b, n, c),
-        DType::F32 => spmm_acc::<T, T, f32>(a, b, n, c),
+        DType::F64 => spmm_acc::<T, T, f64, F64_PANEL>(a, b, n, c),
+        DType::F32 => spmm_acc::<T, T, f32, F32_PANEL>(a, b, n, c),
         DType::F16 | DType::Bf16 => {
             // Widen B once: converting in the inner loop would redo it for every
             // nonzero that touches a row of B.
             let b32: Vec<f32> = b.par_iter().map(|v| v.to_f32()).collect();
-            spmm_acc::<T, f32, f32>(a, &b32, n, c)
+            spmm_acc::<T, f32, f32, F32_PANEL>(a, &b32, n, c)
         }
     }
 }
 
-/// The SpMM loop: for each nonzero a_ip, axpy row p of B into an accumulator row.
-fn spmm_acc<T: Scalar, S: Scalar, A: Acc>(a: CsMatView<T>, b: &[S], n: usize, c: &mut [T]) {
+/// Columns of C that one row's accumulators cover at a time: eight 256-bit registers.
+/// Keeping them in registers across the row's nonzeros leaves one load of B per FMA,
+/// where an accumulator row in memory costs two loads and a store.
+const F32_PANEL: usize = 64;
+const F64_PANEL: usize = 32;
+
+/// Up to this n, rows are computed panel by panel in registers; wider rows keep their
+/// accumulators in memory and stream whole rows of B, which the prefetchers follow
+/// (a panel-by-panel walk reads B in 256-byte pieces of scattered rows). Measured
+/// on this project's 2-core AMD EPYC (AVX2), 4096 x 4096 at 10%, both with FMA:
+/// registers 27.9 / 30.2 / 35.2 GFLOP/s at n = 64 / 256 / 512, memory 18.2 / 22.5 /
+/// 28.4; at n = 1024 memory wins, 25.4 against 22.7, at 4096 11.3 against 7.5.
+const MAX_PANEL_N: usize = 512;
+
+/// Rows per parallel task: enough to amortize a task, few enough to balance skewed rows.
+const TASK_ROWS: usize = 64;
+
+/// One row of A: its column indices, its values, and its row of C.
+type Row<'a, T> = (&'a [usize], &'a [T], &'a mut [T]);
+
+/// The SpMM loop. Each element of C is the sum of a_ip * b_pj over the row's entries
+/// in stored order, the same sequential sum as the oracle's, rounded once per term
+/// with FMA where the CPU has it.
+fn spmm_acc<T: Scalar, S: Scalar, A: Acc, const P: usize>(a: CsMatView<T>, b: &[S], n: usize, c: &mut [T]) {
+    spmm_rows::<T, S, A, P>(a, b, n, c, cfg!(target_arch = "x86_64"))
+}
+
+/// [`spmm_acc`], with the AVX2 path allowed or not (the tests run both).
+fn spmm_rows<T: Scalar, S: Scalar, A: Acc, const P: usize>(
+    a: CsMatView<T>,
+    b: &[S],
+    n: usize,
+    c: &mut [T],
+    allow_avx2: bool,
+) {
     if n == 0 {
         return; // nothing to write, and chunks of 0 are not allowed
     }
     let indptr = a.proper_indptr();
     let (ind, val) = (a.indices(), a.data());
-    c.par_chunks_mut(n).enumerate().for_each_init(
-        || vec![A::default(); n],
-        |acc, (i, c_row)| {
+    c.par_chunks_mut(TASK_ROWS * n).enumerate().for_each(|(task, c_rows)| {
+        let rows = (task * TASK_ROWS..).zip(c_rows.chunks_mut(n));
+        let rows: Vec<Row<T>> =
+            rows.map(|(i, c_row)| (&ind[indptr[i]..indptr[i + 1]], &val[indptr[i]..indptr[i + 1]], c_row)).collect();
+        #[cfg(target_arch = "x86_64")]
+        if allow_avx2 && std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has just been found to support AVX2 and FMA, the features
+            // `rows_avx2` is compiled for; it is otherwise an ordinary safe function.
+            unsafe { rows_avx2::<T, S, A, P>(rows, b, n) };
+            return;
+        }
+        rows_any::<T, S, A, P, false>(rows, b, n);
+    });
+}
+
+/// `rows_any` compiled for AVX2 with fused multiply-adds.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows_avx2<T: Scalar, S: Scalar, A: Acc, const P: usize>(rows: Vec<Row<T>>, b: &[S], n: usize) {
+    rows_any::<T, S, A, P, true>(rows, b, n)
+}
+
+/// One task's rows. `FUSED` rounds each multiply-add once (FMA); without hardware FMA
+/// a fused multiply-add is a slow library call, so it is off there.
+#[inline(always)]
+fn rows_any<T: Scalar, S: Scalar, A: Acc, const P: usize, const FUSED: bool>(rows: Vec<Row<T>>, b: &[S], n: usize) {
+    if n > MAX_PANEL_N {
+        let mut acc = vec![A::default(); n];
+        for (cols, vals, c_row) in rows {
             acc.fill(A::default());
-            for p in indptr[i]..indptr[i + 1] {
-                let av = A::load(val[p]);
-                let b_row = &b[ind[p] * n..(ind[p] + 1) * n];
-                for (x, &bv) in acc.iter_mut().zip(b_row) {
-                    *x += av * A::load(bv);
-                }
-            }
-            for (o, &x) in c_row.iter_mut().zip(acc.iter()) {
+            axpy_rows::<T, S, A, FUSED>(cols, vals, b, n, 0, &mut acc);
+            for (o, &x) in c_row.iter_mut().zip(&acc) {
                 *o = x.store();
             }
-        },
-    );
+        }
+        return;
+    }
+    for (cols, vals, c_row) in rows {
+        let mut j0 = 0;
+        while j0 + P <= n {
+            panel::<T, S, A, P, FUSED>(cols, vals, b, n, j0, c_row);
+            j0 += P;
+        }
+        // The last columns in narrower register panels, then the rest (under 8) in memory.
+        if 32 < P && j0 + 32 <= n {
+            panel::<T, S, A, 32, FUSED>(cols, vals, b, n, j0, c_row);
+            j0 += 32;
+        }
+        if 16 < P && j0 + 16 <= n {
+            panel::<T, S, A, 16, FUSED>(cols, vals, b, n, j0, c_row);
+            j0 += 16;
+        }
+        if 8 < P && j0 + 8 <= n {
+            panel::<T, S, A, 8, FUSED>(cols, vals, b, n, j0, c_row);
+            j0 += 8;
+        }
+        if j0 < n {
+            let mut acc = [A::default(); 8];
+            let acc = &mut acc[..n - j0];
+            axpy_rows::<T, S, A, FUSED>(cols, vals, b, n, j0, acc);
+            for (o, &x) in c_row[j0..].iter_mut().zip(acc.iter()) {
+                *o = x.store();
+            }
+        }
+    }
+}
+
+/// Columns `j0..j0 + P` of one row of C, the accumulators in registers.
+#[inline(always)]
+fn panel<T: Scalar, S: Scalar, A: Acc, const P: usize, const FUSED: bool>(
+    cols: &[usize],
+    vals: &[T],
+    b: &[S],
+    n: usize,
+    j0: usize,
+    c_row: &mut [T],
+) {
+    let mut acc = [A::default(); P];
+    for (&col, &v) in cols.iter().zip(vals) {
+        let av = A::load(v);
+        let b_panel: &[S; P] = b[col * n + j0..][..P].try_into().expect("P elements");
+        for (x, &bv) in acc.iter_mut().zip(b_panel) {
+            *x = A::mul_add::<FUSED>(av, A::load(bv), *x);
+        }
+    }
+    for (o, &x) in c_row[j0..j0 + P].iter_mut().zip(&acc) {
+        *o = x.store();
+    }
+}
+
+/// `acc += a_ip * B[p, j0..j0 + acc.len()]` over one row's entries, in order.
+#[inline(always)]
+fn axpy_rows<T: Scalar, S: Scalar, A: Acc, const FUSED: bool>(
+    cols: &[usize],
+    vals: &[T],
+    b: &[S],
+    n: usize,
+    j0: usize,
+    acc: &mut [A],
+) {
+    let w = acc.len();
+    for (&col, &v) in cols.iter().zip(vals) {
+        let av = A::load(v);
+        for (x, &bv) in acc.iter_mut().zip(&b[col * n + j0..][..w]) {
+            *x = A::mul_add::<FUSED>(av, A::load(bv), *x);
+        }
+    }
 }
 
 /// y = alpha * A * x + beta * y. With `beta == 0` the old `y` is not read, so it may
-/// hold garbage or NaN (BLAS semantics).
-pub fn spmv<T: Scalar>(a: CsMatView<T>, x: &[T], alpha: f32, beta: f32, y: &mut [T]) {
+/// hold garbage or NaN (BLAS semantics). alpha and beta are rounded to the accumulation
+/// type (f64 for f64, f32 otherwise), as the GPU's `spmv` does.
+pub fn spmv<T: Scalar>(a: CsMatView<T>, x: &[T], alpha: f64, beta: f64, y: &mut [T]) {
     assert!(a.is_csr(), "backend expects CSR");
     let (m, k) = a.shape();
     assert_eq!(x.len(), k, "x must have k entries");
@@ -102,9 +248,9 @@ pub fn spmv<T: Scalar>(a: CsMatView<T>, x: &[T], alpha: f32, beta: f32, y: &mut 
     }
 }
 
-fn spmv_acc<T: Scalar, A: Acc>(a: CsMatView<T>, x: &[T], alpha: f32, beta: f32, y: &mut [T]) {
+fn spmv_acc<T: Scalar, A: Acc>(a: CsMatView<T>, x: &[T], alpha: f64, beta: f64, y: &mut [T]) {
     let read_y = beta != 0.0;
-    let (alpha, beta) = (A::from_f32(alpha), A::from_f32(beta));
+    let (alpha, beta) = (A::from_f64(alpha), A::from_f64(beta));
     let indptr = a.proper_indptr();
     let (ind, val) = (a.indices(), a.data());
     // Rows are short; batching them keeps rayon's per-task overhead negligible.
@@ -220,9 +366,6 @@ mod tests {
     fn check_spmm<T: Scalar>(a32: &CsMat<f32>, n: usize, seed: u64) {
         let a = gen::convert::<T>(a32);
         let b: Vec<T> = gen::dense_matrix(a.cols(), n, seed).into_iter().map(T::from_f32).collect();
-        let mut c = vec![T::from_f32(f32::NAN); a.rows() * n];
-        spmm(a.view(), &b, n, &mut c);
-        let got: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
         let want = oracle::spmm(a.view(), &b, n);
         let u_acc = if T::DTYPE == DType::F64 { DType::F64 } else { DType::F32 }.unit_roundoff();
         let bound = oracle::spmm_error_bound(
@@ -232,15 +375,31 @@ mod tests {
             u_acc,
             T::DTYPE.unit_roundoff(),
         );
-        let r = oracle::compare(&got, &want, &bound);
-        assert_eq!(r.mismatches, 0, "{}: {r:?}", T::DTYPE);
+        // The public entry point, then the portable loop (no AVX2) on the f32 and f64 paths.
+        type Run<T> = fn(CsMatView<T>, &[T], usize, &mut [T]);
+        let runs: [Run<T>; 2] = [spmm, |a, b, n, c| match T::DTYPE {
+            DType::F64 => spmm_rows::<T, T, f64, F64_PANEL>(a, b, n, c, false),
+            _ => {
+                let b32: Vec<f32> = b.iter().map(|v| v.to_f32()).collect();
+                spmm_rows::<T, f32, f32, F32_PANEL>(a, &b32, n, c, false)
+            }
+        }];
+        for (path, run) in runs.iter().enumerate() {
+            let mut c = vec![T::from_f32(-7.5e3); a.rows() * n];
+            run(a.view(), &b, n, &mut c);
+            let got: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
+            let r = oracle::compare(&got, &want, &bound);
+            assert_eq!(r.mismatches, 0, "{} n {n} path {path}: {r:?}", T::DTYPE);
+        }
     }
 
     #[test]
     fn spmm_matches_oracle() {
         let a = gen::uniform_random(123, 77, 0.2, 1);
         let skewed = gen::with_empty_rows(&gen::power_law(300, 200, 8.0, 1.8, 2), 0.1, 3);
-        for n in [1, 19, 64] {
+        // Every column path: register panels of 64 (f64: 32), 32, 16 and 8, the last
+        // columns in memory, and rows past MAX_PANEL_N in memory.
+        for n in [1, 7, 19, 64, 100, 125, 513, 600] {
             check_spmm::<f32>(&a, n, 10);
             check_spmm::<f64>(&a, n, 11);
             check_spmm::<f16>(&a, n, 12);
@@ -258,34 +417,29 @@ mod tests {
         // A stored zero meeting a NaN in B must give NaN, as in the oracle.
         let a = CsMat::new((2, 2), vec![0, 1, 2], vec![1, 0], vec![0.0f32, 1.0]);
         let b = [1.0f32, 2.0, f32::NAN, 3.0];
-        let mut c = [0.0f32; 4];
+        let mut c = [-7.5e3f32; 4]; // poison: every element must be written
         spmm(a.view(), &b, 2, &mut c);
         assert!(c[0].is_nan());
         assert_eq!(c[1], 0.0);
         assert_eq!(&c[2..], &[1.0, 2.0]);
+        // A stored zero times -Inf is NaN; Inf times a nonzero stays Inf.
+        let b = [f32::INFINITY, 1.0, 2.0, f32::NEG_INFINITY];
+        let mut c = [-7.5e3f32; 4];
+        spmm(a.view(), &b, 2, &mut c);
+        assert_eq!(c[0], 0.0, "{c:?}");
+        assert!(c[1].is_nan(), "{c:?}");
+        assert_eq!(&c[2..], &[f32::INFINITY, 1.0]);
     }
 
-    fn check_spmv<T: Scalar>(alpha: f32, beta: f32, y0: f32) {
+    fn check_spmv<T: Scalar>(alpha: f64, beta: f64, y0: f32) {
         let a = gen::convert::<T>(&gen::uniform_random(1000, 800, 0.05, 4));
         let x: Vec<T> = gen::dense_matrix(800, 1, 5).into_iter().map(T::from_f32).collect();
         let y_in: Vec<T> = gen::dense_matrix(1000, 1, 6).into_iter().map(|v| T::from_f32(v + y0)).collect();
         let mut y = y_in.clone();
         spmv(a.view(), &x, alpha, beta, &mut y);
         let got: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
-        let want = oracle::spmv(a.view(), &x, alpha as f64, Some(&y_in), beta as f64);
-        // |alpha| |A||x| + |beta y| with two extra roundings (alpha scale, beta add).
-        let ax = oracle::spmm_abs(a.view(), &x, 1);
-        let mag: Vec<f64> = ax
-            .iter()
-            .zip(&y_in)
-            .map(|(v, yi)| {
-                let by = if beta == 0.0 { 0.0 } else { (beta as f64 * yi.to_f64()).abs() };
-                alpha.abs() as f64 * v + by
-            })
-            .collect();
-        let lens: Vec<usize> = row_lengths(&a).iter().map(|l| l + 2).collect();
-        let u_acc = if T::DTYPE == DType::F64 { DType::F64 } else { DType::F32 }.unit_roundoff();
-        let bound = oracle::spmm_error_bound(&mag, &lens, 1, u_acc, T::DTYPE.unit_roundoff());
+        let want = oracle::spmv(a.view(), &x, alpha, Some(&y_in), beta);
+        let bound = crate::spmv::spmv_error_bound(a.view(), &x, alpha, beta, Some(&y_in));
         let r = oracle::compare(&got, &want, &bound);
         assert_eq!(r.mismatches, 0, "{} alpha {alpha} beta {beta}: {r:?}", T::DTYPE);
     }
@@ -299,6 +453,9 @@ mod tests {
         // beta = 0 with y full of NaN: y must not be read.
         check_spmv::<f32>(1.0, 0.0, f32::NAN);
         check_spmv::<f16>(2.0, 0.0, f32::NAN);
+        // alpha and beta that f32 cannot hold: f64 must keep them (f32 would be off by ~1e-9).
+        check_spmv::<f64>(0.1, -0.3, 0.0);
+        check_spmv::<f32>(0.1, 1.0 / 3.0, 0.0);
     }
 
     #[test]

@@ -126,9 +126,11 @@ pub struct Comparison {
 /// Element-wise check of `got` against `want`.
 ///
 /// Element i passes iff both are NaN, or both are infinite with the same sign, or both
-/// are finite and `|got - want| <= bound[i]`. Anything else (NaN vs a number, inf vs
-/// finite, opposite infinities) is a mismatch, so kernels that swallow or invent
-/// NaN/Inf are caught.
+/// are finite and `|got - want| <= bound[i]` with a finite bound. Anything else (NaN vs
+/// a number, inf vs finite, opposite infinities) is a mismatch, so kernels that swallow
+/// or invent NaN/Inf are caught; so is a finite pair under an infinite or NaN bound,
+/// which would pass any answer (a bound past its formula's range, e.g. gamma(n) for
+/// n u >= 1, says nothing).
 pub fn compare(got: &[f64], want: &[f64], bound: &[f64]) -> Comparison {
     assert_eq!(got.len(), want.len(), "got and want differ in length");
     assert_eq!(got.len(), bound.len(), "bound differs in length");
@@ -138,7 +140,7 @@ pub fn compare(got: &[f64], want: &[f64], bound: &[f64]) -> Comparison {
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let (err, pass) = if g.is_finite() && w.is_finite() {
             let err = (g - w).abs();
-            (err, err <= bound[i])
+            (err, bound[i].is_finite() && err <= bound[i])
         } else {
             let same = (g.is_nan() && w.is_nan()) || (g.is_infinite() && g == w);
             (if same { 0.0 } else { f64::INFINITY }, same)
@@ -394,15 +396,37 @@ mod tests {
         let b = spmm_error_bound(&[1.0, 0.0], &[1 << 24], 2, u32_, u32_);
         assert_eq!(b, vec![f64::INFINITY, 1e-30]);
 
-        // A real f32 dot product of 4096 terms stays inside its bound, and an error of
-        // a few times the bound is caught: the bound is neither violated nor vacuous.
+        // A real f32 dot product of 4096 terms stays inside its bound.
         let a = crate::gen::uniform_random(1, 4096, 1.0, 3);
         let x = crate::gen::dense_matrix(4096, 1, 4);
         let f32_sum: f32 = a.data().iter().zip(&x).map(|(p, q)| p * q).sum();
         let want = spmm(a.view(), &x, 1);
         let bound = spmm_error_bound(&spmm_abs(a.view(), &x, 1), &[4096], 1, u32_, u32_);
         assert_eq!(compare(&[f32_sum as f64], &want, &bound).mismatches, 0);
-        let off = want[0] + 3.0 * bound[0];
-        assert_eq!(compare(&[off], &want, &bound).mismatches, 1);
+
+        // And it is tight enough to see a kernel bug on a row of 256: dropping any one
+        // product, or reading the next column of x for it, is caught for at least 95% of
+        // the terms (a worst-case bound grows like n u, so very long rows hide small terms).
+        let (a, x) = (crate::gen::uniform_random(1, 256, 1.0, 5), crate::gen::dense_matrix(257, 1, 6));
+        let want = spmm(a.view(), &x[..256], 1);
+        let bound = spmm_error_bound(&spmm_abs(a.view(), &x[..256], 1), &[256], 1, u32_, u32_);
+        let caught = |err: &dyn Fn(usize) -> f64| {
+            (0..256).filter(|&j| compare(&[want[0] + err(j)], &want, &bound).mismatches == 1).count()
+        };
+        let v = a.data();
+        assert!(caught(&|j| -(v[j] as f64 * x[j] as f64)) >= 243, "a dropped product");
+        assert!(caught(&|j| v[j] as f64 * (x[j + 1] as f64 - x[j] as f64)) >= 243, "a column off by one");
+    }
+
+    #[test]
+    fn compare_refuses_a_vacuous_bound() {
+        // A finite answer under an infinite or NaN bound fails; matching non-finite values still pass.
+        let r = compare(
+            &[1.0, 2.0, f64::NAN, f64::INFINITY],
+            &[5.0, 2.0, f64::NAN, f64::INFINITY],
+            &[f64::INFINITY, f64::NAN, f64::INFINITY, f64::NAN],
+        );
+        assert_eq!(r.mismatches, 2);
+        assert_eq!(r.first_mismatch, Some((0, 1.0, 5.0)));
     }
 }
