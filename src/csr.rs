@@ -190,6 +190,26 @@ pub struct DeviceCsr<T: Scalar> {
     /// Distinct for every upload or device build, renewed when a kernel rewrites the structure: what a plan
     /// made from this matrix (e.g. [`crate::SpmvPlan`]) checks that it is used with.
     id: u64,
+    /// [`pattern_hash`] of the row pointer and column indices, computed from one download on first use (by
+    /// the SpGEMM plan, which is reused across uploads of new values and so cannot go by `id`).
+    pattern: OnceLock<u64>,
+}
+
+/// A 64-bit fingerprint of a CSR structure: the shape, the row pointer and the column indices. Chunks are
+/// hashed in parallel and combined in order, so it is the same on every run. Not cryptographic: it tells apart
+/// patterns that differ by accident (a plan reused for the wrong operand), not by design.
+pub(crate) fn pattern_hash(rows: usize, cols: usize, row_offsets: &[i32], column_indices: &[i32]) -> u64 {
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 16;
+    // A multiply-rotate mix per word (the constants are the 64-bit golden ratio and a splitmix64 multiplier).
+    let mix = |h: u64, w: u64| (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    let chunk_hash = |c: &[i32]| c.iter().fold(c.len() as u64, |h, &w| mix(h, w as u32 as u64));
+    let fold = |words: &[i32]| -> u64 {
+        let parts: Vec<u64> = words.par_chunks(CHUNK).map(chunk_hash).collect();
+        parts.into_iter().fold(words.len() as u64, |h, p| mix(h, p).wrapping_mul(0xBF58_476D_1CE4_E5B9))
+    };
+    let h = mix(mix(0, rows as u64), cols as u64);
+    mix(mix(h, fold(row_offsets)), fold(column_indices))
 }
 
 /// The next [`DeviceCsr`] identity.
@@ -245,6 +265,7 @@ impl<T: Scalar> DeviceCsr<T> {
             tensor_core_count: (T::DTYPE != crate::DType::F64)
                 .then(|| crate::spmm::tensor_core::BlockCounts::of(cols, indptr, indices)),
             id: next_id(),
+            pattern: OnceLock::new(),
         })
     }
 
@@ -270,11 +291,13 @@ impl<T: Scalar> DeviceCsr<T> {
             tensor_core: Default::default(),
             tensor_core_count: None,
             id: next_id(),
+            pattern: OnceLock::new(),
         }
     }
 
     /// The statistics and the swizzle, computed from one download of the row pointer the first time.
     pub(crate) fn derived(&self, gpu: &Gpu) -> Result<&Derived> {
+        self.check_gpu(gpu, "the sparse matrix")?;
         if let Some(d) = self.derived.get() {
             return Ok(d);
         }
@@ -292,6 +315,7 @@ impl<T: Scalar> DeviceCsr<T> {
         self.tensor_core = Default::default();
         self.tensor_core_count = None;
         self.id = next_id();
+        self.pattern = OnceLock::new();
     }
 
     /// The numbers of k-blocks of the tensor-core SpMM (f16/bf16/f32 matrices uploaded from the host; None otherwise).
@@ -317,11 +341,33 @@ impl<T: Scalar> DeviceCsr<T> {
                 })
             }
         };
+        self.check_gpu(gpu, "the sparse matrix")?;
         if let Some(b) = cache.get() {
             return Ok(b);
         }
         let _ = cache.set(crate::spmm::tensor_core::DeviceBlocks::build(gpu, self, rows_per_window)?);
         Ok(cache.get().expect("set just above"))
+    }
+
+    /// [`Error::WrongGpu`] unless this matrix is `gpu`'s ([`Gpu::check_owns`]).
+    pub(crate) fn check_gpu(&self, gpu: &Gpu, what: &str) -> Result<()> {
+        gpu.check_owns(what, &self.row_offsets)
+    }
+
+    /// The fingerprint of this matrix's structure ([`pattern_hash`]): one download of the row pointer and the
+    /// column indices the first time.
+    pub(crate) fn pattern(&self, gpu: &Gpu) -> Result<u64> {
+        self.check_gpu(gpu, "the sparse matrix")?;
+        if let Some(&h) = self.pattern.get() {
+            return Ok(h);
+        }
+        let stream = gpu.stream();
+        let offsets = stream.clone_dtoh(&self.row_offsets).map_err(Error::driver("reading back CSR row offsets", 0))?;
+        let indices =
+            stream.clone_dtoh(&self.column_indices).map_err(Error::driver("reading back CSR column indices", 0))?;
+        // Both buffers hold at least one element (an empty one is padded): hash the used part only.
+        let h = pattern_hash(self.rows, self.cols, &offsets[..self.rows + 1], &indices[..self.nnz]);
+        Ok(*self.pattern.get_or_init(|| h))
     }
 
     /// This matrix's identity (see the field).
@@ -331,6 +377,7 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// Copies the matrix back into a sprs CSR matrix (validated on the way).
     pub fn download(&self, gpu: &Gpu) -> Result<CsMat<T>> {
+        self.check_gpu(gpu, "the sparse matrix")?;
         let stream = gpu.stream();
         let to_usize = |v: Vec<i32>, len: usize| v.into_iter().take(len).map(|x| x as usize).collect::<Vec<usize>>();
         let indptr = stream.clone_dtoh(&self.row_offsets).map_err(Error::driver("downloading CSR row offsets", 0))?;
@@ -356,5 +403,31 @@ impl<T: Scalar> DeviceCsr<T> {
     /// the row pointer on first use.
     pub fn stats(&self, gpu: &Gpu) -> Result<&RowStats> {
         Ok(&self.derived(gpu)?.stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pattern_hash;
+
+    #[test]
+    fn pattern_hash_tells_apart_patterns_of_the_same_shape_and_count() {
+        // The audit's case: A 2 x 2 with entries (0,0),(0,1), then (0,0),(1,1): same shape, same nnz.
+        let h1 = pattern_hash(2, 2, &[0, 2, 2], &[0, 1]);
+        let h2 = pattern_hash(2, 2, &[0, 1, 2], &[0, 1]);
+        assert_ne!(h1, h2);
+        assert_eq!(h1, pattern_hash(2, 2, &[0, 2, 2], &[0, 1]), "deterministic");
+        // Shape alone, columns alone, and a long structure that spans several chunks.
+        assert_ne!(pattern_hash(2, 2, &[0, 2, 2], &[0, 1]), pattern_hash(2, 3, &[0, 2, 2], &[0, 1]));
+        assert_ne!(pattern_hash(2, 3, &[0, 2, 2], &[0, 1]), pattern_hash(2, 3, &[0, 2, 2], &[0, 2]));
+        let n = 300_000;
+        let offsets: Vec<i32> = (0..=n as i32).collect();
+        let mut columns: Vec<i32> = (0..n as i32).collect();
+        let h = pattern_hash(n, n, &offsets, &columns);
+        assert_eq!(h, pattern_hash(n, n, &offsets, &columns));
+        columns[n - 1] -= 1;
+        assert_ne!(h, pattern_hash(n, n, &offsets, &columns), "the last chunk counts");
+        // Empty matrices: their shapes still count.
+        assert_ne!(pattern_hash(0, 5, &[0], &[]), pattern_hash(0, 6, &[0], &[]));
     }
 }

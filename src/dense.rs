@@ -29,8 +29,10 @@ impl<T: Scalar> DeviceDense<T> {
 
     /// A matrix of zeros.
     pub fn zeros(gpu: &Gpu, rows: usize, cols: usize) -> Result<Self> {
-        let len = rows.checked_mul(cols).ok_or_else(|| Error::TooLarge(format!("{rows} x {cols} elements")))?;
-        let bytes = len.max(1) * std::mem::size_of::<T>();
+        let too_large = || Error::TooLarge(format!("{rows} x {cols} elements"));
+        let len = rows.checked_mul(cols).ok_or_else(too_large)?;
+        // cudarc does not check the byte count: an overflow would allocate a short buffer.
+        let bytes = len.max(1).checked_mul(std::mem::size_of::<T>()).ok_or_else(too_large)?;
         let data =
             gpu.stream().alloc_zeros::<T>(len.max(1)).map_err(Error::driver("allocating a dense matrix", bytes))?;
         Ok(DeviceDense { rows, cols, data })
@@ -38,15 +40,22 @@ impl<T: Scalar> DeviceDense<T> {
 
     /// Overwrites every element with `value` (tests poison outputs this way before each run).
     pub fn fill(&mut self, gpu: &Gpu, value: T) -> Result<()> {
+        self.check_gpu(gpu, "the dense matrix")?;
         let host = vec![value; self.data.len()];
         gpu.stream().memcpy_htod(&host, &mut self.data).map_err(Error::driver("filling a dense matrix", 0))
     }
 
     /// Copies the matrix back (row-major).
     pub fn download(&self, gpu: &Gpu) -> Result<Vec<T>> {
+        self.check_gpu(gpu, "the dense matrix")?;
         let mut v = gpu.stream().clone_dtoh(&self.data).map_err(Error::driver("downloading a dense matrix", 0))?;
         v.truncate(self.rows * self.cols);
         Ok(v)
+    }
+
+    /// [`Error::WrongGpu`] unless this matrix is `gpu`'s ([`Gpu::check_owns`]).
+    pub(crate) fn check_gpu(&self, gpu: &Gpu, what: &str) -> Result<()> {
+        gpu.check_owns(what, &self.data)
     }
 
     pub fn rows(&self) -> usize {

@@ -59,6 +59,10 @@ pub enum Error {
     /// The config cannot run this problem (for example its dense vector width does not divide n).
     #[error("config {config} cannot run this problem: {reason}")]
     Unsupported { config: String, reason: String },
+    /// Device memory made by another [`crate::Gpu`] handle (another device, or another handle's stream on the
+    /// same device, which this one's launches would not wait for).
+    #[error("wrong GPU handle: {0}")]
+    WrongGpu(String),
     /// Operands whose sparsity pattern is not the one a reusable plan was made for.
     #[error("pattern mismatch: {0}")]
     PatternMismatch(String),

@@ -72,6 +72,22 @@ impl Gpu {
         Ok(count.max(0) as usize)
     }
 
+    /// Refuses device memory made by another `Gpu` handle: [`Error::WrongGpu`]. Every operation of a handle runs
+    /// on its one stream and cudarc's cross-stream events are off (see [`Gpu::new`]), so memory of another
+    /// handle could still be in flight there, or be freed there while this handle's kernel reads it; memory of
+    /// another device would fault.
+    pub(crate) fn check_owns<T>(&self, what: &str, slice: &CudaSlice<T>) -> Result<()> {
+        if Arc::ptr_eq(slice.stream(), &self.stream) {
+            return Ok(());
+        }
+        Err(Error::WrongGpu(format!(
+            "{what} was made by another Gpu handle (device {}); this one is device {}: use one handle for a \
+             computation's operands, plans and results",
+            slice.ordinal(),
+            self.info.ordinal
+        )))
+    }
+
     /// Opens device `ordinal`. Fails with [`Error::NoDriver`] or [`Error::NoDevice`] rather than panicking.
     pub fn new(ordinal: usize) -> Result<Gpu> {
         let count = Self::device_count()?;

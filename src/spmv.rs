@@ -32,8 +32,18 @@ const _: () = assert!(std::mem::size_of::<SpmvParams>() == 72, "SpmvParams must 
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmvParams {}
 
-/// x must hold A's columns and y A's rows (longer buffers are allowed; only the first elements are used).
-pub(crate) fn check_operands<T: crate::Scalar>(a: &DeviceCsr<T>, x_len: usize, y_len: usize) -> Result<()> {
+/// x must hold A's columns and y A's rows (longer buffers are allowed; only the first elements are used), and
+/// all three must be `gpu`'s.
+pub(crate) fn check_operands<T: crate::Scalar, X, Y>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    x: &CudaSlice<X>,
+    y: &CudaSlice<Y>,
+) -> Result<()> {
+    a.check_gpu(gpu, "A")?;
+    gpu.check_owns("x", x)?;
+    gpu.check_owns("y", y)?;
+    let (x_len, y_len) = (x.len(), y.len());
     if x_len < a.cols() || y_len < a.rows() {
         return Err(Error::ShapeMismatch(format!(
             "A is {} x {}, x has {x_len} and y has {y_len} elements",
@@ -52,6 +62,10 @@ pub struct SeedSpmvWorkspace {
 impl SeedSpmvWorkspace {
     /// Allocates the scratch for a matrix with `nnz` stored entries.
     pub fn new(gpu: &Gpu, nnz: usize) -> Result<Self> {
+        // The kernels count entries in an int; and a length whose bytes overflow would make a short buffer.
+        if nnz > i32::MAX as usize {
+            return Err(Error::TooLarge(format!("{nnz} entries: the seed SpMV counts entries in 32 bits")));
+        }
         let bytes = nnz.max(1) * 4;
         let prefix = gpu
             .stream()
@@ -75,7 +89,17 @@ pub fn spmv_seed(
     y: &mut CudaSlice<f32>,
     workspace: &mut SeedSpmvWorkspace,
 ) -> Result<()> {
-    check_operands(a, x.len(), y.len())?;
+    check_operands(gpu, a, x, y)?;
+    gpu.check_owns("the SpMV workspace", &workspace.prefix)?;
+    // The seed's kernels form `block * 32 + lane` and `block * 256 + thread` in an int.
+    if a.nnz() > i32::MAX as usize - 256 || a.rows() > i32::MAX as usize - 256 {
+        return Err(Error::TooLarge(format!(
+            "{} x {} with {} entries: the seed SpMV indexes rows and entries in 32 bits, with 256 to spare",
+            a.rows(),
+            a.cols(),
+            a.nnz()
+        )));
+    }
     if workspace.prefix.len() < a.nnz() {
         return Err(Error::ShapeMismatch(format!(
             "the workspace holds {} products, A has {}",
@@ -307,6 +331,9 @@ pub struct SpmvPlan {
     long: Option<LongRows>,
     tiles: Option<EntryTiles>,
     offsets16: Option<CudaSlice<i16>>,
+    /// Held over a call's launches: the split's and the entry tiles' partials are scratch that one call's
+    /// kernels write and its fix-up reads, so two threads sharing the plan must not interleave them.
+    launching: std::sync::Mutex<()>,
 }
 
 /// Row entries each lane of a vector-kernel subwarp should walk ([`SpmvPlan::choose`]).
@@ -373,6 +400,7 @@ impl SpmvPlan {
         strategy: SpmvStrategy,
         offsets16: bool,
     ) -> Result<Self> {
+        a.check_gpu(gpu, "A")?;
         let invalid = |rule: &str| Error::InvalidConfig { config: strategy.to_string(), rule: rule.to_string() };
         let long = match strategy {
             SpmvStrategy::Vector { threads_per_row } | SpmvStrategy::Split { threads_per_row, .. }
@@ -415,7 +443,17 @@ impl SpmvPlan {
             }
             _ => None,
         };
-        Ok(SpmvPlan { strategy, rows: a.rows(), cols: a.cols(), nnz: a.nnz(), matrix: a.id(), long, tiles, offsets16 })
+        Ok(SpmvPlan {
+            strategy,
+            rows: a.rows(),
+            cols: a.cols(),
+            nnz: a.nnz(),
+            matrix: a.id(),
+            long,
+            tiles,
+            offsets16,
+            launching: std::sync::Mutex::new(()),
+        })
     }
 
     /// Whether the vector kernel reads 16-bit column offsets (see the type's documentation).
@@ -470,6 +508,11 @@ fn entry_tiles<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<EntryTiles> {
 /// A's column - row offsets as i16, or None when one does not fit (or there is no memory for them: they are an
 /// optimisation, the plan works without).
 fn encode_offsets16<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<Option<CudaSlice<i16>>> {
+    // The encoding kernel's grid-stride loop steps its int row by up to 2^28: past this many rows it could
+    // wrap, so such matrices keep their 32-bit indices.
+    if a.rows() > i32::MAX as usize - (1 << 28) {
+        return Ok(None);
+    }
     let stream = gpu.stream();
     let Ok(offsets) = stream.alloc_zeros::<i16>(a.nnz()) else { return Ok(None) };
     let overflow = stream.alloc_zeros::<i32>(1).map_err(Error::driver("allocating the SpMV plan's flag", 4))?;
@@ -510,7 +553,7 @@ pub fn spmv<T: Scalar>(
     y: &mut CudaSlice<T>,
     plan: &SpmvPlan,
 ) -> Result<()> {
-    check_operands(a, x.len(), y.len())?;
+    check_operands(gpu, a, x, y)?;
     // One identity per upload, device build or structure rewrite: a plan of the same matrix also has its shape.
     if plan.matrix != a.id() {
         return Err(Error::ShapeMismatch(format!(
@@ -527,6 +570,7 @@ pub fn spmv<T: Scalar>(
     if a.rows() == 0 {
         return Ok(());
     }
+    let _launching = plan.launching.lock().unwrap_or_else(|e| e.into_inner());
     let dtype = T::DTYPE;
     let stream = gpu.stream();
     let (values, _g1) = a.values.device_ptr(stream);
@@ -626,7 +670,7 @@ pub fn spmv<T: Scalar>(
 /// nothing else (`spmv_gather_probe_f32`); `sink` (A's rows long) receives one sum per warp. Its time is the
 /// cost of the x gathers of a CSR SpMV on their own: a floor for any kernel that reads x once per entry.
 pub fn spmv_gather_probe(gpu: &Gpu, a: &DeviceCsr<f32>, x: &CudaSlice<f32>, sink: &mut CudaSlice<f32>) -> Result<()> {
-    check_operands(a, x.len(), sink.len())?;
+    check_operands(gpu, a, x, sink)?;
     if a.rows() == 0 || a.nnz() == 0 {
         return Ok(());
     }
@@ -660,10 +704,10 @@ pub fn spmv_gather_probe(gpu: &Gpu, a: &DeviceCsr<f32>, x: &CudaSlice<f32>, sink
 /// [`oracle::spmm_error_bound`] with n = 1, and it also covers storing s in the output type (u_out). Scaling by
 /// alpha multiplies it by |alpha|; we use max(|alpha|, 1) so that its absolute underflow floor stays when alpha
 /// is 0 (beta * y_i alone can be subnormal in f16). The epilogue alpha * s + beta * y_i adds at most
-/// 2 u_acc (|alpha| (|A||x|)_i + |beta y_i|) (two roundings, the products included) and the final store u_out of
-/// the same magnitude, so
+/// 3 u_acc (1 + 3 u_acc) (|alpha| (|A||x|)_i + |beta y_i|) (three roundings per term: alpha or beta to the
+/// accumulation type, the product, the sum) and the final store u_out of the same magnitude, so
 ///
-/// bound_i = max(|alpha|, 1) B_i + (2 u_acc + u_out)(1 + 2 u_acc) (|alpha| (|A||x|)_i + |beta y_i|),
+/// bound_i = max(|alpha|, 1) B_i + (3 u_acc + u_out)(1 + 3 u_acc) (|alpha| (|A||x|)_i + |beta y_i|),
 ///
 /// with B the SpMM bound (which carries the absolute underflow floor). `y` is read only when beta != 0.
 pub fn spmv_error_bound<T: Scalar>(a: CsMatView<T>, x: &[T], alpha: f64, beta: f64, y: Option<&[T]>) -> Vec<f64> {
@@ -672,7 +716,7 @@ pub fn spmv_error_bound<T: Scalar>(a: CsMatView<T>, x: &[T], alpha: f64, beta: f
     let abs = oracle::spmm_abs(a, x, 1);
     let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
     let base = oracle::spmm_error_bound(&abs, &lens, 1, u_acc, u_out);
-    let coef = (2.0 * u_acc + u_out) * (1.0 + 2.0 * u_acc);
+    let coef = (3.0 * u_acc + u_out) * (1.0 + 3.0 * u_acc);
     (0..a.rows())
         .map(|i| {
             let by = match y {

@@ -352,7 +352,7 @@ impl<'a> CusparseSpmv<'a> {
         y: &'a mut CudaSlice<T>,
         alg: SpmvAlg,
     ) -> Result<Self> {
-        crate::spmv::check_operands(a, x.len(), y.len())?;
+        crate::spmv::check_operands(gpu, a, x, y)?;
         let stream = gpu.stream();
         let a_d = CsrDescr::new(gpu, a)?;
         let x_d = DnVecDescr::new(a.cols(), x.device_ptr(stream).0, T::DTYPE)?;

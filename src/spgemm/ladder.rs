@@ -269,7 +269,7 @@ impl DeviceCoo {
     /// Allocates the output of A * B: reads A's structure and B's row pointer back, bounds nnz(C) with
     /// [`output_nnz_bound`] and allocates that many entries.
     pub fn for_product(gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<Self> {
-        check_shapes(a, b)?;
+        check_shapes(gpu, a, b)?;
         let stream = gpu.stream();
         let read = |s: &CudaSlice<i32>, len: usize, what| -> Result<Vec<usize>> {
             let v = stream.clone_dtoh(s).map_err(Error::driver(what, 0))?;
@@ -338,7 +338,8 @@ pub fn spgemm_ladder_into(
     kernel: LadderKernel,
     out: &mut DeviceCoo,
 ) -> Result<usize> {
-    check_shapes(a, b)?;
+    check_shapes(gpu, a, b)?;
+    gpu.check_owns("the COO output", &out.count)?;
     if out.rows != a.rows() || out.cols != b.cols() {
         return Err(Error::ShapeMismatch(format!(
             "the output is {} x {}, A * B is {} x {}",
@@ -413,6 +414,7 @@ pub fn spgemm_ladder(gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>, kernel: 
 /// scan of the row counts, scatter into row segments, per-row sort (bitonic in shared memory up to 2048
 /// entries, rank sort beyond).
 pub fn coo_to_csr(gpu: &Gpu, coo: &DeviceCoo) -> Result<DeviceCsr<f32>> {
+    gpu.check_owns("the COO matrix", &coo.count)?;
     let (m, nnz) = (coo.rows, coo.nnz);
     let stream = gpu.stream().clone();
     let row_offsets = alloc_zeroed::<i32>(gpu, m + 1, "allocating the CSR row offsets")?;

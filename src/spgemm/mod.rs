@@ -42,7 +42,9 @@ fn alloc_zeroed<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>
     gpu.stream().alloc_zeros::<T>(len).map_err(Error::driver(what, len * std::mem::size_of::<T>()))
 }
 
-fn check_shapes(a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<()> {
+fn check_shapes(gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<()> {
+    a.check_gpu(gpu, "A")?;
+    b.check_gpu(gpu, "B")?;
     if a.cols() != b.rows() {
         return Err(Error::ShapeMismatch(format!(
             "A is {} x {} and B is {} x {}: A's columns must equal B's rows",

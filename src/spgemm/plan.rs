@@ -124,17 +124,21 @@ const _: () = assert!(
 // SAFETY: plain old data with the C layout the kernels expect.
 unsafe impl cudarc::driver::DeviceRepr for SpgemmPlanParams {}
 
-/// The shape and entry count of an operand, recorded by a plan to refuse operands of another pattern.
+/// The shape, entry count and structure fingerprint of an operand, recorded by a plan to refuse operands of
+/// another pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Pattern {
     rows: usize,
     cols: usize,
     nnz: usize,
+    /// The structure's fingerprint ([`DeviceCsr::pattern`]): two patterns of the same shape and count can still
+    /// differ, and the numeric phase would then skip rows the plan found empty without a word.
+    hash: u64,
 }
 
 impl Pattern {
-    fn of(a: &DeviceCsr<f32>) -> Self {
-        Pattern { rows: a.rows(), cols: a.cols(), nnz: a.nnz() }
+    fn of(gpu: &Gpu, a: &DeviceCsr<f32>) -> Result<Self> {
+        Ok(Pattern { rows: a.rows(), cols: a.cols(), nnz: a.nnz(), hash: a.pattern(gpu)? })
     }
 }
 
@@ -212,12 +216,18 @@ impl SpgemmPlan {
                 rule: format!("the dense bin takes rows past 1..={MAX_DENSE_FROM} entries"),
             });
         }
-        check_shapes(a, b)?;
+        check_shapes(gpu, a, b)?;
         let (m, n) = (a.rows(), b.cols());
+        // The setup kernels' grid-stride loops step an int row by up to a grid's worth of row groups.
+        if m > i32::MAX as usize - (1 << 20) {
+            return Err(Error::TooLarge(format!(
+                "{m} rows: the SpGEMM plan counts rows in 32 bits, with 2^20 to spare"
+            )));
+        }
         let scan_blocks = (m + 1).div_ceil(SCAN_CHUNK);
         let mut plan = SpgemmPlan {
-            a: Pattern::of(a),
-            b: Pattern::of(b),
+            a: Pattern::of(gpu, a)?,
+            b: Pattern::of(gpu, b)?,
             nnz: 0,
             products: 0,
             dense_from,
@@ -316,9 +326,11 @@ impl SpgemmPlan {
     }
 
     /// C = A * B for A and B with the patterns this plan was made for (their values may differ), into a new
-    /// matrix. [`Error::PatternMismatch`] for operands of another pattern.
+    /// matrix. [`Error::PatternMismatch`] for operands of another pattern: the check reads back each operand's
+    /// row pointer and column indices once (the first time that matrix meets a plan) and compares fingerprints.
     pub fn numeric(&mut self, gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<DeviceCsr<f32>> {
-        self.check_pattern(a, b)?;
+        self.check_gpu(gpu, a, b)?;
+        self.check_pattern(gpu, a, b)?;
         let row_offsets =
             gpu.stream().clone_dtod(&self.c_row_offsets).map_err(Error::driver("copying C's row pointer", 0))?;
         let mut columns = alloc_uninit::<i32>(gpu, self.nnz, "allocating C's column indices")?;
@@ -336,7 +348,9 @@ impl SpgemmPlan {
         b: &DeviceCsr<f32>,
         c: &mut DeviceCsr<f32>,
     ) -> Result<()> {
-        self.check_pattern(a, b)?;
+        self.check_gpu(gpu, a, b)?;
+        c.check_gpu(gpu, "C")?;
+        self.check_pattern(gpu, a, b)?;
         if (c.rows(), c.cols(), c.nnz()) != (self.a.rows, self.b.cols, self.nnz) {
             return Err(Error::ShapeMismatch(format!(
                 "C is {} x {} with {} entries, the plan's product is {} x {} with {}",
@@ -355,9 +369,17 @@ impl SpgemmPlan {
         self.launch_checked(gpu, a, b, &mut c.column_indices, &mut c.values)
     }
 
-    fn check_pattern(&self, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<()> {
-        let (pa, pb) = (Pattern::of(a), Pattern::of(b));
-        if pa != self.a || pb != self.b {
+    /// [`Error::WrongGpu`] unless the plan, A and B are all `gpu`'s.
+    fn check_gpu(&self, gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<()> {
+        gpu.check_owns("the SpGEMM plan", &self.c_row_offsets)?;
+        a.check_gpu(gpu, "A")?;
+        b.check_gpu(gpu, "B")
+    }
+
+    fn check_pattern(&self, gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<()> {
+        let (pa, pb) = (Pattern::of(gpu, a)?, Pattern::of(gpu, b)?);
+        let shape = |p: &Pattern| (p.rows, p.cols, p.nnz);
+        if shape(&pa) != shape(&self.a) || shape(&pb) != shape(&self.b) {
             return Err(Error::PatternMismatch(format!(
                 "the plan is for A {} x {} with {} entries and B {} x {} with {}, got A {} x {} with {} and B {} x {} \
                  with {}",
@@ -373,6 +395,12 @@ impl SpgemmPlan {
                 pb.rows,
                 pb.cols,
                 pb.nnz
+            )));
+        }
+        if pa.hash != self.a.hash || pb.hash != self.b.hash {
+            let which = if pa.hash != self.a.hash { "A" } else { "B" };
+            return Err(Error::PatternMismatch(format!(
+                "{which} has the plan's shape and entry count but other rows or columns: make a plan for it"
             )));
         }
         Ok(())

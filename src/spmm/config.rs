@@ -40,7 +40,7 @@ pub struct SpmmConfig {
 impl SpmmConfig {
     /// Threads per block.
     pub fn threads_per_block(&self) -> u32 {
-        self.block_items_y * self.block_width
+        self.block_items_y.saturating_mul(self.block_width)
     }
 
     /// The exported kernel name, e.g. `spmm_f32_s4d4_y4k32x32w8_u4_pred` (built by `kernel_name.rs`, which
@@ -97,6 +97,8 @@ impl SpmmConfig {
         let rule = |ok: bool, msg: &str| if ok { Ok(()) } else { Err(msg.to_string()) };
         // Host-only rules first, so that the template's rules below never divide by zero.
         rule(sv > 0 && dv > 0 && y > 0 && k > 0 && x > 0 && w > 0 && ru > 0, "every size must be positive")?;
+        // No tile dimension can pass a block's 1024 threads; the bound also keeps the products below in u32.
+        rule([sv, dv, y, k, x, w, ru].iter().all(|&v| v <= 1024), "every size must be at most 1024")?;
         rule(!self.launch_bounds || self.min_occupancy > 0, "min_occupancy must be positive with launch_bounds")?;
         rule(self.dtype != DType::F64, "SpMM kernels store f32, f16 or bf16")?;
         let elem = self.dtype.size() as u32;

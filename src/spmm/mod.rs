@@ -164,6 +164,18 @@ fn check_shapes<T: Scalar>(a: &DeviceCsr<T>, b: &DeviceDense<T>, c: &DeviceDense
     Ok(())
 }
 
+/// [`Error::WrongGpu`] unless A, B and C are all `gpu`'s.
+pub(crate) fn check_gpu_operands<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &DeviceDense<T>,
+) -> Result<()> {
+    a.check_gpu(gpu, "A")?;
+    b.check_gpu(gpu, "B")?;
+    c.check_gpu(gpu, "C")
+}
+
 /// C = A * B with the given config. Every element of C is written.
 pub fn spmm<T: Scalar>(
     gpu: &Gpu,
@@ -435,6 +447,10 @@ fn launch<T: Scalar>(
     config: &SpmmConfig,
     order: Option<BlockOrder>,
 ) -> Result<()> {
+    check_gpu_operands(gpu, a, b, c)?;
+    if let Some(bias) = bias {
+        gpu.check_owns("the bias", bias)?;
+    }
     check_shapes(a, b, c)?;
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
     check_config(config, T::DTYPE, m, k, n)?;
@@ -467,6 +483,11 @@ fn launch<T: Scalar>(
     let (out, _g6) = c.data.device_ptr_mut(stream);
     let ptr = |p: &Option<(u64, _)>| p.as_ref().map_or(0, |(p, _)| *p);
     let items = split.map_or(m, |s| s.num_pieces);
+    // The kernel counts rows or pieces in an int; pieces (rows plus a share of the split rows' entries) can pass
+    // i32::MAX where the rows do not.
+    if items > i32::MAX as usize - config.block_items_y as usize {
+        return Err(Error::TooLarge(format!("{items} rows or row pieces: the SpMM kernel counts them in 32 bits")));
+    }
     let (row_blocks, column_tiles) =
         (items.div_ceil(config.block_items_y as usize), n.div_ceil(config.block_items_x as usize));
     let order = match order {
@@ -552,6 +573,17 @@ fn launch<T: Scalar>(
 mod tests {
     use super::*;
     use crate::kernels::spmm_table;
+
+    #[test]
+    fn validate_refuses_huge_sizes_without_overflow() {
+        // 2^16 * 2^16 overflows u32: the size bound must refuse it before any product is formed (a debug
+        // build, as the tests run, would panic on the overflow).
+        let base: SpmmConfig = "spmm_f32_s1d1_y4k32x32w8_u4_pred".parse().unwrap();
+        let huge = SpmmConfig { block_items_y: 1 << 16, block_width: 1 << 16, block_items_x: 1 << 16, ..base };
+        assert_eq!(huge.validate(), Err("every size must be at most 1024".to_string()));
+        assert_eq!(huge.threads_per_block(), u32::MAX);
+        assert!(base.validate().is_ok());
+    }
 
     #[test]
     fn column_tiles_go_first_within_a_wave_or_over_uneven_rows() {

@@ -559,6 +559,7 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     config: &TensorCoreConfig,
     sum: RangeSum,
 ) -> Result<()> {
+    super::check_gpu_operands(gpu, a, b, c)?;
     super::check_shapes(a, b, c)?;
     let (m, n) = (a.rows(), b.cols());
     check_tensor_core(config, T::DTYPE, m, n)?;
