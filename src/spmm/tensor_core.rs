@@ -368,6 +368,14 @@ impl DeviceBlocks {
         let host = a.download(gpu)?;
         let indptr = host.proper_indptr();
         let (indices, data, rows) = (host.indices(), host.data(), rows_per_window);
+        // Count first: a scattered matrix can need ~270 bytes per entry in blocks (HostBlocks::build), and a
+        // build the device could never hold must be an error, not a host allocation failure.
+        let blocks = count_blocks(a.cols(), &indptr, indices, rows);
+        let bytes_per_block = SLOTS * 4 + rows * SLOTS * T::DTYPE.size() + rows * 2;
+        let bytes = blocks.saturating_mul(bytes_per_block);
+        if blocks.saturating_mul(SLOTS) > i32::MAX as usize || bytes > gpu.info().total_mem {
+            return Err(Error::OutOfDeviceMemory { what: "building the tensor-core blocks", bytes });
+        }
         // The values' bits, 16 or 32 per element: HostBlocks::build picks the fragment order by their size.
         match T::DTYPE.size() {
             2 => Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
