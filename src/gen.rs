@@ -215,14 +215,20 @@ pub fn uniform_random_nnz(m: usize, k: usize, nnz: usize, seed: u64) -> CsMat<f3
     CsMat::new((m, k), indptr, indices, data)
 }
 
-/// Random m x k matrix with Pareto-distributed row lengths (tail exponent `alpha` > 1,
-/// mean `avg_row_len` before clamping to k): most rows near the minimum
-/// `avg_row_len * (alpha - 1) / alpha`, a few very long ones, like power-law graphs.
-/// Columns are uniform.
+/// Random m x k matrix with Pareto-distributed row lengths (finite tail exponent
+/// `alpha` > 1, finite mean `avg_row_len` >= 0 before clamping to k): most rows near
+/// the minimum `avg_row_len * (alpha - 1) / alpha`, a few very long ones, like
+/// power-law graphs. Columns are uniform.
 pub fn power_law(m: usize, k: usize, avg_row_len: f64, alpha: f64, seed: u64) -> CsMat<f32> {
-    assert!(alpha > 1.0, "alpha {alpha} must exceed 1 for a finite mean");
-    assert!(avg_row_len >= 0.0, "negative average row length");
-    let x_min = avg_row_len * (alpha - 1.0) / alpha;
+    // Infinite alpha makes (alpha - 1) / alpha NaN, which the clamp to k turns into full rows.
+    assert!(alpha > 1.0 && alpha.is_finite(), "alpha {alpha} must be finite and exceed 1 (for a finite mean)");
+    assert!(
+        avg_row_len >= 0.0 && avg_row_len.is_finite(),
+        "average row length {avg_row_len} must be finite and non-negative"
+    );
+    // The ratio first: avg_row_len * (alpha - 1) overflows to inf for huge alpha, which
+    // would fill every row.
+    let x_min = avg_row_len * ((alpha - 1.0) / alpha);
     let draw_len = |rng: &mut Rng| {
         // Inverse CDF of Pareto(x_min, alpha); 1 - u is in (0, 1], so this is finite.
         let x = x_min * (1.0 - rng.uniform()).powf(-1.0 / alpha);
@@ -331,8 +337,10 @@ pub fn with_dense_row(a: &CsMat<f32>, row: usize) -> CsMat<f32> {
 /// `round((1 - sparsity) * m * k)` largest in magnitude over the whole matrix are kept
 /// (global magnitude pruning); ties at the threshold are kept in row-major order.
 pub fn pruned_dense(m: usize, k: usize, sparsity: f64, seed: u64) -> CsMat<f32> {
-    assert!((0.0..=1.0).contains(&sparsity), "sparsity {sparsity} not in [0, 1]");
-    let mut dense = vec![0f32; m * k];
+    // Callers often pass 1 - density, so the density is named too.
+    assert!((0.0..=1.0).contains(&sparsity), "sparsity {sparsity} (density {}) not in [0, 1]", 1.0 - sparsity);
+    let cells = m.checked_mul(k).unwrap_or_else(|| panic!("pruned_dense: {m} x {k} entries overflow usize"));
+    let mut dense = vec![0f32; cells];
     if k > 0 {
         dense.par_chunks_mut(k).enumerate().for_each(|(r, row)| {
             let mut rng = stream(seed, salt::PRUNED, r);
@@ -372,7 +380,10 @@ pub fn pruned_dense(m: usize, k: usize, sparsity: f64, seed: u64) -> CsMat<f32> 
 /// diagonal, -1 for each of the up to 26 neighbours. Built straight into the CSR arrays
 /// in parallel, because 160^3 has 4.1M rows and 110M entries.
 pub fn laplacian_27pt(nx: usize, ny: usize, nz: usize) -> CsMat<f32> {
-    let n = nx * ny * nz;
+    let n = nx
+        .checked_mul(ny)
+        .and_then(|n| n.checked_mul(nz))
+        .unwrap_or_else(|| panic!("laplacian_27pt: {nx} x {ny} x {nz} grid points overflow usize"));
     let coords = |r: usize| (r % nx, (r / nx) % ny, r / (nx * ny));
     // Neighbour offsets that stay inside 0..len along one axis.
     let span = |x: usize, len: usize| (x.saturating_sub(1))..(x + 2).min(len);
@@ -403,7 +414,8 @@ pub fn laplacian_27pt(nx: usize, ny: usize, nz: usize) -> CsMat<f32> {
 
 /// Dense rows x cols matrix, row-major, uniform in [-1, 1).
 pub fn dense_matrix(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
-    let mut out = vec![0f32; rows * cols];
+    let len = rows.checked_mul(cols).unwrap_or_else(|| panic!("dense_matrix: {rows} x {cols} entries overflow usize"));
+    let mut out = vec![0f32; len];
     if cols > 0 {
         out.par_chunks_mut(cols).enumerate().for_each(|(r, row)| {
             let mut rng = stream(seed, salt::DENSE, r);
@@ -535,6 +547,59 @@ mod tests {
         let b = power_law(50, 8, 100.0, 1.5, 1);
         check(&b, 50, 8, true);
         assert_eq!(b.nnz(), 50 * 8);
+    }
+
+    #[test]
+    fn power_law_huge_alpha_is_not_dense() {
+        // Pareto with a huge alpha is nearly constant at the mean; avg * (alpha - 1)
+        // used to overflow to inf and fill every row.
+        let a = power_law(50, 1000, 4.0, 1e308, 1);
+        check(&a, 50, 1000, true);
+        assert!((0..50).all(|r| row_len(&a, r) == 4), "nnz {}", a.nnz());
+    }
+
+    #[test]
+    #[should_panic(expected = "alpha inf must be finite and exceed 1")]
+    fn power_law_rejects_infinite_alpha() {
+        power_law(4, 4, 2.0, f64::INFINITY, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "average row length NaN must be finite and non-negative")]
+    fn power_law_rejects_nan_average() {
+        power_law(4, 4, f64::NAN, 2.0, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "average row length inf must be finite and non-negative")]
+    fn power_law_rejects_infinite_average() {
+        power_law(4, 4, f64::INFINITY, 2.0, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "pruned_dense: 4294967296 x 4294967297 entries overflow usize")]
+    fn pruned_dense_size_overflow_panics_with_sizes() {
+        // 2^32 * (2^32 + 1) wraps to 2^32 cells, which used to be generated as a wrong shape.
+        pruned_dense(1 << 32, (1 << 32) + 1, 0.5, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "sparsity -0.5 (density 1.5) not in [0, 1]")]
+    fn pruned_dense_names_density() {
+        pruned_dense(4, 4, 1.0 - 1.5, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "dense_matrix: 4294967296 x 4294967296 entries overflow usize")]
+    fn dense_matrix_size_overflow_panics_with_sizes() {
+        // 2^32 * 2^32 wraps to 0: an empty "matrix" instead of a panic.
+        dense_matrix(1 << 32, 1 << 32, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "laplacian_27pt: 4294967296 x 4294967296 x 1 grid points overflow usize")]
+    fn laplacian_size_overflow_panics_with_sizes() {
+        laplacian_27pt(1 << 32, 1 << 32, 1);
     }
 
     #[test]

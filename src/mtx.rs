@@ -10,6 +10,7 @@ use flate2::Compression;
 use sprs::{CsMat, CsMatView};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::num::IntErrorKind;
 use std::path::Path;
 
 /// Why reading or writing a Matrix Market file failed.
@@ -45,6 +46,11 @@ pub struct MtxInfo {
 /// both triangles (diagonal once, skew mirror negated); duplicates are summed; column
 /// indices come out sorted and unique. Explicit zeros stay stored entries, because
 /// real matrices carry them as structure.
+///
+/// As the Matrix Market spec requires, a symmetric or skew-symmetric file must be
+/// square and store only its lower triangle (row >= column; strictly lower for
+/// skew-symmetric), and `pattern skew-symmetric` is refused. Rows and columns are
+/// limited to `i32::MAX` because the kernels index with 32-bit ints.
 pub fn read_matrix_market(path: &Path) -> Result<(CsMat<f64>, MtxInfo), MtxError> {
     let name = path.display().to_string();
     read_matrix_market_from(open(path)?, &name)
@@ -65,10 +71,10 @@ pub fn read_matrix_market_from<R: BufRead>(reader: R, name: &str) -> Result<(CsM
             return Err(lines.err_at(1, format!("field '{other}' not supported (expected real, integer or pattern)")))
         }
     };
-    let mirror = match header.symmetry.as_str() {
-        "general" => None,
-        "symmetric" => Some(1.0),
-        "skew-symmetric" => Some(-1.0),
+    let symmetry = match header.symmetry.as_str() {
+        "general" => Symmetry::General,
+        "symmetric" => Symmetry::Symmetric,
+        "skew-symmetric" => Symmetry::SkewSymmetric,
         other => {
             return Err(lines.err_at(
                 1,
@@ -76,24 +82,52 @@ pub fn read_matrix_market_from<R: BufRead>(reader: R, name: &str) -> Result<(CsM
             ))
         }
     };
+    if matches!((field, symmetry), (Field::Pattern, Symmetry::SkewSymmetric)) {
+        // The spec forbids it: a pattern has no values whose mirror could be negated.
+        return Err(lines.err_at(1, "'pattern skew-symmetric' is not allowed by the Matrix Market format".into()));
+    }
 
     let Some(size) = lines.next_data()? else {
         return Err(lines.err("missing size line".into()));
     };
     let [rows, cols, nnz] = parse_ints::<3>(size).map_err(|msg| lines.err(msg))?;
-
-    let mut entries: Vec<(usize, usize, f64)> = Vec::with_capacity(nnz.min(1 << 24));
+    check_dims(rows, cols).map_err(|msg| lines.err(msg))?;
+    if symmetry != Symmetry::General && rows != cols {
+        // Mirroring (i, j) to (j, i) needs both to be in range.
+        return Err(
+            lines.err(format!("a {} matrix must be square, the size line declares {rows} x {cols}", header.symmetry))
+        );
+    }
+    let size_line = lines.line_no;
+    // A declared nnz is only a hint: a tiny file may claim 10^12 entries.
+    let mut triplets = Triplets::new(rows, cols, nnz.min(1 << 24)).map_err(|msg| lines.err(msg))?;
     let mut seen = 0usize;
     while let Some(line) = lines.next_data()? {
         if seen == nnz {
             return Err(lines.err(format!("more entries than the {nnz} the size line declares")));
         }
         let (i, j, v) = parse_entry(line, field, rows, cols).map_err(|msg| lines.err(msg))?;
-        entries.push((i, j, v));
-        if let Some(sign) = mirror {
-            if i != j {
-                entries.push((j, i, sign * v));
-            }
+        if symmetry != Symmetry::General && i < j {
+            // Accepting it would silently double an entry that the file also stores below the diagonal.
+            return Err(lines.err(format!(
+                "entry ({}, {}) is above the diagonal; a {} file stores only the lower triangle",
+                i + 1,
+                j + 1,
+                header.symmetry
+            )));
+        }
+        if symmetry == Symmetry::SkewSymmetric && i == j {
+            return Err(lines.err(format!(
+                "diagonal entry ({0}, {0}) in a skew-symmetric file, whose diagonal is zero and not stored",
+                i + 1
+            )));
+        }
+        triplets.push(i, j, v).map_err(|msg| lines.err(msg))?;
+        match symmetry {
+            Symmetry::General => {}
+            _ if i == j => {}
+            Symmetry::Symmetric => triplets.push(j, i, v).map_err(|msg| lines.err(msg))?,
+            Symmetry::SkewSymmetric => triplets.push(j, i, -v).map_err(|msg| lines.err(msg))?,
         }
         seen += 1;
     }
@@ -101,8 +135,9 @@ pub fn read_matrix_market_from<R: BufRead>(reader: R, name: &str) -> Result<(CsM
         return Err(lines.err(format!("file ends after {seen} entries, the size line declares {nnz}")));
     }
 
+    let a = triplets.into_csr().map_err(|msg| lines.err_at(size_line, msg))?;
     let info = MtxInfo { field: header.field, symmetry: header.symmetry, comments: lines.comments };
-    Ok((triplets_to_csr(rows, cols, entries), info))
+    Ok((a, info))
 }
 
 /// Writes `a` as `coordinate real general`, 1-based, in row-major order; a path ending
@@ -141,7 +176,12 @@ pub fn write_dense_vector<T: Scalar>(path: &Path, v: &[T]) -> Result<(), MtxErro
 /// is `len x 1` or `1 x len`, one value per line (plain or gzip).
 pub fn read_dense_vector(path: &Path) -> Result<Vec<f64>, MtxError> {
     let name = path.display().to_string();
-    let mut lines = Lines::new(open(path)?, &name);
+    read_dense_vector_from(open(path)?, &name)
+}
+
+/// [`read_dense_vector`] from any reader; `name` is only used in error messages.
+fn read_dense_vector_from<R: BufRead>(reader: R, name: &str) -> Result<Vec<f64>, MtxError> {
+    let mut lines = Lines::new(reader, name);
     let header = lines.header()?;
     let supported =
         header.format == "array" && matches!(header.field.as_str(), "real" | "integer") && header.symmetry == "general";
@@ -156,11 +196,12 @@ pub fn read_dense_vector(path: &Path) -> Result<Vec<f64>, MtxError> {
         return Err(lines.err("missing size line".into()));
     };
     let [rows, cols] = parse_ints::<2>(size).map_err(|msg| lines.err(msg))?;
+    check_dims(rows, cols).map_err(|msg| lines.err(msg))?;
     if rows != 1 && cols != 1 {
         return Err(lines.err(format!("{rows} x {cols} is not a vector")));
     }
     let len = rows * cols;
-    let mut v = Vec::with_capacity(len.min(1 << 24));
+    let mut v: Vec<f64> = with_capacity(len.min(1 << 24), "the vector").map_err(|msg| lines.err(msg))?;
     while let Some(line) = lines.next_data()? {
         if v.len() == len {
             return Err(lines.err(format!("more than the {len} values the size line declares")));
@@ -170,7 +211,9 @@ pub fn read_dense_vector(path: &Path) -> Result<Vec<f64>, MtxError> {
             (Some(t), None) => parse_value(t, field),
             _ => Err(format!("expected one value per line: '{line}'")),
         };
-        v.push(parsed.map_err(|msg| lines.err(msg))?);
+        let x = parsed.map_err(|msg| lines.err(msg))?;
+        v.try_reserve(1).map_err(|_| lines.err(alloc_msg::<f64>("the vector", v.len() + 1)))?;
+        v.push(x);
     }
     if v.len() != len {
         return Err(lines.err(format!("file ends after {} values, the size line declares {len}", v.len())));
@@ -184,6 +227,14 @@ enum Field {
     Real,
     Integer,
     Pattern,
+}
+
+/// Which entries a coordinate file stores.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Symmetry {
+    General,
+    Symmetric,
+    SkewSymmetric,
 }
 
 /// The four words after `%%MatrixMarket matrix`, lower-cased (the format is
@@ -268,18 +319,43 @@ impl<'n, R: BufRead> Lines<'n, R> {
     }
 }
 
+/// The largest row or column count: the kernels index with 32-bit ints.
+const MAX_DIM: usize = i32::MAX as usize;
+
 /// Exactly `N` non-negative integers separated by whitespace.
 fn parse_ints<const N: usize>(line: &str) -> Result<[usize; N], String> {
     let mut out = [0usize; N];
     let mut tokens = line.split_ascii_whitespace();
     for slot in out.iter_mut() {
         let t = tokens.next().ok_or_else(|| format!("size line needs {N} integers: '{line}'"))?;
-        *slot = t.parse().map_err(|_| format!("'{t}' is not a non-negative integer"))?;
+        *slot = t.parse().map_err(|_| {
+            if is_integer(t) && !t.starts_with('-') {
+                format!("'{t}' exceeds {MAX_DIM}: the library indexes with 32-bit ints")
+            } else {
+                format!("'{t}' is not a non-negative integer")
+            }
+        })?;
     }
     if tokens.next().is_some() {
         return Err(format!("size line needs {N} integers: '{line}'"));
     }
     Ok(out)
+}
+
+/// Rejects shapes the library cannot index, before anything is allocated for them.
+fn check_dims(rows: usize, cols: usize) -> Result<(), String> {
+    if rows > MAX_DIM || cols > MAX_DIM {
+        return Err(format!(
+            "{rows} x {cols} is too large: the library indexes with 32-bit ints, so rows and columns are at most {MAX_DIM}"
+        ));
+    }
+    Ok(())
+}
+
+/// An optionally signed run of ASCII digits (what `str::parse` accepts as an integer).
+fn is_integer(t: &str) -> bool {
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// One `i j [value]` line, checked against the shape; returns 0-based indices.
@@ -290,6 +366,9 @@ fn parse_entry(line: &str, field: Field, rows: usize, cols: usize) -> Result<(us
         return Err(format!("expected {want} fields per entry, found {}: '{line}'", tokens.len()));
     }
     let index = |t: &str, dim: usize, what: &str| -> Result<usize, String> {
+        if !is_integer(t) {
+            return Err(format!("{what} index '{t}' is not an integer"));
+        }
         match t.parse::<usize>() {
             Ok(v) if (1..=dim).contains(&v) => Ok(v - 1),
             _ => Err(format!("{what} index '{t}' outside 1..={dim}")),
@@ -307,46 +386,117 @@ fn parse_entry(line: &str, field: Field, rows: usize, cols: usize) -> Result<(us
 fn parse_value(t: &str, field: Field) -> Result<f64, String> {
     match field {
         // Integers are parsed as such so that a stray '1.5' in an integer file is caught.
-        Field::Integer => t.parse::<i64>().map(|v| v as f64).map_err(|_| format!("'{t}' is not an integer")),
-        _ => t.parse::<f64>().map_err(|_| format!("'{t}' is not a number")),
+        Field::Integer => t.parse::<i64>().map(|v| v as f64).map_err(|e| match e.kind() {
+            IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => {
+                format!("'{t}' is outside the 64-bit integer range")
+            }
+            _ => format!("'{t}' is not an integer"),
+        }),
+        _ => {
+            let v = t.parse::<f64>().map_err(|_| format!("'{t}' is not a number"))?;
+            // An explicit 'inf' is data; a finite literal such as 1e400 only rounds to
+            // infinity, which would silently turn a typo into an inf in every result.
+            let word = t.strip_prefix(['+', '-']).unwrap_or(t);
+            let explicit_inf = word.eq_ignore_ascii_case("inf") || word.eq_ignore_ascii_case("infinity");
+            if v.is_infinite() && !explicit_inf {
+                return Err(format!("'{t}' is beyond the f64 range (it would round to {v})"));
+            }
+            Ok(v)
+        }
     }
 }
 
-/// Builds CSR from unordered (row, col, value) triplets: counting sort by row, then a
-/// stable sort by column in each row so that duplicates are summed in file order.
-fn triplets_to_csr(rows: usize, cols: usize, entries: Vec<(usize, usize, f64)>) -> CsMat<f64> {
-    let mut start = vec![0usize; rows + 1];
-    for &(i, _, _) in &entries {
-        start[i + 1] += 1;
-    }
-    for r in 0..rows {
-        start[r + 1] += start[r];
-    }
-    let mut next = start.clone();
-    let mut by_row = vec![(0usize, 0.0f64); entries.len()];
-    for (i, j, v) in entries {
-        by_row[next[i]] = (j, v);
-        next[i] += 1;
+/// `vec![fill; len]`, or an error naming `what` and its size when the allocation
+/// cannot be satisfied (the size comes from the file, so it must not abort).
+fn filled<T: Clone>(len: usize, fill: T, what: &str) -> Result<Vec<T>, String> {
+    let mut v = with_capacity(len, what)?;
+    v.resize(len, fill);
+    Ok(v)
+}
+
+/// `Vec::with_capacity(len)`, or an error naming `what` and its size.
+fn with_capacity<T>(len: usize, what: &str) -> Result<Vec<T>, String> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| alloc_msg::<T>(what, len))?;
+    Ok(v)
+}
+
+fn alloc_msg<T>(what: &str, len: usize) -> String {
+    let bytes = len.saturating_mul(std::mem::size_of::<T>());
+    format!("cannot allocate {what}: {len} elements ({bytes} bytes)")
+}
+
+/// Unordered (row, col, value) triplets plus per-row counts, gathered while reading.
+struct Triplets {
+    rows: usize,
+    cols: usize,
+    /// `start[i + 1]` counts the entries of row i until [`Triplets::into_csr`] turns the
+    /// counts into row starts.
+    start: Vec<usize>,
+    entries: Vec<(usize, usize, f64)>,
+}
+
+impl Triplets {
+    /// Allocates the row pointer for `rows` (from the size line, so that an impossible
+    /// size fails there) and room for `capacity` entries.
+    fn new(rows: usize, cols: usize, capacity: usize) -> Result<Self, String> {
+        let start = filled(rows + 1, 0usize, &format!("the row pointer for {rows} rows"))?;
+        let entries = with_capacity(capacity, "the entry buffer")?;
+        Ok(Triplets { rows, cols, start, entries })
     }
 
-    let mut indptr = Vec::with_capacity(rows + 1);
-    let mut indices = Vec::with_capacity(by_row.len());
-    let mut data = Vec::with_capacity(by_row.len());
-    indptr.push(0);
-    for r in 0..rows {
-        let row = &mut by_row[start[r]..start[r + 1]];
-        row.sort_by_key(|&(j, _)| j);
-        for &(j, v) in row.iter() {
-            if indices.len() > indptr[r] && indices.last() == Some(&j) {
-                *data.last_mut().expect("data parallels indices") += v;
-            } else {
-                indices.push(j);
-                data.push(v);
-            }
-        }
-        indptr.push(indices.len());
+    fn push(&mut self, i: usize, j: usize, v: f64) -> Result<(), String> {
+        let n = self.entries.len();
+        self.entries.try_reserve(1).map_err(|_| alloc_msg::<(usize, usize, f64)>("the entry buffer", n + 1))?;
+        self.entries.push((i, j, v));
+        self.start[i + 1] += 1;
+        Ok(())
     }
-    CsMat::new((rows, cols), indptr, indices, data)
+
+    /// Builds CSR: counting sort by row, then a stable sort by column in each row so
+    /// that duplicates are summed in file order. `start` is reused as the scatter
+    /// cursor and then as the final row pointer, so a file declaring 2e9 rows costs
+    /// one rows-sized array, not three.
+    fn into_csr(self) -> Result<CsMat<f64>, String> {
+        let Triplets { rows, cols, mut start, entries } = self;
+        for r in 0..rows {
+            start[r + 1] += start[r];
+        }
+        let n = entries.len();
+        let mut by_row = filled(n, (0usize, 0.0f64), &format!("the row-sorted copy of {n} entries"))?;
+        for (i, j, v) in entries {
+            by_row[start[i]] = (j, v);
+            start[i] += 1;
+        }
+        // Now start[r] is where row r ends. Each row is sorted and its summed entries
+        // are compacted to the front of by_row; the write cursor w never passes the
+        // read position, and start[r] becomes where row r begins in the result.
+        let (mut lo, mut w) = (0, 0);
+        for bound in &mut start[..rows] {
+            let (hi, row_start) = (*bound, w);
+            *bound = row_start;
+            by_row[lo..hi].sort_by_key(|&(j, _)| j);
+            for k in lo..hi {
+                let (j, v) = by_row[k];
+                if w > row_start && by_row[w - 1].0 == j {
+                    by_row[w - 1].1 += v;
+                } else {
+                    by_row[w] = (j, v);
+                    w += 1;
+                }
+            }
+            lo = hi;
+        }
+        start[rows] = w;
+        by_row.truncate(w);
+        let mut indices = with_capacity(w, "the CSR column indices")?;
+        let mut data = with_capacity(w, "the CSR values")?;
+        for (j, v) in by_row {
+            indices.push(j);
+            data.push(v);
+        }
+        Ok(CsMat::new((rows, cols), start, indices, data))
+    }
 }
 
 /// Opens `path` for reading, through a gzip decoder when it starts with the gzip magic.
@@ -388,6 +538,21 @@ mod tests {
     fn parse_error_line(text: &str) -> usize {
         match parse(text) {
             Err(MtxError::Parse { line, .. }) => line,
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    /// The line and message of the parse error `text` must produce.
+    fn parse_error(text: &str) -> (usize, String) {
+        match parse(text) {
+            Err(MtxError::Parse { line, msg, .. }) => (line, msg),
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    fn vector_error(text: &str) -> (usize, String) {
+        match read_dense_vector_from(text.as_bytes(), "snippet") {
+            Err(MtxError::Parse { line, msg, .. }) => (line, msg),
             other => panic!("expected a parse error, got {other:?}"),
         }
     }
@@ -467,6 +632,124 @@ mod tests {
         assert_eq!(parse_error_line("2 2 0\n"), 1);
         assert_eq!(parse_error_line("%%MatrixMarket matrix coordinate complex general\n1 1 0\n"), 1);
         assert_eq!(parse_error_line("%%MatrixMarket matrix array real general\n1 1\n1\n"), 1);
+    }
+
+    #[test]
+    fn symmetric_storage_must_be_square() {
+        // 3 x 2 used to panic while mirroring (3, 1) to column 3; 2 x 3 was accepted.
+        for symmetry in ["symmetric", "skew-symmetric"] {
+            for (shape, entry) in [("3 2", "3 1"), ("2 3", "2 1")] {
+                let text = format!("%%MatrixMarket matrix coordinate real {symmetry}\n{shape} 1\n{entry} 1\n");
+                let (line, msg) = parse_error(&text);
+                assert_eq!(line, 2, "{symmetry} {shape}");
+                let dims = shape.replace(' ', " x ");
+                assert!(msg.contains("square") && msg.contains(&dims), "{msg}");
+            }
+        }
+        // Hermitian needs complex values, which are not read at all.
+        let (line, msg) = parse_error("%%MatrixMarket matrix coordinate real hermitian\n2 2 0\n");
+        assert!(line == 1 && msg.contains("'hermitian' not supported"), "{msg}");
+    }
+
+    #[test]
+    fn skew_symmetric_rejects_diagonal_and_pattern() {
+        let (line, msg) = parse_error("%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 2\n2 1 1\n2 2 0\n");
+        assert_eq!(line, 4);
+        assert!(msg.contains("diagonal entry (2, 2)"), "{msg}");
+        let (line, msg) = parse_error("%%MatrixMarket matrix coordinate pattern skew-symmetric\n2 2 1\n2 1\n");
+        assert!(line == 1 && msg.contains("pattern skew-symmetric"), "{msg}");
+    }
+
+    #[test]
+    fn symmetric_storage_rejects_upper_triangle() {
+        // Mirroring an upper entry as well as its lower twin would double it silently.
+        for (symmetry, value) in [("real symmetric", " 1"), ("pattern symmetric", ""), ("real skew-symmetric", " 1")] {
+            let text = format!("%%MatrixMarket matrix coordinate {symmetry}\n3 3 2\n2 1{value}\n1 3{value}\n");
+            let (line, msg) = parse_error(&text);
+            assert_eq!(line, 4, "{symmetry}");
+            assert!(msg.contains("entry (1, 3) is above the diagonal"), "{msg}");
+        }
+        // The lower triangle and the diagonal stay fine.
+        let (a, _) = parse("%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n2 1 5\n2 2 1\n").unwrap();
+        assert_eq!((a.get(0, 1), a.get(1, 0), a.get(1, 1)), (Some(&5.0), Some(&5.0), Some(&1.0)));
+    }
+
+    #[test]
+    fn sizes_beyond_32_bit_indexing_are_errors() {
+        let head = "%%MatrixMarket matrix coordinate real general\n";
+        // u64::MAX used to wrap `rows + 1` to 0; 2^31 rows would allocate 16 GB.
+        for size in ["18446744073709551615 2 1", "2 18446744073709551616 1", "2147483648 1 0", "1 2147483648 0"] {
+            let (line, msg) = parse_error(&format!("{head}{size}\n1 1 1\n"));
+            assert_eq!(line, 2, "{size}");
+            assert!(msg.contains("32-bit ints"), "{size}: {msg}");
+        }
+        let (line, msg) = vector_error("%%MatrixMarket matrix array real general\n1099511627776 1\n");
+        assert!(line == 2 && msg.contains("32-bit ints"), "{msg}");
+        // A huge declared nnz is only a hint for the reservation.
+        let (line, msg) = parse_error(&format!("{head}2 2 1000000000000\n1 1 1\n"));
+        assert!(line == 4 && msg.contains("file ends after 1 entries"), "{msg}");
+    }
+
+    #[test]
+    fn impossible_allocations_are_errors() {
+        // Over isize::MAX bytes, and 2^62 bytes (beyond any address space): neither may abort.
+        let msg = filled(usize::MAX / 4, 0u64, "the row pointer").unwrap_err();
+        assert!(msg.contains("the row pointer") && msg.contains(&(usize::MAX / 4).to_string()), "{msg}");
+        let msg = with_capacity::<u8>(1 << 62, "the entry buffer").unwrap_err();
+        assert!(msg.contains(&(1u64 << 62).to_string()), "{msg}");
+        assert_eq!(filled(3, 7u8, "x").unwrap(), vec![7, 7, 7]);
+    }
+
+    #[test]
+    fn values_that_overflow_f64_are_errors() {
+        let head = "%%MatrixMarket matrix coordinate real general\n2 2 1\n";
+        for v in ["1e400", "-1e400", "17976931348623159e292"] {
+            let (line, msg) = parse_error(&format!("{head}1 1 {v}\n"));
+            assert!(line == 3 && msg.contains(v) && msg.contains("f64 range"), "{v}: {msg}");
+        }
+        for (v, want) in [("inf", f64::INFINITY), ("-Infinity", f64::NEG_INFINITY), ("+INF", f64::INFINITY)] {
+            assert_eq!(parse(&format!("{head}1 1 {v}\n")).unwrap().0.get(0, 0), Some(&want), "{v}");
+        }
+        assert!(parse(&format!("{head}1 1 nan\n")).unwrap().0.get(0, 0).unwrap().is_nan());
+        assert_eq!(parse(&format!("{head}1 1 1.7976931348623157e308\n")).unwrap().0.get(0, 0), Some(&f64::MAX));
+
+        let vhead = "%%MatrixMarket matrix array real general\n3 1\n";
+        let (line, msg) = vector_error(&format!("{vhead}1\n1e400\n2\n"));
+        assert!(line == 4 && msg.contains("f64 range"), "{msg}");
+        let v = read_dense_vector_from(format!("{vhead}-inf\nnan\n1e308\n").as_bytes(), "v").unwrap();
+        assert!(v[0] == f64::NEG_INFINITY && v[1].is_nan() && v[2] == 1e308);
+
+        let (line, msg) =
+            parse_error("%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 9223372036854775808\n");
+        assert!(line == 3 && msg.contains("64-bit integer range"), "{msg}");
+    }
+
+    #[test]
+    fn non_integer_index_is_named_as_such() {
+        let head = "%%MatrixMarket matrix coordinate real general\n2 2 1\n";
+        for (entry, want) in [
+            ("1.0 1 1", "row index '1.0' is not an integer"),
+            ("1 2e0 1", "column index '2e0' is not an integer"),
+            ("x 1 1", "row index 'x' is not an integer"),
+            ("3 1 1", "row index '3' outside 1..=2"),
+            ("-1 1 1", "row index '-1' outside 1..=2"),
+            ("1 99999999999999999999 1", "column index '99999999999999999999' outside 1..=2"),
+        ] {
+            let (line, msg) = parse_error(&format!("{head}{entry}\n"));
+            assert_eq!((line, msg.as_str()), (3, want));
+        }
+    }
+
+    #[test]
+    fn duplicates_are_summed_across_empty_rows() {
+        // Rows 1 and 3 are empty, row 2 holds unsorted duplicates; the row pointer is
+        // rebuilt in place while entries are compacted, so row boundaries must survive.
+        let text = "%%MatrixMarket matrix coordinate real general\n5 4 7\n\
+                    5 4 1\n3 4 1\n3 1 2\n1 2 3\n3 4 10\n3 1 -2\n5 4 0.5\n";
+        let (a, _) = parse(text).unwrap();
+        assert_eq!(a.indptr().raw_storage(), &[0, 1, 1, 3, 3, 4]);
+        assert_eq!(a.indices(), &[1, 0, 3, 3]);
+        assert_eq!(a.data(), &[3.0, 0.0, 11.0, 1.5]);
     }
 
     #[test]
