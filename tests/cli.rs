@@ -1,4 +1,5 @@
-//! The README's main command works everywhere: without a GPU it falls back to the CPU with a notice.
+//! The README's main command works everywhere: without a GPU it falls back to the CPU with a notice; with
+//! TILESPARSE_REQUIRE_GPU=1 (the GPU runs) it must have run on the GPU.
 
 use std::process::Command;
 
@@ -17,8 +18,17 @@ fn spmm_runs_and_verifies_on_any_machine() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("verify: OK"), "{stdout}");
-    // Either the GPU ran it, or the CPU did and said why.
-    assert!(stdout.contains("GPU ") || stderr.contains("notice:"), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let on_gpu = stdout.lines().any(|l| l.starts_with("GPU "));
+    if std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1") {
+        // A GPU run must not fall back to the CPU.
+        assert!(
+            on_gpu && !stderr.contains("notice:"),
+            "TILESPARSE_REQUIRE_GPU=1 but the CLI did not run on the GPU:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+    } else {
+        // Either the GPU ran it, or the CPU did and said why.
+        assert!(on_gpu || stderr.contains("notice:"), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    }
 }
 
 #[test]
@@ -39,4 +49,49 @@ fn a_bad_config_is_a_clear_error() {
         .expect("running tilesparse");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("vector widths must be powers of two"), "{stderr}");
+}
+
+/// Input errors are clear messages and a failing exit, not panics, on any machine (no GPU needed).
+#[test]
+fn bad_arguments_are_clear_errors() {
+    let run = |args: &[&str]| {
+        let out = tilesparse().args(args).output().expect("running tilesparse");
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
+        stderr
+    };
+    assert!(run(&["spmm", "--m", "64", "--k", "64", "--n", "8", "--density", "1.5"]).contains("--density 1.5"));
+    assert!(run(&["spmm", "--m", "64", "--k", "64", "--n", "8", "--density", "NaN"]).contains("--density NaN"));
+    assert!(run(&["spmm", "--m", "3000000000", "--k", "64", "--n", "8", "--density", "0"]).contains("i32::MAX"));
+    assert!(run(&["spmm", "--m", "64", "--k", "64", "--n", "1000000000000"]).contains("i32::MAX"));
+    // An explicit config is checked against the dtype, the compiled table and n on every machine (a build
+    // without kernels, as in CI without nvcc, still checks the dtype).
+    let wrong_dtype = ["spmm", "--m", "64", "--k", "64", "--n", "8", "--config", "spmm_f16_s4d8_y4k32x64w8_u4_pred"];
+    assert!(run(&wrong_dtype).contains("f16"));
+    let bad = std::env::temp_dir().join(format!("tilesparse-cli-{}.mtx", std::process::id()));
+    std::fs::write(&bad, "%%MatrixMarket matrix coordinate real symmetric\n2 3 1\n1 3 3\n").unwrap();
+    let stderr = run(&["spmv", "--matrix", bad.to_str().unwrap()]);
+    std::fs::remove_file(&bad).ok();
+    assert!(stderr.contains("must be square"), "{stderr}");
+}
+
+/// spmv --dtype f64 keeps the file's values and alpha in f64: y = 0.1 * 0.1 * x exactly as f64 computes it.
+#[test]
+fn spmv_f64_keeps_f64_values_and_scalars() {
+    let dir = std::env::temp_dir().join(format!("tilesparse-cli-f64-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = dir.join("a.mtx");
+    std::fs::write(&a, "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 0.1\n").unwrap();
+    let dump = dir.join("out");
+    let out = tilesparse()
+        .args(["spmv", "--matrix", a.to_str().unwrap(), "--dtype", "f64", "--alpha", "0.1", "--verify"])
+        .args(["--iters", "1", "--warmup", "0", "--dump", dump.to_str().unwrap()])
+        .output()
+        .expect("running tilesparse");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let read = |f: &str| tilesparse::mtx::read_dense_vector(&dump.join(f)).unwrap()[0];
+    let (x, y) = (read("x.mtx"), read("y.mtx"));
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(y, 0.1 * (0.1 * x), "x {x}: f32 rounding of 0.1 would be off by ~1e-9 relative");
 }

@@ -2,11 +2,53 @@
 #![allow(dead_code)]
 
 use std::io::Write;
+use std::sync::OnceLock;
 
 use sprs::{CsMat, CsMatView};
 use tilesparse::cpu::oracle;
 use tilesparse::kernels::KERNELS_BUILT;
 use tilesparse::{DType, Gpu, Scalar};
+
+/// The base of every random input of this test process: `TILESPARSE_SEED` if set, else drawn fresh (from the
+/// clock, the process id and std's randomly keyed hasher), printed once to stderr so that a failing run can be
+/// repeated. Every oracle comparison's message names it too, since libtest shows only a failing test's output.
+pub fn base_seed() -> u64 {
+    static BASE: OnceLock<u64> = OnceLock::new();
+    *BASE.get_or_init(|| {
+        let seed = match std::env::var("TILESPARSE_SEED") {
+            Ok(s) => s.trim().parse().unwrap_or_else(|e| panic!("TILESPARSE_SEED={s:?} is not a u64: {e}")),
+            Err(_) => fresh_seed(),
+        };
+        eprintln!("tilesparse tests: TILESPARSE_SEED={seed} reproduces this run");
+        seed
+    })
+}
+
+/// A seed no earlier run is likely to have drawn: std's `RandomState` is keyed randomly per process; the
+/// time and the process id are hashed in as well.
+fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    h.write_u128(now);
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// The seed for the generator call tagged `k` (each call site passes its own tag): the base seed mixed with
+/// a fixed hash of `k` (SplitMix64's output function, the same on every toolchain), so the inputs are fresh
+/// each run and reproducible with `TILESPARSE_SEED`.
+pub fn seed(k: u64) -> u64 {
+    let mut z = k.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    base_seed() ^ z ^ (z >> 31)
+}
+
+/// `TILESPARSE_SEED=<base seed>`, for assertion messages.
+pub fn seed_note() -> String {
+    format!("TILESPARSE_SEED={}", base_seed())
+}
 
 /// Written into every output before a run: a finite value no correct result equals, so an unwritten
 /// element shows up as a mismatch (NaN poison would hide unwritten elements in NaN-propagation tests).
@@ -65,10 +107,11 @@ impl SpmmOracle {
         assert_eq!(
             cmp.mismatches,
             0,
-            "{what}: {} of {} elements mismatch; first (index, got, want) = {:?}",
+            "{what}: {} of {} elements mismatch; first (index, got, want) = {:?} ({})",
             cmp.mismatches,
             got.len(),
-            cmp.first_mismatch
+            cmp.first_mismatch,
+            seed_note()
         );
     }
 }
