@@ -66,7 +66,9 @@ impl MatrixArgs {
     fn load(&self) -> Result<(String, CsMat<f64>)> {
         if let Some(path) = &self.matrix {
             let (a, _) = mtx::read_matrix_market(path)?;
-            return Ok((path.display().to_string(), a.to_csr()));
+            // The reader builds CSR already; to_csr() would copy it.
+            let a = if a.is_csr() { a } else { a.to_csr() };
+            return Ok((path.display().to_string(), a));
         }
         let (m, k, d, s) = (self.m, self.k, self.density, self.seed);
         if !(0.0..=1.0).contains(&d) {
@@ -360,7 +362,10 @@ fn gpu_or_notice(force_cpu: bool) -> Option<Gpu> {
 /// returns the first mismatch as an error.
 fn report_check(got: &[f64], want: &[f64], bound: &[f64], cols: usize) -> Result<()> {
     let cmp = oracle::compare(got, want, bound);
-    let at = |i: usize| if cols == 0 { format!("y[{i}]") } else { format!("C[{}][{}]", i / cols, i % cols) };
+    let at = |i: usize| match (i.checked_div(cols), i.checked_rem(cols)) {
+        (Some(r), Some(c)) => format!("C[{r}][{c}]"),
+        _ => format!("y[{i}]"),
+    };
     if got.is_empty() {
         println!("verify: OK against the f64 oracle (the result is empty)");
         return Ok(());

@@ -132,13 +132,15 @@ struct Pattern {
     cols: usize,
     nnz: usize,
     /// The structure's fingerprint ([`DeviceCsr::pattern`]): two patterns of the same shape and count can still
-    /// differ, and the numeric phase would then skip rows the plan found empty without a word.
-    hash: u64,
+    /// differ, and the numeric phase would then skip rows the plan found empty without a word. None in the
+    /// one-shot [`spgemm`]'s plan, which is never reused (the fingerprint costs a download of the structure).
+    hash: Option<u64>,
 }
 
 impl Pattern {
-    fn of(gpu: &Gpu, a: &DeviceCsr<f32>) -> Result<Self> {
-        Ok(Pattern { rows: a.rows(), cols: a.cols(), nnz: a.nnz(), hash: a.pattern(gpu)? })
+    fn of(gpu: &Gpu, a: &DeviceCsr<f32>, fingerprint: bool) -> Result<Self> {
+        let hash = if fingerprint { Some(a.pattern(gpu)?) } else { None };
+        Ok(Pattern { rows: a.rows(), cols: a.cols(), nnz: a.nnz(), hash })
     }
 }
 
@@ -190,7 +192,7 @@ pub fn spgemm_with_dense_from(
     b: &DeviceCsr<f32>,
     dense_from: usize,
 ) -> Result<DeviceCsr<f32>> {
-    let mut plan = SpgemmPlan::with_dense_from(gpu, a, b, dense_from)?;
+    let mut plan = SpgemmPlan::make(gpu, a, b, dense_from, false)?;
     let mut columns = alloc_uninit::<i32>(gpu, plan.nnz, "allocating C's column indices")?;
     let mut values = alloc_uninit::<f32>(gpu, plan.nnz, "allocating C's values")?;
     // The plan was made from these very operands, so no pattern check (and no wait for its flags) is needed.
@@ -200,8 +202,9 @@ pub fn spgemm_with_dense_from(
 }
 
 impl SpgemmPlan {
-    /// The symbolic phase of C = A * B: C's row pointer and the numeric phase's bins. Waits for the device
-    /// twice. Errors: [`Error::ShapeMismatch`], [`Error::TooLarge`] when nnz(C) exceeds i32::MAX,
+    /// The symbolic phase of C = A * B: C's row pointer and the numeric phase's bins, and a fingerprint of A's
+    /// and B's structure (read back once per matrix) that the numeric phase checks its operands against. Waits
+    /// for the device twice. Errors: [`Error::ShapeMismatch`], [`Error::TooLarge`] when nnz(C) exceeds i32::MAX,
     /// [`Error::OutOfDeviceMemory`].
     pub fn new(gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<Self> {
         Self::with_dense_from(gpu, a, b, default_dense_from(b.cols()))
@@ -210,6 +213,11 @@ impl SpgemmPlan {
     /// [`SpgemmPlan::new`] with rows of more than `dense_from` entries (1..=[`MAX_DENSE_FROM`]) in the dense
     /// bin: for measuring where dense column tiles beat hash tables. [`Error::InvalidConfig`] outside that range.
     pub fn with_dense_from(gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>, dense_from: usize) -> Result<Self> {
+        Self::make(gpu, a, b, dense_from, true)
+    }
+
+    /// The symbolic phase, with the operands' fingerprints for reuse (`fingerprint`) or without (one shot).
+    fn make(gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>, dense_from: usize, fingerprint: bool) -> Result<Self> {
         if !(1..=MAX_DENSE_FROM).contains(&dense_from) {
             return Err(Error::InvalidConfig {
                 config: format!("dense_from = {dense_from}"),
@@ -226,8 +234,8 @@ impl SpgemmPlan {
         }
         let scan_blocks = (m + 1).div_ceil(SCAN_CHUNK);
         let mut plan = SpgemmPlan {
-            a: Pattern::of(gpu, a)?,
-            b: Pattern::of(gpu, b)?,
+            a: Pattern::of(gpu, a, fingerprint)?,
+            b: Pattern::of(gpu, b, fingerprint)?,
             nnz: 0,
             products: 0,
             dense_from,
@@ -377,7 +385,7 @@ impl SpgemmPlan {
     }
 
     fn check_pattern(&self, gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<()> {
-        let (pa, pb) = (Pattern::of(gpu, a)?, Pattern::of(gpu, b)?);
+        let (pa, pb) = (Pattern::of(gpu, a, true)?, Pattern::of(gpu, b, true)?);
         let shape = |p: &Pattern| (p.rows, p.cols, p.nnz);
         if shape(&pa) != shape(&self.a) || shape(&pb) != shape(&self.b) {
             return Err(Error::PatternMismatch(format!(
