@@ -695,35 +695,57 @@ pub fn spmv_gather_probe(gpu: &Gpu, a: &DeviceCsr<f32>, x: &CudaSlice<f32>, sink
     Ok(())
 }
 
-/// Element-wise bound on |y - y_exact| for the production SpMV, y_exact being the f64 oracle's y on the same
-/// (already rounded) stored inputs.
+/// Element-wise bound on |y - y~| for the production SpMV and the CPU backend's, y~ being the f64 oracle's y
+/// ([`oracle::spmv`]) on the same (already rounded) stored inputs. `y` must be given when beta != 0, and is read
+/// only then.
 ///
-/// Row i is a sum of l_i products accumulated with unit roundoff u_acc (f32's for f32/f16/bf16, f64's for f64) in
-/// a fixed but arbitrary order: |s - s_exact| <= gamma(l_i + 1) (|A||x|)_i (Higham eq. 3.5, one extra rounding
-/// for the split's chunk partials), and the f64 oracle adds gamma_f64(l_i) of the same; this is
-/// [`oracle::spmm_error_bound`] with n = 1, and it also covers storing s in the output type (u_out). Scaling by
-/// alpha multiplies it by |alpha|; we use max(|alpha|, 1) so that its absolute underflow floor stays when alpha
-/// is 0 (beta * y_i alone can be subnormal in f16). The epilogue alpha * s + beta * y_i adds at most
-/// 3 u_acc (1 + 3 u_acc) (|alpha| (|A||x|)_i + |beta y_i|) (three roundings per term: alpha or beta to the
-/// accumulation type, the product, the sum) and the final store u_out of the same magnitude, so
+/// Derivation, for row i of l entries, with S = (|A||x|)_i and the oracle's s~ = (A x)_i, S' = S~ / (1 - g64)
+/// and g64 = gamma_f64(l) as in [`oracle::spmm_error_bound`], and u the accumulation's unit roundoff (f32's for
+/// f32/f16/bf16, f64's for f64):
+/// 1. The kernel's sum s^ of the l products, in whatever order (a subwarp's lanes and shuffles, a long row's chunk
+///    partials added in order, a segmented tile's pieces), is within g S of the exact s, g = gamma(l + 1, u)
+///    (Higham eq. 3.5, with one rounding to spare), and |s^| <= (1 + g) S'.
+/// 2. The epilogue e = alpha' s^ + beta' y_i (alpha and beta rounded to the accumulation type, a product each, an
+///    add or an FMA): each term meets at most 3 roundings, so e is within gamma(3, u) (|alpha| (1 + g) S' +
+///    |beta y_i|) of alpha s^ + beta y_i (alpha and beta are taken to be 0 or normal in the accumulation type).
+/// 3. The oracle: |s~ - s| <= g64 S', and its f64 alpha s~ + beta y_i is within gamma_f64(2) (|alpha s~| +
+///    |beta y_i|) of the exact value of that expression.
+/// 4. Storing e to the output type (to nearest) costs at most u_out |e| <= u_out (|y~| + E), E the sum of 1-3:
 ///
-/// bound_i = max(|alpha|, 1) B_i + (3 u_acc + u_out)(1 + 3 u_acc) (|alpha| (|A||x|)_i + |beta y_i|),
+/// |y_i - y~_i| <= (1 + u_out) E + u_out |y~_i| + floor, with
+/// E = |alpha| (g + g64) S' + gamma(3, u) (|alpha| (1 + g) S' + |beta y_i|) + gamma_f64(2) (|alpha s~| + |beta y_i|).
 ///
-/// with B the SpMM bound (which carries the absolute underflow floor). `y` is read only when beta != 0.
+/// Storing is charged to |y~_i|, not to |alpha| S + |beta y_i| as the earlier bound did: on a row whose products
+/// cancel, rounding to f16 no longer hides a dropped product. The floor is max(|alpha|, 1) times the
+/// output type's ([`oracle::output_floor`]: gradual underflow of the sum and of the stored value) plus 1e-30 for
+/// the epilogue's products (2^-150 each in f32).
 pub fn spmv_error_bound<T: Scalar>(a: CsMatView<T>, x: &[T], alpha: f64, beta: f64, y: Option<&[T]>) -> Vec<f64> {
     let u_acc = if T::DTYPE == DType::F64 { DType::F64 } else { DType::F32 }.unit_roundoff();
-    let u_out = T::DTYPE.unit_roundoff();
+    let (u_out, u64_) = (T::DTYPE.unit_roundoff(), f64::EPSILON / 2.0);
     let abs = oracle::spmm_abs(a, x, 1);
-    let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
-    let base = oracle::spmm_error_bound(&abs, &lens, 1, u_acc, u_out);
-    let coef = (3.0 * u_acc + u_out) * (1.0 + 3.0 * u_acc);
-    (0..a.rows())
-        .map(|i| {
+    let s = oracle::spmm(a, x, 1);
+    let want = oracle::spmv(a, x, alpha, y, beta);
+    let (g_epilogue, g_oracle) = (oracle::gamma(3, u_acc), oracle::gamma(2, u64_));
+    let floor = alpha.abs().max(1.0) * oracle::output_floor(u_out) + 1e-30;
+    a.outer_iterator()
+        .enumerate()
+        .map(|(i, row)| {
+            let l = row.nnz();
             let by = match y {
                 Some(y) if beta != 0.0 => (beta * y[i].to_f64()).abs(),
                 _ => 0.0,
             };
-            alpha.abs().max(1.0) * base[i] + coef * (alpha.abs() * abs[i] + by)
+            // |alpha| (g + g64) S' and |alpha| (1 + g) S'; zero for an exact zero (alpha = 0 or no nonzero
+            // product), also where g is infinite (inf * 0 would be NaN).
+            let (accumulation, alpha_s) = if alpha == 0.0 || abs[i] == 0.0 {
+                (0.0, 0.0)
+            } else {
+                let (g, g64) = (oracle::gamma(l + 1, u_acc), oracle::gamma(l, u64_));
+                let s_exact = abs[i] / (1.0 - g64);
+                (alpha.abs() * (g + g64) * s_exact, alpha.abs() * (1.0 + g) * s_exact)
+            };
+            let e = accumulation + g_epilogue * (alpha_s + by) + g_oracle * ((alpha * s[i]).abs() + by);
+            (1.0 + u_out) * e + u_out * want[i].abs() + floor
         })
         .collect()
 }
@@ -822,5 +844,45 @@ mod tests {
         for t in THREADS_PER_ROW {
             assert!(cu.contains(&format!("TILESPARSE_SPMV_VECTOR(tag, Value, {t})")), "width {t} is not instantiated");
         }
+    }
+
+    /// The SpMV bound charges storing to |y~|: on a row of 127 pairs (+v, -v) and an entry 0.125 (f16, x all
+    /// ones, y~ = 2 * 0.125 + 0.5 * 0.5), y computed exactly and rounded passes, dropping the 0.125 fails
+    /// although it is below 2^-11 of |alpha| |A||x| (about 0.37, what the earlier bound charged storing to); an
+    /// alpha of 0 leaves only beta's part, and an empty row only the floor and beta's part.
+    #[test]
+    fn spmv_bound_charges_storing_to_y() {
+        use half::f16;
+        use sprs::CsMat;
+        let mut values: Vec<f16> =
+            (0..127).flat_map(|k| [1.0 + k as f32 / 128.0, -1.0 - k as f32 / 128.0]).map(f16::from_f32).collect();
+        values.push(f16::from_f32(0.125));
+        let len = values.len();
+        let a = CsMat::new((2, len), vec![0, len, len], (0..len).collect(), values);
+        let x = vec![f16::from_f32(1.0); len];
+        let y = [f16::from_f32(0.5), f16::from_f32(0.5)];
+        let (alpha, beta) = (2.0, 0.5);
+        let want = oracle::spmv(a.view(), &x, alpha, Some(&y), beta);
+        assert_eq!(want, vec![0.5, 0.25]);
+        let bound = spmv_error_bound(a.view(), &x, alpha, beta, Some(&y));
+        let stored = |v: f64| f16::from_f64(v).to_f64();
+        assert_eq!(oracle::compare(&[stored(0.5), stored(0.25)], &want, &bound).mismatches, 0);
+        let dropped = [stored(0.5 - alpha * 0.125), stored(0.25)];
+        assert_eq!(oracle::compare(&dropped, &want, &bound).mismatches, 1, "{bound:?}");
+        let magnitude = alpha * oracle::spmm_abs(a.view(), &x, 1)[0];
+        assert!(
+            alpha * 0.125 < 2f64.powi(-11) * magnitude && bound[0] < 0.02,
+            "{bound:?}, |alpha| |A||x| = {magnitude}"
+        );
+        // The empty row: beta y rounded (3 roundings in f32) and stored in f16.
+        let u = 2f64.powi(-24);
+        let g3 = 3.0 * u / (1.0 - 3.0 * u);
+        let g2 = 2.0 * f64::EPSILON / 2.0 / (1.0 - f64::EPSILON);
+        let floor = 2.0 * 2f64.powi(-25) + 1e-30;
+        let empty = (1.0 + 2f64.powi(-11)) * (g3 + g2) * 0.25 + 2f64.powi(-11) * 0.25 + floor;
+        assert!((bound[1] - empty).abs() <= 1e-15 * empty, "{} vs {empty}", bound[1]);
+        // alpha = 0: the row's products play no part.
+        let zero = spmv_error_bound(a.view(), &x, 0.0, beta, Some(&y));
+        assert_eq!(zero[0], zero[1]);
     }
 }

@@ -398,7 +398,7 @@ fn bias_relu_epilogue_matches_and_keeps_nan() {
 /// magnitude must not let anything pass). Elsewhere: the kernel sums the row's products in f32 as the plain
 /// SpMM does, then adds the bias in f32, one more rounding; ReLU is 1-Lipschitz and exact. So the bound is
 /// [`oracle::spmm_error_bound`] of a row one entry longer (the bias as one more term) over the magnitude
-/// |A||B| + |bias|.
+/// |A||B| + |bias|, with A B + bias (before the ReLU) as the oracle's value.
 struct BiasReluOracle {
     want: Vec<f64>,
     bound: Vec<f64>,
@@ -413,11 +413,11 @@ impl BiasReluOracle {
         let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz() + 1).collect();
         let magnitude: Vec<f64> = abs.iter().enumerate().map(|(idx, &ab)| ab + (bias[idx / n] as f64).abs()).collect();
         let u = DType::F32.unit_roundoff();
-        let mut bound = oracle::spmm_error_bound(&magnitude, &lens, n, u, u);
+        let biased: Vec<f64> = pre.iter().enumerate().map(|(idx, &p)| p + bias[idx / n] as f64).collect();
+        let mut bound = oracle::spmm_error_bound(&biased, &magnitude, &lens, n, u, u);
         let mut want = Vec::with_capacity(pre.len());
         let mut infinite_pre = Vec::new();
-        for (idx, &p) in pre.iter().enumerate() {
-            let w = p + bias[idx / n] as f64;
+        for (idx, &w) in biased.iter().enumerate() {
             if w.is_finite() {
                 assert!(bound[idx].is_finite(), "a finite C entry with an infinite bound at {idx}");
                 want.push(w.max(0.0));

@@ -164,7 +164,7 @@ pub fn compare(got: &[f64], want: &[f64], bound: &[f64]) -> Comparison {
 
 /// gamma(l) = l u / (1 - l u), the classic bound on the relative error of l roundings;
 /// infinite once l u >= 1, where no bound holds.
-fn gamma(l: usize, u: f64) -> f64 {
+pub(crate) fn gamma(l: usize, u: f64) -> f64 {
     let lu = l as f64 * u;
     if lu < 1.0 {
         lu / (1.0 - lu)
@@ -173,37 +173,84 @@ fn gamma(l: usize, u: f64) -> f64 {
     }
 }
 
-/// Per-element error bound for C = A * B computed by a kernel, given |A||B|
-/// (from [`spmm_abs`], m x n row-major) and the row lengths of A.
+/// The absolute floor for gradual underflow of a result stored with unit roundoff `u_out`: half the f16
+/// subnormal spacing (2^-25) for f16, whose outputs below 2^-14 are subnormal (products of small f16 values land
+/// there often), else 1e-30, above the losses of f32 (or wider) accumulation in gradual underflow (at most
+/// 2^-150 per rounding) and of bf16's subnormal outputs (2^-134).
+pub fn output_floor(u_out: f64) -> f64 {
+    if u_out == DType::F16.unit_roundoff() {
+        2f64.powi(-25)
+    } else {
+        1e-30
+    }
+}
+
+/// The bound of one element from its parts (see [`spmm_error_bound`]): the oracle's value `c` and magnitude
+/// `ab`, the accumulation's relative bound `g_acc` (|c_acc - c_exact| <= g_acc S_exact), the oracle's own
+/// `g64`, the storage type's `u_out` and the absolute `floor`.
+fn element_bound(c: f64, ab: f64, g_acc: f64, g64: f64, u_out: f64, floor: f64) -> f64 {
+    // An all-zero |A||B| means an exact zero: keep inf * 0 from making the bound NaN.
+    if ab == 0.0 {
+        return floor;
+    }
+    // The exact |A||B| is at most the oracle's / (1 - g64) (its sum of positive terms is not above it by more).
+    let s = ab / (1.0 - g64);
+    let accumulation = (g_acc + g64) * s;
+    // |c_acc| from the oracle's value, or from |A||B| where that is smaller (rows whose products do not cancel).
+    // A NaN c (then the comparison is exact anyway) leaves the second.
+    let c_acc = (c.abs() + accumulation).min((1.0 + g_acc) * s);
+    accumulation + u_out * c_acc + floor
+}
+
+/// Per-element error bound for C = A * B computed by a kernel that sums in a format of unit roundoff `u_acc`
+/// with correctly rounded multiplies and adds or FMAs (the CUDA-core tiles, the CPU backend), given the oracle's
+/// C ([`spmm`]) and |A||B| ([`spmm_abs`]), both m x n row-major, and the row lengths of A.
 ///
-/// Derivation: the kernel and the oracle read the same stored inputs, so input rounding
-/// is not an error. Entry (i, j) is a sum of l = len_i products accumulated in a format
-/// with unit roundoff `u_acc` (f32 for f32/f16/bf16). Each product is rounded once (not
-/// at all with FMA) and the sum takes at most l additions in any order, so (Higham,
-/// *Accuracy and Stability of Numerical Algorithms*, eq. 3.5)
-/// |c_acc - c| <= gamma(l) |A||B|_ij. We use gamma(l + 1) to leave room for one more
-/// rounding (an alpha scale or a split-k merge). Rounding to the storage type adds
-/// u_out |c_acc| <= u_out (1 + gamma) |A||B|_ij. The oracle's own f64 sum is off by up
-/// to gamma_f64(l) |A||B|_ij, which matters only when `u_acc` is f64's. Finally an
-/// absolute floor covers gradual underflow, whose errors are absolute, not relative:
-/// 1e-30 for f32 accumulation and f32/bf16/f64 outputs, raised to 2^-25 (half the f16
-/// subnormal spacing) when `u_out` is f16's, because f16 outputs below 2^-14 are
-/// subnormal and products of small f16 values land there often.
-pub fn spmm_error_bound(a_abs_b_abs: &[f64], row_lengths: &[usize], n: usize, u_acc: f64, u_out: f64) -> Vec<f64> {
+/// Derivation. The kernel and the oracle read the same stored inputs, so input rounding is not an error. For
+/// entry (i, j) of a row of l = len_i entries write c and S for the exact (AB)_ij and (|A||B|)_ij, and c~, S~
+/// for the oracle's.
+/// 1. Accumulation: the l products are summed in some order (a chain, a tree of partial sums, split pieces),
+///    each product rounded once (not at all with FMA), so each reaches the sum through at most l roundings and
+///    |c_acc - c| <= gamma(l) S (Higham, *Accuracy and Stability of Numerical Algorithms*, eq. 3.5). We use
+///    g = gamma(l + 1) to leave room for one more rounding (an alpha scale or a split-k merge).
+/// 2. The oracle: its f64 sum in storage order has |c~ - c| <= g64 S, g64 = gamma_f64(l), and its sum of the
+///    same magnitudes S~ >= (1 - g64) S, so S <= S' := S~ / (1 - g64).
+/// 3. Storing: rounding c_acc to the storage type (to nearest) costs at most u_out |c_acc|, and by 1 and 2
+///    |c_acc| <= |c~| + (g + g64) S' and |c_acc| <= (1 + g) S'.
+///
+/// So |got - c~| <= (g + g64) S' + u_out min(|c~| + (g + g64) S', (1 + g) S') + floor. The rounding to the
+/// storage type is charged to |c~|, not to S: on rows whose products cancel (|c| << S) rounding to f16 costs
+/// 2^-11 |c|, and a dropped product of such a row shows even when it is well below 2^-11 S. The min keeps rows
+/// that do not cancel where the earlier bound (g + g64 + u_out (1 + g)) S~ put them (up to the factor
+/// 1 / (1 - g64), which that bound left out). The floor covers gradual underflow, whose errors are
+/// absolute, not relative ([`output_floor`]: 2^-25 for f16 outputs, 1e-30 otherwise).
+///
+/// Not for the tensor-core kernels: their mma truncates ([`spmm_error_bound_tf32x3`],
+/// [`spmm_error_bound_tc_half`]).
+pub fn spmm_error_bound(
+    c: &[f64],
+    a_abs_b_abs: &[f64],
+    row_lengths: &[usize],
+    n: usize,
+    u_acc: f64,
+    u_out: f64,
+) -> Vec<f64> {
     assert_eq!(a_abs_b_abs.len(), row_lengths.len() * n, "|A||B| must be rows x n");
-    let floor = if u_out == DType::F16.unit_roundoff() { 2f64.powi(-25) } else { 1e-30 };
+    assert_eq!(c.len(), a_abs_b_abs.len(), "C and |A||B| differ in length");
+    let floor = output_floor(u_out);
     let mut bound = Vec::with_capacity(a_abs_b_abs.len());
     for (i, &len) in row_lengths.iter().enumerate() {
-        let g = gamma(len + 1, u_acc);
-        let coef = if g.is_finite() { g + u_out * (1.0 + g) + gamma(len, f64::EPSILON / 2.0) } else { f64::INFINITY };
-        // An all-zero |A||B| means an exact zero: keep inf * 0 from making the bound NaN.
-        let scaled = |ab: f64| if ab == 0.0 { 0.0 } else { coef * ab };
-        bound.extend(a_abs_b_abs[i * n..(i + 1) * n].iter().map(|&ab| scaled(ab) + floor));
+        let (g, g64) = (gamma(len + 1, u_acc), gamma(len, f64::EPSILON / 2.0));
+        let row = i * n..(i + 1) * n;
+        bound.extend(
+            c[row.clone()].iter().zip(&a_abs_b_abs[row]).map(|(&c, &ab)| element_bound(c, ab, g, g64, u_out, floor)),
+        );
     }
     bound
 }
 
-/// The largest finite |x| of `values` (0 if none): the magnitudes [`spmm_error_bound_tf32x3`] takes.
+/// The largest finite |x| of `values` (0 if none): the magnitudes [`spmm_error_bound_tf32x3`] and
+/// [`spmm_error_bound_tc_half`] take.
 pub fn max_finite_abs<T: Scalar>(values: &[T]) -> f64 {
     values.iter().map(|x| x.to_f64().abs()).filter(|x| x.is_finite()).fold(0.0, f64::max)
 }
@@ -244,6 +291,82 @@ pub fn spmm_error_bound_tf32x3(
         let coef = 6.0 * 2f64.powi(-22) + 54.0 * 2f64.powi(-23) + gamma(len + 8, u32_) + gamma(len, f64::EPSILON / 2.0);
         let floor = 2f64.powi(-124) * len as f64 * (max_abs_a + max_abs_b + 1.0) + 1e-30;
         bound.extend(a_abs_b_abs[i * n..(i + 1) * n].iter().map(|&ab| coef * ab + floor));
+    }
+    bound
+}
+
+/// The most partial sums the tensor-core kernels add per element of C: a wide kernel's k-block ranges (at most
+/// `SPLIT_MAX` = 8) or a narrow kernel's 4 warps (src/spmm/tensor_core.rs asserts both at compile time).
+pub const TC_MAX_PARTIALS: usize = 8;
+
+/// Per-element error bound for C = A * B in f16 or bf16 (`dtype`) computed on the tensor cores
+/// (crate::spmm::tensor_core; cuda/spmm/tensor_core.cuh: `spmm_tc_kernel`, `spmm_tcw_kernel`, `spmm_tc_fixup`),
+/// given the oracle's C ([`spmm`]), |A||B| ([`spmm_abs`]), A's row lengths, and the largest finite |a| of A and
+/// |b| of B ([`max_finite_abs`]).
+///
+/// Derivation (c~, S, S' = S~ / (1 - g64), g64 as in [`spmm_error_bound`]; u = 2^-23, one f32 ulp at 1.0).
+/// - What the kernels do for element (i, j). Each stored entry of row i sits in one slot of one k-block of its
+///   window; the other slots of the row's 16 x 16 blocks hold zeros. A chain starts from f32 zero and runs one
+///   mma.m16n8k16 per k-block, which adds that k-block's 16 products to the chain's f32 value in place: a narrow
+///   kernel's warp w takes its window's k-blocks w, w + 4, ...; a wide kernel's warp takes every k-block of its
+///   block's range for its own rows and columns. The chains are then added in f32, rounding to nearest: the
+///   narrow kernel's warp 0 adds its 4 warps' in warp order, the wide kernel its ranges' (at most 8, in a cluster
+///   or by `spmm_tc_fixup`) in range order: at most [`TC_MAX_PARTIALS`] - 1 = 7 adds. One rounding to nearest
+///   (`__float2half_rn`, `__float2bfloat16_rn`) stores the result.
+/// - The mma. Products of f16 (11-bit) or bf16 (8-bit) significands are exact. How the sum is formed is not
+///   documented; measurements (Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores",
+///   PeerJ CS 2021, on V100/T4/A100; [`spmm_error_bound_tf32x3`] rests on the same model, and the H100 runs meet it)
+///   find the terms aligned to the largest magnitude, the bits past f32's 24 truncated, and the sum normalized
+///   with truncation, in one or more internal steps per instruction. We assume only that: each internal step adds
+///   some r of the products to the running f32 value c; each of its terms loses less than 2^-23 times the largest
+///   term's magnitude (at least 24 bits kept below the largest term's leading bit); and the normalized result is
+///   off by less than 2^-23 of its magnitude. We do not count on the largest term being kept exactly, on guard
+///   bits, on the step size, or on the rounding direction. Zeros lose nothing and c is on its own grid, so a step
+///   whose products are all zero (padding slots, entries of other rows, zeros of B) leaves c exactly as it was. A
+///   step with r >= 1 nonzero products (at most that many of the row's entries) errs by at most (r + 1) u T for
+///   its terms plus u (1 + (r + 1) u) T for the normalization, T = |c| + sum |p| over the step, so within
+///   ((1 + u)^(r + 2) - 1) T. The usual induction over a chain (Higham, Lemma 3.1) gives
+///   |chain - exact| <= ((1 + u)^K - 1) S_chain, where K, the sum of r + 2 over the steps with nonzero products,
+///   is at most 3 l_chain; the at most 7 adds of the chains (unit roundoff 2^-24 < u) raise that to
+///   |c_acc - c| <= gamma(3 l + 7, u) S =: g S for a row of l entries: about 6 times [`spmm_error_bound`]'s
+///   gamma(l + 1, 2^-24) S, which does not hold here (16 products each just under 2^-23 added to a running 1 are
+///   all truncated away, almost 16 * 2^-23 = 32 * 2^-24 for a row of 17 against gamma(18, 2^-24) S, about
+///   18 * 2^-24). The FMA bound's former output term u_out S hid this; charged to |c~|, it no longer does.
+/// - Inf and NaN: a warp whose accumulators end up Inf or NaN redoes its tile with exact scalar FMAs over the
+///   stored entries (`exact_block`): f32 FMA chains and the same adds, within gamma(l + 7, 2^-24) S <= g S; the
+///   elements whose oracle value is Inf or NaN are compared exactly ([`compare`]).
+/// - Storing, as in [`spmm_error_bound`]: u_out min(|c~| + (g + g64) S', (1 + g) S').
+/// - Underflow: bf16 values and their products may lie below f32's normal range, where the tensor core may flush
+///   a subnormal input, a product or c to zero: a subnormal a loses |a b| < 2^-126 |b| (a subnormal b likewise),
+///   a flushed product or c less than 2^-126; at most 2^-124 l (max|a| + max|b| + 1) in all, with the adds'
+///   gradual underflow (2^-150 each). f16 products lie in [2^-48, 2^32) and never get there. f16 subnormal inputs
+///   are assumed kept (Fasi et al. found them supported): flushed, each would lose up to 2^-14 |b|, more than any
+///   useful bound allows. Plus the storage type's floor ([`output_floor`]).
+///
+/// So |got - c~| <= (g + g64) S' + u_out min(|c~| + (g + g64) S', (1 + g) S') + 2^-124 l (max|a| + max|b| + 1) +
+/// floor, never below [`spmm_error_bound`]'s f32-accumulation bound of the same inputs (unit-tested).
+pub fn spmm_error_bound_tc_half(
+    c: &[f64],
+    a_abs_b_abs: &[f64],
+    row_lengths: &[usize],
+    n: usize,
+    dtype: DType,
+    max_abs_a: f64,
+    max_abs_b: f64,
+) -> Vec<f64> {
+    assert!(matches!(dtype, DType::F16 | DType::Bf16), "the half tensor-core bound is for f16 and bf16, not {dtype}");
+    assert_eq!(a_abs_b_abs.len(), row_lengths.len() * n, "|A||B| must be rows x n");
+    assert_eq!(c.len(), a_abs_b_abs.len(), "C and |A||B| differ in length");
+    let (u, u_out) = (2f64.powi(-23), dtype.unit_roundoff());
+    let mut bound = Vec::with_capacity(a_abs_b_abs.len());
+    for (i, &len) in row_lengths.iter().enumerate() {
+        let g = gamma(3 * len + TC_MAX_PARTIALS - 1, u);
+        let g64 = gamma(len, f64::EPSILON / 2.0);
+        let floor = 2f64.powi(-124) * len as f64 * (max_abs_a + max_abs_b + 1.0) + output_floor(u_out);
+        let row = i * n..(i + 1) * n;
+        bound.extend(
+            c[row.clone()].iter().zip(&a_abs_b_abs[row]).map(|(&c, &ab)| element_bound(c, ab, g, g64, u_out, floor)),
+        );
     }
     bound
 }
@@ -346,7 +469,8 @@ mod tests {
         let floor = 2f64.powi(-124) * 4.0 * 5.0 + 1e-30;
         assert_eq!(b, vec![coef * 2.0 + floor, floor]);
         // Never tighter than the f32 FMA bound of the same row; NaN/Inf in |A||B| leave an infinite bound.
-        let f32_bound = spmm_error_bound(&[2.0], &[4], 1, DType::F32.unit_roundoff(), DType::F32.unit_roundoff());
+        let f32_bound =
+            spmm_error_bound(&[2.0], &[2.0], &[4], 1, DType::F32.unit_roundoff(), DType::F32.unit_roundoff());
         assert!(spmm_error_bound_tf32x3(&[2.0], &[4], 1, 1.0, 1.0)[0] > f32_bound[0]);
         assert_eq!(spmm_error_bound_tf32x3(&[f64::INFINITY], &[1], 1, 1.0, 1.0)[0], f64::INFINITY);
     }
@@ -388,20 +512,29 @@ mod tests {
     #[test]
     fn error_bound_formula_and_tightness() {
         let (u32_, u16_) = (2f64.powi(-24), 2f64.powi(-11));
-        let b = spmm_error_bound(&[2.0, 0.0], &[3], 2, u32_, u16_);
-        let g = 4.0 * u32_ / (1.0 - 4.0 * u32_);
-        let want = (g + u16_ * (1.0 + g) + gamma(3, f64::EPSILON / 2.0)) * 2.0 + 1e-30;
+        let close = |x: f64, y: f64| (x - y).abs() <= 1e-15 * y.abs();
+        // One row of 3 entries, |A||B| = 2 in both columns; C = 2 (no cancellation: storing is charged to
+        // (1 + g) S') and C = -0.5 (charged to |C| + (g + g64) S'); a zero |A||B| gives the floor alone.
+        let b = spmm_error_bound(&[2.0, -0.5, 0.0], &[2.0, 2.0, 0.0], &[3], 3, u32_, u16_);
+        let (g, g64) = (4.0 * u32_ / (1.0 - 4.0 * u32_), gamma(3, f64::EPSILON / 2.0));
+        let s = 2.0 / (1.0 - g64);
         let floor16 = 2f64.powi(-25);
-        assert_eq!(b, vec![want - 1e-30 + floor16, floor16]);
-        let b = spmm_error_bound(&[1.0, 0.0], &[1 << 24], 2, u32_, u32_);
+        assert!(close(b[0], (g + g64) * s + u16_ * (1.0 + g) * s + floor16), "{b:?}");
+        assert!(close(b[1], (g + g64) * s + u16_ * (0.5 + (g + g64) * s) + floor16), "{b:?}");
+        assert_eq!(b[2], floor16);
+        // Past the formula's range the bound is infinite (compare fails any finite answer), but an exact zero
+        // keeps its floor.
+        let b = spmm_error_bound(&[1.0, 0.0], &[1.0, 0.0], &[1 << 24], 2, u32_, u32_);
         assert_eq!(b, vec![f64::INFINITY, 1e-30]);
+        // A NaN C (compared exactly) does not make the bound NaN.
+        assert!(spmm_error_bound(&[f64::NAN], &[1.0], &[2], 1, u32_, u16_)[0].is_finite());
 
         // A real f32 dot product of 4096 terms stays inside its bound.
         let a = crate::gen::uniform_random(1, 4096, 1.0, 3);
         let x = crate::gen::dense_matrix(4096, 1, 4);
         let f32_sum: f32 = a.data().iter().zip(&x).map(|(p, q)| p * q).sum();
         let want = spmm(a.view(), &x, 1);
-        let bound = spmm_error_bound(&spmm_abs(a.view(), &x, 1), &[4096], 1, u32_, u32_);
+        let bound = spmm_error_bound(&want, &spmm_abs(a.view(), &x, 1), &[4096], 1, u32_, u32_);
         assert_eq!(compare(&[f32_sum as f64], &want, &bound).mismatches, 0);
 
         // And it is tight enough to see a kernel bug on a row of 256: dropping any one
@@ -409,13 +542,175 @@ mod tests {
         // the terms (a worst-case bound grows like n u, so very long rows hide small terms).
         let (a, x) = (crate::gen::uniform_random(1, 256, 1.0, 5), crate::gen::dense_matrix(257, 1, 6));
         let want = spmm(a.view(), &x[..256], 1);
-        let bound = spmm_error_bound(&spmm_abs(a.view(), &x[..256], 1), &[256], 1, u32_, u32_);
+        let bound = spmm_error_bound(&want, &spmm_abs(a.view(), &x[..256], 1), &[256], 1, u32_, u32_);
         let caught = |err: &dyn Fn(usize) -> f64| {
             (0..256).filter(|&j| compare(&[want[0] + err(j)], &want, &bound).mismatches == 1).count()
         };
         let v = a.data();
         assert!(caught(&|j| -(v[j] as f64 * x[j] as f64)) >= 243, "a dropped product");
         assert!(caught(&|j| v[j] as f64 * (x[j + 1] as f64 - x[j] as f64)) >= 243, "a column off by one");
+    }
+
+    /// The FMA bound before storing was charged to |C|: (gamma(l + 1) + u_out (1 + gamma(l + 1)) +
+    /// gamma_f64(l)) |A||B| + floor, and its accumulation part alone (the same without u_out).
+    fn previous_bound(ab: &[f64], lens: &[usize], n: usize, u_acc: f64, u_out: f64) -> (Vec<f64>, Vec<f64>) {
+        let floor = output_floor(u_out);
+        let (mut whole, mut accumulation) = (Vec::new(), Vec::new());
+        for (i, &len) in lens.iter().enumerate() {
+            let (g, g64) = (gamma(len + 1, u_acc), gamma(len, f64::EPSILON / 2.0));
+            for &s in &ab[i * n..(i + 1) * n] {
+                whole.push((g + u_out * (1.0 + g) + g64) * s + floor);
+                accumulation.push((g + g64) * s + floor);
+            }
+        }
+        (whole, accumulation)
+    }
+
+    /// Rows of lengths 0 to 700 (n = 3) with random values in `T`, rows 0-9 of them cancelling pairs (+x, -x):
+    /// the oracle's C, |A||B|, the row lengths and max |a|, max |b|.
+    #[allow(clippy::type_complexity)]
+    fn random_problem<T: Scalar>(seed: u64) -> (Vec<f64>, Vec<f64>, Vec<usize>, f64, f64) {
+        let k = 800;
+        let lens = [2, 3, 16, 17, 40, 255, 700, 1, 31, 64, 0, 1, 2, 5, 15, 16, 17, 33, 100, 256, 511, 700];
+        let values = crate::gen::dense_matrix(lens.iter().sum(), 1, seed);
+        let (mut indptr, mut indices, mut data) = (vec![0], Vec::new(), Vec::new());
+        for (i, &len) in lens.iter().enumerate() {
+            let mut columns: Vec<usize> = (0..len).map(|j| (i * 37 + j * 13) % k).collect();
+            columns.sort_unstable();
+            let mut row: Vec<T> = values[indices.len()..indices.len() + len].iter().map(|&v| T::from_f32(v)).collect();
+            if i < 10 {
+                // Every odd entry the negative of the one before it, a last unpaired one a stored zero: against
+                // B's column of ones (below) the products cancel exactly.
+                for j in (1..len).step_by(2) {
+                    row[j] = T::from_f64(-row[j - 1].to_f64());
+                }
+                if len % 2 == 1 {
+                    row[len - 1] = T::from_f32(0.0);
+                }
+            }
+            indices.extend(columns);
+            data.extend(row);
+            indptr.push(indices.len());
+        }
+        let a = CsMat::new((lens.len(), k), indptr, indices, data);
+        let mut b: Vec<T> = crate::gen::dense_matrix(k, 3, seed + 1).into_iter().map(T::from_f32).collect();
+        for r in 0..k {
+            b[3 * r] = T::from_f32(1.0);
+        }
+        let (max_a, max_b) = (max_finite_abs(a.data()), max_finite_abs(&b));
+        (spmm(a.view(), &b, 3), spmm_abs(a.view(), &b, 3), lens.to_vec(), max_a, max_b)
+    }
+
+    #[test]
+    fn storing_is_charged_to_c_never_below_the_accumulation_and_tighter_where_products_cancel() {
+        for (dtype, seed) in [(DType::F16, 31), (DType::Bf16, 32), (DType::F32, 33)] {
+            let (c, ab, lens, _, _) = match dtype {
+                DType::F16 => random_problem::<f16>(seed),
+                DType::Bf16 => random_problem::<half::bf16>(seed),
+                _ => random_problem::<f32>(seed),
+            };
+            let (u_acc, u_out) = (DType::F32.unit_roundoff(), dtype.unit_roundoff());
+            let new = spmm_error_bound(&c, &ab, &lens, 3, u_acc, u_out);
+            let (old, accumulation) = previous_bound(&ab, &lens, 3, u_acc, u_out);
+            for idx in 0..c.len() {
+                let g64 = gamma(lens[idx / 3], f64::EPSILON / 2.0);
+                assert!(new[idx] >= accumulation[idx], "{dtype} {idx}: {} < {}", new[idx], accumulation[idx]);
+                // Never looser than before, but for the factor 1 / (1 - g64) the old bound left out.
+                assert!(new[idx] <= old[idx] / (1.0 - g64) * (1.0 + 1e-15), "{dtype} {idx}");
+            }
+            // The cancelling rows (C exactly 0 in column 0): storing costs nothing there, so the bound drops to
+            // its accumulation part, far below the old one in f16/bf16 (u_out >> (l + 1) 2^-24) and below it
+            // in f32 too.
+            for i in (0..10).filter(|&i| lens[i] >= 2) {
+                let idx = 3 * i;
+                assert_eq!(c[idx], 0.0, "row {i}");
+                let factor = if dtype == DType::F32 { 1.0 } else { 8.0 };
+                assert!(new[idx] * factor < old[idx], "{dtype} row {i}: {} vs {}", new[idx], old[idx]);
+            }
+        }
+    }
+
+    /// A long row whose products cancel: 127 pairs (+v, -v) of values in [1, 2) and two small entries, 0.125 and
+    /// 0.0625, against B's column of ones, so C = 0.1875 while |A||B| is about 380. A kernel that drops the
+    /// 0.125 (f16, bf16) or one of the pairs' 1.0 (bf16) is off by far more than its rounding, but by less than
+    /// 2^-11 |A||B| (2^-8 in bf16): the bound that charged storing to |A||B| passed it; charged to |C| it fails.
+    fn dropped_product_case<T: Scalar>() {
+        let mut values = Vec::new();
+        for k in 0..127 {
+            let v = 1.0 + k as f32 / 128.0;
+            values.extend([v, -v]);
+        }
+        values.extend([0.125, 0.0625]);
+        let len = values.len();
+        let a: CsMat<T> =
+            CsMat::new((1, len), vec![0, len], (0..len).collect(), values.iter().map(|&v| T::from_f32(v)).collect());
+        let b = vec![T::from_f32(1.0); len];
+        let want = spmm(a.view(), &b, 1);
+        assert_eq!(want, vec![0.1875]);
+        let ab = spmm_abs(a.view(), &b, 1);
+        let (u_acc, u_out) = (DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff());
+        let bound = spmm_error_bound(&want, &ab, &[len], 1, u_acc, u_out);
+        let (old, _) = previous_bound(&ab, &[len], 1, u_acc, u_out);
+        // What a kernel that sums all but `dropped` stores (its f32 sum here is exact).
+        let stored = |dropped: Option<f32>| T::from_f64(0.1875 - dropped.map_or(0.0, |p| p as f64)).to_f64();
+        assert_eq!(compare(&[stored(None)], &want, &bound).mismatches, 0, "{}: the right answer", T::DTYPE);
+        let mut drops = vec![0.125f32];
+        if T::DTYPE == DType::Bf16 {
+            drops.push(1.0);
+        }
+        for p in drops {
+            let got = [stored(Some(p))];
+            assert_eq!(compare(&got, &want, &old).mismatches, 0, "{}: the old bound passed dropping {p}", T::DTYPE);
+            assert_eq!(compare(&got, &want, &bound).mismatches, 1, "{}: dropping {p} must fail", T::DTYPE);
+        }
+    }
+
+    #[test]
+    fn a_dropped_product_of_a_cancelling_row_fails_in_f16_and_bf16() {
+        dropped_product_case::<f16>();
+        dropped_product_case::<half::bf16>();
+    }
+
+    #[test]
+    fn tc_half_bound_formula_and_above_the_fma_bound() {
+        let u = 2f64.powi(-23);
+        // One row of 4 entries: C = -0.5 with |A||B| = 2, and an exact zero; max |a| = 1, max |b| = 3.
+        let b = spmm_error_bound_tc_half(&[-0.5, 0.0], &[2.0, 0.0], &[4], 2, DType::Bf16, 1.0, 3.0);
+        let (g, g64) = (gamma(3 * 4 + 7, u), gamma(4, f64::EPSILON / 2.0));
+        let s = 2.0 / (1.0 - g64);
+        let floor = 2f64.powi(-124) * 4.0 * 5.0 + 1e-30;
+        let want = (g + g64) * s + 2f64.powi(-8) * (0.5 + (g + g64) * s) + floor;
+        assert!((b[0] - want).abs() <= 1e-15 * want, "{b:?} vs {want}");
+        assert_eq!(b[1], floor);
+        // f16 outputs keep their subnormal floor; Inf in |A||B| leaves an infinite bound.
+        let b = spmm_error_bound_tc_half(&[0.0], &[0.0], &[0], 1, DType::F16, 0.0, 0.0);
+        assert_eq!(b, vec![2f64.powi(-25)]);
+        let b = spmm_error_bound_tc_half(&[f64::INFINITY], &[f64::INFINITY], &[2], 1, DType::F16, 1.0, 1.0);
+        assert_eq!(b, vec![f64::INFINITY]);
+
+        // Never below the FMA bound of the same inputs (the tensor cores' exact-redo path for Inf/NaN is made of
+        // FMAs), strictly above it wherever |A||B| > 0, on short, long, empty and cancelling rows.
+        for (dtype, seed) in [(DType::F16, 41), (DType::Bf16, 42)] {
+            let (c, ab, lens, max_a, max_b) = match dtype {
+                DType::F16 => random_problem::<f16>(seed),
+                _ => random_problem::<half::bf16>(seed),
+            };
+            let u_acc = DType::F32.unit_roundoff();
+            let fma = spmm_error_bound(&c, &ab, &lens, 3, u_acc, dtype.unit_roundoff());
+            let tc = spmm_error_bound_tc_half(&c, &ab, &lens, 3, dtype, max_a, max_b);
+            for idx in 0..c.len() {
+                assert!(tc[idx] >= fma[idx], "{dtype} {idx}: {} < {}", tc[idx], fma[idx]);
+                if ab[idx] > 0.0 {
+                    assert!(tc[idx] > fma[idx], "{dtype} {idx}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "for f16 and bf16")]
+    fn tc_half_bound_refuses_f32() {
+        spmm_error_bound_tc_half(&[1.0], &[1.0], &[1], 1, DType::F32, 1.0, 1.0);
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! (10 fraction bits), and a * b = a_small b_big + a_big b_small + a_big b_big: three `mma.m16n8k8.tf32` per 8
 //! slots with f32 accumulation ("3xTF32"). Not the f32 FMA's rounding: its elementwise bound,
 //! [`crate::cpu::oracle::spmm_error_bound_tf32x3`], is derived there, and [`TensorCoreConfig::is_tf32x3`]
-//! names such kernels. The CUDA-core tiles stay available for f32 as plain FMAs (`SpmmConfig`).
+//! names such kernels. The CUDA-core tiles stay available for f32 as plain FMAs (`SpmmConfig`). The f16/bf16
+//! kernels' mma truncates too: their bound is [`crate::cpu::oracle::spmm_error_bound_tc_half`], which counts on
+//! at most [`crate::cpu::oracle::TC_MAX_PARTIALS`] partial sums per element (`SPLIT_MAX` ranges, `WARPS` warps).
 //!
 //! The blocks are built on the host from one download of A the first time a matrix is multiplied this way, and
 //! kept with the matrix. A warp whose B tiles held an Inf or NaN redoes its tile by exact scalar FMAs over the
@@ -447,6 +449,10 @@ const SPLIT_MAX_BLOCKS: usize = 320;
 /// Fewest k-blocks per range of a split window, and most ranges.
 const SPLIT_MIN_BLOCKS: usize = 16;
 const SPLIT_MAX: usize = 8;
+const _: () = assert!(
+    SPLIT_MAX <= crate::cpu::oracle::TC_MAX_PARTIALS && WARPS <= crate::cpu::oracle::TC_MAX_PARTIALS,
+    "the tensor-core error bounds count at most TC_MAX_PARTIALS partial sums per element of C"
+);
 
 /// Into how many ranges a wide launch of `grid` blocks (windows x column slices) splits each window's k-blocks,
 /// `blocks` k-blocks in `windows` windows in all. Pure.
@@ -860,6 +866,7 @@ mod tests {
         assert_eq!(wide_splits(6, 6, 6 * 40), 2);
         assert_eq!(wide_splits(6, 6, 6 * 20), 1);
         assert_eq!(wide_splits(0, 0, 0), 1);
+        assert!((0..600).all(|grid| wide_splits(grid, 1, 1 << 20) <= SPLIT_MAX));
     }
 
     #[test]

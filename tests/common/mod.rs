@@ -71,13 +71,16 @@ pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
     None
 }
 
-/// The f64 oracle of C = A * B with its elementwise rounding bound (`spmm_error_bound`), computed once per
-/// problem and checked against any number of results.
+/// The f64 oracle of C = A * B with its elementwise rounding bounds, computed once per problem and checked
+/// against any number of results: the FMA kernels' (`spmm_error_bound`) and the tensor cores' (their mma
+/// truncates: `spmm_error_bound_tf32x3` for f32, `spmm_error_bound_tc_half` for f16/bf16).
 pub struct SpmmOracle {
     want: Vec<f64>,
     bound: Vec<f64>,
-    /// The bound of f32 computed in 3xTF32 (`spmm_error_bound_tf32x3`), for the f32 tensor-core kernel.
+    /// The bound of f32 computed in 3xTF32, for the f32 tensor-core kernel.
     bound_tf32x3: Vec<f64>,
+    /// The bound of f16/bf16 products summed on the tensor cores (None for f32).
+    bound_tc_half: Option<Vec<f64>>,
 }
 
 impl SpmmOracle {
@@ -85,20 +88,30 @@ impl SpmmOracle {
         let want = oracle::spmm(a, b, n);
         let abs = oracle::spmm_abs(a, b, n);
         let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
-        let bound = oracle::spmm_error_bound(&abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff());
+        let bound =
+            oracle::spmm_error_bound(&want, &abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff());
         let (max_a, max_b) = (oracle::max_finite_abs(a.data()), oracle::max_finite_abs(b));
         let bound_tf32x3 = oracle::spmm_error_bound_tf32x3(&abs, &lens, n, max_a, max_b);
-        SpmmOracle { want, bound, bound_tf32x3 }
+        let bound_tc_half = matches!(T::DTYPE, DType::F16 | DType::Bf16)
+            .then(|| oracle::spmm_error_bound_tc_half(&want, &abs, &lens, n, T::DTYPE, max_a, max_b));
+        SpmmOracle { want, bound, bound_tf32x3, bound_tc_half }
     }
 
-    /// Panics with the first mismatch.
+    /// Panics with the first mismatch, against the FMA kernels' bound (the CUDA-core tiles).
     pub fn check<T: Scalar>(&self, what: &str, got: &[T]) {
         self.check_against(what, got, &self.bound);
     }
 
-    /// [`SpmmOracle::check`] with the bound that fits `kernel`: 3xTF32's for the f32 tensor-core kernel.
+    /// [`SpmmOracle::check`] with the bound that fits `kernel`: the tensor cores' for a tensor-core kernel.
     pub fn check_kernel<T: Scalar>(&self, what: &str, got: &[T], kernel: &tilesparse::SpmmKernel) {
-        self.check_against(what, got, if kernel.is_tf32x3() { &self.bound_tf32x3 } else { &self.bound });
+        let bound = match kernel {
+            tilesparse::SpmmKernel::TensorCore(c) if c.is_tf32x3() => &self.bound_tf32x3,
+            tilesparse::SpmmKernel::TensorCore(c) => self.bound_tc_half.as_ref().unwrap_or_else(|| {
+                panic!("{what}: {c} is an f16/bf16 tensor-core kernel, the oracle's inputs are not")
+            }),
+            tilesparse::SpmmKernel::Tiled(_) => &self.bound,
+        };
+        self.check_against(what, got, bound);
     }
 
     fn check_against<T: Scalar>(&self, what: &str, got: &[T], bound: &[f64]) {
