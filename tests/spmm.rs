@@ -241,7 +241,7 @@ fn every_block_order_matches_the_oracle() {
     }
 
     // Rows of 30 and 150 entries (cv 0.67): the two-row tile. A third of the rows 600 long, the rest 60 (cv
-    // 1.06): the eight-row tile.
+    // 1.06): the eight-row tile. Then the four-row tile.
     automatic_sm_affine(
         &gpu,
         (1024, 768, 1024),
@@ -255,6 +255,14 @@ fn every_block_order_matches_the_oracle() {
         |r| if r % 3 == 0 { 600 } else { 60 },
         "spmm_f32_s1d2_y8k32x64w32_u4_nopred_lb2",
         101,
+    );
+    // Past 1024 rows over k >= 2048, a third of the rows 600 long and the rest 100 (cv 0.88): the four-row tile.
+    automatic_sm_affine(
+        &gpu,
+        (2048, 3072, 1024),
+        |r| if r % 3 == 0 { 600 } else { 100 },
+        "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8",
+        103,
     );
 }
 
@@ -279,7 +287,7 @@ fn automatic_sm_affine(
     let stats = RowStats::from_indptr(&a.indptr().to_proper());
     let config: SpmmConfig = expected.parse().unwrap();
     assert_eq!(SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32), config);
-    // Both tiles are launch-bounded: their blocks per SM are their min_occupancy.
+    // The tiles are launch-bounded: their blocks per SM are their min_occupancy.
     let order = block_order(&config, &stats, m, n, config.min_occupancy as usize, gpu.info().sm_count);
     assert_eq!(order, BlockOrder::SmAffine, "{expected}: cv {:.2}, mean {:.0}", stats.cv, stats.mean);
     for launch in 0..3 {

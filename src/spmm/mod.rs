@@ -405,7 +405,13 @@ impl BlockOrder {
 /// entries at n = 1024 (NOTES.md, "SpMM step 16"): on nine such weight-like matrices (m 768 and 1024, k 1536
 /// and 3072) 1.12x faster on geometric mean than in the order [`column_tiles_first`] picks (0.97x-1.23x), and
 /// 1.06x-1.13x on three fresh ones (m 896); at n = 1536 the two orders tie, and at n = 512, 2048 and 4096 the
-/// claim often loses (0.7x at n = 4096). Elsewhere [`column_tiles_first`] decides.
+/// claim often loses (0.7x at n = 4096).
+///
+/// SM-affine also for the four-row tile (eight blocks per SM) on 640-4096 rows of 140 or more entries and cv >=
+/// 0.5 at n from 1024 to 2048 (NOTES.md, "SpMM step 17"): on 118 weight-like matrices (magnitude-pruned, m
+/// 640-4096, k 1536-4096, 5-12%) it ran 1.12x faster on geometric mean than in the order [`column_tiles_first`]
+/// picks (0.89x-1.39x; 768 x 3072 at 11%, cv 1.3, n = 1536: 1.39x); at n = 3072 the claim loses (0.92x on 18) and
+/// at n = 512 it varies too much (0.73x-1.39x). Elsewhere [`column_tiles_first`] decides.
 pub fn block_order(
     config: &SpmmConfig,
     stats: &crate::csr::RowStats,
@@ -427,7 +433,12 @@ pub fn block_order(
         && n == 1024
         && stats.mean >= 150.0
         && stats.cv >= 0.85;
-    if two_rows || eight_rows {
+    let four_rows = config.same_kernel(&select::four_row_tile(config.dtype))
+        && (640..=4096).contains(&items)
+        && (1024..=2048).contains(&n)
+        && stats.mean >= 140.0
+        && stats.cv >= 0.5;
+    if two_rows || eight_rows || four_rows {
         BlockOrder::SmAffine
     } else if column_tiles_first(row_blocks, column_tiles, blocks_per_sm, sm_count, stats.cv) {
         BlockOrder::ColumnTilesFirst
@@ -651,6 +662,19 @@ mod tests {
         assert_ne!(eight(1025, 1024, 307.0, 1.41), BlockOrder::SmAffine);
         assert_ne!(eight(768, 1024, 149.0, 1.41), BlockOrder::SmAffine);
         assert_ne!(eight(768, 1024, 307.0, 0.84), BlockOrder::SmAffine);
+        // The four-row tile on 640-4096 rows of 140 or more entries, cv >= 0.5, at n = 1024-2048 (2048 x 4096 at
+        // 5%, cv 1.9, n = 1024: 1.26x), not at n = 512 or 3072, nor outside the measured rows, means and cvs.
+        let four_rows: SpmmConfig = "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8".parse().unwrap();
+        let four = |m: usize, n: usize, mean: f64, cv: f64| block_order(&four_rows, &stats(mean, cv), m, n, 8, 132);
+        assert_eq!(four(2048, 1024, 205.0, 1.94), BlockOrder::SmAffine);
+        assert_eq!(four(640, 2048, 140.0, 0.5), BlockOrder::SmAffine);
+        assert_eq!(four(4096, 1536, 410.0, 1.2), BlockOrder::SmAffine);
+        assert_ne!(four(2048, 512, 205.0, 1.94), BlockOrder::SmAffine);
+        assert_ne!(four(2048, 3072, 205.0, 1.94), BlockOrder::SmAffine);
+        assert_ne!(four(639, 1024, 205.0, 1.94), BlockOrder::SmAffine);
+        assert_ne!(four(4097, 1024, 205.0, 1.94), BlockOrder::SmAffine);
+        assert_ne!(four(2048, 1024, 139.0, 1.94), BlockOrder::SmAffine);
+        assert_ne!(four(2048, 1024, 205.0, 0.49), BlockOrder::SmAffine);
         // Elsewhere column_tiles_first decides: 384 one-warp rows x 4 tiles (one wave) go column tiles first.
         assert_eq!(block_order(&one_warp, &stats(100.0, 0.1), 384, 512, 12, 132), BlockOrder::ColumnTilesFirst);
         assert_eq!(block_order(&one_warp, &stats(100.0, 0.1), 768, 1024, 12, 132), BlockOrder::RowBlocksFirst);

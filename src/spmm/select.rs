@@ -56,6 +56,13 @@ pub(crate) fn eight_row_tile(dtype: DType) -> SpmmConfig {
     bounded(tile(dtype, 1, 2, 8, 32, 64, 32, false), 2)
 }
 
+/// Four rows of 8 threads over 64 columns, k = 16, two-entry sparse vectors, held to eight blocks per SM: the
+/// tile for long uneven rows over a large k in 640-4096 rows ([`long_uneven_rows_large_k`]), and one
+/// `spmm::block_order` may run SM-affine.
+pub(crate) fn four_row_tile(dtype: DType) -> SpmmConfig {
+    bounded(tile(dtype, 2, 4, 4, 16, 64, 8, false), 8)
+}
+
 /// Sixteen one-row warps on one 64-column tile (one block per SM at 108 registers).
 fn sixteen_row_tile(dtype: DType) -> SpmmConfig {
     tile(dtype, 1, 2, 16, 32, 64, 32, false)
@@ -89,6 +96,22 @@ fn uneven_long_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
         && stats.mean >= 70.0
         && (0.85..=2.1).contains(&stats.cv)
         && (!sixteen_row_rows(m, n, stats) || is_skewed(stats))
+}
+
+/// Long rows (mean >= 140) of uneven length (cv 0.5-2.0), as magnitude pruning leaves a weight matrix whose rows
+/// differ in scale, over k >= 2048 in 640-4096 rows, n from 1024 to 3072: the range of the sweeps behind
+/// [`four_row_tile`] (NOTES.md, "SpMM step 17"); past 3072 rows only from cv 0.85, since less uneven rows there
+/// ran at 0.88x-1.28x. Checked after [`uneven_long_rows`] and [`moderately_uneven_rows_wide_n`], which keep
+/// their ranges.
+fn long_uneven_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    n % 64 == 0
+        && (1024..=3072).contains(&n)
+        && (640..=4096).contains(&m)
+        && k >= 2048
+        && k.saturating_mul(n) <= LARGEST_SWEPT_B
+        && stats.mean >= 140.0
+        && (0.5..=2.0).contains(&stats.cv)
+        && (m <= 3072 || stats.cv >= 0.85)
 }
 
 impl SpmmConfig {
@@ -135,6 +158,17 @@ impl SpmmConfig {
             // on 51 fresh ones (m 512-896, k 2048 and 2560, 8% and 12%, n 3072, 3584, 4096) 1.34x (1.14x-1.58x).
             // Not uniform rows (896 x 2048 at 12%, n = 4096: 258 vs 208 us with two rows per block).
             sixteen_row_tile(dtype)
+        } else if long_uneven_rows_large_k(m, k, n, stats) {
+            // Long uneven rows over a large k, outside the two ranges above: four rows of 8 threads on one
+            // 64-column tile, run SM-affine at n <= 2048 (`spmm::block_order`). Magnitude-pruned Gaussian matrices
+            // with row scales exp(sigma N) (sigma 0.15-0.6, cv 0.5-2.0; m 640-4096, k 2048-4096, 5-12%, n
+            // 1024-3072; NOTES.md, "SpMM step 17"), measured through the library's choice: 1.22x faster than the
+            // tiles chosen before on 100 problems (0.99x-1.57x; 2048 x 4096 at 5%, cv 1.9, n = 1024: 227 -> 150
+            // us, from the k = 8 tile with split rows; 1792 x 3072 at 11%, cv 1.3, n = 1024: 253 -> 161 us, from
+            // two rows per block), and 1.27x on 118 fresh ones (m 704-3328, k 2048-3584; 0.99x-1.63x). Less uneven
+            // rows past 3072 rows ran 0.88x-1.28x (cv 0.6-0.8: left out). Not k <= 1536 (mean 51-169 there:
+            // 0.75x-1.36x, mixed), n = 512 (0.64x-1.51x), nor uniform rows (2048 x 4096 at 5%: 0.76x-0.85x).
+            four_row_tile(dtype)
         } else if dv == 4 && is_skewed(stats) {
             // Rows long and uneven enough to split (spmm::split): the pieces keep the critical path short, and
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
@@ -168,7 +202,7 @@ impl SpmmConfig {
             && m >= 512
             && k.saturating_mul(n) <= LARGEST_SWEPT_B
             && (m <= 2048 || mean > 64.0)
-            && mean <= 400.0
+            && (mean <= 400.0 || (stats.cv < 0.1 && mean <= 820.0 && k >= 4096 && (1024..=2048).contains(&m)))
             && (m.saturating_mul(n) >= 1 << 20 || (stats.cv < 0.3 && m.saturating_mul(n) >= 1 << 18))
             && fills_its_last_wave(m.div_ceil(2).saturating_mul(n / 128), 16 * H100_SMS)
         {
@@ -181,8 +215,12 @@ impl SpmmConfig {
             // 2^20 (pruned 1536 x 384 at 70%, cv 0.34, n = 256: 16.3 vs 15.1 us with a warp per row). A last wave
             // under three quarters full loses (1280 x 1024 at 20%, n = 512, 1.2 waves: 46.4 vs 37.2 us). Not a B
             // past 48 MiB, where the k = 8 tile below wins (uniform 4096^2 at 95%, n = 4096: 1.13 vs 0.90 ms), nor
-            // short rows over many rows (m > 2048, mean <= 64: 4096 x 3072 at 2%, n = 2048, 203 vs 166 us); rows
-            // past 400 entries were not in the sweep.
+            // short rows over many rows (m > 2048, mean <= 64: 4096 x 3072 at 2%, n = 2048, 203 vs 166 us). Rows
+            // of 400-820 entries where they are even (cv < 0.1) and k >= 4096, in 1024-2048 rows (later sweeps:
+            // uniform m 1024-3072, k 4096-8192, 6% and 10%, n 256-2048; NOTES.md, "SpMM step 17"): 1.35x faster
+            // than the warp per row they had on 40 problems (2048 x 4096 at 10%, n = 1024: 307 -> 193 us), 0.90x
+            // at worst (1536 rows at n = 256), and 1.26x on 21 fresh ones (k 5120 and 7168). Not 3072 rows
+            // (0.88x-1.02x against the unbounded two-row tile they keep), nor rows of cv 0.18-0.4 (0.76x-1.02x).
             two_row_tile(dtype)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and rows too
@@ -352,6 +390,14 @@ mod tests {
         assert_eq!(pick(2048, 3072, 2048, 61.0, 0.1), two_rows);
         assert_eq!(pick(1024, 1536, 2000, 154.0, 0.08), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
         assert_eq!(pick(2048, 1536, 2048, 461.0, 0.04), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        // Even rows past 400 entries over k >= 4096 in 1024-2048 rows, up to 820 entries.
+        assert_eq!(pick(2048, 8192, 1536, 819.0, 0.0), two_rows);
+        assert_eq!(pick(1024, 4096, 256, 410.0, 0.09), two_rows);
+        assert_ne!(pick(2048, 4095, 1024, 410.0, 0.0), two_rows);
+        assert_ne!(pick(2048, 8192, 1024, 821.0, 0.0), two_rows);
+        assert_ne!(pick(2048, 6144, 1024, 614.0, 0.1), two_rows);
+        assert_ne!(pick(1023, 8192, 1024, 491.0, 0.0), two_rows);
+        assert_ne!(pick(2049, 8192, 1024, 491.0, 0.0), two_rows);
         // Sizes past any GPU's do not overflow the block counts (a panic in debug builds).
         assert_eq!(pick(usize::MAX / 2, 1, 128, 100.0, 0.1), two_rows);
         // Long uneven rows in 384-1024 rows, n >= 1024: eight warps on one 64-column tile, two blocks per SM,
@@ -368,7 +414,9 @@ mod tests {
         // rows too: 768 x 3072 at 10%, cv 1.4, n = 2048, 158 us (sixteen rows: 167; the split: 225).
         let split_long = RowStats { min: 0, max: 3072, mean: 307.0, cv: 1.41, empty_rows: 0 };
         assert_eq!(SpmmConfig::select_with_stats(768, 3072, 2048, &split_long, DType::F32).kernel_name(), eight_rows);
-        assert_eq!(pick(768, 3072, 2048, 307.0, 1.41), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
+        // Unsplit, those rows now go to the four-row tile (k >= 2048, below).
+        assert_eq!(pick(768, 3072, 2048, 307.0, 1.41), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
+        assert_eq!(pick(768, 1536, 2048, 154.0, 1.41), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_ne!(pick(768, 3072, 2048, 307.0, 0.84), eight_rows);
         assert_ne!(pick(768, 3072, 2048, 307.0, 2.11), eight_rows);
         assert_ne!(pick(383, 3072, 4096, 307.0, 1.41), eight_rows);
@@ -393,6 +441,29 @@ mod tests {
         assert_ne!(pick(383, 3072, 3072, 307.0, 0.5), sixteen_rows);
         assert_ne!(pick(1025, 3072, 3072, 307.0, 0.5), sixteen_rows);
         assert_ne!(pick(768, 3073, 4096, 307.0, 0.5), sixteen_rows);
+        // Long uneven rows over k >= 2048 in 640-4096 rows, n 1024-3072 (mean >= 140, cv 0.5-2.0, B at most 3072
+        // x 4096): four rows of 8 threads on one 64-column tile, outside the two ranges above.
+        let four_rows = "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8";
+        assert_eq!(pick(2048, 4096, 1024, 205.0, 1.94), four_rows);
+        assert_eq!(pick(640, 2048, 1024, 143.0, 0.74), four_rows);
+        assert_eq!(pick(4096, 4096, 3072, 410.0, 1.2), four_rows);
+        assert_eq!(pick(1024, 2048, 1536, 246.0, 0.58), four_rows);
+        assert_eq!(pick(3584, 3072, 2048, 184.0, 2.0), four_rows);
+        assert_eq!(pick(3072, 3072, 2048, 184.0, 0.5), four_rows);
+        assert_eq!(pick(3328, 2048, 2048, 184.0, 0.85), four_rows);
+        assert_ne!(pick(3328, 2048, 2048, 184.0, 0.84), four_rows, "less uneven rows past 3072 rows");
+        assert_eq!(pick(1024, 2560, 2048, 179.0, 0.85), eight_rows, "the eight-row tile's range first");
+        assert_eq!(pick(768, 3072, 3072, 184.0, 0.62), sixteen_rows, "the sixteen-row block's range first");
+        assert_ne!(pick(639, 2048, 1024, 143.0, 0.74), four_rows);
+        assert_ne!(pick(4097, 4096, 1024, 205.0, 1.2), four_rows);
+        assert_ne!(pick(2048, 2047, 1024, 205.0, 1.2), four_rows);
+        assert_ne!(pick(2048, 4096, 960, 205.0, 1.2), four_rows);
+        assert_ne!(pick(2048, 4096, 1056, 205.0, 1.2), four_rows);
+        assert_ne!(pick(2048, 3072, 3136, 205.0, 1.2), four_rows);
+        assert_ne!(pick(2048, 4097, 3072, 205.0, 1.2), four_rows);
+        assert_ne!(pick(2048, 4096, 1024, 139.0, 1.2), four_rows);
+        assert_ne!(pick(2048, 4096, 1024, 205.0, 0.49), four_rows);
+        assert_ne!(pick(2048, 4096, 1024, 205.0, 2.01), four_rows);
         // Few long rows over a wide B: sixteen warps on one 64-column tile (pruned 384 x 1536 at 90%).
         assert_eq!(s(384, 1024, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(384, 2048, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
