@@ -666,10 +666,58 @@ pub fn spmv<T: Scalar>(
     Ok(())
 }
 
+/// One way of gathering x for [`spmv_gather_probe`]: how many gathers each thread keeps in flight, and whether
+/// they bypass L1 (`ld.global.nc.L1::no_allocate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GatherProbe {
+    pub in_flight: u32,
+    pub l1_no_allocate: bool,
+}
+
+impl GatherProbe {
+    /// Every compiled probe (`spmv_gather_probe_f32*` in cuda/spmv/spmv_csr.cu).
+    pub const ALL: [GatherProbe; 6] = [
+        GatherProbe { in_flight: 4, l1_no_allocate: false },
+        GatherProbe { in_flight: 8, l1_no_allocate: false },
+        GatherProbe { in_flight: 16, l1_no_allocate: false },
+        GatherProbe { in_flight: 4, l1_no_allocate: true },
+        GatherProbe { in_flight: 8, l1_no_allocate: true },
+        GatherProbe { in_flight: 16, l1_no_allocate: true },
+    ];
+
+    /// The kernel's name; `None` for a probe that is not compiled.
+    pub fn kernel_name(self) -> Option<String> {
+        let u = match self.in_flight {
+            4 => "",
+            8 => "_u8",
+            16 => "_u16",
+            _ => return None,
+        };
+        Some(format!("spmv_gather_probe_f32{u}{}", if self.l1_no_allocate { "_na" } else { "" }))
+    }
+}
+
+impl std::fmt::Display for GatherProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "x_gathers_alone_u{}{}", self.in_flight, if self.l1_no_allocate { "_na" } else { "" })
+    }
+}
+
 /// Measurement only (`tilesparse bench spmv`): reads A's column indices once in order and gathers x at each,
-/// nothing else (`spmv_gather_probe_f32`); `sink` (A's rows long) receives one sum per warp. Its time is the
-/// cost of the x gathers of a CSR SpMV on their own: a floor for any kernel that reads x once per entry.
-pub fn spmv_gather_probe(gpu: &Gpu, a: &DeviceCsr<f32>, x: &CudaSlice<f32>, sink: &mut CudaSlice<f32>) -> Result<()> {
+/// nothing else (`spmv_gather_probe_f32*`, gathering as `probe` says); `sink` (A's rows long) receives one sum per
+/// warp. Its time is the cost of the x gathers of a CSR SpMV on their own: the fastest probe is a floor for any
+/// kernel that reads x once per entry.
+pub fn spmv_gather_probe(
+    gpu: &Gpu,
+    a: &DeviceCsr<f32>,
+    x: &CudaSlice<f32>,
+    sink: &mut CudaSlice<f32>,
+    probe: GatherProbe,
+) -> Result<()> {
+    let name = probe.kernel_name().ok_or_else(|| Error::Unsupported {
+        config: probe.to_string(),
+        reason: "gather probes are compiled for 4, 8 and 16 gathers in flight".into(),
+    })?;
     check_operands(gpu, a, x, sink)?;
     if a.rows() == 0 || a.nnz() == 0 {
         return Ok(());
@@ -687,7 +735,7 @@ pub fn spmv_gather_probe(gpu: &Gpu, a: &DeviceCsr<f32>, x: &CudaSlice<f32>, sink
     // Enough blocks for every SM at full occupancy, fewer for a small matrix.
     let blocks = a.nnz().div_ceil(BLOCK as usize).min(gpu.info().sm_count.max(1) * 8).max(1);
     let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-    let f = gpu.function(Family::Spmv, "spmv_gather_probe_f32")?;
+    let f = gpu.function(Family::Spmv, &name)?;
     // SAFETY: a grid-stride loop over entries < nnz = row_offsets[m] (validated at upload), each column < k <=
     // x.len(); warp w < m writes sink[w], sink.len() >= m.
     unsafe { stream.launch_builder(&f).arg(&params).launch(cfg) }
@@ -753,6 +801,16 @@ pub fn spmv_error_bound<T: Scalar>(a: CsMatView<T>, x: &[T], alpha: f64, beta: f
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gather_probes_name_distinct_kernels_and_refuse_others() {
+        let names: std::collections::HashSet<String> =
+            GatherProbe::ALL.iter().map(|p| p.kernel_name().expect("every listed probe is compiled")).collect();
+        assert_eq!(names.len(), GatherProbe::ALL.len());
+        assert_eq!(GatherProbe::ALL[0].kernel_name().as_deref(), Some("spmv_gather_probe_f32"));
+        assert_eq!(GatherProbe { in_flight: 16, l1_no_allocate: true }.to_string(), "x_gathers_alone_u16_na");
+        assert_eq!(GatherProbe { in_flight: 2, l1_no_allocate: false }.kernel_name(), None);
+    }
 
     fn stats(lens: &[usize]) -> (RowStats, usize, usize) {
         let mut indptr = vec![0usize];

@@ -8,7 +8,9 @@ use sprs::CsMat;
 use crate::baseline::cusparse::{Cusparse, CusparseSpmv, SpmvAlg};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::spmv::{spmv, spmv_gather_probe, spmv_seed, SeedSpmvWorkspace, SpmvPlan, SpmvStrategy, THREADS_PER_ROW};
+use crate::spmv::{
+    spmv, spmv_gather_probe, spmv_seed, GatherProbe, SeedSpmvWorkspace, SpmvPlan, SpmvStrategy, THREADS_PER_ROW,
+};
 use crate::suite::{fastest, json_entry, json_str, load_matrix, matrices_dir, Entry};
 use crate::timing::time_op;
 use crate::{gen, DeviceCsr};
@@ -80,9 +82,9 @@ pub struct SpmvReport {
     pub cusparse: Vec<Entry>,
     /// max |production - cuSPARSE| / max |cuSPARSE|: a sanity check, not the test.
     pub agreement: f64,
-    /// The column indices read and x gathered at each, nothing else ([`spmv_gather_probe`]): what the x gathers
-    /// cost on their own.
-    pub gathers: Entry,
+    /// The column indices read and x gathered at each, nothing else ([`spmv_gather_probe`]), one entry per
+    /// [`GatherProbe`]: the fastest is what the x gathers cost on their own.
+    pub gathers: Vec<Entry>,
 }
 
 impl SpmvReport {
@@ -93,6 +95,10 @@ impl SpmvReport {
     /// The fastest cuSPARSE algorithm.
     pub fn best_cusparse(&self) -> Option<&Entry> {
         fastest(&self.cusparse)
+    }
+    /// The fastest gather probe: the floor of the x gathers.
+    pub fn gather_floor(&self) -> Option<&Entry> {
+        fastest(&self.gathers)
     }
     /// `entry`'s time / production time (above 1: production is faster).
     pub fn speedup_over(&self, entry: &Entry) -> Option<f64> {
@@ -135,8 +141,12 @@ pub fn bench_spmv(gpu: &Gpu, problem: &SpmvProblem, warmup: usize, iters: usize)
         strategies.push(Entry::timed(format!("{}_i32", plan.strategy()), r));
     }
 
-    let gathers =
-        Entry::timed("x_gathers_alone".into(), time_op(gpu, warmup, iters, || spmv_gather_probe(gpu, &a, &x, &mut y)));
+    let gathers = GatherProbe::ALL
+        .iter()
+        .map(|&p| {
+            Entry::timed(p.to_string(), time_op(gpu, warmup, iters, || spmv_gather_probe(gpu, &a, &x, &mut y, p)))
+        })
+        .collect();
 
     let lib = Cusparse::new(gpu)?;
     let mut cusparse = Vec::new();
@@ -194,7 +204,7 @@ pub fn reports_to_json(reports: &[SpmvReport], copy_gbps: f64) -> String {
             format!(
                 concat!(
                     "{{\"problem\":{},\"m\":{},\"k\":{},\"nnz\":{},\"compulsory_bytes\":{},\"strategy\":{},",
-                    "\"seed\":{},\"production\":{},\"strategies\":[{}],\"cusparse\":[{}],\"gathers\":{},\"agreement\":{}}}"
+                    "\"seed\":{},\"production\":{},\"strategies\":[{}],\"cusparse\":[{}],\"gathers\":[{}],\"agreement\":{}}}"
                 ),
                 json_str(&r.problem),
                 r.m,
@@ -206,7 +216,7 @@ pub fn reports_to_json(reports: &[SpmvReport], copy_gbps: f64) -> String {
                 json_entry(&r.production),
                 r.strategies.iter().map(json_entry).collect::<Vec<_>>().join(","),
                 r.cusparse.iter().map(json_entry).collect::<Vec<_>>().join(","),
-                json_entry(&r.gathers),
+                r.gathers.iter().map(json_entry).collect::<Vec<_>>().join(","),
                 if r.agreement.is_finite() { r.agreement.to_string() } else { "null".into() }
             )
         })
@@ -238,13 +248,18 @@ mod tests {
             strategies: vec![entry("vector_t4", Ok(0.3))],
             cusparse: vec![entry("cusparse_CSR_ALG1", Err("not supported".into()))],
             agreement: f64::NAN,
-            gathers: entry("x_gathers_alone", Ok(0.2)),
+            gathers: vec![entry("x_gathers_alone_u4", Ok(0.2)), entry("x_gathers_alone_u8", Ok(0.1))],
         };
         let json = reports_to_json(&[r], 3000.0);
         assert!(json.contains(r#""problem":"a\"b""#), "{json}");
         assert!(json.contains(r#"{"name":"cusparse_CSR_ALG1","error":"not supported"}"#), "{json}");
         assert!(json.contains(r#""strategies":[{"name":"vector_t4","ms":0.3}]"#), "{json}");
-        assert!(json.contains(r#""gathers":{"name":"x_gathers_alone","ms":0.2}"#), "{json}");
+        assert!(
+            json.contains(
+                r#""gathers":[{"name":"x_gathers_alone_u4","ms":0.2},{"name":"x_gathers_alone_u8","ms":0.1}]"#
+            ),
+            "{json}"
+        );
         assert!(json.contains(r#""agreement":null"#) && json.contains(r#""compulsory_bytes":64"#), "{json}");
     }
 }

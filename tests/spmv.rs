@@ -6,7 +6,7 @@ use common::{gpu_or_skip, seed, seed_note, POISON};
 use half::{bf16, f16};
 use sprs::CsMat;
 use tilesparse::cpu::oracle;
-use tilesparse::spmv::{spmv_error_bound, spmv_gather_probe, SeedSpmvWorkspace, THREADS_PER_ROW};
+use tilesparse::spmv::{spmv_error_bound, spmv_gather_probe, GatherProbe, SeedSpmvWorkspace, THREADS_PER_ROW};
 use tilesparse::{gen, spmv, spmv_seed, DeviceCsr, Error, Gpu, Scalar, SpmvPlan, SpmvStrategy};
 
 /// gamma(j) = j u / (1 - j u): the relative error bound of j roundings of unit roundoff u (Higham, Lemma 3.1).
@@ -652,11 +652,16 @@ fn sanitizer_spmv_gather_probe() {
     let want: f64 = a.indices().iter().map(|&c| x[c] as f64).sum();
     let dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
     let x_dev = gpu.stream().clone_htod(&x).unwrap();
-    let mut sink = gpu.stream().clone_htod(&vec![0.0f32; a.rows()]).unwrap();
-    spmv_gather_probe(&gpu, &dev, &x_dev, &mut sink).unwrap();
-    let got: f64 = gpu.stream().clone_dtoh(&sink).unwrap().iter().map(|&v| v as f64).sum();
-    assert_eq!(got, want, "the sum of every gathered x ({})", seed_note());
     assert_ne!(want, 0.0, "a total that a missed gather would change");
+    for probe in GatherProbe::ALL {
+        let mut sink = gpu.stream().clone_htod(&vec![0.0f32; a.rows()]).unwrap();
+        spmv_gather_probe(&gpu, &dev, &x_dev, &mut sink, probe).unwrap();
+        let got: f64 = gpu.stream().clone_dtoh(&sink).unwrap().iter().map(|&v| v as f64).sum();
+        assert_eq!(got, want, "{probe}: the sum of every gathered x ({})", seed_note());
+    }
+    let odd = GatherProbe { in_flight: 5, l1_no_allocate: false };
+    let mut sink = gpu.stream().clone_htod(&vec![0.0f32; a.rows()]).unwrap();
+    assert!(matches!(spmv_gather_probe(&gpu, &dev, &x_dev, &mut sink, odd), Err(Error::Unsupported { .. })));
 }
 
 /// Two threads sharing one plan whose strategy keeps scratch partials (the split, the entry tiles): each call's

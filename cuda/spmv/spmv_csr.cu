@@ -361,28 +361,41 @@ __device__ __forceinline__ void spmv_tile_rows(const SpmvCsrParams& p) {
   }
 }
 
-/// @brief Measurement only (`tilesparse bench spmv`, the "x gathers alone" line): reads every column index once,
-/// in order, and x at it, four of each in flight per thread, and nothing else (no values, no row pointer but
-/// its last entry, one store per warp into y). Its time is what the x gathers of a CSR SpMV that reads x once
-/// per entry cost by themselves (NOTES.md, "Production SpMV", step 7).
+/// @brief Measurement only (`tilesparse bench spmv`, the "x gathers alone" lines): reads every column index once,
+/// in order, and x at it, kInFlight of each in flight per thread, and nothing else (no values, no row pointer but
+/// its last entry, one store per warp into y). Its time is what the x gathers of a CSR SpMV that reads x once per
+/// entry cost by themselves (NOTES.md, "Production SpMV", steps 7 and 9). kNoAllocate gathers with
+/// `ld.global.nc.L1::no_allocate` (x bypasses L1, which it overflows 60 times over on the 4M matrices).
+template <int kInFlight, bool kNoAllocate>
 __device__ __forceinline__ void spmv_gather_probe(const SpmvCsrParams& p) {
   const float* x = static_cast<const float*>(p.x);
+  const auto gather = [x](int col) {
+    if constexpr (kNoAllocate) {
+      float v;
+      asm volatile("ld.global.nc.L1::no_allocate.f32 %0, [%1];" : "=f"(v) : "l"(x + col));
+      return v;
+    } else {
+      return __ldg(x + col);
+    }
+  };
   const unsigned nnz = static_cast<unsigned>(__ldg(p.row_offsets + p.m));
   const unsigned stride = gridDim.x * blockDim.x;
   const unsigned thread = blockIdx.x * blockDim.x + threadIdx.x;
   float sum = 0.0f;
   unsigned i = thread;
-  for (; i + 3 * stride < nnz; i += 4 * stride) {
-    int col[4];
+  // i < nnz <= 2^31 - 1 and 15 stride < 2^25 (the launch caps the grid at 8 blocks of 256 per SM, stride < 2^21
+  // up to 1024 SMs): no unsigned wrap.
+  for (; i + (kInFlight - 1) * stride < nnz; i += kInFlight * stride) {
+    int col[kInFlight];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) col[u] = __ldg(p.column_indices + i + u * stride);
-    float v[4];
+    for (int u = 0; u < kInFlight; ++u) col[u] = __ldg(p.column_indices + i + u * stride);
+    float v[kInFlight];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) v[u] = __ldg(x + col[u]);
+    for (int u = 0; u < kInFlight; ++u) v[u] = gather(col[u]);
 #pragma unroll
-    for (int u = 0; u < 4; ++u) sum += v[u];
+    for (int u = 0; u < kInFlight; ++u) sum += v[u];
   }
-  for (; i < nnz; i += stride) sum += __ldg(x + __ldg(p.column_indices + i));
+  for (; i < nnz; i += stride) sum += gather(__ldg(p.column_indices + i));
   sum = group_sum<32>(sum);
   if (threadIdx.x % 32 == 0 && thread / 32 < static_cast<unsigned>(p.m)) static_cast<float*>(p.y)[thread / 32] = sum;
 }
@@ -415,9 +428,19 @@ extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_tile_rows(cons
   ts::spmv_tile_rows(p);
 }
 
-extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_gather_probe_f32(const ts::SpmvCsrParams p) {
-  ts::spmv_gather_probe(p);
-}
+/// The gather probes src/spmv.rs names (`GatherProbe::kernel_name`): 4, 8 or 16 gathers in flight per thread,
+/// through L1 or past it.
+#define TILESPARSE_SPMV_GATHER_PROBE(suffix, in_flight, no_allocate)                                          \
+  extern "C" __global__ void __launch_bounds__(ts::kSpmvBlock) spmv_gather_probe_f32##suffix(               \
+      const ts::SpmvCsrParams p) {                                                                            \
+    ts::spmv_gather_probe<in_flight, no_allocate>(p);                                                          \
+  }
+TILESPARSE_SPMV_GATHER_PROBE(, 4, false)
+TILESPARSE_SPMV_GATHER_PROBE(_u8, 8, false)
+TILESPARSE_SPMV_GATHER_PROBE(_u16, 16, false)
+TILESPARSE_SPMV_GATHER_PROBE(_na, 4, true)
+TILESPARSE_SPMV_GATHER_PROBE(_u8_na, 8, true)
+TILESPARSE_SPMV_GATHER_PROBE(_u16_na, 16, true)
 
 /// @brief The `extern "C"` vector kernel for one (dtype, threads per row); src/spmv.rs builds the same name.
 /// The `_i16` twin reads the plan's 16-bit column offsets.

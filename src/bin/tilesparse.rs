@@ -661,7 +661,7 @@ fn bench_spmv(args: SuiteArgs) -> Result<()> {
     for p in &problems {
         let r = suite_spmv::bench_spmv(&gpu, p, warmup, iters)?;
         println!("\n== {} (m {} k {} nnz {}; production plan {})", r.problem, r.m, r.k, r.nnz, r.strategy);
-        for e in [&r.seed, &r.production].into_iter().chain(&r.strategies).chain(&r.cusparse).chain([&r.gathers]) {
+        for e in [&r.seed, &r.production].into_iter().chain(&r.strategies).chain(&r.cusparse).chain(&r.gathers) {
             match &e.ms {
                 Ok(ms) => {
                     let gbps = r.gbps(*ms);
@@ -676,6 +676,16 @@ fn bench_spmv(args: SuiteArgs) -> Result<()> {
             }
         }
         println!("  agreement with cuSPARSE {:.1e}", r.agreement);
+        if let (Some(floor), Some(best)) = (r.gather_floor(), r.best_cusparse()) {
+            if let (Ok(g), Ok(c)) = (&floor.ms, &best.ms) {
+                println!(
+                    "  x gathers alone (fastest probe, {}): {g:.4} ms; cuSPARSE's best / that = {:.2}x, the most a \
+                     kernel that gathers x once per entry can gain here",
+                    floor.name,
+                    c / g
+                );
+            }
+        }
         reports.push(r);
     }
     println!(
