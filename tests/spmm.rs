@@ -984,7 +984,11 @@ fn split_ranges_case<T: Scalar>(gpu: &Gpu, ranges: impl IntoIterator<Item = usiz
         for config in wide {
             let slices = n.div_ceil(config.columns_per_block());
             let blocks = m.div_ceil(64) * k.div_ceil(16);
-            assert_eq!(tilesparse::spmm::tensor_core::wide_splits(3 * slices, 3, blocks), splits, "{config}");
+            assert_eq!(
+                tilesparse::spmm::tensor_core::wide_splits(config.dtype, 3 * slices, 3, blocks),
+                splits,
+                "{config}"
+            );
             let mut run = |sum: RangeSum| -> Result<Vec<T>, Error> {
                 c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
                 spmm_tensor_core_with(gpu, &a_dev, &b_dev, &mut c_dev, &config, sum)?;
@@ -1015,6 +1019,39 @@ fn tensor_core_split_ranges_add_the_same_in_clusters_and_by_fix_up() {
     split_ranges_case::<f16>(&gpu, 2..=8);
     split_ranges_case::<bf16>(&gpu, 2..=8);
     split_ranges_case::<f32>(&gpu, 2..=8);
+}
+
+/// f32 windows of 24-31 k-blocks (k = 384) in a small grid split in two ranges on their own
+/// (`wide_splits`' pair rule; NOTES.md, "SpMM step 19"): the automatic choice on a 384 x 384 matrix at n = 512
+/// (6 windows x 8 slices) is the 3xTF32 kernel in two ranges, it matches the oracle, and the ranges added in
+/// clusters (or the fix-up below sm_90) give the fix-up's bits.
+#[test]
+fn tensor_core_f32_short_windows_split_in_two() {
+    let Some(gpu) = gpu_or_skip("tensor_core_f32_short_windows_split_in_two") else { return };
+    let (m, k, n) = (384, 384, 512);
+    let a = gen::uniform_random(m, k, 0.5, seed(210));
+    let b = dense::<f32>(k, n, seed(211));
+    let oracle = SpmmOracle::new(a.view(), &b, n);
+    let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(&gpu, k, n, &b).unwrap();
+    let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
+    c_dev.fill(&gpu, POISON as f32).unwrap();
+    let kernel = spmm_auto(&gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+    let SpmmKernel::TensorCore(config) = kernel else { panic!("{kernel} chosen, not the 3xTF32 kernel") };
+    assert_eq!(tilesparse::spmm::tensor_core::split_plan(&gpu, &a_dev, &config, n).unwrap().ranges, 2);
+    let chosen = c_dev.download(&gpu).unwrap();
+    oracle.check_kernel("two ranges of 12 k-blocks, spmm_auto", &chosen, &kernel);
+    let mut run = |sum: RangeSum| {
+        c_dev.fill(&gpu, POISON as f32).unwrap();
+        spmm_tensor_core_with(&gpu, &a_dev, &b_dev, &mut c_dev, &config, sum).unwrap();
+        c_dev.download(&gpu).unwrap()
+    };
+    let fix_up = run(RangeSum::FixUp);
+    oracle.check_kernel("two ranges of 12 k-blocks, fix-up", &fix_up, &kernel);
+    let auto = run(RangeSum::Auto);
+    oracle.check_kernel("two ranges of 12 k-blocks, auto", &auto, &kernel);
+    assert!(auto.iter().zip(&fix_up).all(|(x, y)| x.to_bits() == y.to_bits()), "auto differs from the fix-up");
+    assert!(chosen.iter().zip(&fix_up).all(|(x, y)| x.to_bits() == y.to_bits()), "spmm_auto differs");
 }
 
 /// The tensor-core kernels under compute-sanitizer (run-all.sh --sanitize): every width and type, a partial

@@ -214,7 +214,7 @@ pub fn select_tensor_core(
     };
     let launch = |columns: usize| {
         let grid = wide_windows * n.div_ceil(columns);
-        grid * wide_splits(grid, wide_windows, counts.wide)
+        grid * wide_splits(dtype, grid, wide_windows, counts.wide)
     };
     let large = n >= 256 || m.saturating_mul(n) >= 1 << 19;
     if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large)) && launch(64) >= 128 {
@@ -449,20 +449,34 @@ const SPLIT_MAX_BLOCKS: usize = 320;
 /// Fewest k-blocks per range of a split window, and most ranges.
 const SPLIT_MIN_BLOCKS: usize = 16;
 const SPLIT_MAX: usize = 8;
+/// f32 (3xTF32) only: a window too short for two ranges of [`SPLIT_MIN_BLOCKS`] still splits in two, of at least
+/// this many k-blocks each, where the grid has at most [`SPLIT_PAIR_MAX_GRID`] blocks. Measured on the H100
+/// (NOTES.md, "SpMM step 19"): windows of 24 k-blocks (k = 384) in grids of 32-192 blocks ran 1.07-1.29x faster in
+/// two ranges (the pruned 384 x 384 at 70%, n = 1024: 17.5 -> 16.3 us), a grid of 256 (1024 x 384, n = 1024) 0.94x;
+/// cutting ranges of 16 to 12-13 k-blocks elsewhere (3 -> 4, 4 -> 5 ranges) was mixed, 0.94-1.15x, and is not done.
+const SPLIT_PAIR_MIN_BLOCKS: usize = 12;
+const SPLIT_PAIR_MAX_GRID: usize = 192;
 const _: () = assert!(
     SPLIT_MAX <= crate::cpu::oracle::TC_MAX_PARTIALS && WARPS <= crate::cpu::oracle::TC_MAX_PARTIALS,
     "the tensor-core error bounds count at most TC_MAX_PARTIALS partial sums per element of C"
 );
 
-/// Into how many ranges a wide launch of `grid` blocks (windows x column slices) splits each window's k-blocks,
-/// `blocks` k-blocks in `windows` windows in all. Pure.
-pub fn wide_splits(grid: usize, windows: usize, blocks: usize) -> usize {
+/// Into how many ranges a wide `dtype` launch of `grid` blocks (windows x column slices) splits each window's
+/// k-blocks, `blocks` k-blocks in `windows` windows in all. Pure.
+pub fn wide_splits(dtype: DType, grid: usize, windows: usize, blocks: usize) -> usize {
     if grid == 0 || grid >= SPLIT_BELOW_BLOCKS {
         return 1;
     }
+    let per_window = blocks / windows.max(1);
     let by_grid = (SPLIT_MAX_BLOCKS / grid).max(2);
-    let by_blocks = (blocks / windows.max(1) / SPLIT_MIN_BLOCKS).max(1);
-    by_grid.min(by_blocks).min(SPLIT_MAX)
+    let by_blocks = (per_window / SPLIT_MIN_BLOCKS).max(1);
+    let ranges = by_grid.min(by_blocks).min(SPLIT_MAX);
+    let pair = dtype == DType::F32 && grid <= SPLIT_PAIR_MAX_GRID && per_window >= 2 * SPLIT_PAIR_MIN_BLOCKS;
+    if ranges == 1 && pair {
+        2
+    } else {
+        ranges
+    }
 }
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmmTcParams {}
@@ -527,7 +541,8 @@ pub fn split_plan<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, config: &TensorCoreCon
 
 fn plan_splits(gpu: &Gpu, blocks: &DeviceBlocks, config: &TensorCoreConfig, n: usize) -> Result<SplitPlan> {
     let grid = blocks.num_windows * n.div_ceil(config.columns_per_block());
-    let ranges = if config.is_wide() { wide_splits(grid, blocks.num_windows, blocks.num_blocks) } else { 1 };
+    let ranges =
+        if config.is_wide() { wide_splits(config.dtype, grid, blocks.num_windows, blocks.num_blocks) } else { 1 };
     let cluster_capacity = if ranges > 1 {
         gpu.cluster_capacity(Family::Spmm, &config.kernel_name(), (WARPS * 32) as u32, ranges as u32)?
     } else {
@@ -854,19 +869,35 @@ mod tests {
     #[test]
     fn wide_launches_split_only_small_grids_of_long_windows() {
         // Uniform 4096^2 at 50%, n = 4096 (64 windows x 32 slices): no split.
-        assert_eq!(wide_splits(64 * 32, 64, 64 * 256), 1);
+        assert_eq!(wide_splits(DType::F16, 64 * 32, 64, 64 * 256), 1);
         // n = 128 (64 windows x 1 slice of 128 columns): 256 k-blocks per window, 5 ranges (320 / 64).
-        assert_eq!(wide_splits(64, 64, 64 * 256), 5);
+        assert_eq!(wide_splits(DType::F16, 64, 64, 64 * 256), 5);
         // 128 blocks (4096^2 at n = 256, 8192 x 2048 at n = 128): 2 ranges; 263 blocks still 2, 264 none.
-        assert_eq!(wide_splits(128, 64, 64 * 256), 2);
-        assert_eq!(wide_splits(263, 263, 263 * 256), 2);
-        assert_eq!(wide_splits(264, 264, 264 * 256), 1);
+        assert_eq!(wide_splits(DType::F16, 128, 64, 64 * 256), 2);
+        assert_eq!(wide_splits(DType::F16, 263, 263, 263 * 256), 2);
+        assert_eq!(wide_splits(DType::F16, 264, 264, 264 * 256), 1);
         // A tiny grid is capped at 8 ranges, and by 16 k-blocks per range.
-        assert_eq!(wide_splits(1, 1, 10_000), 8);
-        assert_eq!(wide_splits(6, 6, 6 * 40), 2);
-        assert_eq!(wide_splits(6, 6, 6 * 20), 1);
-        assert_eq!(wide_splits(0, 0, 0), 1);
-        assert!((0..600).all(|grid| wide_splits(grid, 1, 1 << 20) <= SPLIT_MAX));
+        assert_eq!(wide_splits(DType::F16, 1, 1, 10_000), 8);
+        assert_eq!(wide_splits(DType::F16, 6, 6, 6 * 40), 2);
+        assert_eq!(wide_splits(DType::F16, 6, 6, 6 * 20), 1);
+        assert_eq!(wide_splits(DType::F16, 0, 0, 0), 1);
+        for dtype in [DType::F16, DType::Bf16, DType::F32] {
+            assert!((0..600).all(|grid| wide_splits(dtype, grid, 1, 1 << 20) <= SPLIT_MAX), "{dtype}");
+            // The f32 suite's long windows split as f16's do.
+            assert_eq!(wide_splits(dtype, 64, 64, 64 * 256), 5);
+            assert_eq!(wide_splits(dtype, 128, 64, 64 * 256), 2);
+        }
+        // f32 only: windows of 24-31 k-blocks in at most 192 blocks split in two (the pruned 384 x 384 at 70%,
+        // n = 1024: 6 windows x 16 slices); 23 k-blocks, or 193 blocks, do not; f16 and bf16 keep one range.
+        assert_eq!(wide_splits(DType::F32, 96, 6, 6 * 24), 2);
+        assert_eq!(wide_splits(DType::F32, 192, 12, 12 * 31), 2);
+        assert_eq!(wide_splits(DType::F32, 96, 6, 6 * 23), 1);
+        assert_eq!(wide_splits(DType::F32, 193, 16, 16 * 24), 1);
+        assert_eq!(wide_splits(DType::F16, 96, 6, 6 * 24), 1);
+        assert_eq!(wide_splits(DType::Bf16, 96, 6, 6 * 24), 1);
+        // Ranges of 16 are not cut further: 48 k-blocks in 48 blocks stay 3 ranges, 64 in 32 blocks 4.
+        assert_eq!(wide_splits(DType::F32, 48, 6, 6 * 48), 3);
+        assert_eq!(wide_splits(DType::F32, 32, 4, 4 * 64), 4);
     }
 
     #[test]
