@@ -305,6 +305,29 @@ fn automatic_sm_affine(
     }
 }
 
+/// At n = 768, uneven long rows in 384-640 rows take the sixteen-row block (`select`'s n = 768 clause; NOTES.md,
+/// "SpMM step 20"): a 448 x 2560 matrix whose rows alternate 400 and 60 entries (cv 0.74, mean 230) chooses it,
+/// and it matches the oracle; the same matrix at n = 832 does not choose it.
+#[test]
+fn automatic_sixteen_rows_at_n768() {
+    let (m, k) = (448, 2560);
+    let mut rng = gen::Rng::new(seed(107));
+    let mut entries = Vec::new();
+    for r in 0..m {
+        let len = if r % 2 == 0 { 400 } else { 60 };
+        let start = (r * 37) % (k - len);
+        entries.extend((0..len).map(|j| (r, start + j, rng.range(-1.0, 1.0) as f32)));
+    }
+    let a = from_triplets(m, k, &entries);
+    let stats = RowStats::from_indptr(&a.indptr().to_proper());
+    let sixteen: SpmmConfig = "spmm_f32_s1d2_y16k32x64w32_u4_nopred".parse().unwrap();
+    assert_eq!(SpmmConfig::select_with_stats(m, k, 768, &stats, DType::F32), sixteen, "cv {:.2}", stats.cv);
+    assert_ne!(SpmmConfig::select_with_stats(m, k, 832, &stats, DType::F32), sixteen);
+    let Some(gpu) = gpu_or_skip("automatic_sixteen_rows_at_n768") else { return };
+    let label = "sixteen rows chosen at n = 768";
+    assert_eq!(check_kernels::<f32>(&gpu, label, &a, 768, seed(108), [SpmmKernel::Tiled(sixteen)]), 1);
+}
+
 #[test]
 fn a_real_matrix_matches_the_oracle() {
     let Some(gpu) = gpu_or_skip("a_real_matrix_matches_the_oracle") else { return };

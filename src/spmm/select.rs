@@ -69,9 +69,16 @@ fn sixteen_row_tile(dtype: DType) -> SpmmConfig {
 }
 
 /// Few long rows over a wide B, where the sixteen-row block shares a 64-column tile of B best (NOTES.md, "SpMM
-/// step 13").
-fn sixteen_row_rows(m: usize, n: usize, stats: &RowStats) -> bool {
-    n % 64 == 0 && (1024..=2048).contains(&n) && m <= 768 && stats.cv <= 2.0 && stats.mean >= 128.0
+/// step 13"); at n = 768 only uneven rows in 384-640 rows: cv >= 0.4 and mean >= 100 over k >= 1536, or cv >= 0.75
+/// and mean >= 70 over k 1024-1535 in at most 512 rows (NOTES.md, "SpMM step 20").
+fn sixteen_row_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    let wide = (1024..=2048).contains(&n) && m <= 768 && stats.mean >= 128.0;
+    let (mean, cv) = (stats.mean, stats.cv);
+    let uneven_n768 = n == 768
+        && (384..=640).contains(&m)
+        && ((k >= 1536 && mean >= 100.0 && cv >= 0.4)
+            || ((1024..1536).contains(&k) && m <= 512 && mean >= 70.0 && cv >= 0.75));
+    n % 64 == 0 && cv <= 2.0 && (wide || uneven_n768)
 }
 
 /// Long rows of moderately uneven length (cv 0.3-0.85, below [`uneven_long_rows`]) in 384-1024 rows over n from
@@ -95,7 +102,7 @@ fn uneven_long_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
         && k.saturating_mul(n) <= LARGEST_SWEPT_B
         && stats.mean >= 70.0
         && (0.85..=2.1).contains(&stats.cv)
-        && (!sixteen_row_rows(m, n, stats) || is_skewed(stats))
+        && (!sixteen_row_rows(m, k, n, stats) || is_skewed(stats))
 }
 
 /// Long rows (mean >= 140) of uneven length (cv 0.5-2.0), as magnitude pruning leaves a weight matrix whose rows
@@ -187,7 +194,7 @@ impl SpmmConfig {
             // us; 384 x 384, n = 1024: 12.8 vs 13.0 us, a tie; NOTES.md, "SpMM step 11"). Held to 128 registers
             // (16 blocks per SM): 90% 23.4 vs 24.0 us, 98% 13.2 vs 14.4 us (NOTES.md, "SpMM step 12").
             two_row_tile(dtype)
-        } else if sixteen_row_rows(m, n, stats) {
+        } else if sixteen_row_rows(m, k, n, stats) {
             // Few long rows over a wide B: sixteen one-row warps per block on one 64-column tile, so the block's
             // rows share that tile's rows of B in L1 (cuSPARSE's ALG3 runs 32 rows x 64 columns per block at a
             // 69% L1 hit rate there; the one-warp blocks hit 16%). Pruned 384 x 1536 at 90% (154 per row): n =
@@ -195,7 +202,11 @@ impl SpmmConfig {
             // 14.2 us) nor n = 4096 (91.9 vs 88.3 us). Uniform k = 1536 at 10% and 30%, n = 1024: m = 512 33.6 vs
             // 43.5 and 61.2 vs 92.2 us, m = 768 48.2 vs 62.5 and 89.6 vs 139.5 us; not m = 1024 (62.9 vs 55.5 us),
             // where the one-warp blocks go row blocks first (`spmm::column_tiles_first`) and an SM's blocks share
-            // a column tile (NOTES.md, "SpMM step 13").
+            // a column tile (NOTES.md, "SpMM step 13"). At n = 768 only uneven rows (magnitude-pruned Gaussian
+            // matrices with row scales exp(sigma N), 384-640 rows, k 1024-2048, 7-14%; NOTES.md, "SpMM step 20"):
+            // 1.16x faster than the warp per row they had on 26 problems (1.01x-1.52x; 384 x 2048 at 14%, cv 0.72:
+            // 43.6 -> 28.7 us), 1.24x on 27 fresh ones (m 384-640, k 1280-3072; 1.03x-1.50x); but 0.82x-1.0x on
+            // uniform rows, mixed at cv 0.4-0.6 over k = 1024, and 0.89x-0.97x in 576-640 rows over k = 1280.
             sixteen_row_tile(dtype)
         } else if n % 128 == 0
             && stats.cv <= 2.0
@@ -425,6 +436,27 @@ mod tests {
         assert_ne!(pick(768, 3072, 960, 307.0, 1.41), eight_rows);
         assert_ne!(pick(768, 3072, 1056, 307.0, 1.41), eight_rows);
         assert_ne!(pick(768, 3073, 4096, 307.0, 1.41), eight_rows);
+        // n = 768: the sixteen-row block for uneven rows in 384-640 rows (cv >= 0.4, mean >= 100 over k >= 1536;
+        // cv >= 0.75, mean >= 70 over k 1024-1535 in at most 512 rows); a warp per row otherwise.
+        let (sixteen, one_warp) = ("spmm_f32_s1d2_y16k32x64w32_u4_nopred", "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(pick(384, 1536, 768, 154.0, 0.9), sixteen);
+        assert_eq!(pick(512, 1024, 768, 70.0, 0.75), sixteen);
+        assert_eq!(pick(512, 1535, 768, 70.0, 0.75), sixteen);
+        assert_eq!(pick(640, 2560, 768, 205.0, 0.93), sixteen);
+        assert_eq!(pick(513, 1280, 768, 102.0, 0.98), one_warp);
+        assert_eq!(pick(512, 1280, 768, 102.0, 0.74), one_warp);
+        assert_eq!(pick(512, 1536, 768, 100.0, 0.4), sixteen);
+        assert_eq!(pick(384, 2048, 768, 287.0, 2.0), sixteen);
+        assert_eq!(pick(384, 1536, 768, 154.0, 0.2), one_warp);
+        assert_eq!(pick(512, 1024, 768, 143.0, 0.5), one_warp);
+        assert_eq!(pick(512, 1536, 768, 99.0, 0.5), one_warp);
+        assert_eq!(pick(384, 1024, 768, 69.0, 0.9), one_warp);
+        assert_eq!(pick(383, 1536, 768, 154.0, 0.9), one_warp);
+        assert_eq!(pick(641, 1536, 768, 154.0, 0.9), one_warp);
+        assert_eq!(pick(384, 1023, 768, 154.0, 0.9), one_warp);
+        assert_ne!(pick(384, 1536, 704, 154.0, 0.9), sixteen);
+        assert_ne!(pick(384, 1536, 832, 154.0, 0.9), sixteen);
+        assert_ne!(pick(384, 1536, 768, 154.0, 2.01), sixteen);
         // Long rows of cv 0.3-0.85 in 384-1024 rows over n = 3072-4096 (mean >= 150, B at most 3072 x 4096): the
         // sixteen-row block; uneven (cv >= 0.85) rows keep the eight-row tile, even ones the choices below.
         let sixteen_rows = "spmm_f32_s1d2_y16k32x64w32_u4_nopred";
