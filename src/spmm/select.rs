@@ -205,7 +205,7 @@ impl SpmmConfig {
             // a column tile (NOTES.md, "SpMM step 13"). At n = 768 only uneven rows (magnitude-pruned Gaussian
             // matrices with row scales exp(sigma N), 384-640 rows, k 1024-2048, 7-14%; NOTES.md, "SpMM step 20"):
             // 1.16x faster than the warp per row they had on 26 problems (1.01x-1.52x; 384 x 2048 at 14%, cv 0.72:
-            // 43.6 -> 28.7 us), 1.24x on 27 fresh ones (m 384-640, k 1280-3072; 1.03x-1.50x); but 0.82x-1.0x on
+            // 45.9 -> 30.2 us), 1.24x on 27 fresh ones (m 384-640, k 1280-3072; 1.03x-1.50x); but 0.82x-1.0x on
             // uniform rows, mixed at cv 0.4-0.6 over k = 1024, and 0.89x-0.97x in 576-640 rows over k = 1280.
             sixteen_row_tile(dtype)
         } else if n % 128 == 0
