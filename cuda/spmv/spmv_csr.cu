@@ -365,7 +365,7 @@ __device__ __forceinline__ void spmv_tile_rows(const SpmvCsrParams& p) {
 /// in order, and x at it, kInFlight of each in flight per thread, and nothing else (no values, no row pointer but
 /// its last entry, one store per warp into y). Its time is what the x gathers of a CSR SpMV that reads x once per
 /// entry cost by themselves (NOTES.md, "Production SpMV", steps 7 and 9). kNoAllocate gathers with
-/// `ld.global.nc.L1::no_allocate` (x bypasses L1, which it overflows 60 times over on the 4M matrices).
+/// `ld.global.nc.L1::no_allocate` (x bypasses L1: the 4M matrices' x, 16 MB, is 64 times an SM's 256 KB of L1).
 template <int kInFlight, bool kNoAllocate>
 __device__ __forceinline__ void spmv_gather_probe(const SpmvCsrParams& p) {
   const float* x = static_cast<const float*>(p.x);
