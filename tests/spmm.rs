@@ -266,6 +266,19 @@ fn every_block_order_matches_the_oracle() {
     );
 }
 
+/// An m x k matrix whose row r holds `len(r)` consecutive columns from (37 r) mod (k - len(r)): a fixed structure
+/// (and so a fixed choice of kernel), its values drawn from `common::seed(seed)`.
+fn rows_of_lengths(m: usize, k: usize, len: impl Fn(usize) -> usize, seed: u64) -> CsMat<f32> {
+    let mut rng = gen::Rng::new(common::seed(seed));
+    let mut entries = Vec::new();
+    for r in 0..m {
+        let len = len(r);
+        let start = (r * 37) % (k - len);
+        entries.extend((0..len).map(|j| (r, start + j, rng.range(-1.0, 1.0) as f32)));
+    }
+    from_triplets(m, k, &entries)
+}
+
 /// The library's own choice for a weight-like m x k matrix with rows of `len(r)` entries at n columns is
 /// `expected`, in the SM-affine order, and it matches the oracle three launches in a row. The structure (and so
 /// the choice) is fixed; the values are drawn from `common::seed(seed)`.
@@ -276,14 +289,7 @@ fn automatic_sm_affine(
     expected: &str,
     seed: u64,
 ) {
-    let mut rng = gen::Rng::new(common::seed(seed));
-    let mut entries = Vec::new();
-    for r in 0..m {
-        let len = len(r);
-        let start = (r * 37) % (k - len);
-        entries.extend((0..len).map(|j| (r, start + j, rng.range(-1.0, 1.0) as f32)));
-    }
-    let a = from_triplets(m, k, &entries);
+    let a = rows_of_lengths(m, k, len, seed);
     let stats = RowStats::from_indptr(&a.indptr().to_proper());
     let config: SpmmConfig = expected.parse().unwrap();
     assert_eq!(SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32), config);
@@ -311,14 +317,7 @@ fn automatic_sm_affine(
 #[test]
 fn automatic_sixteen_rows_at_n768() {
     let (m, k) = (448, 2560);
-    let mut rng = gen::Rng::new(seed(107));
-    let mut entries = Vec::new();
-    for r in 0..m {
-        let len = if r % 2 == 0 { 400 } else { 60 };
-        let start = (r * 37) % (k - len);
-        entries.extend((0..len).map(|j| (r, start + j, rng.range(-1.0, 1.0) as f32)));
-    }
-    let a = from_triplets(m, k, &entries);
+    let a = rows_of_lengths(m, k, |r| if r % 2 == 0 { 400 } else { 60 }, 107);
     let stats = RowStats::from_indptr(&a.indptr().to_proper());
     let sixteen: SpmmConfig = "spmm_f32_s1d2_y16k32x64w32_u4_nopred".parse().unwrap();
     assert_eq!(SpmmConfig::select_with_stats(m, k, 768, &stats, DType::F32), sixteen, "cv {:.2}", stats.cv);
