@@ -235,15 +235,31 @@ pub fn spmm_error_bound(
     u_acc: f64,
     u_out: f64,
 ) -> Vec<f64> {
+    let floor = output_floor(u_out);
+    row_bounds(c, a_abs_b_abs, row_lengths, n, u_out, |len| (gamma(len + 1, u_acc), floor))
+}
+
+/// [`element_bound`] over every element of C (m x n row-major, `row_lengths` m long), with the accumulation's
+/// bound g and the absolute floor of a row of l entries given by `row(l)`; the oracle's g64 is gamma_f64(l).
+fn row_bounds(
+    c: &[f64],
+    a_abs_b_abs: &[f64],
+    row_lengths: &[usize],
+    n: usize,
+    u_out: f64,
+    row: impl Fn(usize) -> (f64, f64),
+) -> Vec<f64> {
     assert_eq!(a_abs_b_abs.len(), row_lengths.len() * n, "|A||B| must be rows x n");
     assert_eq!(c.len(), a_abs_b_abs.len(), "C and |A||B| differ in length");
-    let floor = output_floor(u_out);
     let mut bound = Vec::with_capacity(a_abs_b_abs.len());
     for (i, &len) in row_lengths.iter().enumerate() {
-        let (g, g64) = (gamma(len + 1, u_acc), gamma(len, f64::EPSILON / 2.0));
-        let row = i * n..(i + 1) * n;
+        let ((g, floor), g64) = (row(len), gamma(len, f64::EPSILON / 2.0));
+        let elements = i * n..(i + 1) * n;
         bound.extend(
-            c[row.clone()].iter().zip(&a_abs_b_abs[row]).map(|(&c, &ab)| element_bound(c, ab, g, g64, u_out, floor)),
+            c[elements.clone()]
+                .iter()
+                .zip(&a_abs_b_abs[elements])
+                .map(|(&c, &ab)| element_bound(c, ab, g, g64, u_out, floor)),
         );
     }
     bound
@@ -355,20 +371,11 @@ pub fn spmm_error_bound_tc_half(
     max_abs_b: f64,
 ) -> Vec<f64> {
     assert!(matches!(dtype, DType::F16 | DType::Bf16), "the half tensor-core bound is for f16 and bf16, not {dtype}");
-    assert_eq!(a_abs_b_abs.len(), row_lengths.len() * n, "|A||B| must be rows x n");
-    assert_eq!(c.len(), a_abs_b_abs.len(), "C and |A||B| differ in length");
     let (u, u_out) = (2f64.powi(-23), dtype.unit_roundoff());
-    let mut bound = Vec::with_capacity(a_abs_b_abs.len());
-    for (i, &len) in row_lengths.iter().enumerate() {
-        let g = gamma(3 * len + TC_MAX_PARTIALS - 1, u);
-        let g64 = gamma(len, f64::EPSILON / 2.0);
-        let floor = 2f64.powi(-124) * len as f64 * (max_abs_a + max_abs_b + 1.0) + output_floor(u_out);
-        let row = i * n..(i + 1) * n;
-        bound.extend(
-            c[row.clone()].iter().zip(&a_abs_b_abs[row]).map(|(&c, &ab)| element_bound(c, ab, g, g64, u_out, floor)),
-        );
-    }
-    bound
+    row_bounds(c, a_abs_b_abs, row_lengths, n, u_out, |len| {
+        let underflow = 2f64.powi(-124) * len as f64 * (max_abs_a + max_abs_b + 1.0);
+        (gamma(3 * len + TC_MAX_PARTIALS - 1, u), underflow + output_floor(u_out))
+    })
 }
 
 #[cfg(test)]
