@@ -476,21 +476,11 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     };
     if args.verify {
         // The oracle sees the rounded inputs; the bound covers f32 accumulation and rounding to T, by FMAs (the
-        // tiles, the CPU backend) or on the tensor cores, whose mma truncates: 3xTF32 for f32
-        // (oracle::spmm_error_bound_tf32x3), f16/bf16 products (oracle::spmm_error_bound_tc_half).
+        // tiles, the CPU backend) or on the tensor cores, whose mma truncates (SpmmKernel::summation).
         let want = oracle::spmm(a.view(), &b, n);
         let abs = oracle::spmm_abs(a.view(), &b, n);
-        let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
-        let (max_a, max_b) = (oracle::max_finite_abs(a.data()), oracle::max_finite_abs(&b));
-        let bound = match config {
-            SpmmKernel::TensorCore(c) if !cpu_ran && c.is_tf32x3() => {
-                oracle::spmm_error_bound_tf32x3(&abs, &lens, n, max_a, max_b)
-            }
-            SpmmKernel::TensorCore(_) if !cpu_ran => {
-                oracle::spmm_error_bound_tc_half(&want, &abs, &lens, n, T::DTYPE, max_a, max_b)
-            }
-            _ => oracle::spmm_error_bound(&want, &abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff()),
-        };
+        let summation = if cpu_ran { oracle::Summation::Fma } else { config.summation() };
+        let bound = oracle::spmm_error_bound_for(summation, a.view(), &b, n, &want, &abs);
         let got: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
         report_check(&got, &want, &bound, n)?;
     }

@@ -265,6 +265,41 @@ fn row_bounds(
     bound
 }
 
+/// How a kernel sums the products of a row, which decides the rounding bound its C meets
+/// ([`spmm_error_bound_for`]; `crate::SpmmKernel::summation` says which a kernel does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Summation {
+    /// Correctly rounded multiplies and adds, or FMAs: the CUDA-core tiles and the CPU backend.
+    Fma,
+    /// f32 on the tensor cores in 3xTF32.
+    Tf32x3,
+    /// f16 or bf16 products summed on the tensor cores.
+    TensorCoreHalf,
+}
+
+/// The per-element bound for C = A * B (`b` k x n row-major) computed by a kernel that sums as `summation`, given
+/// the oracle's C ([`spmm`]) and |A||B| ([`spmm_abs`]): [`spmm_error_bound`] (accumulating in f32, or f64 for
+/// f64), [`spmm_error_bound_tf32x3`] or [`spmm_error_bound_tc_half`], each rounding to `T`.
+pub fn spmm_error_bound_for<T: Scalar>(
+    summation: Summation,
+    a: CsMatView<T>,
+    b: &[T],
+    n: usize,
+    c: &[f64],
+    a_abs_b_abs: &[f64],
+) -> Vec<f64> {
+    let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
+    let (max_a, max_b) = (max_finite_abs(a.data()), max_finite_abs(b));
+    match summation {
+        Summation::Fma => {
+            let u_acc = if T::DTYPE == DType::F64 { DType::F64 } else { DType::F32 }.unit_roundoff();
+            spmm_error_bound(c, a_abs_b_abs, &lens, n, u_acc, T::DTYPE.unit_roundoff())
+        }
+        Summation::Tf32x3 => spmm_error_bound_tf32x3(a_abs_b_abs, &lens, n, max_a, max_b),
+        Summation::TensorCoreHalf => spmm_error_bound_tc_half(c, a_abs_b_abs, &lens, n, T::DTYPE, max_a, max_b),
+    }
+}
+
 /// The largest finite |x| of `values` (0 if none): the magnitudes [`spmm_error_bound_tf32x3`] and
 /// [`spmm_error_bound_tc_half`] take.
 pub fn max_finite_abs<T: Scalar>(values: &[T]) -> f64 {

@@ -10,6 +10,7 @@ pub use tensor_core::{spmm_tensor_core, spmm_tensor_core_with, RangeSum, TensorC
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
+use crate::cpu::oracle::Summation;
 use crate::csr::DeviceCsr;
 use crate::dense::DeviceDense;
 use crate::error::{Error, Result};
@@ -244,10 +245,15 @@ impl std::str::FromStr for SpmmKernel {
 }
 
 impl SpmmKernel {
-    /// Whether this kernel multiplies f32 in 3xTF32 on the tensor cores ([`TensorCoreConfig::is_tf32x3`]): its
-    /// results meet [`crate::cpu::oracle::spmm_error_bound_tf32x3`] rather than the f32 FMA bound.
-    pub fn is_tf32x3(&self) -> bool {
-        matches!(self, SpmmKernel::TensorCore(c) if c.is_tf32x3())
+    /// How this kernel sums, which decides the bound its results meet
+    /// ([`crate::cpu::oracle::spmm_error_bound_for`]): the tensor cores' mma truncates (3xTF32 for f32,
+    /// [`TensorCoreConfig::is_tf32x3`]; f16/bf16 products otherwise), the tiles use FMAs.
+    pub fn summation(&self) -> Summation {
+        match self {
+            SpmmKernel::TensorCore(c) if c.is_tf32x3() => Summation::Tf32x3,
+            SpmmKernel::TensorCore(_) => Summation::TensorCoreHalf,
+            SpmmKernel::Tiled(_) => Summation::Fma,
+        }
     }
 
     /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: the tensor cores where

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use sprs::{CsMat, CsMatView};
-use tilesparse::cpu::oracle;
+use tilesparse::cpu::oracle::{self, Summation};
 use tilesparse::kernels::KERNELS_BUILT;
 use tilesparse::{DType, Gpu, Scalar};
 
@@ -71,30 +71,28 @@ pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
     None
 }
 
-/// The f64 oracle of C = A * B with its elementwise rounding bounds, computed once per problem and checked
-/// against any number of results: the FMA kernels' (`spmm_error_bound`) and the tensor cores' (their mma
-/// truncates: `spmm_error_bound_tf32x3` for f32, `spmm_error_bound_tc_half` for f16/bf16).
+/// The f64 oracle of C = A * B with its elementwise rounding bounds (`oracle::spmm_error_bound_for`), computed once
+/// per problem and checked against any number of results: the FMA kernels' and the tensor cores' of T (their mma
+/// truncates: 3xTF32 for f32, f16/bf16 products).
 pub struct SpmmOracle {
     want: Vec<f64>,
     bound: Vec<f64>,
-    /// The bound of f32 computed in 3xTF32, for the f32 tensor-core kernel.
-    bound_tf32x3: Vec<f64>,
-    /// The bound of f16/bf16 products summed on the tensor cores (None for f32).
-    bound_tc_half: Option<Vec<f64>>,
+    /// How T's tensor-core kernels sum, and their bound (None for a type they do not take).
+    tensor_cores: Option<(Summation, Vec<f64>)>,
 }
 
 impl SpmmOracle {
     pub fn new<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize) -> Self {
         let want = oracle::spmm(a, b, n);
         let abs = oracle::spmm_abs(a, b, n);
-        let lens: Vec<usize> = a.outer_iterator().map(|r| r.nnz()).collect();
-        let bound =
-            oracle::spmm_error_bound(&want, &abs, &lens, n, DType::F32.unit_roundoff(), T::DTYPE.unit_roundoff());
-        let (max_a, max_b) = (oracle::max_finite_abs(a.data()), oracle::max_finite_abs(b));
-        let bound_tf32x3 = oracle::spmm_error_bound_tf32x3(&abs, &lens, n, max_a, max_b);
-        let bound_tc_half = matches!(T::DTYPE, DType::F16 | DType::Bf16)
-            .then(|| oracle::spmm_error_bound_tc_half(&want, &abs, &lens, n, T::DTYPE, max_a, max_b));
-        SpmmOracle { want, bound, bound_tf32x3, bound_tc_half }
+        let bound_for = |summation| oracle::spmm_error_bound_for(summation, a, b, n, &want, &abs);
+        let tensor_cores = match T::DTYPE {
+            DType::F32 => Some(Summation::Tf32x3),
+            DType::F16 | DType::Bf16 => Some(Summation::TensorCoreHalf),
+            _ => None,
+        }
+        .map(|summation| (summation, bound_for(summation)));
+        SpmmOracle { bound: bound_for(Summation::Fma), tensor_cores, want }
     }
 
     /// Panics with the first mismatch, against the FMA kernels' bound (the CUDA-core tiles).
@@ -102,14 +100,12 @@ impl SpmmOracle {
         self.check_against(what, got, &self.bound);
     }
 
-    /// [`SpmmOracle::check`] with the bound that fits `kernel`: the tensor cores' for a tensor-core kernel.
+    /// [`SpmmOracle::check`] with the bound that fits `kernel` (`SpmmKernel::summation`).
     pub fn check_kernel<T: Scalar>(&self, what: &str, got: &[T], kernel: &tilesparse::SpmmKernel) {
-        let bound = match kernel {
-            tilesparse::SpmmKernel::TensorCore(c) if c.is_tf32x3() => &self.bound_tf32x3,
-            tilesparse::SpmmKernel::TensorCore(c) => self.bound_tc_half.as_ref().unwrap_or_else(|| {
-                panic!("{what}: {c} is an f16/bf16 tensor-core kernel, the oracle's inputs are not")
-            }),
-            tilesparse::SpmmKernel::Tiled(_) => &self.bound,
+        let bound = match (kernel.summation(), &self.tensor_cores) {
+            (Summation::Fma, _) => &self.bound,
+            (summation, Some((ours, bound))) if summation == *ours => bound,
+            (summation, _) => panic!("{what}: {kernel} sums as {summation:?}, which the oracle's inputs cannot"),
         };
         self.check_against(what, got, bound);
     }
