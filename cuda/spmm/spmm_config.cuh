@@ -56,9 +56,12 @@ struct SpmmConfig {
                 "dense_vector_width * block_width must be <= block_items_x");
   static_assert(kBlockItemsK % kResidueUnroll == 0, "block_items_k must be a multiple of residue_unroll");
   static_assert(kBlockWidth == 1 || kBlockWidth % 2 == 0, "block_width must be 1 or even");
-  static_assert(kBlockWidth <= 1 || kBlockWidth >= 32 || kBlockItemsY * kBlockWidth == 32,
-                "a block_width between 1 and 32 needs block_items_y * block_width == 32");
+  // Sputnik also requires block_items_y * block_width == 32 when 1 < block_width < 32 (one warp per block). Here
+  // every subwarp has its own shared tiles and barrier (common/barrier.cuh masks its lanes within the warp), so
+  // several warps of narrow subwarps per block are fine: the 32-row tile uses 16 warps of two 16-thread rows
+  // (NOTES.md, "Where we depart from Sputnik").
   static_assert(kBlockWidth <= 32, "block_width must be <= 32");
+  static_assert(kThreadsPerBlock <= 1024, "block_items_y * block_width must be at most 1024 (threads per block)");
   static_assert(kBlockItemsX % (kBlockWidth * kDenseVectorWidth) == 0,
                 "block_items_x must be a multiple of block_width * dense_vector_width");
   static_assert(kBlockItemsK % (kBlockWidth * kSparseVectorWidth) == 0,

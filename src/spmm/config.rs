@@ -110,11 +110,9 @@ impl SpmmConfig {
         rule(dv * w <= x, "dense_vector_width * block_width must be <= block_items_x")?;
         rule(k % ru == 0, "block_items_k must be a multiple of residue_unroll")?;
         rule(w == 1 || w % 2 == 0, "block_width must be 1 or even")?;
-        rule(
-            w <= 1 || w >= 32 || y * w == 32,
-            "a block_width between 1 and 32 needs block_items_y * block_width == 32",
-        )?;
+        // Not Sputnik's "block_items_y * block_width == 32 when 1 < block_width < 32": see spmm_config.cuh.
         rule(w <= 32, "block_width must be <= 32")?;
+        rule(y * w <= 1024, "block_items_y * block_width must be at most 1024 (threads per block)")?;
         rule(x % (w * dv) == 0, "block_items_x must be a multiple of block_width * dense_vector_width")?;
         rule(k % (w * sv) == 0, "block_items_k must be a multiple of block_width * sparse_vector_width")?;
         rule(elem * sv <= 16 && elem * dv <= 16, "a vector access moves at most 16 bytes")?;

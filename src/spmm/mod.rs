@@ -603,6 +603,24 @@ mod tests {
     }
 
     #[test]
+    fn validate_allows_several_warps_of_narrow_subwarps_up_to_1024_threads() {
+        // Sputnik's one-warp rule for 1 < block_width < 32 is not ours: the 32-row tile runs 16 warps of two
+        // 16-thread rows. The thread bound is.
+        let tile: SpmmConfig = "spmm_f32_s1d4_y32k16x64w16_u4_nopred".parse().unwrap();
+        assert!(tile.validate().is_ok());
+        assert!(SpmmConfig { block_items_y: 64, ..tile }.validate().is_ok());
+        let too_many = SpmmConfig { block_items_y: 128, ..tile };
+        assert_eq!(
+            too_many.validate(),
+            Err("block_items_y * block_width must be at most 1024 (threads per block)".to_string())
+        );
+        assert_eq!(
+            SpmmConfig { block_items_y: 33, ..tile }.validate(),
+            Err("block_items_y * block_width must be a multiple of 32".to_string())
+        );
+    }
+
+    #[test]
     fn column_tiles_go_first_within_a_wave_or_over_uneven_rows() {
         // 132 SMs (H100), the one-warp tile at 12 blocks per SM: 1584 slots.
         let order = |rows: usize, tiles: usize, cv: f64| column_tiles_first(rows, tiles, 12, 132, cv);
