@@ -68,6 +68,27 @@ fn sixteen_row_tile(dtype: DType) -> SpmmConfig {
     tile(dtype, 1, 2, 16, 32, 64, 32, false)
 }
 
+/// Thirty-two rows of 16 threads on one 64-column tile, k = 16 (one block of 512 threads per SM): the tile for
+/// [`thirty_two_row_rows`], and one `spmm::block_order` runs column tiles first unless the rows are even.
+pub(crate) fn thirty_two_row_tile(dtype: DType) -> SpmmConfig {
+    tile(dtype, 1, 4, 32, 16, 64, 16, false)
+}
+
+/// 256-1024 rows over n from 768 to 3072, where the thirty-two-row block was measured faster than the tiles
+/// chosen before (NOTES.md, "SpMM step 21"): rows of cv 0.1-0.5 in 384-1024 rows from n = 768; cv up to 1.0 from
+/// 640 rows; cv up to 1.5 from n = 1536 where rows are shorter than 256; and any cv below 1.2 (even rows too) in
+/// 256-640 rows from n = 2048. Rows of at least 30 entries (the shortest measured), not skewed enough to split,
+/// and k within the sweep's (1024-3072).
+fn thirty_two_row_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    let (mean, cv) = (stats.mean, stats.cv);
+    let rows = (384..=1024).contains(&m);
+    let covered = (rows && (768..=3072).contains(&n) && (0.1..0.5).contains(&cv))
+        || (rows && (1536..=3072).contains(&n) && (0.1..1.5).contains(&cv) && mean < 256.0)
+        || ((640..=1024).contains(&m) && (768..=3072).contains(&n) && (0.1..1.0).contains(&cv))
+        || ((256..=640).contains(&m) && (2048..=3072).contains(&n) && cv < 1.2);
+    covered && n % 64 == 0 && mean >= 30.0 && !is_skewed(stats) && (1024..=3072).contains(&k)
+}
+
 /// Few long rows over a wide B, where the sixteen-row block shares a 64-column tile of B best (NOTES.md, "SpMM
 /// step 13"); at n = 768 only uneven rows in 384-640 rows: cv >= 0.4 and mean >= 100 over k >= 1536, or cv >= 0.75
 /// and mean >= 70 over k 1024-1535 in at most 512 rows (NOTES.md, "SpMM step 20").
@@ -146,6 +167,19 @@ impl SpmmConfig {
             tile(dtype, 4, 1, 4, 32, 8, 8, n % 8 != 0)
         } else if n <= 16 {
             tile(dtype, 4, dv.min(2), 4, 32, 16, 8, n % 16 != 0)
+        } else if thirty_two_row_rows(m, k, n, stats) {
+            // 256-1024 rows over n = 768-3072: thirty-two rows of 16 threads per block on one 64-column tile,
+            // twice the rows of the sixteen-row block sharing each row of B it brings into L1 (cuSPARSE's ALG3
+            // runs 32 x 64 blocks of 512 threads too). Uniform rows and magnitude-pruned Gaussian matrices with row
+            // scales exp(sigma N) (m 256-1024, k 1024-3072, 5-20%, n 768-3072; NOTES.md, "SpMM step 21"): 1.245x
+            // faster than the tiles chosen before on the 632 problems the rule covers (0.93x-1.74x; 512 x 1536 at
+            // 10%, cv 0.49, n = 1024: 35.2 -> 27.2 us from the sixteen-row block; 256 x 2048 at 20%, cv 0.58, n =
+            // 3072: 136.6 -> 79.1 us from a warp per row), and on the suite's pruned weights 1.14x on 12 problems
+            // (384 x 1536 at 90%, n = 1024: 27.6 -> 23.1 us). Not uneven rows in 384 rows at n <= 1024 (cv 0.9,
+            // 384 x 1536 at 10%: 24.4 vs 32.3 us with the sixteen-row block: 12 row blocks leave the SMs waiting
+            // on the longest rows), nor even rows past 640 rows (the two-row tile: 1024 x 1024 at 5%, n = 2048,
+            // 35.4 vs 38.9 us).
+            thirty_two_row_tile(dtype)
         } else if uneven_long_rows(m, k, n, stats) {
             // Long, uneven rows over a wide B: eight one-row warps per block on one 64-column tile, two blocks per
             // SM. Magnitude-pruned Gaussian matrices with row scales exp(sigma N) (cv 0.9-2.1; m 384-1024, k 1536
@@ -394,7 +428,7 @@ mod tests {
         assert_eq!(pick(1536, 384, 256, 115.0, 0.34), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(pick(1280, 1024, 512, 205.0, 0.06), "spmm_f32_s1d4_y1k32x128w32_u4_nopred", "1.2 waves");
         assert_eq!(pick(1280, 2048, 2048, 102.0, 0.09), two_rows, "4.8 waves");
-        assert_eq!(pick(511, 768, 2048, 77.0, 0.1), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert_eq!(pick(511, 768, 1024, 77.0, 0.05), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(pick(512, 768, 256, 77.0, 0.1), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(pick(4096, 3073, 4096, 307.0, 0.05), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
         assert_eq!(pick(4096, 3072, 2048, 61.0, 0.1), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32");
@@ -427,7 +461,7 @@ mod tests {
         assert_eq!(SpmmConfig::select_with_stats(768, 3072, 2048, &split_long, DType::F32).kernel_name(), eight_rows);
         // Unsplit, those rows now go to the four-row tile (k >= 2048, below).
         assert_eq!(pick(768, 3072, 2048, 307.0, 1.41), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
-        assert_eq!(pick(768, 1536, 2048, 154.0, 1.41), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
+        assert_eq!(pick(768, 1536, 2048, 154.0, 1.6), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_ne!(pick(768, 3072, 2048, 307.0, 0.84), eight_rows);
         assert_ne!(pick(768, 3072, 2048, 307.0, 2.11), eight_rows);
         assert_ne!(pick(383, 3072, 4096, 307.0, 1.41), eight_rows);
@@ -442,17 +476,16 @@ mod tests {
         assert_eq!(pick(384, 1536, 768, 154.0, 0.9), sixteen);
         assert_eq!(pick(512, 1024, 768, 70.0, 0.75), sixteen);
         assert_eq!(pick(512, 1535, 768, 70.0, 0.75), sixteen);
-        assert_eq!(pick(640, 2560, 768, 205.0, 0.93), sixteen);
+        assert_eq!(pick(576, 2560, 768, 205.0, 0.93), sixteen);
         assert_eq!(pick(513, 1280, 768, 102.0, 0.98), one_warp);
         assert_eq!(pick(512, 1280, 768, 102.0, 0.74), one_warp);
-        assert_eq!(pick(512, 1536, 768, 100.0, 0.4), sixteen);
+        assert_eq!(pick(512, 1536, 768, 100.0, 0.5), sixteen);
         assert_eq!(pick(384, 2048, 768, 287.0, 2.0), sixteen);
-        assert_eq!(pick(384, 1536, 768, 154.0, 0.2), one_warp);
         assert_eq!(pick(512, 1024, 768, 143.0, 0.5), one_warp);
         assert_eq!(pick(512, 1536, 768, 99.0, 0.5), one_warp);
         assert_eq!(pick(384, 1024, 768, 69.0, 0.9), one_warp);
         assert_eq!(pick(383, 1536, 768, 154.0, 0.9), one_warp);
-        assert_eq!(pick(641, 1536, 768, 154.0, 0.9), one_warp);
+        assert_eq!(pick(641, 1536, 768, 154.0, 1.0), one_warp);
         assert_eq!(pick(384, 1023, 768, 154.0, 0.9), one_warp);
         assert_ne!(pick(384, 1536, 704, 154.0, 0.9), sixteen);
         assert_ne!(pick(384, 1536, 832, 154.0, 0.9), sixteen);
@@ -460,32 +493,36 @@ mod tests {
         // Long rows of cv 0.3-0.85 in 384-1024 rows over n = 3072-4096 (mean >= 150, B at most 3072 x 4096): the
         // sixteen-row block; uneven (cv >= 0.85) rows keep the eight-row tile, even ones the choices below.
         let sixteen_rows = "spmm_f32_s1d2_y16k32x64w32_u4_nopred";
-        assert_eq!(pick(768, 3072, 3072, 307.0, 0.34), sixteen_rows);
+        assert_eq!(pick(768, 3072, 4096, 307.0, 0.34), sixteen_rows);
         assert_eq!(pick(384, 1536, 4096, 150.0, 0.3), sixteen_rows);
         assert_eq!(pick(1024, 3072, 4096, 307.0, 0.84), sixteen_rows);
         assert_eq!(pick(512, 2048, 3584, 164.0, 0.47), sixteen_rows);
-        assert_eq!(pick(768, 3072, 3072, 307.0, 0.85), eight_rows);
-        assert_ne!(pick(768, 3072, 3072, 307.0, 0.29), sixteen_rows);
-        assert_ne!(pick(768, 3072, 3072, 149.0, 0.5), sixteen_rows);
+        assert_eq!(pick(768, 3072, 4096, 307.0, 0.85), eight_rows);
+        assert_ne!(pick(768, 3072, 4096, 307.0, 0.29), sixteen_rows);
+        assert_ne!(pick(768, 3072, 4096, 149.0, 0.5), sixteen_rows);
         assert_ne!(pick(768, 3072, 2944, 307.0, 0.5), sixteen_rows);
         assert_ne!(pick(768, 3072, 4160, 307.0, 0.5), sixteen_rows);
         assert_ne!(pick(768, 3072, 3104, 307.0, 0.5), sixteen_rows);
-        assert_ne!(pick(383, 3072, 3072, 307.0, 0.5), sixteen_rows);
+        assert_ne!(pick(383, 3072, 4096, 307.0, 0.5), sixteen_rows);
         assert_ne!(pick(1025, 3072, 3072, 307.0, 0.5), sixteen_rows);
         assert_ne!(pick(768, 3073, 4096, 307.0, 0.5), sixteen_rows);
         // Long uneven rows over k >= 2048 in 640-4096 rows, n 1024-3072 (mean >= 140, cv 0.5-2.0, B at most 3072
         // x 4096): four rows of 8 threads on one 64-column tile, outside the two ranges above.
         let four_rows = "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8";
         assert_eq!(pick(2048, 4096, 1024, 205.0, 1.94), four_rows);
-        assert_eq!(pick(640, 2048, 1024, 143.0, 0.74), four_rows);
+        assert_eq!(pick(1280, 2048, 1024, 143.0, 0.74), four_rows);
         assert_eq!(pick(4096, 4096, 3072, 410.0, 1.2), four_rows);
-        assert_eq!(pick(1024, 2048, 1536, 246.0, 0.58), four_rows);
+        assert_eq!(pick(1280, 2048, 1536, 246.0, 0.58), four_rows);
         assert_eq!(pick(3584, 3072, 2048, 184.0, 2.0), four_rows);
         assert_eq!(pick(3072, 3072, 2048, 184.0, 0.5), four_rows);
         assert_eq!(pick(3328, 2048, 2048, 184.0, 0.85), four_rows);
         assert_ne!(pick(3328, 2048, 2048, 184.0, 0.84), four_rows, "less uneven rows past 3072 rows");
-        assert_eq!(pick(1024, 2560, 2048, 179.0, 0.85), eight_rows, "the eight-row tile's range first");
-        assert_eq!(pick(768, 3072, 3072, 184.0, 0.62), sixteen_rows, "the sixteen-row block's range first");
+        assert_eq!(pick(1024, 2560, 2048, 256.0, 1.0), eight_rows, "the eight-row tile's range first");
+        // The thirty-two-row tile's range comes before both (and before the sixteen-row block's).
+        let thirty_two = "spmm_f32_s1d4_y32k16x64w16_u4_nopred";
+        assert_eq!(pick(1024, 2560, 2048, 179.0, 0.85), thirty_two);
+        assert_eq!(pick(768, 3072, 3072, 184.0, 0.62), thirty_two);
+        assert_eq!(pick(640, 2048, 1024, 143.0, 0.74), thirty_two);
         assert_ne!(pick(639, 2048, 1024, 143.0, 0.74), four_rows);
         assert_ne!(pick(4097, 4096, 1024, 205.0, 1.2), four_rows);
         assert_ne!(pick(2048, 2047, 1024, 205.0, 1.2), four_rows);
@@ -496,6 +533,40 @@ mod tests {
         assert_ne!(pick(2048, 4096, 1024, 139.0, 1.2), four_rows);
         assert_ne!(pick(2048, 4096, 1024, 205.0, 0.49), four_rows);
         assert_ne!(pick(2048, 4096, 1024, 205.0, 2.01), four_rows);
+        // 256-1024 rows over n = 768-3072: thirty-two rows of 16 threads on one 64-column tile. Rows of cv 0.1-0.5
+        // in 384-1024 rows from n = 768 (the pruned 384 x 1536 at 90%), cv below 1.0 from 640 rows, below 1.5 from
+        // n = 1536 with rows shorter than 256, and any cv below 1.2 in 256-640 rows from n = 2048.
+        assert_eq!(pick(384, 1536, 1024, 154.0, 0.21), thirty_two);
+        assert_eq!(pick(384, 1536, 768, 154.0, 0.2), thirty_two);
+        assert_eq!(pick(1024, 3072, 3072, 614.0, 0.49), thirty_two);
+        assert_eq!(pick(512, 1536, 768, 100.0, 0.4), thirty_two);
+        assert_eq!(pick(640, 1536, 768, 154.0, 0.99), thirty_two);
+        assert_eq!(pick(384, 2048, 1536, 255.0, 1.49), thirty_two);
+        assert_eq!(pick(256, 1024, 2048, 51.0, 0.0), thirty_two);
+        assert_eq!(pick(640, 3072, 3072, 614.0, 1.19), thirty_two);
+        assert_eq!(pick(384, 1536, 1024, 30.0, 0.3), thirty_two);
+        assert_ne!(pick(384, 1536, 1024, 154.0, 0.09), thirty_two, "even rows below 640 rows need n >= 2048");
+        assert_ne!(pick(384, 1536, 1024, 154.0, 0.5), thirty_two, "uneven rows in 384-639 rows need n >= 1536");
+        assert_ne!(pick(639, 1536, 1024, 154.0, 0.5), thirty_two);
+        assert_ne!(pick(640, 1536, 1024, 154.0, 1.0), thirty_two);
+        assert_ne!(pick(512, 2048, 1536, 256.0, 0.9), thirty_two);
+        assert_ne!(pick(512, 2048, 1536, 255.0, 1.5), thirty_two);
+        assert_ne!(pick(641, 1536, 2048, 154.0, 0.09), thirty_two, "even rows past 640 rows");
+        assert_ne!(pick(512, 1536, 2048, 256.0, 1.2), thirty_two);
+        assert_ne!(pick(255, 1536, 2048, 154.0, 0.5), thirty_two);
+        assert_ne!(pick(383, 1536, 1536, 154.0, 0.3), thirty_two);
+        assert_ne!(pick(1025, 1536, 1024, 154.0, 0.3), thirty_two);
+        assert_ne!(pick(512, 1536, 704, 154.0, 0.3), thirty_two);
+        assert_ne!(pick(512, 1536, 3136, 154.0, 0.3), thirty_two);
+        assert_ne!(pick(512, 1536, 1056, 154.0, 0.3), thirty_two, "n a multiple of 64");
+        assert_ne!(pick(512, 1536, 1024, 29.0, 0.3), thirty_two);
+        assert_ne!(pick(512, 3073, 3072, 300.0, 0.3), thirty_two, "k past the sweep's");
+        assert_ne!(pick(512, 1023, 1024, 150.0, 0.3), thirty_two, "k below the sweep's");
+        let split_long = RowStats { min: 0, max: 2000, mean: 154.0, cv: 0.4, empty_rows: 0 };
+        assert_ne!(SpmmConfig::select_with_stats(512, 1536, 1024, &split_long, DType::F32).kernel_name(), thirty_two);
+        let f16 =
+            SpmmConfig::select_with_stats(384, 1536, 1024, &RowStats { max: 0, cv: 0.21, ..split_long }, DType::F16);
+        assert!(!f16.kernel_name().contains("y32k16x64w16"), "f32 only: {f16}");
         // Few long rows over a wide B: sixteen warps on one 64-column tile (pruned 384 x 1536 at 90%).
         assert_eq!(s(384, 1024, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(384, 2048, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
