@@ -449,7 +449,7 @@ pub fn block_order(
     } else if config.same_kernel(&select::thirty_two_row_tile(config.dtype)) {
         // One block per SM. On the 1440 problems of its sweep (NOTES.md, "SpMM step 21") column tiles first was
         // 1.13x faster on geometric mean, and up to 1.59x on uneven rows (384 x 2048 at 20%, cv 0.96, n = 2048);
-        // even rows (cv < 0.1) went the other way at large n (1024 x 3072 at 5%, n = 3072: 1.49x with rows first).
+        // even rows (cv < 0.1) went the other way at large n (1024 x 3072 at 5%, n = 3072: 1.48x with rows first).
         if stats.cv < 0.1 {
             BlockOrder::RowBlocksFirst
         } else {
