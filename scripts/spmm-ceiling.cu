@@ -40,6 +40,7 @@ float held_floor(int blocks, int runs) {
     cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]);
     t.push_back(ms * 1e3f);
   }
+  for (auto& e : ev) cudaEventDestroy(e);
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
