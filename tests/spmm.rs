@@ -1121,7 +1121,8 @@ fn sanitizer_spmm_tensor_core() {
 }
 
 /// spmm_auto picks the tensor cores for a half-full f16/bf16/f32 matrix and (f16) for a small C (SpmmKernel::select),
-/// and a CUDA-core tile for a large C at 95% sparsity; every result matches the oracle. A keeps its fixed seed,
+/// and a CUDA-core tile for a large C at 95% sparsity; 64-row windows on 320 rows where there is enough work, 16-row
+/// ones where there is not; every result matches the oracle. A keeps its fixed seed,
 /// since the choice depends on how full A's blocks are; B is fresh.
 #[test]
 fn auto_uses_the_tensor_cores_where_they_win() {
@@ -1144,6 +1145,26 @@ fn auto_uses_the_tensor_cores_where_they_win() {
     case::<f32>(&gpu, 9000, 0.05, false);
     case::<f16>(&gpu, 200, 0.05, true); // C of 12 800 elements
     case::<f16>(&gpu, 9000, 0.05, false); // blocks 8% full, C of 576 000
+
+    // Fewer than 1024 rows, half full, at least 6144 (k-block, 64-column slice) pairs: the 64-row windows; with
+    // fewer pairs the 16-row ones (select_tensor_core, NOTES.md "SpMM step 23").
+    fn window<T: Scalar>(gpu: &Gpu, m: usize, k: usize, n: usize) -> u32 {
+        let a: CsMat<T> = gen::convert(&gen::uniform_random(m, k, 0.5, seed(97)));
+        let b = dense::<T>(k, n, seed(98));
+        let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+        let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+        SpmmOracle::new(a.view(), &b, n).check_kernel(&format!("auto {used}"), &c_dev.download(gpu).unwrap(), &used);
+        match used {
+            SpmmKernel::TensorCore(c) => c.window,
+            other => panic!("m = {m}, k = {k}, n = {n}: {other} is not on the tensor cores"),
+        }
+    }
+    assert_eq!(window::<f16>(&gpu, 320, 1536, 1024), 64); // 5 windows x 96 k-blocks x 16 slices
+    assert_eq!(window::<bf16>(&gpu, 320, 1536, 1024), 64);
+    assert_eq!(window::<f16>(&gpu, 320, 1536, 256), 16); // x 4 slices: 1920 pairs
 }
 
 /// The bench timing (tilesparse::timing::time_op, used for every table) measures device time: a run whose host

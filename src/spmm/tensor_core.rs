@@ -172,6 +172,11 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
     blocks
 }
 
+/// (k-block, 64-column slice) pairs from which the wide windows beat the narrow ones on fewer than 1024 rows
+/// with blocks at least 10% full (NOTES.md, "SpMM step 23": 3072-3840 pairs always narrow, 4608 split 1.13x /
+/// 0.93x / 0.95x between three shapes, 4704-5600 wide by up to 1.24x or level, 6144 and more always wide).
+pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
+
 /// The tensor-core variant for a product C (m x n) = A * B whose A has `nnz` entries in `counts`
 /// k-blocks ([`BlockCounts::of`]), or None where the CUDA-core tiles are faster. Pure; each branch from the
 /// H100 runs in NOTES.md ("SpMM step 7: 64-row windows" and "step 6: tensor cores"):
@@ -184,6 +189,12 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
 ///   n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021 ms); not the 384-row weights (six windows: 0.013
 ///   vs 0.007 ms). 128 columns per block when that still makes 256 blocks (uniform, n = 128: 0.051 vs 0.053
 ///   ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
+/// - the wide windows on fewer rows too, where their blocks are at least 10% full and there are at least
+///   [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs: since the split ranges are added in clusters
+///   (step 9) they beat the narrow windows and the tiles there (NOTES.md, "SpMM step 23", three sweeps of pruned
+///   128-960 rows at 50-92% sparsity, f16 and bf16: 1.39x-1.51x on geometric mean where the rule moves a problem,
+///   0.97x at worst; the pruned 384 x 1536 at 70%, n = 1024, 16.4 vs 18.7 us; at 90% a tie; at 98%, 2% full,
+///   the narrow windows are 1.46x faster);
 /// - else the 16-row windows (narrow) where their blocks are at least a quarter full (f16; a fifth for bf16,
 ///   whose CUDA-core tiles are slower) or C is small (m * n < 2^19, where the tiles leave most of the GPU idle):
 ///   the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at n = 256 win at 7-30%
@@ -219,6 +230,12 @@ pub fn select_tensor_core(
     let large = n >= 256 || m.saturating_mul(n) >= 1 << 19;
     if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large)) && launch(64) >= 128 {
         let tiles_n = if launch(128) >= 256 { 16 } else { 8 };
+        return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
+    }
+    if m < 1024 && wide_fill >= 0.1 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
+        // 128 columns per block where that makes 120 blocks before any split: within 7% of the better width on
+        // the 112 wide problems of step 23's first sweep (the rule above would be within 16%).
+        let tiles_n = if wide_windows * n.div_ceil(128) >= 120 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
     let fill = nnz as f64 / (counts.narrow * WINDOW * SLOTS) as f64;
@@ -827,9 +844,36 @@ mod tests {
         // n = 256 (96 blocks of 64 columns) the narrow windows.
         assert_eq!(sel(DType::F16, 1536, 1024, 176_947, 2_304, 576), Some((64, 8)));
         assert_eq!(sel(DType::F16, 1536, 256, 176_947, 2_304, 576), Some((16, 8)));
-        // Pruned 384-row weights: never wide; narrow for a small C whatever the fill (384 x 1536 at 98%).
+        // Pruned 384-row weights: narrow for a small C whatever the fill (384 x 1536 at 98%) ...
         assert_eq!(sel(DType::F16, 384, 256, 11_796, 576, 500), Some((16, 4)));
         assert_eq!(sel(DType::F16, 384, 1024, 44_237, 2_304, 576), Some((16, 8)));
+        // ... but wide from 10% full with 4800 (k-block, slice) pairs (step 23): 384 x 1536 at 70% (30% full, 6
+        // windows of 96 k-blocks) at n = 1024 (9216 pairs), not at n = 256 (2304); at 90% (10.1% full, a tie) too,
+        // at 98% (2% full: narrow 1.46x faster) not; 384 x 384 at 70% (144 k-blocks) at n = 1024 not (2304).
+        assert_eq!(sel(DType::F16, 384, 1024, 176_947, 2_304, 576), Some((64, 8)));
+        assert_eq!(sel(DType::Bf16, 384, 1024, 176_947, 2_304, 576), Some((64, 8)));
+        assert_eq!(sel(DType::F16, 384, 256, 176_947, 2_304, 576), Some((16, 4)));
+        assert_eq!(sel(DType::F16, 384, 1024, 58_982, 2_304, 570), Some((64, 8)));
+        assert_eq!(sel(DType::F16, 384, 1024, 11_796, 1_400, 576), Some((16, 8)));
+        assert_eq!(sel(DType::F16, 384, 1024, 44_237, 576, 144), Some((16, 8)));
+        // 640 x 2048 at 80% (10 windows of 128 k-blocks, 20% full), n = 1536: wide where the tiles ran 3.4x
+        // slower; 10% full is enough, 9.9% not; 120 blocks of 128 columns take 128 columns each.
+        assert_eq!(sel(DType::F16, 640, 1536, 262_144, 5_120, 1_280), Some((64, 16)));
+        assert_eq!(sel(DType::F16, 640, 1536, 131_072, 5_120, 1_280), Some((64, 16)));
+        assert_eq!(sel(DType::F16, 640, 1536, 129_761, 5_120, 1_280), None);
+        // Either side of the pairs: 192 x 1280 (3 windows of 80 k-blocks, 30% full) at n = 1280 is 4800 pairs
+        // (wide), at n = 1216 4560 (narrow); 768 x 768 (12 x 48) at n = 512 4608 (narrow), at n = 1024 9216
+        // (wide). 128 columns per block from 120 blocks of 128 columns: 512 rows (8 windows) at n = 2048, not 768
+        // rows at n = 512.
+        assert_eq!(sel(DType::Bf16, 192, 1280, 73_728, 960, 240), Some((64, 8)));
+        assert_eq!(sel(DType::Bf16, 192, 1216, 73_728, 960, 240), Some((16, 8)));
+        assert_eq!(sel(DType::F16, 768, 512, 294_912, 2_304, 576), Some((16, 8)));
+        assert_eq!(sel(DType::F16, 768, 1024, 294_912, 2_304, 576), Some((64, 8)));
+        assert_eq!(sel(DType::F16, 512, 2048, 786_432, 6_144, 1_536), Some((64, 16)));
+        assert_eq!(sel(DType::F16, 768, 512, 1_179_648, 9_216, 2_304), Some((64, 8)));
+        // 1023 rows are few (16 windows of 48 k-blocks, 30% full, 6144 pairs at n = 512); f32 keeps its own rule.
+        assert_eq!(sel(DType::F16, 1023, 512, 235_930, 3_072, 768), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 1023, 512, 235_930, 3_072, 768), None);
         // Uniform 95% (5% full wide, 9% narrow), large C: the tiles.
         assert_eq!(sel(DType::Bf16, 4096, 4096, 838_861, 36_800, 15_700), None);
         // n <= 32 on a small C: 32 columns per warp.
