@@ -173,7 +173,7 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
 }
 
 /// (k-block, 64-column slice) pairs from which the wide windows beat the narrow ones on fewer than 1024 rows
-/// with blocks at least 10% full (NOTES.md, "SpMM step 23": 3072-3840 pairs always narrow, 4608 split 1.13x /
+/// with blocks at least 8% full (NOTES.md, "SpMM step 23": 3072-3840 pairs always narrow, 4608 split 1.13x /
 /// 0.93x / 0.95x between three shapes, 4704-5600 wide by up to 1.24x or level, 6144 and more always wide).
 pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 
@@ -189,12 +189,12 @@ pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 ///   n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021 ms); not the 384-row weights (six windows: 0.013
 ///   vs 0.007 ms). 128 columns per block when that still makes 256 blocks (uniform, n = 128: 0.051 vs 0.053
 ///   ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
-/// - the wide windows on fewer rows too, where their blocks are at least 10% full and there are at least
-///   [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs: since the split ranges are added in clusters
-///   (step 9) they beat the narrow windows and the tiles there (NOTES.md, "SpMM step 23", three sweeps of pruned
-///   128-960 rows at 50-92% sparsity, f16 and bf16: 1.39x-1.51x on geometric mean where the rule moves a problem,
-///   0.97x at worst; the pruned 384 x 1536 at 70%, n = 1024, 16.4 vs 18.7 us; at 90% a tie; at 98%, 2% full,
-///   the narrow windows are 1.46x faster);
+/// - the wide windows on fewer rows too, where their blocks are at least 8% full (as above for a large C) and
+///   there are at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs: since the split ranges are
+///   added in clusters (step 9) they beat the narrow windows and the tiles there (NOTES.md, "SpMM step 23",
+///   four sweeps of pruned 128-992 rows at 50-95% sparsity, f16 and bf16: 1.35x-1.51x on geometric mean where
+///   the rule moves a problem, 0.97x at worst; the pruned 384 x 1536 at 70%, n = 1024, 16.4 vs 18.7 us; at 90%
+///   a tie; at 98%, 2% full, the narrow windows are 1.46x faster);
 /// - else the 16-row windows (narrow) where their blocks are at least a quarter full (f16; a fifth for bf16,
 ///   whose CUDA-core tiles are slower) or C is small (m * n < 2^19, where the tiles leave most of the GPU idle):
 ///   the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at n = 256 win at 7-30%
@@ -232,7 +232,7 @@ pub fn select_tensor_core(
         let tiles_n = if launch(128) >= 256 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
-    if m < 1024 && wide_fill >= 0.1 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
+    if m < 1024 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
         // 128 columns per block where that makes 120 blocks before any split: within 7% of the better width on
         // the 112 wide problems of step 23's first sweep (the rule above would be within 16%).
         let tiles_n = if wide_windows * n.div_ceil(128) >= 120 { 16 } else { 8 };
@@ -847,7 +847,7 @@ mod tests {
         // Pruned 384-row weights: narrow for a small C whatever the fill (384 x 1536 at 98%) ...
         assert_eq!(sel(DType::F16, 384, 256, 11_796, 576, 500), Some((16, 4)));
         assert_eq!(sel(DType::F16, 384, 1024, 44_237, 2_304, 576), Some((16, 8)));
-        // ... but wide from 10% full with 4800 (k-block, slice) pairs (step 23): 384 x 1536 at 70% (30% full, 6
+        // ... but wide from 8% full with 4800 (k-block, slice) pairs (step 23): 384 x 1536 at 70% (30% full, 6
         // windows of 96 k-blocks) at n = 1024 (9216 pairs), not at n = 256 (2304); at 90% (10.1% full, a tie) too,
         // at 98% (2% full: narrow 1.46x faster) not; 384 x 384 at 70% (144 k-blocks) at n = 1024 not (2304).
         assert_eq!(sel(DType::F16, 384, 1024, 176_947, 2_304, 576), Some((64, 8)));
@@ -857,10 +857,10 @@ mod tests {
         assert_eq!(sel(DType::F16, 384, 1024, 11_796, 1_400, 576), Some((16, 8)));
         assert_eq!(sel(DType::F16, 384, 1024, 44_237, 576, 144), Some((16, 8)));
         // 640 x 2048 at 80% (10 windows of 128 k-blocks, 20% full), n = 1536: wide where the tiles ran 3.4x
-        // slower; 10% full is enough, 9.9% not; 120 blocks of 128 columns take 128 columns each.
+        // slower; 8% full is enough, 7.9% not; 120 blocks of 128 columns take 128 columns each.
         assert_eq!(sel(DType::F16, 640, 1536, 262_144, 5_120, 1_280), Some((64, 16)));
-        assert_eq!(sel(DType::F16, 640, 1536, 131_072, 5_120, 1_280), Some((64, 16)));
-        assert_eq!(sel(DType::F16, 640, 1536, 129_761, 5_120, 1_280), None);
+        assert_eq!(sel(DType::F16, 640, 1536, 104_858, 5_120, 1_280), Some((64, 16)));
+        assert_eq!(sel(DType::F16, 640, 1536, 103_547, 5_120, 1_280), None);
         // Either side of the pairs: 192 x 1280 (3 windows of 80 k-blocks, 30% full) at n = 1280 is 4800 pairs
         // (wide), at n = 1216 4560 (narrow); 768 x 768 (12 x 48) at n = 512 4608 (narrow), at n = 1024 9216
         // (wide). 128 columns per block from 120 blocks of 128 columns: 512 rows (8 windows) at n = 2048, not 768
