@@ -1122,22 +1122,26 @@ fn sanitizer_spmm_tensor_core() {
 
 /// spmm_auto picks the tensor cores for a half-full f16/bf16/f32 matrix and (f16) for a small C (SpmmKernel::select),
 /// and a CUDA-core tile for a large C at 95% sparsity; 64-row windows on 320 rows where there is enough work, 16-row
-/// ones where there is not; every result matches the oracle. A keeps its fixed seed,
-/// since the choice depends on how full A's blocks are; B is fresh.
+/// ones where there is not; every result matches the oracle. A's seeds are fixed, since the choice depends on how
+/// full A's blocks are; B is fresh.
 #[test]
 fn auto_uses_the_tensor_cores_where_they_win() {
     let Some(gpu) = gpu_or_skip("auto_uses_the_tensor_cores_where_they_win") else { return };
-    fn case<T: Scalar>(gpu: &Gpu, m: usize, density: f64, want_tc: bool) {
-        let (k, n) = (300, 64);
-        let a: CsMat<T> = gen::convert(&gen::uniform_random(m, k, density, 95));
+    /// C = A * B (k x n, fresh) through spmm_auto on a poisoned C, checked against the oracle; the kernel it used.
+    fn auto<T: Scalar>(gpu: &Gpu, a: CsMat<T>, n: usize) -> SpmmKernel {
+        let (m, k) = (a.rows(), a.cols());
         let b = dense::<T>(k, n, seed(96));
         let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
         let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
         let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
-        assert_eq!(matches!(used, SpmmKernel::TensorCore(_)), want_tc, "m = {m}, density {density}: {used}");
         SpmmOracle::new(a.view(), &b, n).check_kernel(&format!("auto {used}"), &c_dev.download(gpu).unwrap(), &used);
+        used
+    }
+    fn case<T: Scalar>(gpu: &Gpu, m: usize, density: f64, want_tc: bool) {
+        let used = auto::<T>(gpu, gen::convert(&gen::uniform_random(m, 300, density, 95)), 64);
+        assert_eq!(matches!(used, SpmmKernel::TensorCore(_)), want_tc, "m = {m}, density {density}: {used}");
     }
     case::<f16>(&gpu, 9000, 0.5, true);
     case::<bf16>(&gpu, 9000, 0.5, true);
@@ -1146,18 +1150,10 @@ fn auto_uses_the_tensor_cores_where_they_win() {
     case::<f16>(&gpu, 200, 0.05, true); // C of 12 800 elements
     case::<f16>(&gpu, 9000, 0.05, false); // blocks 8% full, C of 576 000
 
-    // Fewer than 1024 rows, half full, at least 6144 (k-block, 64-column slice) pairs: the 64-row windows; with
+    // Fewer than 1024 rows, half full, at least 4800 (k-block, 64-column slice) pairs: the 64-row windows; with
     // fewer pairs the 16-row ones (select_tensor_core, NOTES.md "SpMM step 23").
     fn window<T: Scalar>(gpu: &Gpu, m: usize, k: usize, n: usize) -> u32 {
-        let a: CsMat<T> = gen::convert(&gen::uniform_random(m, k, 0.5, seed(97)));
-        let b = dense::<T>(k, n, seed(98));
-        let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
-        let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
-        let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
-        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-        let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
-        SpmmOracle::new(a.view(), &b, n).check_kernel(&format!("auto {used}"), &c_dev.download(gpu).unwrap(), &used);
-        match used {
+        match auto::<T>(gpu, gen::convert(&gen::uniform_random(m, k, 0.5, 97)), n) {
             SpmmKernel::TensorCore(c) => c.window,
             other => panic!("m = {m}, k = {k}, n = {n}: {other} is not on the tensor cores"),
         }
