@@ -189,9 +189,9 @@ pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 ///   n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021 ms); not the 384-row weights (six windows: 0.013
 ///   vs 0.007 ms). 128 columns per block when that still makes 256 blocks (uniform, n = 128: 0.051 vs 0.053
 ///   ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
-/// - the wide windows on fewer rows too, where their blocks are at least 8% full (as above for a large C) and
-///   there are at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs: since the split ranges are
-///   added in clusters (step 9) they beat the narrow windows and the tiles there (NOTES.md, "SpMM step 23",
+/// - the wide windows on fewer rows too, where n >= 512 (the range measured), their blocks are at least 8% full
+///   (as above for a large C) and there are at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs:
+///   since the split ranges are added in clusters (step 9) they beat the narrow windows and the tiles there (NOTES.md, "SpMM step 23",
 ///   four sweeps of pruned 128-992 rows at 50-95% sparsity, f16 and bf16: 1.35x-1.51x on geometric mean where
 ///   the rule moves a problem, 0.97x at worst; the pruned 384 x 1536 at 70%, n = 1024, 16.4 vs 18.7 us; at 90%
 ///   a tie; at 98%, 2% full, the narrow windows are 1.46x faster);
@@ -232,7 +232,7 @@ pub fn select_tensor_core(
         let tiles_n = if launch(128) >= 256 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
-    if m < 1024 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
+    if m < 1024 && n >= 512 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
         // 128 columns per block where that makes 120 blocks before any split: within 7% of the better width on
         // the 112 wide problems of step 23's first sweep (the rule above would be within 16%).
         let tiles_n = if wide_windows * n.div_ceil(128) >= 120 { 16 } else { 8 };
@@ -874,6 +874,9 @@ mod tests {
         // 1023 rows are few (16 windows of 48 k-blocks, 30% full, 6144 pairs at n = 512); f32 keeps its own rule.
         assert_eq!(sel(DType::F16, 1023, 512, 235_930, 3_072, 768), Some((64, 8)));
         assert_eq!(sel(DType::F32, 1023, 512, 235_930, 3_072, 768), None);
+        // n < 512 was not measured on few rows: 960 x 8192 at 70% (60 windows of 512 k-blocks) at n = 256 keeps
+        // the narrow windows, 30720 pairs or not.
+        assert_eq!(sel(DType::F16, 960, 256, 2_359_296, 30_720, 7_680), Some((16, 8)));
         // Uniform 95% (5% full wide, 9% narrow), large C: the tiles.
         assert_eq!(sel(DType::Bf16, 4096, 4096, 838_861, 36_800, 15_700), None);
         // n <= 32 on a small C: 32 columns per warp.
