@@ -175,10 +175,10 @@ impl SpmmConfig {
             // faster than the tiles chosen before on the 632 problems the rule covers (0.93x-1.74x; 512 x 1536 at
             // 10%, cv 0.49, n = 1024: 35.2 -> 27.2 us from the sixteen-row block; 256 x 2048 at 20%, cv 0.58, n =
             // 3072: 136.6 -> 79.1 us from a warp per row), and on the suite's pruned weights at n = 512-3072 1.14x on
-            // the 12 problems it covers (384 x 1536 at 90%, n = 1024: 27.6 -> 23.1 us). Not uneven rows in 384 rows at n <= 1024 (cv 0.9,
-            // 384 x 1536 at 10%: 24.4 vs 32.3 us with the sixteen-row block: 12 row blocks leave the SMs waiting
-            // on the longest rows), nor even rows past 640 rows (the two-row tile: 1024 x 1024 at 5%, n = 2048,
-            // 35.4 vs 38.9 us).
+            // the 12 problems it covers (384 x 1536 at 90%, n = 1024: 27.6 -> 23.1 us). Not uneven rows in 384
+            // rows at n <= 1024 (cv 0.9, 384 x 1536 at 10%: 24.4 vs 32.3 us with the sixteen-row block: 12 row
+            // blocks leave the SMs waiting on the longest rows), nor even rows past 640 rows (the two-row tile:
+            // 1024 x 1024 at 5%, n = 2048, 35.4 vs 38.9 us).
             thirty_two_row_tile(dtype)
         } else if uneven_long_rows(m, k, n, stats) {
             // Long, uneven rows over a wide B: eight one-row warps per block on one 64-column tile, two blocks per

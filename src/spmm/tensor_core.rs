@@ -191,10 +191,10 @@ pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 ///   ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
 /// - the wide windows on fewer rows too, where n >= 512 (the range measured), their blocks are at least 8% full
 ///   (as above for a large C) and there are at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs:
-///   since the split ranges are added in clusters (step 9) they beat the narrow windows and the tiles there (NOTES.md, "SpMM step 23",
-///   four sweeps of pruned 128-992 rows at 50-95% sparsity, f16 and bf16: 1.35x-1.51x on geometric mean where
-///   the rule moves a problem, 0.97x at worst; the pruned 384 x 1536 at 70%, n = 1024, 16.4 vs 18.7 us; at 90%
-///   a tie; at 98%, 2% full, the narrow windows are 1.46x faster);
+///   since the split ranges are added in clusters (step 9) they beat the narrow windows and the tiles there
+///   (NOTES.md, "SpMM step 23", four sweeps of pruned 128-992 rows at 50-95% sparsity, f16 and bf16: 1.35x-1.51x
+///   on geometric mean where the rule moves a problem, 0.97x at worst; the pruned 384 x 1536 at 70%, n = 1024,
+///   16.4 vs 18.7 us; at 90% a tie; at 98%, 2% full, the narrow windows are 1.46x faster);
 /// - else the 16-row windows (narrow) where their blocks are at least a quarter full (f16; a fifth for bf16,
 ///   whose CUDA-core tiles are slower) or C is small (m * n < 2^19, where the tiles leave most of the GPU idle):
 ///   the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at n = 256 win at 7-30%
