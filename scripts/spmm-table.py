@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The f32 SpMM suite as a Markdown table, from `tilesparse bench spmm --json FILE` (NOTES.md, "SpMM step 22").
+"""The SpMM suite as a Markdown table, from `tilesparse bench spmm [--dtype f16|bf16] --json FILE` (NOTES.md, "SpMM
+steps 22 and 23").
 
     scripts/spmm-table.py spmm-f32.json [CEILING_TFLOPS FLOOR_US]
 
