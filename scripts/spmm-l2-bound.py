@@ -62,6 +62,9 @@ def main():
     for p, g in zip(bench, groups):
         cuda_core = [x for x in g["ours"] if "_tc_" not in x[0]]
         name, m = (cuda_core or g["ours"])[0]
+        selected = p["selected"]["name"]
+        if not (selected.startswith(name) or ("_tc_" in name and "_tc_" in selected)):
+            sys.exit(f"{p['problem']}: the JSON selected {selected}, the CSV's kernel is {name}: runs of different trees?")
         v = g["v3"]
         t, tv = m["gpu__time_duration.sum"] / 1e3, v["gpu__time_duration.sum"] / 1e3
         l2 = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
