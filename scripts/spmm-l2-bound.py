@@ -63,7 +63,7 @@ def main():
         cuda_core = [x for x in g["ours"] if "_tc_" not in x[0]]
         name, m = (cuda_core or g["ours"])[0]
         selected = p["selected"]["name"]
-        if not (selected.startswith(name) or ("_tc_" in name and "_tc_" in selected)):
+        if not (selected == name or ("_tc_" in name and "_tc_" in selected)):
             sys.exit(f"{p['problem']}: the JSON selected {selected}, the CSV's kernel is {name}: runs of different trees?")
         v = g["v3"]
         t, tv = m["gpu__time_duration.sum"] / 1e3, v["gpu__time_duration.sum"] / 1e3
