@@ -72,8 +72,11 @@ def main():
         print(f"| {p['problem']} | {name[5:]} | {t:.1f} | {m[l2]:.1f} | {m[hit]:.1f} | "
               f"{m['lts__t_bytes.sum'] / t / 1e6:.2f} | {m['sm__warps_active.avg.pct_of_peak_sustained_active']:.1f} "
               f"| {tv:.1f} | {v[l2]:.1f} | {v[hit]:.1f} | {v['lts__t_bytes.sum'] / tv / 1e6:.2f} |")
+        timed = [c["ms"] for c in p["cusparse"] if isinstance(c.get("ms"), float)]  # as spmm-table.py: failed runs
+        if not isinstance(p["selected"].get("ms"), float) or not timed:
+            sys.exit(f"{p['problem']}: no time for our kernel or for any cuSPARSE algorithm in the JSON")
         ours_us = p["selected"]["ms"] * 1e3
-        cusparse_us = min(c["ms"] for c in p["cusparse"]) * 1e3
+        cusparse_us = min(timed) * 1e3
         # Time at 100% of the L2's peak, at boost clocks: the ncu share of the kernel's time, scaled to the bench.
         scale = ours_us / t
         rows.append((p["problem"], "_tc_" in name, ours_us, cusparse_us, t * m[l2] / 100 * scale,
