@@ -64,7 +64,7 @@ def main():
         name, m = (cuda_core or g["ours"])[0]
         selected = p["selected"]["name"]
         if not (selected == name or ("_tc_" in name and "_tc_" in selected)):
-            sys.exit(f"{p['problem']}: the JSON selected {selected}, the CSV's kernel is {name}: runs of different trees?")
+            sys.exit(f"{p['problem']}: the JSON selected {selected}, the CSV's kernel is {name}: different trees?")
         v = g["v3"]
         t, tv = m["gpu__time_duration.sum"] / 1e3, v["gpu__time_duration.sum"] / 1e3
         l2 = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
