@@ -10,7 +10,9 @@ use half::{bf16, f16};
 use sprs::{CsMat, CsMatView};
 use tilesparse::cpu::oracle;
 use tilesparse::kernels::compiled_spmm_variants_for;
-use tilesparse::spmm::{block_order, check_config, column_tiles_first, splits_rows, spmm_bias_relu};
+use tilesparse::spmm::{
+    block_order, check_config, column_tiles_first, rows_longest_first, splits_rows, spmm_bias_relu,
+};
 use tilesparse::{
     gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, BlockOrder, DType,
     DeviceCsr, DeviceDense, Error, Gpu, RangeSum, RowStats, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig,
@@ -119,6 +121,21 @@ fn every_variant_matches_the_oracle_on_sputniks_problem_list() {
     for (i, (what, a, n)) in problems.iter().enumerate() {
         // check_all_variants asserts that at least one variant ran.
         check_all_variants::<f32>(&gpu, what, a, *n, seed(100 + i as u64));
+    }
+}
+
+/// Many even rows (`spmm::rows_longest_first` false for f32): the kernel reads rows in their own order, with no
+/// row swizzle, on every compiled f32 variant; empty rows and a partial last row block included.
+#[test]
+fn every_variant_in_row_order_on_many_even_rows() {
+    let Some(gpu) = gpu_or_skip("every_variant_in_row_order_on_many_even_rows") else { return };
+    let a = gen::with_empty_rows(&gen::uniform_random(4099, 96, 0.3, seed(21)), 0.01, seed(22));
+    let stats = RowStats::from_indptr(&a.indptr().to_proper());
+    assert!(!rows_longest_first(&stats, a.rows(), DType::F32), "cv {:.2}: the case must take row order", stats.cv);
+    assert!(stats.empty_rows > 0);
+    // check_all_variants asserts that every variant that accepts the shape ran, at least one.
+    for n in [40, 128] {
+        check_all_variants::<f32>(&gpu, &format!("row order, n = {n}"), &a, n, seed(23));
     }
 }
 

@@ -12,7 +12,7 @@ struct SpmmParams {
   int k;                        // columns of A, rows of B
   int n;                        // columns of B and C
   int nnz;                      // stored entries of A
-  const int* row_swizzle;       // (m) rows in processing order (longest first), global; null = identity
+  const int* row_swizzle;       // (m) rows longest first, global; null = row order (spmm::rows_longest_first)
   const void* values;           // (nnz) A's values, global, element type of the kernel
   const int* row_offsets;       // (m + 1) CSR row pointer, global
   const int* column_indices;    // (nnz) CSR column indices, global

@@ -364,6 +364,23 @@ pub fn column_tiles_first(
     fewer_tiles_per_sm && (waves <= 1.0 || (row_cv >= 0.5 && waves <= 3.0))
 }
 
+/// Whether the tile kernel takes A's rows longest first (the row swizzle of [`crate::csr::row_swizzle`], one load
+/// per subwarp before its row's offsets) rather than in row order (no swizzle: `row_swizzle` null), for `rows` rows
+/// of `dtype` with row statistics `stats`. Row order for f32 on 4096 rows or more of length variation cv <= 0.4:
+/// with many row blocks and even rows, longest first evens out little and its load sits on every subwarp's chain
+/// of dependent loads.
+///
+/// Measured on the H100 (NOTES.md, "SpMM step 26"; the selected tile, both ways, medians of event-timed runs, each
+/// way twice): copter2 (55,476 rows, cv 0.33) 1.03x-1.08x faster in row order at n = 32-512, case_ACTIVSg70k
+/// (70,000, cv 0.38) 0.99x-1.05x, uniform 4096^2 at 90-98% and 8192 x 2048 0.99x-1.04x, uniform 8192 and 65536 x
+/// 4096 at 0.2-5% (n = 64) 1.00x-1.03x, wrld_1deg and 4elt (cv 0.16-0.19) 0.98x-1.02x. Past the bounds it loses:
+/// the pruned weights' uneven rows (1536 x 384 at 90%, cv 0.67: 0.76x-0.87x) and even rows of few row blocks (384 x
+/// 1536 at 90%, cv 0.21, n = 1024, 32-row blocks: 0.74x; 1536 x 384 at 70%, cv 0.34: 0.97x). Not f16 or bf16: their
+/// 64-column tile on copter2 at n = 128 ran 0.91x-0.92x in row order.
+pub fn rows_longest_first(stats: &crate::csr::RowStats, rows: usize, dtype: crate::DType) -> bool {
+    dtype != crate::DType::F32 || rows < 4096 || stats.cv > 0.4
+}
+
 /// The order in which the tile kernel's blocks take their (row block, column tile) pairs of C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BlockOrder {
@@ -498,6 +515,7 @@ fn launch<T: Scalar>(
         None => None,
     };
     let (row_swizzle, _g1) = derived.row_swizzle.device_ptr(stream);
+    let row_swizzle = if rows_longest_first(&derived.stats, m, T::DTYPE) { row_swizzle } else { 0 };
     let (values, _g2) = a.values.device_ptr(stream);
     let (row_offsets, _g3) = a.row_offsets.device_ptr(stream);
     let (column_indices, _g4) = a.column_indices.device_ptr(stream);
@@ -599,6 +617,7 @@ fn launch<T: Scalar>(
 mod tests {
     use super::*;
     use crate::kernels::spmm_table;
+    use crate::DType;
 
     #[test]
     fn validate_refuses_huge_sizes_without_overflow() {
@@ -656,6 +675,26 @@ mod tests {
         assert!(!order(0, 8, 1.0));
         assert!(!column_tiles_first(384, 8, 12, 0, 1.0));
         assert!(!column_tiles_first(384, 8, 0, 132, 1.0));
+    }
+
+    #[test]
+    fn rows_go_longest_first_unless_many_and_even() {
+        let stats = |cv: f64| crate::csr::RowStats { mean: 12.0, cv, ..Default::default() };
+        let f32_rows_first = |cv: f64, rows: usize| rows_longest_first(&stats(cv), rows, DType::F32);
+        // copter2 (cv 0.33), case_ACTIVSg70k (0.38), uniform 4096^2 (0.1): row order.
+        assert!(!f32_rows_first(0.33, 55_476));
+        assert!(!f32_rows_first(0.38, 70_000));
+        assert!(!f32_rows_first(0.1, 4096));
+        assert!(!f32_rows_first(0.4, 4096));
+        // Uneven rows (email-Enron, pruned weights) and few rows (1536 x 384 at 70%, cv 0.34) stay longest first.
+        assert!(f32_rows_first(0.41, 4096));
+        assert!(f32_rows_first(3.6, 36_692));
+        assert!(f32_rows_first(0.34, 1536));
+        assert!(f32_rows_first(0.1, 4095));
+        assert!(f32_rows_first(0.0, 0));
+        // f16 and bf16 stay longest first (copter2, n = 128: 0.91x-0.92x in row order).
+        assert!(rows_longest_first(&stats(0.33), 55_476, DType::F16));
+        assert!(rows_longest_first(&stats(0.33), 55_476, DType::Bf16));
     }
 
     #[test]
