@@ -136,11 +136,12 @@ pub(crate) fn upload_slice<T: DeviceRepr + Default + Copy>(
     gpu.stream().clone_htod(src).map_err(Error::driver(what, bytes))
 }
 
-/// What is derived from the row pointer: the statistics, the longest-first row order and, for a skewed
-/// matrix, SpMM's row split, on the device.
+/// What is derived from the row pointer: the statistics, the longest-first row order where SpMM takes the rows
+/// in that order ([`crate::spmm::rows_longest_first`]) and, for a skewed matrix, SpMM's row split, on the device.
 pub(crate) struct Derived {
     pub(crate) stats: RowStats,
-    pub(crate) row_swizzle: CudaSlice<i32>,
+    /// None: the SpMM kernel takes the rows in their own order (a null `row_swizzle`).
+    pub(crate) row_swizzle: Option<CudaSlice<i32>>,
     pub(crate) split: Option<DeviceSplit>,
 }
 
@@ -154,8 +155,14 @@ pub(crate) struct DeviceSplit {
 }
 
 impl Derived {
-    fn from_indptr(gpu: &Gpu, indptr: &[usize]) -> Result<Self> {
+    fn from_indptr(gpu: &Gpu, indptr: &[usize], dtype: crate::DType) -> Result<Self> {
         let stats = RowStats::from_indptr(indptr);
+        let rows = indptr.len().saturating_sub(1);
+        let row_swizzle = if crate::spmm::rows_longest_first(&stats, rows, dtype) {
+            Some(upload_slice(gpu, &row_swizzle(indptr), "uploading the row swizzle")?)
+        } else {
+            None
+        };
         let split = match crate::spmm::split::plan(indptr, &stats) {
             None => None,
             Some(host) => Some(DeviceSplit {
@@ -166,14 +173,15 @@ impl Derived {
                 num_partials: host.num_partials,
             }),
         };
-        Ok(Derived { row_swizzle: upload_slice(gpu, &row_swizzle(indptr), "uploading the row swizzle")?, stats, split })
+        Ok(Derived { row_swizzle, stats, split })
     }
 }
 
 /// A CSR matrix on the device with 32-bit indices.
 ///
-/// The row statistics and the row swizzle are computed at upload; for a matrix built on the device (a
-/// SpGEMM result) they are computed on first use, so that producing one costs no host round trip.
+/// The row statistics and the row swizzle (where SpMM takes the rows longest first) are computed at upload; for a
+/// matrix built on the device (a SpGEMM result) they are computed on first use, so that producing one costs no host
+/// round trip.
 pub struct DeviceCsr<T: Scalar> {
     rows: usize,
     cols: usize,
@@ -252,7 +260,7 @@ impl<T: Scalar> DeviceCsr<T> {
         let offsets = to_i32(indptr);
         let cols_i32 = to_i32(indices);
         let derived = OnceLock::new();
-        let _ = derived.set(Derived::from_indptr(gpu, indptr)?);
+        let _ = derived.set(Derived::from_indptr(gpu, indptr, T::DTYPE)?);
         Ok(DeviceCsr {
             rows,
             cols,
@@ -304,7 +312,7 @@ impl<T: Scalar> DeviceCsr<T> {
         let offsets =
             gpu.stream().clone_dtoh(&self.row_offsets).map_err(Error::driver("reading back CSR row offsets", 0))?;
         let indptr: Vec<usize> = offsets.iter().take(self.rows + 1).map(|&o| o as usize).collect();
-        let _ = self.derived.set(Derived::from_indptr(gpu, &indptr)?);
+        let _ = self.derived.set(Derived::from_indptr(gpu, &indptr, T::DTYPE)?);
         Ok(self.derived.get().expect("set just above"))
     }
 

@@ -514,8 +514,7 @@ fn launch<T: Scalar>(
         ),
         None => None,
     };
-    let (row_swizzle, _g1) = derived.row_swizzle.device_ptr(stream);
-    let row_swizzle = if rows_longest_first(&derived.stats, m, T::DTYPE) { row_swizzle } else { 0 };
+    let row_swizzle = derived.row_swizzle.as_ref().map(|s| s.device_ptr(stream));
     let (values, _g2) = a.values.device_ptr(stream);
     let (row_offsets, _g3) = a.row_offsets.device_ptr(stream);
     let (column_indices, _g4) = a.column_indices.device_ptr(stream);
@@ -565,7 +564,7 @@ fn launch<T: Scalar>(
         k: k as i32,
         n: n as i32,
         nnz: a.nnz() as i32,
-        row_swizzle,
+        row_swizzle: ptr(&row_swizzle),
         values,
         row_offsets,
         column_indices,
