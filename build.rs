@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Kernel families: one folder under `cuda/` and one fatbin each.
-const FAMILIES: &[&str] = &["spmm", "spmv", "spgemm", "util"];
+const FAMILIES: &[&str] = &["spmm", "spmv", "spgemm", "util", "spmm90a"];
+/// The family of Hopper-only kernels (wgmma): machine code for sm_90a alone, built when the targets include 90.
+const SM90A_FAMILY: &str = "spmm90a";
 
 /// One row of `cuda/spmm/variants.txt`.
 struct Variant {
@@ -169,12 +171,17 @@ fn main() {
         nvcc_version = String::from_utf8_lossy(&v.stdout).lines().last().unwrap_or("").trim().to_string();
     }
 
+    let sm90a = nvcc.is_some() && archs.iter().any(|a| a == "90");
     for family in FAMILIES {
         let fatbin = out.join(format!("{family}.fatbin"));
         let Some(nvcc) = &nvcc else {
             fs::write(&fatbin, b"").unwrap();
             continue;
         };
+        if *family == SM90A_FAMILY && !sm90a {
+            fs::write(&fatbin, b"").unwrap();
+            continue;
+        }
         let src = if *family == "spmm" {
             out.join("spmm_instances.cu")
         } else {
@@ -191,11 +198,17 @@ fn main() {
             .arg(&cuda)
             .arg("-o")
             .arg(&fatbin);
-        for a in &archs {
-            cmd.arg(format!("-gencode=arch=compute_{a},code=sm_{a}"));
+        if *family == SM90A_FAMILY {
+            // wgmma exists on sm_90a only: no other machine code, and no PTX (it would load on 9.0 alone too).
+            cmd.arg("-gencode=arch=compute_90a,code=sm_90a");
+        } else {
+            for a in &archs {
+                cmd.arg(format!("-gencode=arch=compute_{a},code=sm_{a}"));
+            }
+            let ptx =
+                archs.iter().max_by_key(|a| a.parse::<u32>().unwrap_or(0)).expect("TILESPARSE_CUDA_ARCHS is empty");
+            cmd.arg(format!("-gencode=arch=compute_{ptx},code=compute_{ptx}"));
         }
-        let ptx = archs.iter().max_by_key(|a| a.parse::<u32>().unwrap_or(0)).expect("TILESPARSE_CUDA_ARCHS is empty");
-        cmd.arg(format!("-gencode=arch=compute_{ptx},code=compute_{ptx}"));
         cmd.arg(&src);
         let res = cmd.output().unwrap_or_else(|e| panic!("running {}: {e}", nvcc.display()));
         // The resource report (registers, spills, shared memory per kernel) is kept for NOTES.md.
@@ -227,6 +240,11 @@ fn main() {
     let _ =
         writeln!(rs, "/// nvcc's version line, empty without nvcc.\npub const NVCC_VERSION: &str = {nvcc_version:?};");
     let _ = writeln!(rs, "/// The machine-code targets (compute capabilities) in the fatbins.\npub const CUDA_ARCHS: &[&str] = &{archs:?};");
+    let _ = writeln!(
+        rs,
+        "/// Whether the sm_90a family (wgmma kernels, compute capability 9.0 only) was built.\n\
+         pub const SM90A_BUILT: bool = {sm90a};"
+    );
     let _ = writeln!(
         rs,
         "/// Every row of cuda/spmm/variants.txt, in table order.\npub(crate) const SPMM_TABLE: &[SpmmConfig] = &["

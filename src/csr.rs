@@ -190,9 +190,9 @@ pub struct DeviceCsr<T: Scalar> {
     pub(crate) column_indices: CudaSlice<i32>,
     pub(crate) values: CudaSlice<T>,
     derived: OnceLock<Derived>,
-    /// The tensor-core SpMM's blocks (crate::spmm::tensor_core) for 16-row and 64-row windows, each built on
-    /// first use.
-    tensor_core: [OnceLock<crate::spmm::tensor_core::DeviceBlocks>; 2],
+    /// The tensor-core SpMM's blocks (crate::spmm::tensor_core) for 16-row and 64-row windows in mma fragment
+    /// order, and for 64-row windows in wgmma core matrices (f32), each built on first use.
+    tensor_core: [OnceLock<crate::spmm::tensor_core::DeviceBlocks>; 3],
     /// Their k-block counts ([`crate::spmm::tensor_core::BlockCounts`]), counted at upload for f16, bf16, f32.
     tensor_core_count: Option<crate::spmm::tensor_core::BlockCounts>,
     /// Distinct for every upload or device build, renewed when a kernel rewrites the structure: what a plan
@@ -331,29 +331,18 @@ impl<T: Scalar> DeviceCsr<T> {
         self.tensor_core_count
     }
 
-    /// The tensor-core SpMM's blocks of this matrix for windows of `rows_per_window` rows (16 or 64, else
-    /// `InvalidConfig`), built from one download of it the first time.
+    /// The tensor-core SpMM's blocks of this matrix in `layout`, built from one download of it the first time.
     pub(crate) fn tensor_core_blocks(
         &self,
         gpu: &Gpu,
-        rows_per_window: usize,
+        layout: crate::spmm::tensor_core::BlockLayout,
     ) -> Result<&crate::spmm::tensor_core::DeviceBlocks> {
-        use crate::spmm::tensor_core::{WIDE_WINDOW, WINDOW};
-        let cache = match rows_per_window {
-            WINDOW => &self.tensor_core[0],
-            WIDE_WINDOW => &self.tensor_core[1],
-            _ => {
-                return Err(Error::InvalidConfig {
-                    config: format!("tensor-core windows of {rows_per_window} rows"),
-                    rule: format!("windows are {WINDOW} or {WIDE_WINDOW} rows"),
-                })
-            }
-        };
+        let cache = &self.tensor_core[layout.slot()];
         self.check_gpu(gpu, "the sparse matrix")?;
         if let Some(b) = cache.get() {
             return Ok(b);
         }
-        let _ = cache.set(crate::spmm::tensor_core::DeviceBlocks::build(gpu, self, rows_per_window)?);
+        let _ = cache.set(crate::spmm::tensor_core::DeviceBlocks::build(gpu, self, layout)?);
         Ok(cache.get().expect("set just above"))
     }
 

@@ -13,11 +13,14 @@ pub enum Family {
     Spgemm,
     /// Helpers beside the products (cuda/util: the timing's stream hold).
     Util,
+    /// Hopper-only SpMM kernels (warpgroup mma), machine code for sm_90a alone: they load on compute
+    /// capability 9.0 only ([`SM90A_BUILT`] says whether this build has them).
+    Spmm90a,
 }
 
 impl Family {
     /// All families, in the order of their module slots.
-    pub const ALL: [Family; 4] = [Family::Spmm, Family::Spmv, Family::Spgemm, Family::Util];
+    pub const ALL: [Family; 5] = [Family::Spmm, Family::Spmv, Family::Spgemm, Family::Util, Family::Spmm90a];
 
     /// The family's folder name.
     pub fn name(self) -> &'static str {
@@ -26,6 +29,7 @@ impl Family {
             Family::Spmv => "spmv",
             Family::Spgemm => "spgemm",
             Family::Util => "util",
+            Family::Spmm90a => "spmm90a",
         }
     }
 
@@ -36,6 +40,7 @@ impl Family {
             Family::Spmv => SPMV_FATBIN,
             Family::Spgemm => SPGEMM_FATBIN,
             Family::Util => UTIL_FATBIN,
+            Family::Spmm90a => SPMM90A_FATBIN,
         }
     }
 

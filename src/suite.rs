@@ -179,7 +179,8 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     let b = DeviceDense::upload(gpu, k, n, &b_host)?;
     let mut c = DeviceDense::<T>::zeros(gpu, m, n)?;
 
-    let selected_kernel = SpmmKernel::select(m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count());
+    let selected_kernel = SpmmKernel::select(m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count())
+        .on_device(gpu.info());
     let mut variants = Vec::new();
     if opts.all_variants {
         for config in compiled_spmm_variants_for(T::DTYPE) {
@@ -191,7 +192,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     }
     let tensor_cores = TensorCoreConfig::all(T::DTYPE);
     if n % 8 == 0 && !tensor_cores.is_empty() {
-        for config in tensor_cores {
+        for config in tensor_cores.into_iter().filter(|c| c.runs_on(gpu.info())) {
             // The blocks are built once per window height and kept with A; the fill is read from them.
             let fill = crate::spmm::tensor_core::block_fill(gpu, &a, config.window as usize)?;
             let r = time_op(gpu, opts.warmup, opts.iters, || spmm_tensor_core(gpu, &a, &b, &mut c, &config));
@@ -206,7 +207,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
             variants.push(Entry::timed(format!("{config} ({about}: {sum})"), r));
             // Both ways of adding the ranges, whichever Auto took (clusters only where the device has them).
             for (sum, name) in [(RangeSum::FixUp, "fix-up"), (RangeSum::Cluster, "clusters")] {
-                if sum == RangeSum::Cluster && !gpu.info().has_clusters() {
+                if sum == RangeSum::Cluster && (!gpu.info().has_clusters() || config.is_wgmma()) {
                     continue;
                 }
                 let r =

@@ -878,9 +878,15 @@ fn half_lifts_sputniks_limits() {
     sputnik_limits_case::<bf16>(&gpu);
 }
 
-/// Every tensor-core variant of T on A ([`check_kernels`]).
+/// The tensor-core variants of `dtype` this device runs (all of them on an H100; the wgmma f32 kernel only on
+/// compute capability 9.0).
+fn tensor_cores_here(gpu: &Gpu, dtype: DType) -> Vec<TensorCoreConfig> {
+    TensorCoreConfig::all(dtype).into_iter().filter(|c| c.runs_on(gpu.info())).collect()
+}
+
+/// Every tensor-core variant of T this device runs, on A ([`check_kernels`]).
 fn check_tensor_core<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> usize {
-    check_kernels::<T>(gpu, what, a, n, seed, TensorCoreConfig::all(T::DTYPE).into_iter().map(SpmmKernel::TensorCore))
+    check_kernels::<T>(gpu, what, a, n, seed, tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore))
 }
 
 /// A with the rows in `cleared` emptied.
@@ -916,8 +922,11 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
         ("300 rows, rows 128-191 empty", rows_cleared(&gen::uniform_random(300, 700, 0.1, seed(73)), 128..192)),
     ];
     let variants = TensorCoreConfig::all(DType::F16).len();
-    let f32_variants = TensorCoreConfig::all(DType::F32).len();
+    let f32_variants = tensor_cores_here(&gpu, DType::F32).len();
     assert!(variants > 0 && f32_variants > 0 && TensorCoreConfig::all(DType::Bf16).len() == variants);
+    if gpu.info().compute_capability == (9, 0) {
+        assert_eq!(f32_variants, 2, "the wgmma f32 kernel must run on compute capability 9.0");
+    }
     for (what, a) in &cases {
         for n in [0usize, 8, 16, 40, 64, 136, 264] {
             let what = format!("{what}, n = {n}");
@@ -954,7 +963,7 @@ fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
     let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
     let b_dev = DeviceDense::upload(gpu, k, n, &b_t).unwrap();
     let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
-    for config in TensorCoreConfig::all(T::DTYPE) {
+    for config in tensor_cores_here(gpu, T::DTYPE) {
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         spmm_tensor_core(gpu, &a_dev, &b_dev, &mut c_dev, &config).unwrap();
         let c: Vec<f64> = c_dev.download(gpu).unwrap().iter().map(|v| v.to_f64()).collect();
@@ -1003,16 +1012,30 @@ fn tensor_core_refuses_what_it_cannot_run() {
     let a32 = DeviceCsr::upload(&gpu, a.view()).unwrap();
     let b32 = DeviceDense::upload(&gpu, 30, 64, &dense::<f32>(30, 64, seed(84))).unwrap();
     let mut c32 = DeviceDense::<f32>::zeros(&gpu, 20, 64).unwrap();
-    for (window, tiles_n) in [(16, 4), (16, 8), (64, 16)] {
+    for (window, tiles_n) in [(16, 4), (16, 8), (64, 4)] {
         let f32_config = TensorCoreConfig { dtype: DType::F32, window, tiles_n };
         let r = spmm_tensor_core(&gpu, &a32, &b32, &mut c32, &f32_config);
         assert!(matches!(r, Err(Error::InvalidConfig { .. })), "{f32_config}: {r:?}");
     }
     let b32_odd = DeviceDense::upload(&gpu, 30, 60, &dense::<f32>(30, 60, seed(86))).unwrap();
     let mut c32_odd = DeviceDense::<f32>::zeros(&gpu, 20, 60).unwrap();
-    let f32_wide = TensorCoreConfig { dtype: DType::F32, window: 64, tiles_n: 8 };
-    let r = spmm_tensor_core(&gpu, &a32, &b32_odd, &mut c32_odd, &f32_wide);
-    assert!(matches!(r, Err(Error::Unsupported { .. })), "f32, n = 60: {r:?}");
+    for tiles_n in [8, 16] {
+        let f32_wide = TensorCoreConfig { dtype: DType::F32, window: 64, tiles_n };
+        let r = spmm_tensor_core(&gpu, &a32, &b32_odd, &mut c32_odd, &f32_wide);
+        assert!(matches!(r, Err(Error::Unsupported { .. })), "{f32_wide}, n = 60: {r:?}");
+    }
+    // The wgmma kernel: on compute capability 9.0 it runs and adds its ranges by the fix-up only (clusters are a
+    // typed error); elsewhere any launch of it is.
+    let wgmma = TensorCoreConfig { dtype: DType::F32, window: 64, tiles_n: 16 };
+    assert!(wgmma.is_wgmma());
+    let r = spmm_tensor_core_with(&gpu, &a32, &b32, &mut c32, &wgmma, RangeSum::Cluster);
+    assert!(matches!(r, Err(Error::Unsupported { .. })), "{wgmma} in clusters: {r:?}");
+    let r = spmm_tensor_core(&gpu, &a32, &b32, &mut c32, &wgmma);
+    if wgmma.runs_on(gpu.info()) {
+        r.unwrap();
+    } else {
+        assert!(matches!(r, Err(Error::Unsupported { .. })), "{wgmma} on {:?}: {r:?}", gpu.info().compute_capability);
+    }
     let b = DeviceDense::upload(&gpu, 30, 64, &dense::<f16>(30, 64, seed(85))).unwrap();
     let bf = TensorCoreConfig { dtype: DType::Bf16, window: 16, tiles_n: 4 };
     let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &bf);
@@ -1045,13 +1068,14 @@ fn split_ranges_case<T: Scalar>(gpu: &Gpu, ranges: impl IntoIterator<Item = usiz
         let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
         let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
         let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
-        let wide: Vec<TensorCoreConfig> = TensorCoreConfig::all(T::DTYPE).into_iter().filter(|c| c.is_wide()).collect();
+        let wide: Vec<TensorCoreConfig> =
+            tensor_cores_here(gpu, T::DTYPE).into_iter().filter(|c| c.is_wide()).collect();
         assert!(!wide.is_empty(), "no wide {} tensor-core kernel", T::DTYPE);
         for config in wide {
             let slices = n.div_ceil(config.columns_per_block());
             let blocks = m.div_ceil(64) * k.div_ceil(16);
             assert_eq!(
-                tilesparse::spmm::tensor_core::wide_splits(config.dtype, 3 * slices, 3, blocks),
+                tilesparse::spmm::tensor_core::launch_splits(&config, 3 * slices, 3, blocks),
                 splits,
                 "{config}"
             );
@@ -1069,11 +1093,13 @@ fn split_ranges_case<T: Scalar>(gpu: &Gpu, ranges: impl IntoIterator<Item = usiz
             assert!(same_bits(&auto, &fix_up), "{what}: auto differs");
             match run(RangeSum::Cluster) {
                 Ok(cluster) => {
-                    assert!(clusters, "{what}: clusters ran below sm_90");
+                    assert!(clusters && !config.is_wgmma(), "{what}: clusters ran below sm_90 or for the wgmma kernel");
                     oracle.check_kernel(&format!("{what}, cluster"), &cluster, &SpmmKernel::TensorCore(config));
                     assert!(same_bits(&cluster, &fix_up), "{what}: the cluster sum differs from the fix-up's");
                 }
-                Err(e) => assert!(!clusters && matches!(e, Error::Unsupported { .. }), "{what}: {e}"),
+                Err(e) => {
+                    assert!((!clusters || config.is_wgmma()) && matches!(e, Error::Unsupported { .. }), "{what}: {e}")
+                }
             }
         }
     }
@@ -1178,6 +1204,41 @@ fn auto_uses_the_tensor_cores_where_they_win() {
     assert_eq!(window::<f16>(&gpu, 320, 1536, 1024), 64); // 5 windows x 96 k-blocks x 16 slices
     assert_eq!(window::<bf16>(&gpu, 320, 1536, 1024), 64);
     assert_eq!(window::<f16>(&gpu, 320, 1536, 256), 16); // x 4 slices: 1920 pairs
+}
+
+/// f32 on a half-full 4096 x 1024 matrix (64 windows of 64 k-blocks) at n = 128 (64 blocks of 128 columns):
+/// spmm_auto takes the wgmma kernel in four ranges on compute capability 9.0 and the mma.sync one elsewhere
+/// (SpmmKernel::on_device); the result matches the oracle, a second run gives the same bits, and every f32
+/// tensor-core kernel this device runs matches the oracle on the same problem.
+#[test]
+fn auto_takes_the_wgmma_kernel_on_hopper() {
+    let Some(gpu) = gpu_or_skip("auto_takes_the_wgmma_kernel_on_hopper") else { return };
+    let (m, k, n) = (4096, 1024, 128);
+    let a = gen::uniform_random(m, k, 0.5, seed(230));
+    let b = dense::<f32>(k, n, seed(231));
+    let oracle = SpmmOracle::new(a.view(), &b, n);
+    let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(&gpu, k, n, &b).unwrap();
+    let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
+    c_dev.fill(&gpu, POISON as f32).unwrap();
+    let kernel = spmm_auto(&gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+    let SpmmKernel::TensorCore(config) = kernel else { panic!("{kernel} chosen, not a 3xTF32 kernel") };
+    let hopper = gpu.info().compute_capability == (9, 0);
+    assert_eq!(config.is_wgmma(), hopper, "{config} on {:?}", gpu.info().compute_capability);
+    if hopper {
+        assert_eq!(tilesparse::spmm::tensor_core::split_plan(&gpu, &a_dev, &config, n).unwrap().ranges, 4);
+    }
+    let chosen = c_dev.download(&gpu).unwrap();
+    oracle.check_kernel("auto, 4096 x 1024 at 50%, n = 128", &chosen, &kernel);
+    c_dev.fill(&gpu, POISON as f32).unwrap();
+    spmm_auto(&gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+    let again = c_dev.download(&gpu).unwrap();
+    assert!(chosen.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "a second run differs");
+    for other in tensor_cores_here(&gpu, DType::F32) {
+        c_dev.fill(&gpu, POISON as f32).unwrap();
+        spmm_tensor_core(&gpu, &a_dev, &b_dev, &mut c_dev, &other).unwrap();
+        oracle.check_kernel(&format!("{other}, 4096 x 1024"), &c_dev.download(&gpu).unwrap(), &kernel);
+    }
 }
 
 /// The bench timing (tilesparse::timing::time_op, used for every table) measures device time: a run whose host

@@ -143,7 +143,7 @@ struct SpmmArgs {
     dtype: DType,
     /// `auto` or a kernel name such as spmm_f32_s4d4_y4k32x32w8_u4_pred (see `tilesparse info`), or a tensor-core
     /// kernel (n a multiple of 8): f16/bf16 spmm_tc_<dtype>_n<4|8> (16-row windows) or spmm_tc_<dtype>_w64_n<8|16>
-    /// (64-row windows); f32 spmm_tc_f32_w64_n8 (3xTF32).
+    /// (64-row windows); f32 spmm_tc_f32_w64_n8 (3xTF32) or spmm_tc_f32_w64_n16 (3xTF32 on wgmma, sm_90 only).
     #[arg(long, default_value = "auto")]
     config: String,
     /// Check C against the f64 CPU oracle.
@@ -433,6 +433,8 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     let cpu_ran = gpu.is_none();
     let c: Vec<T> = match gpu {
         Some(gpu) => {
+            // The automatic choice takes the mma.sync f32 kernel where this device has no warpgroup mma.
+            let config = if args.config == "auto" { config.on_device(gpu.info()) } else { config };
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
             let mut c_dev = DeviceDense::<T>::zeros(&gpu, m, n)?;

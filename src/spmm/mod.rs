@@ -276,6 +276,20 @@ impl SpmmKernel {
     }
 }
 
+impl SpmmKernel {
+    /// The kernel a launch of this choice runs on `info`'s device: the same, except that the Hopper-only f32
+    /// kernel ([`TensorCoreConfig::is_wgmma`]) becomes the mma.sync one (`spmm_tc_f32_w64_n8`) on a device or a
+    /// build without it.
+    pub fn on_device(self, info: &crate::gpu::DeviceInfo) -> SpmmKernel {
+        match self {
+            SpmmKernel::TensorCore(c) if !c.runs_on(info) => {
+                SpmmKernel::TensorCore(TensorCoreConfig { tiles_n: 8, ..c })
+            }
+            kernel => kernel,
+        }
+    }
+}
+
 /// C = A * B with `kernel`.
 pub fn spmm_kernel<T: Scalar>(
     gpu: &Gpu,
@@ -299,7 +313,8 @@ pub fn spmm_auto<T: Scalar>(
     c: &mut DeviceDense<T>,
 ) -> Result<SpmmKernel> {
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
-    let kernel = SpmmKernel::select(m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count());
+    let kernel = SpmmKernel::select(m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count())
+        .on_device(gpu.info());
     spmm_kernel(gpu, a, b, c, &kernel)?;
     Ok(kernel)
 }

@@ -14,6 +14,12 @@
 //! kernels' mma truncates too: their bound is [`crate::cpu::oracle::spmm_error_bound_tc_half`], which counts on
 //! at most [`crate::cpu::oracle::TC_MAX_PARTIALS`] partial sums per element (`SPLIT_MAX` ranges, `WARPS` warps).
 //!
+//! f32 on Hopper (compute capability 9.0, the sm_90a family): `spmm_tc_f32_w64_n16` multiplies the same 64-row
+//! windows with the same split on the warpgroup mma (`wgmma.m64n64k8.tf32`), 128 columns per block, taking the
+//! product transposed (C^T = B^T A^T: B's fragments in registers, the window's k-block in shared memory) from
+//! blocks stored as K-major core matrices ([`core_index_f32`]; cuda/spmm90a/spmm90a.cu). Its ranges are added by
+//! the fix-up only.
+//!
 //! The blocks are built on the host from one download of A the first time a matrix is multiplied this way, and
 //! kept with the matrix. A warp whose B tiles held an Inf or NaN redoes its tile by exact scalar FMAs over the
 //! stored entries (the padding zeros would turn Inf into NaN otherwise).
@@ -24,7 +30,7 @@ use crate::csr::{upload_slice, DeviceCsr};
 use crate::dense::DeviceDense;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::kernels::{Family, KERNELS_BUILT};
+use crate::kernels::{Family, KERNELS_BUILT, SM90A_BUILT};
 use crate::scalar::{DType, Scalar};
 
 /// Rows per window of the narrow kernels (the mma's M) and slots per k-block (its K).
@@ -51,8 +57,9 @@ pub struct TensorCoreConfig {
 impl TensorCoreConfig {
     /// The compiled (window, tiles_n) pairs of f16 and bf16.
     const COMPILED: [(u32, u32); 4] = [(16, 4), (16, 8), (64, 8), (64, 16)];
-    /// The compiled (window, tiles_n) pair of f32 (3xTF32: 64-row windows, 64 columns per block).
-    const COMPILED_F32: [(u32, u32); 1] = [(64, 8)];
+    /// The compiled (window, tiles_n) pairs of f32 (3xTF32, 64-row windows): 64 columns per block on mma.sync,
+    /// 128 on the warpgroup mma (compute capability 9.0 only, [`TensorCoreConfig::is_wgmma`]).
+    const COMPILED_F32: [(u32, u32); 2] = [(64, 8), (64, 16)];
 
     /// The compiled (window, tiles_n) pairs of `dtype` (none for f64).
     fn compiled(dtype: DType) -> &'static [(u32, u32)] {
@@ -72,6 +79,27 @@ impl TensorCoreConfig {
     /// [`crate::cpu::oracle::spmm_error_bound_tf32x3`], not the f32 FMA's bound.
     pub fn is_tf32x3(&self) -> bool {
         self.dtype == DType::F32
+    }
+
+    /// Whether this is the Hopper kernel (`spmm_tc_f32_w64_n16`: warpgroup mma, family
+    /// [`Family::Spmm90a`], compute capability 9.0 only, ranges added by the fix-up, never in clusters).
+    pub fn is_wgmma(&self) -> bool {
+        self.dtype == DType::F32 && self.window as usize == WIDE_WINDOW && self.tiles_n == 16
+    }
+
+    /// Whether a launch on `info`'s device can run this kernel: the mma.sync ones on every device the build
+    /// targets, the wgmma one on compute capability 9.0 with the sm_90a family built.
+    pub fn runs_on(&self, info: &crate::gpu::DeviceInfo) -> bool {
+        !self.is_wgmma() || (SM90A_BUILT && info.compute_capability == (9, 0))
+    }
+
+    /// The family whose fatbin holds this kernel.
+    fn family(&self) -> Family {
+        if self.is_wgmma() {
+            Family::Spmm90a
+        } else {
+            Family::Spmm
+        }
     }
 
     /// The exported kernel name, e.g. `spmm_tc_f16_n4` (16-row windows) or `spmm_tc_f16_w64_n16`.
@@ -135,6 +163,52 @@ impl BlockCounts {
             narrow: count_blocks(cols, indptr, indices, WINDOW),
             wide: count_blocks(cols, indptr, indices, WIDE_WINDOW),
         }
+    }
+}
+
+/// How a matrix's tensor-core blocks are laid out: the windows' height and the order of each k-block's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BlockLayout {
+    /// 16-row windows, mma A-fragment order ([`fragment_index`], [`fragment_index_f32`]).
+    Narrow,
+    /// 64-row windows, mma A-fragment order.
+    Wide,
+    /// 64-row windows of f32 in wgmma's K-major core matrices ([`core_index_f32`]).
+    WideCore,
+}
+
+impl BlockLayout {
+    /// The layout `config` reads.
+    pub(crate) fn of(config: &TensorCoreConfig) -> BlockLayout {
+        match (config.is_wgmma(), config.is_wide()) {
+            (true, _) => BlockLayout::WideCore,
+            (false, true) => BlockLayout::Wide,
+            (false, false) => BlockLayout::Narrow,
+        }
+    }
+
+    /// The mma-order layout of windows of `rows_per_window` rows ([`WINDOW`] or [`WIDE_WINDOW`]).
+    pub(crate) fn of_rows(rows_per_window: usize) -> Result<BlockLayout> {
+        match rows_per_window {
+            WINDOW => Ok(BlockLayout::Narrow),
+            WIDE_WINDOW => Ok(BlockLayout::Wide),
+            _ => Err(Error::InvalidConfig {
+                config: format!("tensor-core windows of {rows_per_window} rows"),
+                rule: format!("windows are {WINDOW} or {WIDE_WINDOW} rows"),
+            }),
+        }
+    }
+
+    pub(crate) fn rows(self) -> usize {
+        match self {
+            BlockLayout::Narrow => WINDOW,
+            BlockLayout::Wide | BlockLayout::WideCore => WIDE_WINDOW,
+        }
+    }
+
+    /// The matrix's cache slot of this layout.
+    pub(crate) fn slot(self) -> usize {
+        self as usize
     }
 }
 
@@ -268,8 +342,24 @@ fn select_tf32x3(m: usize, n: usize, wide_fill: f64, wide_blocks: usize) -> Opti
     let quarter_work = if m <= 512 { 2048 } else { 8192 };
     let wins =
         wide_fill >= 0.4 || (wide_fill >= 0.25 && work >= quarter_work) || (wide_fill >= 0.18 && work >= 1 << 15);
-    wins.then_some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n: 8 })
+    let windows = m.div_ceil(WIDE_WINDOW);
+    let wgmma = windows * n.div_ceil(128) >= WGMMA_MIN_GRID && wide_blocks >= WGMMA_MIN_WINDOW_BLOCKS * windows;
+    let tiles_n = if wgmma { 16 } else { 8 };
+    wins.then_some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n })
 }
+
+/// Where f32 goes to the tensor cores, [`select_tensor_core`] takes the warpgroup-mma kernel
+/// (`spmm_tc_f32_w64_n16`) over the mma.sync one when the launch has at least this many (window, 128-column
+/// slice) blocks before any split and the windows at least [`WGMMA_MIN_WINDOW_BLOCKS`] k-blocks each on average
+/// ([`SpmmKernel::on_device`](super::SpmmKernel::on_device) keeps the mma.sync one on devices without it).
+/// Measured on the H100 (NOTES.md, "SpMM step 27"): uniform 4096^2 (64 windows of 256 k-blocks) at 50% and 80%,
+/// n = 128: 0.077 vs 0.090 ms, n = 256: 0.141 vs 0.156 ms, n = 4096: 1.82 vs 2.22 ms; 8192 x 2048 at 80%, n = 128
+/// (128 windows of 128): 0.077 vs 0.085 ms; the pruned 384 x 1536 at 70% (6 windows of 96), n = 1024 (48 blocks,
+/// 5 ranges): 0.031 vs 0.037 ms, at n = 256 (12 blocks) 0.019 vs 0.019 ms; slower on windows of 24 k-blocks (k =
+/// 384): 1536 x 384 at 70%, n = 1024 (192 blocks) 0.031 vs 0.029 ms, 384 x 384, n = 1024, 0.020 vs 0.016 ms.
+pub const WGMMA_MIN_GRID: usize = 32;
+/// See [`WGMMA_MIN_GRID`].
+pub const WGMMA_MIN_WINDOW_BLOCKS: usize = 64;
 
 /// The blocks of A, host side (see the module documentation).
 #[derive(Clone, Debug, PartialEq)]
@@ -306,6 +396,14 @@ pub(crate) fn fragment_index_f32(r: usize, j: usize) -> usize {
     tile * 256 + (j / 8) * 128 + lane * 4 + if j % 8 >= 4 { 2 } else { 0 } + usize::from(r >= 8)
 }
 
+/// Where (row r of a 64-row window, slot j of the k-block) sits in a k-block's f32 values for the wgmma kernel
+/// (cuda/spmm90a/spmm90a.cu): per k8 half of the slots (512 values), K-major core matrices of 8 rows x 4 slots
+/// (16 bytes per row, 128 per matrix), the two of a row group side by side (slots 0-3, 4-7) and the eight row
+/// groups 256 bytes apart: [j / 8][r / 8][(j % 8) / 4][r % 8][j % 4].
+pub(crate) fn core_index_f32(r: usize, j: usize) -> usize {
+    (j / 8) * 512 + (r / 8) * 64 + ((j % 8) / 4) * 32 + (r % 8) * 4 + j % 4
+}
+
 /// The fragment order of values of `bytes` bytes: [`fragment_index`] (2) or [`fragment_index_f32`] (4).
 fn fragment_order(bytes: usize) -> fn(usize, usize) -> usize {
     match bytes {
@@ -322,8 +420,19 @@ impl<V: Copy + Default> HostBlocks<V> {
     /// 608 bytes for 16 rows, 2240 for 64; f32 4288 for 64) holds at least 16 entries: at most about 38 bytes
     /// per entry beside the CSR's 6 for 16-row windows, 140 for 64-row ones (268 for f32).
     pub(crate) fn build(indptr: &[usize], indices: &[usize], values: &[V], rows_per_window: usize) -> HostBlocks<V> {
+        Self::build_in(indptr, indices, values, rows_per_window, fragment_order(std::mem::size_of::<V>()))
+    }
+
+    /// [`HostBlocks::build`] with the values of each k-block placed by `index(row of the window, slot)`, a
+    /// permutation of 0 .. rows_per_window * 16.
+    pub(crate) fn build_in(
+        indptr: &[usize],
+        indices: &[usize],
+        values: &[V],
+        rows_per_window: usize,
+        index: fn(usize, usize) -> usize,
+    ) -> HostBlocks<V> {
         assert!(rows_per_window % 16 == 0 && rows_per_window > 0);
-        let index = fragment_order(std::mem::size_of::<V>());
         let rows = indptr.len() - 1;
         let windows = rows.div_ceil(rows_per_window);
         let per_block = rows_per_window * SLOTS;
@@ -382,11 +491,11 @@ pub(crate) struct DeviceBlocks {
 }
 
 impl DeviceBlocks {
-    /// Downloads A's indices and values once and builds and uploads its blocks for windows of `rows_per_window`.
-    pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, rows_per_window: usize) -> Result<DeviceBlocks> {
+    /// Downloads A's indices and values once and builds and uploads its blocks in `layout`.
+    pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, layout: BlockLayout) -> Result<DeviceBlocks> {
         let host = a.download(gpu)?;
         let indptr = host.proper_indptr();
-        let (indices, data, rows) = (host.indices(), host.data(), rows_per_window);
+        let (indices, data, rows) = (host.indices(), host.data(), layout.rows());
         // Count first: a scattered matrix can need ~270 bytes per entry in blocks (HostBlocks::build), and a
         // build the device could never hold must be an error, not a host allocation failure.
         let blocks = count_blocks(a.cols(), &indptr, indices, rows);
@@ -395,10 +504,18 @@ impl DeviceBlocks {
         if blocks.saturating_mul(SLOTS) > i32::MAX as usize || bytes > gpu.info().total_mem {
             return Err(Error::OutOfDeviceMemory { what: "building the tensor-core blocks", bytes });
         }
-        // The values' bits, 16 or 32 per element: HostBlocks::build picks the fragment order by their size.
-        match T::DTYPE.size() {
-            2 => Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
-            4 => Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
+        // The values' bits, 16 or 32 per element: HostBlocks::build picks the fragment order by their size; the
+        // core matrices are f32's only.
+        match (T::DTYPE.size(), layout) {
+            (4, BlockLayout::WideCore) => {
+                let values = bytemuck::cast_slice(data);
+                Self::upload(gpu, HostBlocks::<u32>::build_in(&indptr, indices, values, rows, core_index_f32))
+            }
+            (_, BlockLayout::WideCore) => {
+                Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core blocks in core matrices (f32)" })
+            }
+            (2, _) => Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
+            (4, _) => Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
             _ => Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core SpMM (f16, bf16, f32)" }),
         }
     }
@@ -431,7 +548,7 @@ impl DeviceBlocks {
 /// How full A's tensor-core blocks for windows of `rows_per_window` rows ([`WINDOW`] or [`WIDE_WINDOW`]) are:
 /// stored entries / (k-blocks * rows_per_window * 16); builds the blocks on first use.
 pub fn block_fill<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, rows_per_window: usize) -> Result<f64> {
-    Ok(a.tensor_core_blocks(gpu, rows_per_window)?.fill(a.nnz()))
+    Ok(a.tensor_core_blocks(gpu, BlockLayout::of_rows(rows_per_window)?)?.fill(a.nnz()))
 }
 
 /// Kernel arguments; mirrors `ts::SpmmTcParams` in cuda/common/params.cuh.
@@ -452,6 +569,9 @@ struct SpmmTcParams {
 }
 const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 72, "SpmmTcParams must match cuda/common/params.cuh");
 
+/// Dynamic shared memory of `spmm_tc_f32_w64_n16` (`ts::kWgSharedBytes` in cuda/spmm90a/spmm90a.cu): four
+/// stages of a k-block of A twice (split) and 16 gathered rows of 128 columns of B.
+const WGMMA_SHARED_BYTES: u32 = 67_584;
 /// Threads per block of `spmm_tc_fixup_<dtype>` (`TILESPARSE_SPMM_TC_FIXUP_THREADS`).
 const FIXUP_THREADS: u32 = 256;
 /// A wide launch of fewer blocks than this (two per SM of an H100) splits each window's k-blocks into ranges
@@ -495,6 +615,38 @@ pub fn wide_splits(dtype: DType, grid: usize, windows: usize, blocks: usize) -> 
         ranges
     }
 }
+
+/// Blocks of the wgmma kernel that run at once on an H100 (two per SM, 132 SMs): a launch splits its windows
+/// into as many ranges as keep it within one such wave. Fixed, so that the bits do not depend on the device.
+const WGMMA_WAVE: usize = 264;
+
+/// Into how many ranges the wgmma kernel (`spmm_tc_f32_w64_n16`) splits each window's k-blocks for a launch of
+/// `grid` blocks (windows x 128-column slices), `blocks` k-blocks in `windows` windows in all: as many as fit in
+/// one wave of [`WGMMA_WAVE`] blocks, at most 8 and at least 16 k-blocks per range (one range where the window
+/// is shorter). Pure. The prototype measured before it (NOTES.md, "SpMM step 27"): uniform 4096^2 at 50%,
+/// n = 128, 64 windows: 4 ranges 68 us, 8 ranges 74 us, 2 ranges 95 us; in the library 5 ranges (320 blocks,
+/// two waves: the mma.sync kernel's [`wide_splits`]) took 111 us.
+pub fn wgmma_splits(grid: usize, windows: usize, blocks: usize) -> usize {
+    if grid == 0 {
+        return 1;
+    }
+    let per_window = blocks / windows.max(1);
+    (WGMMA_WAVE / grid).clamp(1, SPLIT_MAX).min((per_window / SPLIT_MIN_BLOCKS).max(1))
+}
+
+/// The ranges of a launch of `config` ([`wgmma_splits`] for the wgmma kernel, [`wide_splits`] for the other
+/// wide ones, 1 for the narrow ones) over `grid` blocks (windows x column slices) of `blocks` k-blocks in
+/// `windows` windows. Pure.
+pub fn launch_splits(config: &TensorCoreConfig, grid: usize, windows: usize, blocks: usize) -> usize {
+    if config.is_wgmma() {
+        wgmma_splits(grid, windows, blocks)
+    } else if config.is_wide() {
+        wide_splits(config.dtype, grid, windows, blocks)
+    } else {
+        1
+    }
+}
+
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmmTcParams {}
 
@@ -507,7 +659,7 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
     }
     if !TensorCoreConfig::compiled(dtype).contains(&(config.window, config.tiles_n)) {
         let rule = if dtype == DType::F32 {
-            "f32 (3xTF32) has (window, tiles_n) = (64, 8) only"
+            "f32 (3xTF32) has (window, tiles_n) = (64, 8) or (64, 16) (compute capability 9.0)"
         } else {
             "(window, tiles_n) must be (16, 4), (16, 8), (64, 8) or (64, 16)"
         };
@@ -529,11 +681,16 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
     Ok(())
 }
 
+/// `InvalidConfig` for windows of a height no layout has (the kernel check gives a fuller message).
+fn check_layout(config: &TensorCoreConfig) -> Result<()> {
+    BlockLayout::of_rows(config.window as usize).map(|_| ())
+}
+
 /// How a tensor-core launch splits each window's k-blocks into ranges, and whether its ranges fit on the device
 /// as clusters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SplitPlan {
-    /// k-block ranges per window ([`wide_splits`]; always 1 for the narrow kernels).
+    /// k-block ranges per window ([`launch_splits`]; always 1 for the narrow kernels).
     pub ranges: usize,
     /// Windows x column slices: the blocks of one range, and the clusters of a clustered launch.
     pub grid: usize,
@@ -553,14 +710,14 @@ impl SplitPlan {
 
 /// The [`SplitPlan`] of `config` on A with n columns (builds A's blocks on first use).
 pub fn split_plan<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, config: &TensorCoreConfig, n: usize) -> Result<SplitPlan> {
-    plan_splits(gpu, a.tensor_core_blocks(gpu, config.window as usize)?, config, n)
+    check_layout(config)?;
+    plan_splits(gpu, a.tensor_core_blocks(gpu, BlockLayout::of(config))?, config, n)
 }
 
 fn plan_splits(gpu: &Gpu, blocks: &DeviceBlocks, config: &TensorCoreConfig, n: usize) -> Result<SplitPlan> {
     let grid = blocks.num_windows * n.div_ceil(config.columns_per_block());
-    let ranges =
-        if config.is_wide() { wide_splits(config.dtype, grid, blocks.num_windows, blocks.num_blocks) } else { 1 };
-    let cluster_capacity = if ranges > 1 {
+    let ranges = launch_splits(config, grid, blocks.num_windows, blocks.num_blocks);
+    let cluster_capacity = if ranges > 1 && !config.is_wgmma() {
         gpu.cluster_capacity(Family::Spmm, &config.kernel_name(), (WARPS * 32) as u32, ranges as u32)?
     } else {
         0
@@ -609,7 +766,22 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     super::check_shapes(a, b, c)?;
     let (m, n) = (a.rows(), b.cols());
     check_tensor_core(config, T::DTYPE, m, n)?;
-    let clusters = gpu.info().has_clusters();
+    if !config.runs_on(gpu.info()) {
+        let (major, minor) = gpu.info().compute_capability;
+        let reason = if SM90A_BUILT {
+            format!("it runs on compute capability 9.0 (sm_90a, warpgroup mma) only, this device has {major}.{minor}")
+        } else {
+            "this build has no sm_90a kernels (TILESPARSE_CUDA_ARCHS without 90)".to_string()
+        };
+        return Err(Error::Unsupported { config: config.kernel_name(), reason });
+    }
+    if sum == RangeSum::Cluster && config.is_wgmma() {
+        return Err(Error::Unsupported {
+            config: config.kernel_name(),
+            reason: "its split ranges are added by the fix-up, not in clusters".into(),
+        });
+    }
+    let clusters = gpu.info().has_clusters() && !config.is_wgmma();
     if sum == RangeSum::Cluster && !clusters {
         return Err(Error::Unsupported {
             config: config.kernel_name(),
@@ -623,8 +795,19 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    let blocks = a.tensor_core_blocks(gpu, config.window as usize)?;
-    let function = gpu.function(Family::Spmm, &config.kernel_name())?;
+    let blocks = a.tensor_core_blocks(gpu, BlockLayout::of(config))?;
+    let function = gpu.function(config.family(), &config.kernel_name())?;
+    let shared_mem_bytes = if config.is_wgmma() {
+        function
+            .set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                WGMMA_SHARED_BYTES as i32,
+            )
+            .map_err(Error::driver("raising the wgmma kernel's shared memory limit", 0))?;
+        WGMMA_SHARED_BYTES
+    } else {
+        0
+    };
     let stream = gpu.stream();
     let slices = n.div_ceil(config.columns_per_block());
     let plan = plan_splits(gpu, blocks, config, n)?;
@@ -651,12 +834,13 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     let cfg = LaunchConfig {
         grid_dim: (blocks.num_windows as u32, slices as u32, splits as u32),
         block_dim: ((WARPS * 32) as u32, 1, 1),
-        shared_mem_bytes: 0,
+        shared_mem_bytes,
     };
     // SAFETY (this launch and the next): the shapes and the config were checked (B is k x n, C is m x n, n a
     // multiple of 8 so 16-byte pieces of B rows and 4-byte stores of C are aligned); the blocks were built from
     // this matrix (the cache lives in it and is dropped when its structure changes) for windows of config.window
-    // rows, the kernel's (its name carries the window): every slot column is < k or -1 (never read), every
+    // rows in the kernel's layout (BlockLayout::of; the wgmma kernel runs only where runs_on said so, with the
+    // dynamic shared memory it was given just above): every slot column is < k or -1 (never read), every
     // window's k-blocks lie in the block arrays, windows cover rows < ceil(m / window) * window and rows >= m are
     // not stored; the grid has ceil(n / columns per block) column slices, each starting below n, and `splits`
     // ranges (1 for the narrow kernels, which ignore it). Split ranges either run as clusters of the `splits`
@@ -802,6 +986,53 @@ mod tests {
     }
 
     #[test]
+    fn core_matrices_hold_every_entry_in_wgmma_order() {
+        // K-major core matrices: 16 bytes (4 slots) per row, 8 rows per matrix, the two matrices of a k8 half
+        // 128 bytes apart, the row groups 256 bytes apart, the second half 2048 bytes on.
+        assert_eq!(core_index_f32(0, 0), 0);
+        assert_eq!(core_index_f32(0, 3), 3);
+        assert_eq!(core_index_f32(1, 0), 4);
+        assert_eq!(core_index_f32(0, 4), 32);
+        assert_eq!(core_index_f32(8, 0), 64);
+        assert_eq!(core_index_f32(63, 15), 1023);
+        assert_eq!(core_index_f32(0, 8), 512);
+        let mut seen = [false; 1024];
+        for r in 0..64 {
+            for j in 0..16 {
+                assert!(!std::mem::replace(&mut seen[core_index_f32(r, j)], true), "({r}, {j})");
+            }
+        }
+        // Built in core order, every entry lands where core_index_f32 says, with the same columns and masks as
+        // the fragment order: 70 rows (two windows, the second partial), uneven rows.
+        let mut indptr = vec![0usize];
+        let (mut indices, mut values) = (Vec::new(), Vec::new());
+        for r in 0..70usize {
+            let mut cols: Vec<usize> = (0..(r * 5) % 9).map(|j| (r * 7 + j * 11) % 40).collect();
+            cols.sort_unstable();
+            cols.dedup();
+            for c in cols {
+                indices.push(c);
+                values.push(1 + (r * 100 + c) as u32);
+            }
+            indptr.push(indices.len());
+        }
+        let core = HostBlocks::build_in(&indptr, &indices, &values, WIDE_WINDOW, core_index_f32);
+        let frag = HostBlocks::build(&indptr, &indices, &values, WIDE_WINDOW);
+        assert_eq!((&core.block_columns, &core.block_masks), (&frag.block_columns, &frag.block_masks));
+        for blk in 0..core.num_blocks() {
+            for r in 0..WIDE_WINDOW {
+                for j in 0..16 {
+                    let (c, f) = (
+                        core.block_values[blk * 1024 + core_index_f32(r, j)],
+                        frag.block_values[blk * 1024 + fragment_index_f32(r, j)],
+                    );
+                    assert_eq!(c, f, "block {blk}, ({r}, {j})");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn count_blocks_matches_the_built_blocks() {
         let a = crate::gen::power_law(300, 257, 20.0, 1.5, 3);
         let (indptr, indices) = (a.proper_indptr().to_vec(), a.indices().to_vec());
@@ -887,24 +1118,34 @@ mod tests {
         assert_eq!(sel(DType::Bf16, 36_692, 32, 367_662, 17_300, 12_820), Some((16, 4)));
         assert_eq!(sel(DType::F16, 36_692, 128, 367_662, 17_300, 12_820), None);
         assert_eq!(sel(DType::F16, 36_692, 32, 367_662, 30_000, 20_000), None);
-        // f32 (3xTF32, the wide kernel only): 50% and 20% full (uniform 80%) at every n of the suite (16384
+        // f32 (3xTF32, the wide kernels only): 50% and 20% full (uniform 80%) at every n of the suite (16384
         // k-blocks x at least 2 slices), 8192 x 2048 at 80%, n = 128 too; the pruned 1536 x 384 at 70% (30% full)
         // at n = 1024 (576 x 16 pairs), not at n = 256 (576 x 4); 10% full (uniform 90%) never; 20% full with
-        // fewer than 2^15 pairs (4096^2 at n = 64) not.
+        // fewer than 2^15 pairs (4096^2 at n = 64) not. The wgmma kernel (128 columns per block) from
+        // WGMMA_MIN_GRID blocks of 128 columns and WGMMA_MIN_WINDOW_BLOCKS k-blocks per window: 64 windows of 256
+        // at every n, 128 of 128 (8192 x 2048), 6 of 96 at n = 1024 (384 x 1536); not windows of 24 k-blocks.
         for n in [128, 256, 4096] {
-            assert_eq!(sel(DType::F32, 4096, n, 8_388_608, 65_536, 16_384), Some((64, 8)), "n = {n}");
+            assert_eq!(sel(DType::F32, 4096, n, 8_388_608, 65_536, 16_384), Some((64, 16)), "n = {n}");
             assert_eq!(sel(DType::F32, 4096, n, 1_677_722, 53_500, 16_384), None, "n = {n}");
-            assert_eq!(sel(DType::F32, 4096, n, 3_355_443, 65_000, 16_384), Some((64, 8)), "80%, n = {n}");
+            assert_eq!(sel(DType::F32, 4096, n, 3_355_443, 65_000, 16_384), Some((64, 16)), "80%, n = {n}");
         }
         assert_eq!(sel(DType::F32, 4096, 64, 3_355_443, 65_000, 16_384), None);
-        assert_eq!(sel(DType::F32, 8192, 128, 3_355_443, 65_000, 16_384), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 8192, 128, 3_355_443, 65_000, 16_384), Some((64, 16)));
         assert_eq!(sel(DType::F32, 8192, 128, 1_677_722, 53_500, 16_384), None);
         assert_eq!(sel(DType::F32, 1536, 256, 176_947, 2_304, 576), None);
         assert_eq!(sel(DType::F32, 1536, 1024, 176_947, 2_304, 576), Some((64, 8)));
         // The 384-row weights at 70% (30% full) from 2048 pairs: 384 x 384 at n = 1024 (144 x 16), 384 x 1536 at
-        // n = 256 (576 x 4); not 384 x 384 at n = 256 (144 x 4).
+        // n = 256 (576 x 4, 12 blocks of 128 columns: mma.sync); not 384 x 384 at n = 256 (144 x 4). 384 x 1536
+        // at n = 1024 (48 blocks of 128 columns, windows of 96 k-blocks): the wgmma kernel.
         assert_eq!(sel(DType::F32, 384, 1024, 44_237, 576, 144), Some((64, 8)));
         assert_eq!(sel(DType::F32, 384, 256, 176_947, 2_304, 576), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 384, 1024, 176_947, 2_304, 576), Some((64, 16)));
+        // Either side of WGMMA_MIN_GRID: 31 windows (1984 rows) of 64 k-blocks at n = 128 and 32 (2048 rows), half
+        // full; and of WGMMA_MIN_WINDOW_BLOCKS: 64 windows of 63 k-blocks (k = 1008) and of 64 (k = 1024).
+        assert_eq!(sel(DType::F32, 1984, 128, 1_015_808, 1_984, 1_984), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 2048, 128, 1_048_576, 2_048, 2_048), Some((64, 16)));
+        assert_eq!(sel(DType::F32, 4096, 128, 2_064_384, 4_032, 4_032), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 4096, 128, 2_097_152, 4_096, 4_096), Some((64, 16)));
         assert_eq!(sel(DType::F32, 384, 256, 44_237, 576, 144), None);
         // Not for f64, n not a multiple of 8, nnz = 0.
         assert_eq!(sel(DType::F64, 4096, 128, 8_388_608, 65_536, 16_384), None);
@@ -934,6 +1175,24 @@ mod tests {
             assert_eq!(wide_splits(dtype, 64, 64, 64 * 256), 5);
             assert_eq!(wide_splits(dtype, 128, 64, 64 * 256), 2);
         }
+        // The wgmma kernel: one wave of 264 blocks, at least 16 k-blocks per range, at most 8 ranges: 64 windows
+        // of 256 k-blocks at n = 128 -> 4 ranges, 128 -> 2, 133 -> 1; 6 windows of 24 k-blocks -> 1, of 96 -> 6;
+        // one window of many -> 8.
+        assert_eq!(wgmma_splits(64, 64, 64 * 256), 4);
+        assert_eq!(wgmma_splits(128, 128, 128 * 256), 2);
+        assert_eq!(wgmma_splits(132, 132, 132 * 256), 2);
+        assert_eq!(wgmma_splits(133, 133, 133 * 256), 1);
+        assert_eq!(wgmma_splits(48, 6, 6 * 24), 1);
+        assert_eq!(wgmma_splits(12, 6, 6 * 96), 6);
+        assert_eq!(wgmma_splits(1, 1, 10_000), 8);
+        assert_eq!(wgmma_splits(0, 0, 0), 1);
+        assert!((0..600).all(|grid| wgmma_splits(grid, 1, 1 << 20) * grid.max(1) <= WGMMA_WAVE.max(grid)));
+        let wgmma = TensorCoreConfig { dtype: DType::F32, window: 64, tiles_n: 16 };
+        let mma = TensorCoreConfig { dtype: DType::F32, window: 64, tiles_n: 8 };
+        let narrow = TensorCoreConfig { dtype: DType::F16, window: 16, tiles_n: 8 };
+        assert_eq!(launch_splits(&wgmma, 64, 64, 64 * 256), 4);
+        assert_eq!(launch_splits(&mma, 64, 64, 64 * 256), 5);
+        assert_eq!(launch_splits(&narrow, 64, 64, 64 * 256), 1);
         // f32 only: windows of 24-31 k-blocks in at most 192 blocks split in two (the pruned 384 x 384 at 70%,
         // n = 1024: 6 windows x 16 slices); 23 k-blocks, or 193 blocks, do not; f16 and bf16 keep one range.
         assert_eq!(wide_splits(DType::F32, 96, 6, 6 * 24), 2);
@@ -981,6 +1240,10 @@ mod tests {
         assert!(TensorCoreConfig::all(DType::F64).is_empty());
         let f32_wide = TensorCoreConfig { dtype: DType::F32, window: 64, tiles_n: 8 };
         assert!(f32_wide.is_tf32x3() && !c.is_tf32x3());
+        let wgmma = TensorCoreConfig { dtype: DType::F32, window: 64, tiles_n: 16 };
+        assert!(wgmma.is_wgmma() && wgmma.is_tf32x3() && !f32_wide.is_wgmma());
+        let f16_wide = TensorCoreConfig { dtype: DType::F16, window: 64, tiles_n: 16 };
+        assert!(!f16_wide.is_wgmma(), "f16's 128-column wide kernel is an mma.sync one");
         for (window, tiles_n) in [(16, 3), (16, 16), (64, 4), (32, 8)] {
             let bad = TensorCoreConfig { dtype: DType::F16, window, tiles_n };
             assert!(matches!(check_tensor_core(&bad, DType::F16, 10, 64), Err(Error::InvalidConfig { .. })), "{bad}");
@@ -990,6 +1253,7 @@ mod tests {
             assert!(check_tensor_core(&c, DType::F16, 10, 64).is_ok());
             assert!(matches!(check_tensor_core(&f32_wide, DType::F32, 10, 60), Err(Error::Unsupported { .. })));
             assert!(check_tensor_core(&f32_wide, DType::F32, 10, 64).is_ok());
+            assert!(check_tensor_core(&wgmma, DType::F32, 10, 64).is_ok(), "valid; the device decides at launch");
         }
     }
 }
