@@ -1213,13 +1213,9 @@ fn auto_uses_the_tensor_cores_where_they_win() {
 #[test]
 fn auto_takes_the_wgmma_kernel_on_hopper() {
     let Some(gpu) = gpu_or_skip("auto_takes_the_wgmma_kernel_on_hopper") else { return };
-    let (m, k, n) = (4096, 1024, 128);
-    let a = gen::uniform_random(m, k, 0.5, seed(230));
-    let b = dense::<f32>(k, n, seed(231));
-    let oracle = SpmmOracle::new(a.view(), &b, n);
-    let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
-    let b_dev = DeviceDense::upload(&gpu, k, n, &b).unwrap();
-    let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
+    let n = 128;
+    let a = gen::uniform_random(4096, 1024, 0.5, seed(230));
+    let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<f32>(&gpu, &a, n, seed(231));
     c_dev.fill(&gpu, POISON as f32).unwrap();
     let kernel = spmm_auto(&gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
     let SpmmKernel::TensorCore(config) = kernel else { panic!("{kernel} chosen, not a 3xTF32 kernel") };

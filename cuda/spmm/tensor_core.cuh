@@ -20,6 +20,7 @@
 
 #include "common/params.cuh"
 #include "common/vector.cuh"
+#include "common/window_range.cuh"
 
 namespace ts {
 
@@ -491,13 +492,10 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   const int warp_col = (warp % 2) * kWarpTiles * 8;
   const int window = blockIdx.x;
   const int n0 = blockIdx.y * kColumns;  // < n: the grid has ceil(n / kColumns) column slices
-  const int window_first = __ldg(p.window_blocks + window);
-  const int window_blocks = __ldg(p.window_blocks + window + 1) - window_first;
   // This block's range of the window's k-blocks (all of them when p.splits == 1).
-  const int lo = static_cast<int>(static_cast<long long>(window_blocks) * blockIdx.z / p.splits);
-  const int hi = static_cast<int>(static_cast<long long>(window_blocks) * (blockIdx.z + 1) / p.splits);
-  const int first = window_first + lo;
-  const int blocks = hi - lo;
+  const WindowRange range(p);
+  const int first = range.first;
+  const int blocks = range.blocks;
   const T* dense = static_cast<const T*>(p.dense);
   const unsigned b_base = static_cast<unsigned>(__cvta_generic_to_shared(&b_tiles[0][0]));
   const unsigned a_base = static_cast<unsigned>(__cvta_generic_to_shared(&a_tiles[0][0]));

@@ -16,6 +16,7 @@
  * per row, loaded and stored as float4.
  */
 #include "common/params.cuh"
+#include "common/window_range.cuh"
 #include "spmm90a/wgmma.cuh"
 
 namespace ts {
@@ -55,12 +56,9 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
   const int lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
   const int window = blockIdx.x;
   const int n0 = blockIdx.y * kWgColumns;
-  const int window_first = __ldg(p.window_blocks + window);
-  const int window_blocks = __ldg(p.window_blocks + window + 1) - window_first;
-  const int lo = static_cast<int>(static_cast<long long>(window_blocks) * blockIdx.z / p.splits);
-  const int hi = static_cast<int>(static_cast<long long>(window_blocks) * (blockIdx.z + 1) / p.splits);
-  const int first = window_first + lo;
-  const int blocks = hi - lo;
+  const WindowRange range(p);
+  const int first = range.first;
+  const int blocks = range.blocks;
   const float* dense = static_cast<const float*>(p.dense);
   const float* core = reinterpret_cast<const float*>(p.block_values);
   const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(wg_smem));
