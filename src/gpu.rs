@@ -358,11 +358,25 @@ impl Gpu {
 
     /// The kernel `name` of `family`, loaded once and cached.
     pub(crate) fn function(&self, family: Family, name: &str) -> Result<CudaFunction> {
+        self.function_with_shared(family, name, 0)
+    }
+
+    /// [`Gpu::function`] for a kernel launched with `dynamic_shared` bytes of dynamic shared memory: when the
+    /// function is loaded, its limit is raised to that once (beyond 48 KB a block gets it only so). Such a kernel
+    /// must always be looked up here, with the same number.
+    pub(crate) fn function_with_shared(&self, family: Family, name: &str, dynamic_shared: u32) -> Result<CudaFunction> {
         if let Some(f) = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
             return Ok(f.clone());
         }
         let module = self.module(family)?;
         let f = module.load_function(name).map_err(Error::driver("looking up a kernel", 0))?;
+        if dynamic_shared > 0 {
+            f.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                dynamic_shared as i32,
+            )
+            .map_err(Error::driver("raising a kernel's dynamic shared memory limit", 0))?;
+        }
         self.functions.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), f.clone());
         Ok(f)
     }

@@ -193,7 +193,8 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     let tensor_cores = TensorCoreConfig::all(T::DTYPE);
     if n % 8 == 0 && !tensor_cores.is_empty() {
         for config in tensor_cores.into_iter().filter(|c| c.runs_on(gpu.info())) {
-            // The blocks are built once per window height and kept with A; the fill is read from them.
+            // The blocks are built once per layout and kept with A; the fill is read from the mma-order ones of the
+            // config's window height (the wgmma kernel's hold the same entries in another order).
             let fill = crate::spmm::tensor_core::block_fill(gpu, &a, config.window as usize)?;
             let r = time_op(gpu, opts.warmup, opts.iters, || spmm_tensor_core(gpu, &a, &b, &mut c, &config));
             let plan = crate::spmm::tensor_core::split_plan(gpu, &a, &config, n)?;

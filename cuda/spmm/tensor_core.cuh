@@ -20,7 +20,7 @@
 
 #include "common/params.cuh"
 #include "common/vector.cuh"
-#include "common/window_range.cuh"
+#include "common/tc_shared.cuh"
 
 namespace ts {
 
@@ -69,7 +69,7 @@ struct TcOps<__nv_bfloat16> {
 /// too). Two integer instructions where nvcc 13.0 emulates the cvt in four for sm_90 (an extra NaN test and
 /// select: NOTES.md, "SpMM step 11"). The bits differ from the cvt's only for a NaN x, whose big may come out
 /// Inf; its small (x - big) is then NaN, the accumulators are not finite, and the exact redo computes the tile.
-__device__ __forceinline__ unsigned tf32_big(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+/// (tf32_big: common/tc_shared.cuh.)
 __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, unsigned b0, unsigned b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -112,36 +112,6 @@ struct TcElem<float> {
   }
   static __device__ __forceinline__ int column(int j, int e, int t) { return 8 * t + 4 * e + j; }
 };
-
-/// @brief A 16-byte cp.async, zero-filled when !valid; kL1: through L1 (.ca), else L2 only (.cg).
-template <bool kL1>
-__device__ __forceinline__ void cp_async_16(unsigned smem, const void* global, bool valid) {
-  if (kL1) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(global), "r"(valid ? 16 : 0));
-  } else {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(global), "r"(valid ? 16 : 0));
-  }
-}
-/// @brief Where a lane's 16-byte pieces of gathered B rows are: row c's piece at base + c * stride bytes. A lane
-/// whose piece lies past n (`in_n` false) gets B's first element and stride 0: a valid address for every c,
-/// which its zero-filling copies never read. Set up once per kernel, so that each gather costs one multiply-add.
-struct PieceAddresses {
-  const char* base;
-  unsigned stride;  // bytes per row of B (n * sizeof(T) < 2^32), or 0
-  template <typename T>
-  __device__ __forceinline__ PieceAddresses(const T* dense, int n, int column, bool in_n)
-      : base(reinterpret_cast<const char*>(in_n ? dense + column : dense)),
-        stride(in_n ? static_cast<unsigned>(n) * static_cast<unsigned>(sizeof(T)) : 0u) {}
-  /// Row c's piece; a padding slot (c < 0) gets row 0's, which its copy does not read either.
-  __device__ __forceinline__ const void* at(int c) const {
-    return base + static_cast<size_t>(static_cast<unsigned>(max(c, 0))) * stride;
-  }
-};
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
 
 /// @brief Loads kPairs ldmatrix.x4.trans fragments (b0/b1 of two n8 tiles each) from `address`, `address` + 32,
 /// ... (lanes address their k row and 8-column half).

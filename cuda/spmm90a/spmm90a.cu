@@ -16,7 +16,7 @@
  * per row, loaded and stored as float4.
  */
 #include "common/params.cuh"
-#include "common/window_range.cuh"
+#include "common/tc_shared.cuh"
 #include "spmm90a/wgmma.cuh"
 
 namespace ts {
@@ -30,15 +30,6 @@ constexpr int kWgStages = 4;
 constexpr int kWgSharedBytes = kWgStages * kWgStageF * 4;
 static_assert(kWgSharedBytes == 67584, "src/spmm/tensor_core.rs WGMMA_SHARED_BYTES");
 
-__device__ __forceinline__ unsigned wg_tf32_big(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
-__device__ __forceinline__ void wg_cp16(unsigned smem, const void* global, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(global), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void wg_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void wg_cp_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
 /// A K-major, unswizzled shared-memory matrix descriptor: core matrices of 8 rows x 16 bytes, `lbo` bytes apart
 /// along K, `sbo` bytes apart along N.
 __device__ __forceinline__ unsigned long long wg_desc(unsigned address, unsigned lbo, unsigned sbo) {
@@ -64,11 +55,10 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
   const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(wg_smem));
 
   // This thread's pieces of each gathered B tile: rows chunk_row + kRowStep i, columns n0 + 4 chunk_part .. + 3
-  // (n % 8 == 0: a piece is in or out of n as a whole; out: zero-filled from B's first element, never read).
+  // (n % 8 == 0: a piece is in or out of n as a whole; out: zero-filled, never read).
   const int chunk_row = tid / kChunksPerRow, chunk_part = tid % kChunksPerRow;
   const bool in_n = n0 + 4 * chunk_part < p.n;
-  const float* piece = dense + (in_n ? n0 + 4 * chunk_part : 0);
-  const size_t row_floats = in_n ? static_cast<size_t>(p.n) : 0;
+  const PieceAddresses pieces(dense, p.n, n0 + 4 * chunk_part, in_n);
   int columns[kBChunks];  // the B rows of the next k-block to copy, read one step ahead
   const auto read_columns = [&](int b) {
 #pragma unroll
@@ -79,15 +69,14 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
   };
   const auto load = [&](int b, int stage) {
     const unsigned at = base + stage * kWgStageF * 4;
+    const float* block = core + static_cast<size_t>(first + b) * kWgCoreF;
 #pragma unroll
-    for (int v = 0; v < 2; ++v) {
-      wg_cp16(at + (tid + 128 * v) * 16, core + static_cast<size_t>(first + b) * kWgCoreF + 4 * (tid + 128 * v), true);
-    }
+    for (int v = 0; v < 2; ++v) cp_async_16<false>(at + (tid + 128 * v) * 16, block + 4 * (tid + 128 * v), true);
 #pragma unroll
     for (int i = 0; i < kBChunks; ++i) {
       const int c = columns[i];
-      wg_cp16(at + (2 * kWgCoreF + (chunk_row + kRowStep * i) * kWgStrideF + 4 * chunk_part) * 4,
-              piece + static_cast<size_t>(max(c, 0)) * row_floats, c >= 0 && in_n);
+      cp_async_16<false>(at + (2 * kWgCoreF + (chunk_row + kRowStep * i) * kWgStrideF + 4 * chunk_part) * 4,
+                         pieces.at(c), c >= 0 && in_n);
     }
   };
 
@@ -99,7 +88,7 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
   for (int s = 0; s < kWgStages - 1; ++s) {
     if (s < blocks) load(s, s);
     read_columns(s + 1);
-    wg_cp_commit();
+    cp_async_commit();
   }
   float acc[2][32], part[2][32];
 #pragma unroll
@@ -109,15 +98,15 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
   }
   int stage = 0;
   for (int b = 0; b < blocks; ++b) {
-    wg_cp_wait<kWgStages - 2>();  // this thread's copies of block b
+    cp_async_wait<kWgStages - 2>();  // this thread's copies of block b
     float* at = wg_smem + stage * kWgStageF;
     // Split the pieces of A this thread copied: big in place, small into the second buffer.
 #pragma unroll
     for (int v = 0; v < 2; ++v) {
       float4* raw = reinterpret_cast<float4*>(at) + tid + 128 * v;
       const float4 x = *raw;
-      const float4 big = make_float4(__uint_as_float(wg_tf32_big(x.x)), __uint_as_float(wg_tf32_big(x.y)),
-                                     __uint_as_float(wg_tf32_big(x.z)), __uint_as_float(wg_tf32_big(x.w)));
+      const float4 big = make_float4(__uint_as_float(tf32_big(x.x)), __uint_as_float(tf32_big(x.y)),
+                                     __uint_as_float(tf32_big(x.z)), __uint_as_float(tf32_big(x.w)));
       *raw = big;
       reinterpret_cast<float4*>(at + kWgCoreF)[tid + 128 * v] =
           make_float4(x.x - big.x, x.y - big.y, x.z - big.z, x.w - big.w);
@@ -129,7 +118,7 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
       const int refill = stage == 0 ? kWgStages - 1 : stage - 1;
       if (b + kWgStages - 1 < blocks) load(b + kWgStages - 1, refill);
       read_columns(b + kWgStages);
-      wg_cp_commit();
+      cp_async_commit();
     }
     // This thread's B fragments of both k8 halves, split.
     const float* tile = at + 2 * kWgCoreF + 32 * warp + 4 * g;
@@ -143,7 +132,7 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
       for (int i = 0; i < 2; ++i) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          xb[h][i][e] = wg_tf32_big(x[i][e]);
+          xb[h][i][e] = tf32_big(x[i][e]);
           xs[h][i][e] = __float_as_uint(x[i][e] - __uint_as_float(xb[h][i][e]));
         }
       }
@@ -177,7 +166,7 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
     }
     stage = stage + 1 == kWgStages ? 0 : stage + 1;
   }
-  wg_cp_wait<0>();
+  cp_async_wait<0>();
 
   const int column = n0 + 32 * warp + 4 * g;
   const bool column_in = column < p.n;  // n % 8 == 0: the four columns are in or out together

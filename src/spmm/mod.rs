@@ -274,9 +274,7 @@ impl SpmmKernel {
             None => SpmmKernel::Tiled(SpmmConfig::select_with_stats(m, k, n, stats, dtype)),
         }
     }
-}
 
-impl SpmmKernel {
     /// The kernel a launch of this choice runs on `info`'s device: the same, except that the Hopper-only f32
     /// kernel ([`TensorCoreConfig::is_wgmma`]) becomes the mma.sync one (`spmm_tc_f32_w64_n8`) on a device or a
     /// build without it.

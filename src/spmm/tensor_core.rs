@@ -178,13 +178,12 @@ pub(crate) enum BlockLayout {
 }
 
 impl BlockLayout {
-    /// The layout `config` reads.
-    pub(crate) fn of(config: &TensorCoreConfig) -> BlockLayout {
-        match (config.is_wgmma(), config.is_wide()) {
-            (true, _) => BlockLayout::WideCore,
-            (false, true) => BlockLayout::Wide,
-            (false, false) => BlockLayout::Narrow,
+    /// The layout `config` reads; `InvalidConfig` for windows of a height no layout has.
+    pub(crate) fn of(config: &TensorCoreConfig) -> Result<BlockLayout> {
+        if config.is_wgmma() {
+            return Ok(BlockLayout::WideCore);
         }
+        Self::of_rows(config.window as usize)
     }
 
     /// The mma-order layout of windows of `rows_per_window` rows ([`WINDOW`] or [`WIDE_WINDOW`]).
@@ -681,11 +680,6 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
     Ok(())
 }
 
-/// `InvalidConfig` for windows of a height no layout has (the kernel check gives a fuller message).
-fn check_layout(config: &TensorCoreConfig) -> Result<()> {
-    BlockLayout::of_rows(config.window as usize).map(|_| ())
-}
-
 /// How a tensor-core launch splits each window's k-blocks into ranges, and whether its ranges fit on the device
 /// as clusters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -710,8 +704,7 @@ impl SplitPlan {
 
 /// The [`SplitPlan`] of `config` on A with n columns (builds A's blocks on first use).
 pub fn split_plan<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, config: &TensorCoreConfig, n: usize) -> Result<SplitPlan> {
-    check_layout(config)?;
-    plan_splits(gpu, a.tensor_core_blocks(gpu, BlockLayout::of(config))?, config, n)
+    plan_splits(gpu, a.tensor_core_blocks(gpu, BlockLayout::of(config)?)?, config, n)
 }
 
 fn plan_splits(gpu: &Gpu, blocks: &DeviceBlocks, config: &TensorCoreConfig, n: usize) -> Result<SplitPlan> {
@@ -795,19 +788,9 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     if m == 0 || n == 0 {
         return Ok(());
     }
-    let blocks = a.tensor_core_blocks(gpu, BlockLayout::of(config))?;
-    let function = gpu.function(config.family(), &config.kernel_name())?;
-    let shared_mem_bytes = if config.is_wgmma() {
-        function
-            .set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                WGMMA_SHARED_BYTES as i32,
-            )
-            .map_err(Error::driver("raising the wgmma kernel's shared memory limit", 0))?;
-        WGMMA_SHARED_BYTES
-    } else {
-        0
-    };
+    let blocks = a.tensor_core_blocks(gpu, BlockLayout::of(config)?)?;
+    let shared_mem_bytes = if config.is_wgmma() { WGMMA_SHARED_BYTES } else { 0 };
+    let function = gpu.function_with_shared(config.family(), &config.kernel_name(), shared_mem_bytes)?;
     let stream = gpu.stream();
     let slices = n.div_ceil(config.columns_per_block());
     let plan = plan_splits(gpu, blocks, config, n)?;
@@ -840,8 +823,8 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     // multiple of 8 so 16-byte pieces of B rows and 4-byte stores of C are aligned); the blocks were built from
     // this matrix (the cache lives in it and is dropped when its structure changes) for windows of config.window
     // rows in the kernel's layout (BlockLayout::of; the wgmma kernel runs only where runs_on said so, with the
-    // dynamic shared memory it was given just above): every slot column is < k or -1 (never read), every
-    // window's k-blocks lie in the block arrays, windows cover rows < ceil(m / window) * window and rows >= m are
+    // dynamic shared memory its limit was raised to when it was loaded): every slot column is < k or -1 (never
+    // read), every window's k-blocks lie in the block arrays, windows cover rows < ceil(m / window) * window and rows >= m are
     // not stored; the grid has ceil(n / columns per block) column slices, each starting below n, and `splits`
     // ranges (1 for the narrow kernels, which ignore it). Split ranges either run as clusters of the `splits`
     // (<= 8) blocks of a window, which add their tiles in the kernel and never touch `partials`, or store
