@@ -342,23 +342,37 @@ fn select_tf32x3(m: usize, n: usize, wide_fill: f64, wide_blocks: usize) -> Opti
     let wins =
         wide_fill >= 0.4 || (wide_fill >= 0.25 && work >= quarter_work) || (wide_fill >= 0.18 && work >= 1 << 15);
     let windows = m.div_ceil(WIDE_WINDOW);
-    let wgmma = windows * n.div_ceil(128) >= WGMMA_MIN_GRID && wide_blocks >= WGMMA_MIN_WINDOW_BLOCKS * windows;
+    let grid = windows * n.div_ceil(128);
+    let wgmma =
+        grid >= WGMMA_MIN_GRID && (wide_blocks >= WGMMA_MIN_WINDOW_BLOCKS * windows || grid >= WGMMA_SHORT_MIN_GRID);
     let tiles_n = if wgmma { 16 } else { 8 };
     wins.then_some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n })
 }
 
 /// Where f32 goes to the tensor cores, [`select_tensor_core`] takes the warpgroup-mma kernel
 /// (`spmm_tc_f32_w64_n16`) over the mma.sync one when the launch has at least this many (window, 128-column
-/// slice) blocks before any split and the windows at least [`WGMMA_MIN_WINDOW_BLOCKS`] k-blocks each on average
+/// slice) blocks before any split, and either the windows have at least [`WGMMA_MIN_WINDOW_BLOCKS`] k-blocks each
+/// on average or the launch has at least [`WGMMA_SHORT_MIN_GRID`] blocks
 /// ([`SpmmKernel::on_device`](super::SpmmKernel::on_device) keeps the mma.sync one on devices without it).
 /// Measured on the H100 (NOTES.md, "SpMM step 27"): uniform 4096^2 (64 windows of 256 k-blocks) at 50% and 80%,
 /// n = 128: 0.077 vs 0.090 ms, n = 256: 0.141 vs 0.156 ms, n = 4096: 1.82 vs 2.22 ms; 8192 x 2048 at 80%, n = 128
 /// (128 windows of 128): 0.077 vs 0.085 ms; the pruned 384 x 1536 at 70% (6 windows of 96), n = 1024 (48 blocks,
 /// 5 ranges): 0.031 vs 0.037 ms, at n = 256 (12 blocks) 0.019 vs 0.019 ms; slower on windows of 24 k-blocks (k =
-/// 384): 1536 x 384 at 70%, n = 1024 (192 blocks) 0.031 vs 0.029 ms, 384 x 384, n = 1024, 0.020 vs 0.016 ms.
+/// 384): 1536 x 384 at 70%, n = 1024 (192 blocks) 0.031 vs 0.029 ms, 384 x 384, n = 1024, 0.020 vs 0.016 ms. After
+/// that step's review the wgmma kernel ran 9-17% faster, and 1536 x 384 moved to it ([`WGMMA_SHORT_MIN_GRID`]).
 pub const WGMMA_MIN_GRID: usize = 32;
 /// See [`WGMMA_MIN_GRID`].
 pub const WGMMA_MIN_WINDOW_BLOCKS: usize = 64;
+/// Windows shorter than [`WGMMA_MIN_WINDOW_BLOCKS`] still take the wgmma kernel when its launch has at least
+/// this many blocks of 128 columns (about one per SM of an H100). Measured on the H100 (NOTES.md, "SpMM step
+/// 28"; windows of 24-32 k-blocks, both kernels, medians of 30 event-timed runs): from 128 blocks the wgmma kernel
+/// is 1.09-1.33x faster (uniform 1024 x 384 at 70%, n = 1024, 128 blocks: 20.5 vs 22.4 us; 4096 x 384 at 50%,
+/// n = 256, 128 blocks: 20.5 vs 22.7 us; 2048 x 512 at 70%, n = 512, 128 blocks: 26.2 vs 28.6 us; 8448 x 384 at
+/// 50%, n = 128, 132 blocks: 20.6 vs 23.1 us; the pruned 1536 x 384 at 70%, n = 1024, 192 blocks: 26.4 vs 29.2
+/// us; 4096 x 384 at 70%, n = 1024, 512 blocks: 49.3 vs 65.8 us); on 48 blocks the mma.sync kernel, its two
+/// ranges added in clusters, is faster (the pruned 384 x 384 at 70%, n = 1024: 16.0 vs 19.8 us). Nothing between
+/// 48 and 128 blocks was measured.
+pub const WGMMA_SHORT_MIN_GRID: usize = 128;
 
 /// The blocks of A, host side (see the module documentation).
 #[derive(Clone, Debug, PartialEq)]
@@ -1106,7 +1120,8 @@ mod tests {
         // at n = 1024 (576 x 16 pairs), not at n = 256 (576 x 4); 10% full (uniform 90%) never; 20% full with
         // fewer than 2^15 pairs (4096^2 at n = 64) not. The wgmma kernel (128 columns per block) from
         // WGMMA_MIN_GRID blocks of 128 columns and WGMMA_MIN_WINDOW_BLOCKS k-blocks per window: 64 windows of 256
-        // at every n, 128 of 128 (8192 x 2048), 6 of 96 at n = 1024 (384 x 1536); not windows of 24 k-blocks.
+        // at every n, 128 of 128 (8192 x 2048), 6 of 96 at n = 1024 (384 x 1536); not windows of 24 k-blocks in small
+        // grids.
         for n in [128, 256, 4096] {
             assert_eq!(sel(DType::F32, 4096, n, 8_388_608, 65_536, 16_384), Some((64, 16)), "n = {n}");
             assert_eq!(sel(DType::F32, 4096, n, 1_677_722, 53_500, 16_384), None, "n = {n}");
@@ -1116,7 +1131,12 @@ mod tests {
         assert_eq!(sel(DType::F32, 8192, 128, 3_355_443, 65_000, 16_384), Some((64, 16)));
         assert_eq!(sel(DType::F32, 8192, 128, 1_677_722, 53_500, 16_384), None);
         assert_eq!(sel(DType::F32, 1536, 256, 176_947, 2_304, 576), None);
-        assert_eq!(sel(DType::F32, 1536, 1024, 176_947, 2_304, 576), Some((64, 8)));
+        // 1536 x 384 at n = 1024: windows of 24 k-blocks, but 192 blocks of 128 columns (at least
+        // WGMMA_SHORT_MIN_GRID): the wgmma kernel. Either side of that bound, half full at n = 128: 127 windows of
+        // 24 k-blocks (8128 x 384) on mma.sync, 128 (8192 x 384) on wgmma.
+        assert_eq!(sel(DType::F32, 1536, 1024, 176_947, 2_304, 576), Some((64, 16)));
+        assert_eq!(sel(DType::F32, 8128, 128, 1_560_576, 12_192, 3_048), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 8192, 128, 1_572_864, 12_288, 3_072), Some((64, 16)));
         // The 384-row weights at 70% (30% full) from 2048 pairs: 384 x 384 at n = 1024 (144 x 16), 384 x 1536 at
         // n = 256 (576 x 4, 12 blocks of 128 columns: mma.sync); not 384 x 384 at n = 256 (144 x 4). 384 x 1536
         // at n = 1024 (48 blocks of 128 columns, windows of 96 k-blocks): the wgmma kernel.
