@@ -30,6 +30,7 @@ struct Variant {
     pred: bool,
     lb: bool,
     mo: u32,
+    rs: u32,
 }
 
 include!("src/spmm/kernel_name.rs");
@@ -48,6 +49,7 @@ impl Variant {
             self.pred,
             self.lb,
             self.mo,
+            self.rs,
         )
     }
 }
@@ -61,7 +63,14 @@ fn parse_variants(path: &Path) -> Vec<Variant> {
             continue;
         }
         let f: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(f.len(), 11, "{}:{}: expected 11 columns, got {}", path.display(), i + 1, f.len());
+        // The twelfth column (row_split) may be left out: 1, Sputnik's one subwarp per row.
+        assert!(
+            f.len() == 11 || f.len() == 12,
+            "{}:{}: expected 11 or 12 columns, got {}",
+            path.display(),
+            i + 1,
+            f.len()
+        );
         let num = |j: usize| -> u32 {
             f[j].parse().unwrap_or_else(|_| panic!("{}:{}: column {} is not a number", path.display(), i + 1, j + 1))
         };
@@ -77,6 +86,7 @@ fn parse_variants(path: &Path) -> Vec<Variant> {
             pred: num(8) != 0,
             lb: num(9) != 0,
             mo: num(10),
+            rs: if f.len() == 12 { num(11) } else { 1 },
         });
     }
     out
@@ -133,7 +143,7 @@ fn main() {
     for v in &variants {
         let _ = writeln!(
             cu,
-            "TILESPARSE_SPMM_INSTANCE({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
+            "TILESPARSE_SPMM_INSTANCE({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
             v.kernel_name(),
             cxx_type(&v.dtype),
             v.sv,
@@ -145,7 +155,8 @@ fn main() {
             v.ru,
             v.pred,
             v.lb,
-            v.mo
+            v.mo,
+            v.rs
         );
     }
     fs::write(out.join("spmm_instances.cu"), cu).unwrap();
@@ -252,8 +263,8 @@ fn main() {
     for v in &variants {
         let _ = writeln!(
             rs,
-            "    SpmmConfig {{ dtype: {}, sparse_vector_width: {}, dense_vector_width: {}, block_items_y: {}, block_items_k: {}, block_items_x: {}, block_width: {}, residue_unroll: {}, predicate_loads: {}, launch_bounds: {}, min_occupancy: {} }},",
-            rust_dtype(&v.dtype), v.sv, v.dv, v.y, v.k, v.x, v.w, v.ru, v.pred, v.lb, v.mo
+            "    SpmmConfig {{ dtype: {}, sparse_vector_width: {}, dense_vector_width: {}, block_items_y: {}, block_items_k: {}, block_items_x: {}, block_width: {}, residue_unroll: {}, predicate_loads: {}, launch_bounds: {}, min_occupancy: {}, row_split: {} }},",
+            rust_dtype(&v.dtype), v.sv, v.dv, v.y, v.k, v.x, v.w, v.ru, v.pred, v.lb, v.mo, v.rs
         );
     }
     rs.push_str("];\n");

@@ -296,6 +296,56 @@ fn rows_of_lengths(m: usize, k: usize, len: impl Fn(usize) -> usize, seed: u64) 
     from_triplets(m, k, &entries)
 }
 
+/// The row split (`SpmmConfig::row_split`; NOTES.md, "SpMM step 29"), on every compiled variant that has one: rows of
+/// every length from 0 to five rounds of tiles and a tile and three entries more, so that each subwarp's share of full
+/// tiles and the residue comes in every combination, in a row count that leaves the last block part empty; then a NaN
+/// in the second subwarp's first tile and an Inf of B reached through a residue that the second subwarp owns, both of
+/// which must reach C through the block's sum. Then the selection's own choice at few rows and n = 128 and 256
+/// (`select`'s row_split_tile). Small enough for compute-sanitizer (run-all.sh --sanitize).
+#[test]
+fn sanitizer_row_split_shares_rows_of_every_length() {
+    let variants: Vec<SpmmConfig> =
+        compiled_spmm_variants_for(DType::F32).filter(|c| c.row_split > 1).copied().collect();
+    assert!(!variants.is_empty(), "no row-split variant in variants.txt");
+    let Some(gpu) = gpu_or_skip("sanitizer_row_split_shares_rows_of_every_length") else { return };
+    let n = 128;
+    for config in &variants {
+        let tile = config.block_items_k as usize;
+        let longest = 5 * tile * config.row_split as usize + tile + 3;
+        let m = longest + 1 + usize::from((longest + 1) % config.rows_per_block() as usize == 0);
+        let a = rows_of_lengths(m, 2 * longest + 64, |r| r % (longest + 1), seed(120));
+        let what = format!("row split, rows of 0-{longest}");
+        assert_eq!(check_kernels::<f32>(&gpu, &what, &a, n, seed(121), [SpmmKernel::Tiled(*config)]), 1);
+
+        // Row `longest` has 5 row_split + 1 full tiles and a residue of 3: the residue is the second subwarp's.
+        // Its last entry (value 1) meets an Inf of B; row `longest - 1` holds a NaN in its second tile.
+        let mut a = a;
+        let (inf_row, nan_row) = (longest, longest - 1);
+        let last = a.indptr().outer_inds_sz(inf_row).end - 1;
+        a.data_mut()[last] = 1.0;
+        let inf_col = a.indices()[last];
+        let nan_at = a.indptr().outer_inds_sz(nan_row).start + tile + 1;
+        a.data_mut()[nan_at] = f32::NAN;
+        let mut b = dense::<f32>(a.cols(), n, seed(122));
+        b[inf_col * n + 7] = f32::INFINITY;
+        let oracle = SpmmOracle::new(a.view(), &b, n);
+        let c: Vec<f64> = run(&gpu, &a, &b, n, config).iter().map(|v| v.to_f64()).collect();
+        oracle.check(&format!("row split NaN/Inf with {config}"), &c);
+        assert!(c[nan_row * n..(nan_row + 1) * n].iter().all(|v| v.is_nan()), "{config}: the NaN must reach C");
+        assert_eq!(c[inf_row * n + 7], f64::INFINITY, "{config}: the Inf must reach C");
+    }
+    // The selection's choice: the pruned 384 x 384 at 90% (mean 38) as rows alternating 30 and 46 entries, at n =
+    // 128 (384 blocks: four subwarps per row) and n = 256 (768: two warps per row).
+    let a = rows_of_lengths(384, 384, |r| if r % 2 == 0 { 30 } else { 46 }, seed(123));
+    let stats = RowStats::from_indptr(&a.indptr().to_proper());
+    for (n, row_split) in [(128, 4), (256, 2)] {
+        let chosen = SpmmConfig::select_with_stats(384, 384, n, &stats, DType::F32);
+        assert_eq!(chosen.row_split, row_split, "n = {n}: {chosen}");
+        let label = format!("row split chosen at n = {n}");
+        assert_eq!(check_kernels::<f32>(&gpu, &label, &a, n, seed(124), [SpmmKernel::Tiled(chosen)]), 1);
+    }
+}
+
 /// The library's own choice for a weight-like m x k matrix with rows of `len(r)` entries at n columns is
 /// `expected`, in the SM-affine order, and it matches the oracle three launches in a row. The structure (and so
 /// the choice) is fixed; the values are drawn from `common::seed(seed)`.

@@ -44,8 +44,9 @@ struct SparseTileLoader {
       values_fragment_[i] = load_global<T, kSV>(values_ + i * kStride);
       columns_fragment_[i] = load_global<int, kSV>(column_indices_ + i * kStride);
     }
-    values_ += Config::kBlockItemsK;
-    column_indices_ += Config::kBlockItemsK;
+    // The subwarp's next tile: with a row split, the row's tiles are dealt round robin to its subwarps.
+    values_ += Config::kBlockItemsK * Config::kRowSplit;
+    column_indices_ += Config::kBlockItemsK * Config::kRowSplit;
   }
 
   /// @brief Writes the fetched tile to shared memory, column indices scaled to row offsets of B. With
@@ -72,7 +73,8 @@ struct SparseTileLoader {
 
   /// @brief Loads the last `count < kBlockItemsK` entries with scalar loads: vector loads could run past
   /// the end of the arrays. The residue never holds foreign entries (see MemoryAligner). Call it after the
-  /// last full tile was fetched: the loader then points at the residue.
+  /// last full tile was fetched: the loader then points at the residue (with a row split, in the subwarp whose
+  /// turn follows the row's last full tile; the others pass count 0).
   __device__ __forceinline__ void load_residue(int count) {
     const T* values = values_ - first_slot_;
     const int* column_indices = column_indices_ - first_slot_;

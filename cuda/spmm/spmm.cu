@@ -1,7 +1,8 @@
 /**
  * @file @brief The Sputnik-style tiled SpMM kernel: C = A * B (+ bias, ReLU) with A sparse CSR, B and C dense
- * row-major. Each block computes a (block_items_y, block_items_x) tile of C; each subwarp of block_width
- * threads owns one row of A. Instantiated once per row of variants.txt by build.rs.
+ * row-major. Each block computes a (rows per block, block_items_x) tile of C; each subwarp of block_width
+ * threads owns one row of A, or a share of one with a row split. Instantiated once per row of variants.txt by
+ * build.rs.
  */
 #include "common/barrier.cuh"
 #include "common/memory_aligner.cuh"
@@ -25,7 +26,8 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   typedef typename Config::Scalar T;
   constexpr int kK = Config::kBlockItemsK;
 
-  // Subwarps past the last row (or piece) leave at once; no block-wide barrier follows, so this is safe.
+  // Subwarps past the last row (or piece) leave at once; no block-wide barrier follows (but the row split's,
+  // which keeps them), so this is safe.
   int row_block = blockIdx.x;
   int column_tile = blockIdx.y;
   if (p.block_order != kRowBlocksFirst) {
@@ -41,7 +43,10 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
       column_tile = claimed.y;
     }
   }
-  const int slot = row_block * Config::kBlockItemsY + threadIdx.y;
+  constexpr int kRowSplit = Config::kRowSplit;
+  // With a row split, subwarp `part` of a row takes the row's full tiles part, part + kRowSplit, ...
+  const int part = kRowSplit == 1 ? 0 : threadIdx.y % kRowSplit;
+  const int slot = row_block * Config::kRowsPerBlock + threadIdx.y / kRowSplit;
   // `target` >= 0: the row of C this subwarp writes; < 0: ~target is the partial row of its piece (one int
   // live through the main loop instead of two, which keeps the 255-register variants from spilling).
   int target, row_start, row_end;
@@ -51,11 +56,17 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
     target = piece.w >= 0 ? ~piece.w : piece.x;
     row_start = piece.y;
     row_end = piece.z;
-  } else {
-    if (slot >= p.m) return;
+  } else if (slot < p.m) {
     target = p.row_swizzle != nullptr ? __ldg(p.row_swizzle + slot) : slot;
     row_start = __ldg(p.row_offsets + target);
     row_end = __ldg(p.row_offsets + target + 1);
+  } else if (kRowSplit == 1) {
+    return;
+  } else {
+    // The row split ends on a block-wide barrier: subwarps past the last row walk an empty row to it.
+    target = -1;
+    row_start = 0;
+    row_end = 0;
   }
   const int n_index = column_tile * Config::kBlockItemsX;
   const int thread_column = n_index + threadIdx.x * Config::kDenseVectorWidth;
@@ -70,7 +81,7 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   T* values_tile = values_tile_array + threadIdx.y * kK;
   int* offsets_tile = offsets_tile_array + threadIdx.y * kK;
 
-  SparseTileLoader<Config> sparse_tile_loader(p.n, aligner.row_offset, threadIdx.x,
+  SparseTileLoader<Config> sparse_tile_loader(p.n, aligner.row_offset + part * kK, threadIdx.x,
                                               static_cast<const T*>(p.values), p.column_indices, values_tile,
                                               offsets_tile);
   const DenseTileLoader<Config> dense_tile_loader(static_cast<const T*>(p.dense) + thread_column);
@@ -79,11 +90,18 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   const SubwarpBarrier<Config::kBlockItemsY, Config::kBlockWidth> barrier(threadIdx.y);
 
   int nonzeros = aligner.nonzeros;
-  // The first tile is peeled: only it can hold foreign entries from the aligner, so only it pays for masking.
+  if constexpr (kRowSplit > 1) {
+    // This subwarp's share: its full tiles, and the residue if the row's next tile would have been its turn.
+    const int full_tiles = nonzeros / kK;
+    const int mine = full_tiles > part ? (full_tiles - 1 - part) / kRowSplit + 1 : 0;
+    nonzeros = mine * kK + (full_tiles % kRowSplit == part ? nonzeros - full_tiles * kK : 0);
+  }
+  // The first tile is peeled: only it can hold foreign entries from the aligner, so only it pays for masking
+  // (with a row split, only part 0's first tile is the row's first).
   // Each tile's sparse loads are issued one tile ahead (fetch), so they overlap the previous tile's work.
   if (nonzeros >= kK) {
     sparse_tile_loader.fetch();
-    sparse_tile_loader.template commit<true>(aligner.lead);
+    sparse_tile_loader.template commit<true>(part == 0 ? aligner.lead : 0);
     barrier.sync();
     nonzeros -= kK;
     if (nonzeros >= kK) sparse_tile_loader.fetch();
@@ -104,6 +122,23 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   barrier.sync();
   dense_tile_loader.residue_mac(nonzeros, values_tile, offsets_tile, predicates, accumulator);
 
+  if constexpr (kRowSplit > 1) {
+    // Parts 1.. leave their sums in shared memory; part 0 adds them in part order (the same bits every run).
+    constexpr int kAccumulators = Config::kThreadVectorsX * Config::kDenseVectorWidth;
+    __shared__ float part_sums[Config::kRowsPerBlock][kRowSplit - 1][kAccumulators][Config::kBlockWidth];
+    const int row_in_block = threadIdx.y / kRowSplit;
+    if (part > 0) {
+#pragma unroll
+      for (int i = 0; i < kAccumulators; ++i) part_sums[row_in_block][part - 1][i][threadIdx.x] = accumulator[i];
+    }
+    __syncthreads();
+    if (part > 0 || target < 0) return;
+#pragma unroll
+    for (int q = 0; q < kRowSplit - 1; ++q) {
+#pragma unroll
+      for (int i = 0; i < kAccumulators; ++i) accumulator[i] += part_sums[row_in_block][q][i][threadIdx.x];
+    }
+  }
   if (Config::kWalksPieces && target < 0) {
     store_partial_tile<Config>(accumulator, p.partials + static_cast<size_t>(~target) * p.n + thread_column,
                                predicates);
@@ -144,7 +179,7 @@ TILESPARSE_SPMM_FIXUP(f16, __half)
 TILESPARSE_SPMM_FIXUP(bf16, __nv_bfloat16)
 
 /// One exported kernel per variant; `name` is SpmmConfig::kernel_name() on the Rust side.
-#define TILESPARSE_SPMM_INSTANCE(name, T, sv, dv, y, k, x, w, ru, pred, lb, mo)                               \
+#define TILESPARSE_SPMM_INSTANCE(name, T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs)                           \
   extern "C" __global__ void __launch_bounds__((y) * (w), (lb) ? (mo) : 1) name(const ts::SpmmParams p) {   \
-    ts::spmm_kernel<ts::SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo>>(p);                            \
+    ts::spmm_kernel<ts::SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs>>(p);                        \
   }

@@ -6,18 +6,19 @@
 
 namespace ts {
 
-/// @brief Compile-time configuration of one SpMM variant (Sputnik's `SpmmConfig`, field for field).
+/// @brief Compile-time configuration of one SpMM variant (Sputnik's `SpmmConfig`, field for field, and the row split).
 template <typename Scalar_,            // element type of A, B and C (float, __half, __nv_bfloat16)
           int kSparseVectorWidth_,     // elements of A per vector load
           int kDenseVectorWidth_,      // elements of B and C per vector load/store
-          int kBlockItemsY_,           // rows of C per block (one subwarp per row)
+          int kBlockItemsY_,           // subwarps per block (one row each, or kRowSplit_ per row)
           int kBlockItemsK_,           // nonzeros of a row per shared-memory tile
           int kBlockItemsX_,           // columns of C per block
           int kBlockWidth_,            // threads per subwarp (threadIdx.x)
           int kResidueUnroll_,         // unroll factor of the residue loop
           bool kPredicateLoads_,       // guard loads and stores in n (needed when n % block_items_x != 0)
           bool kLaunchBounds_,         // emit __launch_bounds__ with a min occupancy
-          int kMinOccupancy_>          // blocks per SM the compiler must fit when kLaunchBounds_
+          int kMinOccupancy_,          // blocks per SM the compiler must fit when kLaunchBounds_
+          int kRowSplit_>              // subwarps per row (1: Sputnik's one); not a Sputnik parameter
 struct SpmmConfig {
   typedef Scalar_ Scalar;
   static constexpr int kSparseVectorWidth = kSparseVectorWidth_;
@@ -30,10 +31,17 @@ struct SpmmConfig {
   static constexpr bool kPredicateLoads = kPredicateLoads_;
   static constexpr bool kLaunchBounds = kLaunchBounds_;
   static constexpr int kMinOccupancy = kMinOccupancy_;
+  /// Subwarps that share one row: subwarp q of a row takes its full tiles q, q + kRowSplit, ... (and the residue
+  /// when its turn comes next), and the block adds the kRowSplit sums in subwarp order (spmm/spmm.cu). Beyond
+  /// Sputnik: it puts more loads of one row in flight where few rows are long (NOTES.md, "SpMM step 29").
+  static constexpr int kRowSplit = kRowSplit_;
+  /// Rows of C per block.
+  static constexpr int kRowsPerBlock = kBlockItemsY_ / kRowSplit_;
   /// Whether the kernel can walk the pieces of a row split (spmm/split.rs). Not the launch-bounded variants:
   /// their register budget is spent, and the piece path cost them 2-4% on unsplit matrices (NOTES.md, "SpMM
   /// step 5"). SpmmConfig::walks_pieces in src/spmm/config.rs repeats the rule.
-  static constexpr bool kWalksPieces = !kLaunchBounds;
+  /// Nor the row-split ones: a piece is already a share of a row.
+  static constexpr bool kWalksPieces = !kLaunchBounds && kRowSplit == 1;
   /// Whether the kernel can run the SM-affine block order (spmm/block_order.cuh): the launch-bounded variants.
   /// In the others the claim's code cost the 128-column tiles 9-31% at n = 4096 even when it did not run
   /// (NOTES.md, "SpMM step 15"). SpmmConfig::claims_blocks in src/spmm/config.rs repeats the rule.
@@ -68,6 +76,7 @@ struct SpmmConfig {
                 "block_items_k must be a multiple of block_width * sparse_vector_width");
   static_assert(sizeof(Scalar) * kSparseVectorWidth <= 16 && sizeof(Scalar) * kDenseVectorWidth <= 16,
                 "a vector access moves at most 16 bytes");
+  static_assert(kRowSplit >= 1 && kBlockItemsY % kRowSplit == 0, "block_items_y must be a multiple of row_split");
   static_assert((kSparseVectorWidth & (kSparseVectorWidth - 1)) == 0 &&
                     (kDenseVectorWidth & (kDenseVectorWidth - 1)) == 0,
                 "vector widths must be powers of two");

@@ -9,7 +9,7 @@ include!("kernel_name.rs");
 
 /// One SpMM variant: element type, vector widths, tile shape and code-generation switches.
 ///
-/// Mirrors the C++ template field for field; [`SpmmConfig::validate`] repeats each of its `static_assert`s
+/// Mirrors the C++ template field for field (Sputnik's parameters, and `row_split`, which is not one of them); [`SpmmConfig::validate`] repeats each of its `static_assert`s
 /// with the same message, and [`SpmmConfig::kernel_name`] is the one place a kernel name is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SpmmConfig {
@@ -19,7 +19,7 @@ pub struct SpmmConfig {
     pub sparse_vector_width: u32,
     /// Elements of B and C per vector load and store.
     pub dense_vector_width: u32,
-    /// Rows of C per block: one subwarp per row.
+    /// Subwarps per block: one per row, or `row_split` per row ([`SpmmConfig::rows_per_block`]).
     pub block_items_y: u32,
     /// Nonzeros of a row per shared-memory tile.
     pub block_items_k: u32,
@@ -35,12 +35,22 @@ pub struct SpmmConfig {
     pub launch_bounds: bool,
     /// Blocks per SM the compiler must fit when `launch_bounds` is set.
     pub min_occupancy: u32,
+    /// Subwarps that share one row (1: Sputnik's one subwarp per row). Subwarp q of a row takes the row's full
+    /// tiles q, q + row_split, ... (and the residue when its turn comes next); the block adds their sums in
+    /// subwarp order, so C has the same bits on every run. More of a long row's loads are then in flight at
+    /// once (NOTES.md, "SpMM step 29"). Not in Sputnik, and named `_r{row_split}` only when above 1.
+    pub row_split: u32,
 }
 
 impl SpmmConfig {
     /// Threads per block.
     pub fn threads_per_block(&self) -> u32 {
         self.block_items_y.saturating_mul(self.block_width)
+    }
+
+    /// Rows of C per block: `block_items_y / row_split`.
+    pub fn rows_per_block(&self) -> u32 {
+        self.block_items_y / self.row_split.max(1)
     }
 
     /// The exported kernel name, e.g. `spmm_f32_s4d4_y4k32x32w8_u4_pred` (built by `kernel_name.rs`, which
@@ -58,14 +68,16 @@ impl SpmmConfig {
             self.predicate_loads,
             self.launch_bounds,
             self.min_occupancy,
+            self.row_split,
         )
     }
 
     /// Whether the kernel can walk the pieces of a row split ([`crate::spmm::split`]): every variant but the
     /// launch-bounded ones, whose register budget is spent (the piece path cost them 2-4% on unsplit
-    /// matrices; NOTES.md, "SpMM step 5"). Repeats `kWalksPieces` in cuda/spmm/spmm_config.cuh.
+    /// matrices; NOTES.md, "SpMM step 5"), and those with `row_split` above 1, whose subwarps already share
+    /// rows. Repeats `kWalksPieces` in cuda/spmm/spmm_config.cuh.
     pub fn walks_pieces(&self) -> bool {
-        !self.launch_bounds
+        !self.launch_bounds && self.row_split == 1
     }
 
     /// Whether the kernel can run the SM-affine block order ([`crate::spmm::BlockOrder::SmAffine`]): the
@@ -85,7 +97,7 @@ impl SpmmConfig {
 
     /// Checks every rule of the C++ template, with the same messages as its `static_assert`s.
     pub fn validate(&self) -> Result<(), String> {
-        let (sv, dv, y, k, x, w, ru) = (
+        let (sv, dv, y, k, x, w, ru, rs) = (
             self.sparse_vector_width,
             self.dense_vector_width,
             self.block_items_y,
@@ -93,12 +105,13 @@ impl SpmmConfig {
             self.block_items_x,
             self.block_width,
             self.residue_unroll,
+            self.row_split,
         );
         let rule = |ok: bool, msg: &str| if ok { Ok(()) } else { Err(msg.to_string()) };
         // Host-only rules first, so that the template's rules below never divide by zero.
-        rule(sv > 0 && dv > 0 && y > 0 && k > 0 && x > 0 && w > 0 && ru > 0, "every size must be positive")?;
+        rule(sv > 0 && dv > 0 && y > 0 && k > 0 && x > 0 && w > 0 && ru > 0 && rs > 0, "every size must be positive")?;
         // No tile dimension can pass a block's 1024 threads; the bound also keeps the products below in u32.
-        rule([sv, dv, y, k, x, w, ru].iter().all(|&v| v <= 1024), "every size must be at most 1024")?;
+        rule([sv, dv, y, k, x, w, ru, rs].iter().all(|&v| v <= 1024), "every size must be at most 1024")?;
         rule(!self.launch_bounds || self.min_occupancy > 0, "min_occupancy must be positive with launch_bounds")?;
         rule(self.dtype != DType::F64, "SpMM kernels store f32, f16 or bf16")?;
         let elem = self.dtype.size() as u32;
@@ -117,6 +130,7 @@ impl SpmmConfig {
         rule(k % (w * sv) == 0, "block_items_k must be a multiple of block_width * sparse_vector_width")?;
         rule(elem * sv <= 16 && elem * dv <= 16, "a vector access moves at most 16 bytes")?;
         rule(sv.is_power_of_two() && dv.is_power_of_two(), "vector widths must be powers of two")?;
+        rule(y % rs == 0, "block_items_y must be a multiple of row_split")?;
         rule(k % 4 == 0, "block_items_k must be a multiple of 4")?;
         Ok(())
     }
@@ -131,12 +145,13 @@ impl fmt::Display for SpmmConfig {
 impl FromStr for SpmmConfig {
     type Err = String;
 
-    /// Parses a kernel name (the `spmm_` prefix is optional), e.g. `f32_s4d4_y4k32x32w8_u4_pred_lb8`.
+    /// Parses a kernel name (the `spmm_` prefix is optional), e.g. `f32_s4d4_y4k32x32w8_u4_pred_lb8` or
+    /// `f32_s1d4_y4k32x128w32_u4_nopred_r4`.
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("cannot parse config '{s}': expected e.g. spmm_f32_s4d4_y4k32x32w8_u4_pred[_lb8]");
+        let bad = || format!("cannot parse config '{s}': expected e.g. spmm_f32_s4d4_y4k32x32w8_u4_pred[_r2][_lb8]");
         let body = s.strip_prefix("spmm_").unwrap_or(s);
         let parts: Vec<&str> = body.split('_').collect();
-        if !(parts.len() == 5 || parts.len() == 6) {
+        if !(5..=7).contains(&parts.len()) {
             return Err(bad());
         }
         let dtype: DType = parts[0].parse()?;
@@ -160,8 +175,24 @@ impl FromStr for SpmmConfig {
             "nopred" => false,
             _ => return Err(bad()),
         };
-        let (launch_bounds, min_occupancy) = match parts.get(5) {
-            Some(lb) => (true, lb.strip_prefix("lb").and_then(|v| v.parse().ok()).ok_or_else(bad)?),
+        // Then `_r{row_split}` (only above 1, as kernel_name writes it) and `_lb{min_occupancy}`, in that order.
+        let mut rest = &parts[5..];
+        let mut suffix = |prefix: &str| -> Result<Option<u32>, String> {
+            match rest.first().and_then(|p| p.strip_prefix(prefix)) {
+                Some(v) => {
+                    rest = &rest[1..];
+                    v.parse().map(Some).map_err(|_| bad())
+                }
+                None => Ok(None),
+            }
+        };
+        let row_split = suffix("r")?.unwrap_or(1);
+        let lb = suffix("lb")?;
+        if !rest.is_empty() {
+            return Err(bad());
+        }
+        let (launch_bounds, min_occupancy) = match lb {
+            Some(mo) => (true, mo),
             None => (false, 8),
         };
         Ok(SpmmConfig {
@@ -176,6 +207,7 @@ impl FromStr for SpmmConfig {
             predicate_loads,
             launch_bounds,
             min_occupancy,
+            row_split,
         })
     }
 }

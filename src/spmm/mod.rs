@@ -62,6 +62,7 @@ fn nearest_compiled(config: &SpmmConfig) -> String {
             + d(c.residue_unroll, config.residue_unroll)
             + u32::from(c.predicate_loads != config.predicate_loads)
             + u32::from(c.launch_bounds != config.launch_bounds)
+            + 2 * d(c.row_split, config.row_split)
     };
     let mut candidates: Vec<&SpmmConfig> =
         compiled_spmm_variants().iter().filter(|c| c.dtype == config.dtype).collect();
@@ -256,9 +257,10 @@ impl SpmmKernel {
         }
     }
 
-    /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: the tensor cores where
-    /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known), else
-    /// [`SpmmConfig::select_with_stats`]'s tile. Pure.
+    /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: the row-split tiles where `row_split_tile` (in
+    /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else the
+    /// tensor cores where [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks`
+    /// known), else [`SpmmConfig::select_with_stats`]'s tile. Pure.
     pub fn select(
         m: usize,
         k: usize,
@@ -268,6 +270,9 @@ impl SpmmKernel {
         dtype: crate::DType,
         tensor_core_blocks: Option<tensor_core::BlockCounts>,
     ) -> SpmmKernel {
+        if let Some(config) = select::row_split_tile(m, n, stats, dtype) {
+            return SpmmKernel::Tiled(config);
+        }
         let tc = tensor_core_blocks.and_then(|counts| tensor_core::select_tensor_core(dtype, m, n, nnz, counts));
         match tc {
             Some(c) => SpmmKernel::TensorCore(c),
@@ -456,7 +461,7 @@ pub fn block_order(
     blocks_per_sm: usize,
     sm_count: usize,
 ) -> BlockOrder {
-    let row_blocks = items.div_ceil(config.block_items_y as usize);
+    let row_blocks = items.div_ceil(config.rows_per_block() as usize);
     let column_tiles = n.div_ceil(config.block_items_x as usize);
     // Both tiles are launch-bounded, so they never walk pieces: items are rows.
     let two_rows = config.same_kernel(&select::two_row_tile(config.dtype))
@@ -541,11 +546,11 @@ fn launch<T: Scalar>(
     let items = split.map_or(m, |s| s.num_pieces);
     // The kernel counts rows or pieces in an int; pieces (rows plus a share of the split rows' entries) can pass
     // i32::MAX where the rows do not.
-    if items > i32::MAX as usize - config.block_items_y as usize {
+    if items > i32::MAX as usize - config.rows_per_block() as usize {
         return Err(Error::TooLarge(format!("{items} rows or row pieces: the SpMM kernel counts them in 32 bits")));
     }
     let (row_blocks, column_tiles) =
-        (items.div_ceil(config.block_items_y as usize), n.div_ceil(config.block_items_x as usize));
+        (items.div_ceil(config.rows_per_block() as usize), n.div_ceil(config.block_items_x as usize));
     let order = match order {
         Some(order) => order,
         None => {
@@ -658,6 +663,43 @@ mod tests {
             SpmmConfig { block_items_y: 33, ..tile }.validate(),
             Err("block_items_y * block_width must be a multiple of 32".to_string())
         );
+    }
+
+    #[test]
+    fn row_split_names_parse_and_validate() {
+        let split: SpmmConfig = "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2".parse().unwrap();
+        assert_eq!((split.row_split, split.rows_per_block(), split.launch_bounds), (2, 1, false));
+        assert_eq!(split.kernel_name(), "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2");
+        assert!(split.validate().is_ok() && !split.walks_pieces());
+        let bounded: SpmmConfig = "f32_s1d4_y8k8x32w8_u4_nopred_r4_lb4".parse().unwrap();
+        assert_eq!((bounded.row_split, bounded.rows_per_block(), bounded.min_occupancy), (4, 2, 4));
+        assert_eq!(bounded.kernel_name(), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4_lb4");
+        // Sputnik's names are row_split 1 and keep their form; `_r1` is read as the same.
+        let plain: SpmmConfig = "spmm_f32_s1d4_y1k32x128w32_u4_nopred".parse().unwrap();
+        assert_eq!((plain.row_split, plain.rows_per_block()), (1, 1));
+        assert_eq!("spmm_f32_s1d4_y1k32x128w32_u4_nopred_r1".parse::<SpmmConfig>(), Ok(plain));
+        for bad in
+            ["f32_s1d4_y8k8x32w8_u4_nopred_lb4_r4", "f32_s1d4_y8k8x32w8_u4_nopred_rx", "f32_s1d4_y8k8x32w8_u4_r4"]
+        {
+            assert!(bad.parse::<SpmmConfig>().is_err(), "{bad}");
+        }
+        assert_eq!(
+            SpmmConfig { row_split: 3, ..split }.validate(),
+            Err("block_items_y must be a multiple of row_split".to_string())
+        );
+        assert_eq!(SpmmConfig { row_split: 0, ..split }.validate(), Err("every size must be positive".to_string()));
+    }
+
+    #[test]
+    fn few_rows_at_small_n_take_the_row_split_over_the_tensor_cores() {
+        // The pruned 384 x 1536 at 70% (176947 entries, 576 64-row k-blocks, 30% full): the tensor cores at n = 256
+        // before the row split (18.8 us), the row split's two warps per row now (16.3 us; NOTES.md, "SpMM step 29");
+        // the tensor cores still at n = 1024.
+        let stats = crate::csr::RowStats { min: 342, max: 817, mean: 460.8, cv: 0.14, empty_rows: 0 };
+        let counts = Some(tensor_core::BlockCounts { narrow: 2304, wide: 576 });
+        let select = |n| SpmmKernel::select(384, 1536, n, 176_947, &stats, DType::F32, counts);
+        assert_eq!(select(256), SpmmKernel::Tiled(select::split_row_warp_tile(DType::F32)));
+        assert!(matches!(select(1024), SpmmKernel::TensorCore(_)), "{:?}", select(1024));
     }
 
     #[test]

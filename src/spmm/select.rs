@@ -36,6 +36,7 @@ fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u32, pred: bo
         predicate_loads: pred,
         launch_bounds: false,
         min_occupancy: 8,
+        row_split: 1,
     }
 }
 
@@ -66,6 +67,41 @@ pub(crate) fn four_row_tile(dtype: DType) -> SpmmConfig {
 /// Sixteen one-row warps on one 64-column tile (one block per SM at 108 registers).
 fn sixteen_row_tile(dtype: DType) -> SpmmConfig {
     tile(dtype, 1, 2, 16, 32, 64, 32, false)
+}
+
+/// One row per two warps over 128 columns (k = 32, `row_split` 2): [`row_split_tile`] for 397-792 blocks.
+pub(crate) fn split_row_warp_tile(dtype: DType) -> SpmmConfig {
+    SpmmConfig { row_split: 2, ..tile(dtype, 1, 4, 2, 32, 128, 32, false) }
+}
+
+/// Two rows per block, each over four 8-thread subwarps on 32 columns (k = 8, `row_split` 4): [`row_split_tile`]
+/// for up to 396 blocks.
+pub(crate) fn split_row_k8_tile(dtype: DType) -> SpmmConfig {
+    SpmmConfig { row_split: 4, ..tile(dtype, 1, 4, 8, 8, 32, 8, false) }
+}
+
+/// f32 with few rows and a small n: the row-split tiles, where a warp per row over 128 columns
+/// (`m * n / 128` blocks) would have at most six blocks per SM of the H100. Its rows' loads then come from too
+/// few warps, and two or four subwarps per row put more of them in flight. Up to three blocks per SM the k = 8
+/// tile with four subwarps per row, up to six the warp-wide tile with two. Measured on the H100 (NOTES.md, "SpMM
+/// step 29"; the first 128-1024 rows of the suite's pruned weights at 70%, 90% and 98%, mean row 7-463, n = 128,
+/// 256 and 512, against the selection before it, which ran a warp per row or, at 70%, the tensor cores): 1.141x
+/// faster on geometric mean over the 63 problems in the rule (1.00x-1.39x; 384 x 1536 at 70%, n = 128: 18.8 ->
+/// 13.5 us; at n = 256 16.3 us against the tensor cores' 18.8). Past six blocks per SM the split loses (0.70x-1.12x
+/// at 7.8-31 blocks per SM; 1536 x 384 at 98%, n = 1024: 12.0 vs 18.4 us), and the skewed rows keep their pieces
+/// ([`is_skewed`]). Not measured: fewer than 128 rows, rows of fewer than 7 entries, n other than 128-512.
+pub(crate) fn row_split_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
+    if dtype != DType::F32 || n % 128 != 0 || n > 512 || m < 128 || stats.mean < 7.0 || is_skewed(stats) {
+        return None;
+    }
+    let blocks = m.saturating_mul(n / 128);
+    if blocks <= 3 * H100_SMS {
+        Some(split_row_k8_tile(dtype))
+    } else if blocks <= 6 * H100_SMS {
+        Some(split_row_warp_tile(dtype))
+    } else {
+        None
+    }
 }
 
 /// Thirty-two rows of 16 threads on one 64-column tile, k = 16 (one block of 512 threads per SM): the tile for
@@ -215,6 +251,9 @@ impl SpmmConfig {
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
             // n = 128: 42.2 us vs 55 us with a warp per row, unsplit; NOTES.md, "SpMM step 4").
             tile(dtype, 1, 4, 4, 8, 32, 8, n % 32 != 0)
+        } else if let Some(config) = row_split_tile(m, n, stats, dtype) {
+            // Few rows and a small n: two or four subwarps per row ([`row_split_tile`], NOTES.md "SpMM step 29").
+            config
         } else if dv == 4
             && n % 128 == 0
             && m <= 2048
@@ -572,7 +611,8 @@ mod tests {
         assert_eq!(s(384, 2048, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(768, 1024, 768 * 461), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(384, 4096, 384 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
-        assert_eq!(s(384, 256, 384 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        // (At n = 256 its 768 blocks of a warp per row are few enough for the row split: 14.6 -> 11.5 us.)
+        assert_eq!(s(384, 256, 384 * 154), "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2");
         assert_eq!(s(384, 1024, 384 * 127), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(769, 1024, 769 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred"); // two rows: 1.46 waves
         assert_eq!(s(384, 1088, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
@@ -634,6 +674,40 @@ mod tests {
         assert_eq!(s(1536, 1024, 38.0, 0.7), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(100, 18, 5.0, 0.1), "spmm_f16_s2d2_y2k32x32w16_u4_pred");
         assert_eq!(s(100, 7, 5.0, 0.1), "spmm_f16_s1d1_y1k32x32w32_u4_pred");
+    }
+
+    #[test]
+    fn row_split_tiles_for_few_rows_and_small_n() {
+        let rows = |mean: f64, max: usize| RowStats { min: 0, max, mean, cv: 0.6, empty_rows: 0 };
+        let sel = |m: usize, n: usize, stats: &RowStats| SpmmConfig::select_with_stats(m, 384, n, stats, DType::F32);
+        let (k8, warp) = (split_row_k8_tile(DType::F32), split_row_warp_tile(DType::F32));
+        assert_eq!(k8.kernel_name(), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
+        assert_eq!(warp.kernel_name(), "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2");
+        let pruned = rows(38.4, 154); // the 384 x 384 weight at 90%
+                                      // Up to three blocks of a warp per row (m * n / 128) per SM: four 8-thread subwarps per row (384 rows at
+                                      // n = 128: 384 blocks); 396 blocks is the last.
+        assert_eq!(sel(384, 128, &pruned), k8);
+        assert_eq!(sel(198, 256, &pruned), k8);
+        assert_eq!(sel(397, 128, &pruned), warp);
+        // Up to six: two warps per row (384 rows at n = 256, 768 blocks; 792 the last) ...
+        assert_eq!(sel(384, 256, &pruned), warp);
+        assert_eq!(sel(198, 512, &pruned), warp);
+        // ... past them a warp per row again (1536 rows at n = 256; 793 blocks).
+        let one_warp = "spmm_f32_s1d4_y1k32x128w32_u4_nopred";
+        assert_eq!(sel(1536, 256, &pruned).kernel_name(), one_warp);
+        assert_eq!(sel(793, 128, &pruned).kernel_name(), one_warp);
+        // Not n = 1024 (384 x 384 at 90%: 11.5 us against 12.0 for the best split), nor n past 512, nor n not a
+        // multiple of 128, nor rows of fewer than 7 entries, fewer than 128 rows, f16, or skewed rows.
+        assert_eq!(sel(384, 1024, &pruned).row_split, 1);
+        assert_eq!(sel(128, 640, &pruned).row_split, 1);
+        assert_eq!(sel(300, 192, &pruned).row_split, 1);
+        assert_eq!(sel(384, 256, &rows(6.9, 40)).row_split, 1);
+        assert_eq!(sel(384, 256, &rows(7.0, 40)), warp);
+        assert_eq!(sel(127, 256, &pruned).row_split, 1);
+        assert_eq!(SpmmConfig::select_with_stats(384, 384, 256, &pruned, DType::F16).row_split, 1);
+        let skewed = rows(10.0, 5000);
+        assert!(is_skewed(&skewed));
+        assert_eq!(sel(384, 256, &skewed).row_split, 1);
     }
 
     #[test]

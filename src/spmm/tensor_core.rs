@@ -335,7 +335,8 @@ pub fn select_tensor_core(
 /// 0.0167 vs 0.0100 ms); 20% full (uniform 80%) wins from 2^15 pairs: 8192 x 2048, n = 128 0.084 vs 0.104 ms,
 /// 4096^2 n = 128 0.090 vs 0.101 ms, n = 256 0.155 vs 0.198 ms, n = 4096 2.23 vs 2.99 ms; 10% full (90%) loses
 /// (8192 x 2048, n = 128: 0.084 vs 0.059 ms; the tiles' time falls with nnz, so the break-even is near 14% full,
-/// where nothing was measured).
+/// where nothing was measured). `SpmmKernel::select` asks the row-split tiles first, and they take few rows at a
+/// small n from the tensor cores (384 x 1536 at 70%, n = 256: 16.3 vs 18.8 us; NOTES.md, "SpMM step 29").
 fn select_tf32x3(m: usize, n: usize, wide_fill: f64, wide_blocks: usize) -> Option<TensorCoreConfig> {
     let work = wide_blocks * n.div_ceil(64);
     let quarter_work = if m <= 512 { 2048 } else { 8192 };
