@@ -9,8 +9,9 @@ include!("kernel_name.rs");
 
 /// One SpMM variant: element type, vector widths, tile shape and code-generation switches.
 ///
-/// Mirrors the C++ template field for field (Sputnik's parameters, and `row_split`, which is not one of them); [`SpmmConfig::validate`] repeats each of its `static_assert`s
-/// with the same message, and [`SpmmConfig::kernel_name`] is the one place a kernel name is built.
+/// Mirrors the C++ template field for field (Sputnik's parameters, and `row_split`, which is not one of them);
+/// [`SpmmConfig::validate`] repeats each of its `static_assert`s with the same message, and
+/// [`SpmmConfig::kernel_name`] is the one place a kernel name is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SpmmConfig {
     /// Element type of A, B and C (accumulation is always f32).

@@ -683,9 +683,9 @@ mod tests {
         let (k8, warp) = (split_row_k8_tile(DType::F32), split_row_warp_tile(DType::F32));
         assert_eq!(k8.kernel_name(), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
         assert_eq!(warp.kernel_name(), "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2");
-        let pruned = rows(38.4, 154); // the 384 x 384 weight at 90%
-                                      // Up to three blocks of a warp per row (m * n / 128) per SM: four 8-thread subwarps per row (384 rows at
-                                      // n = 128: 384 blocks); 396 blocks is the last.
+        // The 384 x 384 weight at 90%. Up to three blocks of a warp per row (m * n / 128) per SM: four 8-thread
+        // subwarps per row (384 rows at n = 128: 384 blocks); 396 blocks is the last.
+        let pruned = rows(38.4, 154);
         assert_eq!(sel(384, 128, &pruned), k8);
         assert_eq!(sel(198, 256, &pruned), k8);
         assert_eq!(sel(397, 128, &pruned), warp);
