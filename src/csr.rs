@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::scalar::Scalar;
 
-/// Ways a CSR matrix can be malformed. Each is reported before anything reaches the device.
+/// Ways a CSR matrix can be malformed. Each is reported before a kernel reads the matrix (host arrays before they
+/// reach the device).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CsrError {
     #[error("row pointer has length {got}, expected rows + 1 = {expected}")]
@@ -29,6 +30,8 @@ pub enum CsrError {
     Duplicate { row: usize, col: usize },
     #[error("{what} = {value} exceeds i32::MAX ({}): the kernels use 32-bit indices", i32::MAX)]
     TooLarge { what: &'static str, value: usize },
+    #[error("{what} {index} is negative ({value}) in a device array")]
+    Negative { what: &'static str, index: usize, value: i32 },
 }
 
 /// Checks that (indptr, indices, values) is a CSR matrix of shape rows x cols with sorted, unique, in-range
@@ -257,17 +260,30 @@ impl<T: Scalar> DeviceCsr<T> {
     ) -> Result<Self> {
         validate(rows, cols, indptr, indices, values.len())?;
         let to_i32 = |v: &[usize]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
-        let offsets = to_i32(indptr);
-        let cols_i32 = to_i32(indices);
+        let row_offsets = upload_slice(gpu, &to_i32(indptr), "uploading CSR row offsets")?;
+        let column_indices = upload_slice(gpu, &to_i32(indices), "uploading CSR column indices")?;
+        let values = upload_slice(gpu, values, "uploading CSR values")?;
+        Self::validated(gpu, cols, indptr, indices, (row_offsets, column_indices, values))
+    }
+
+    /// The matrix over device buffers whose structure, `indptr` and `indices` on the host, was validated: the
+    /// statistics, the row order and the tensor-core block counts come from those host copies.
+    fn validated(
+        gpu: &Gpu,
+        cols: usize,
+        indptr: &[usize],
+        indices: &[usize],
+        (row_offsets, column_indices, values): (CudaSlice<i32>, CudaSlice<i32>, CudaSlice<T>),
+    ) -> Result<Self> {
         let derived = OnceLock::new();
         let _ = derived.set(Derived::from_indptr(gpu, indptr, T::DTYPE)?);
         Ok(DeviceCsr {
-            rows,
+            rows: indptr.len() - 1,
             cols,
             nnz: indices.len(),
-            row_offsets: upload_slice(gpu, &offsets, "uploading CSR row offsets")?,
-            column_indices: upload_slice(gpu, &cols_i32, "uploading CSR column indices")?,
-            values: upload_slice(gpu, values, "uploading CSR values")?,
+            row_offsets,
+            column_indices,
+            values,
             derived,
             tensor_core: Default::default(),
             tensor_core_count: (T::DTYPE != crate::DType::F64)
@@ -275,6 +291,63 @@ impl<T: Scalar> DeviceCsr<T> {
             id: next_id(),
             pattern: OnceLock::new(),
         })
+    }
+
+    /// Wraps CSR arrays already on the device (e.g. built by your own kernels), with no copy of the values: a row
+    /// pointer of at least rows + 1 entries, and column indices and values of at least max(nnz, 1) elements, nnz
+    /// being the row pointer's entry `rows`; longer buffers are used in their first part. The structure is checked
+    /// as [`DeviceCsr::from_parts`] checks host arrays ([`CsrError`]), which costs one download of the row
+    /// pointer and the column indices; the statistics and the tensor-core block counts come from that download.
+    /// Every buffer must come from this `gpu`'s stream ([`Gpu::stream`]), else [`Error::WrongGpu`].
+    /// [`DeviceCsr::into_parts`] gives them back.
+    pub fn from_device(
+        gpu: &Gpu,
+        rows: usize,
+        cols: usize,
+        row_offsets: CudaSlice<i32>,
+        column_indices: CudaSlice<i32>,
+        values: CudaSlice<T>,
+    ) -> Result<Self> {
+        gpu.check_owns("the row pointer", &row_offsets)?;
+        gpu.check_owns("the column indices", &column_indices)?;
+        gpu.check_owns("the values", &values)?;
+        let expected = rows.checked_add(1).ok_or_else(|| Error::TooLarge(format!("{rows} rows")))?;
+        if row_offsets.len() < expected {
+            return Err(CsrError::IndptrLength { got: row_offsets.len(), expected }.into());
+        }
+        let stream = gpu.stream();
+        let read = |what: &'static str, buffer: &CudaSlice<i32>, len: usize| -> Result<Vec<usize>> {
+            let v = stream.clone_dtoh(&buffer.slice(..len)).map_err(Error::driver("reading back a CSR array", 0))?;
+            match v.iter().position(|&x| x < 0) {
+                Some(index) => Err(CsrError::Negative { what, index, value: v[index] }.into()),
+                None => Ok(v.into_iter().map(|x| x as usize).collect()),
+            }
+        };
+        let indptr = read("row pointer", &row_offsets, expected)?;
+        if indptr[0] != 0 {
+            return Err(CsrError::IndptrStart(indptr[0]).into());
+        }
+        let nnz = indptr[rows];
+        if column_indices.len() < nnz.max(1) || values.len() < nnz.max(1) {
+            let (indices, values) = (column_indices.len(), values.len());
+            return Err(CsrError::LengthMismatch { end: nnz, indices, values }.into());
+        }
+        let indices = if nnz > 0 { read("column index", &column_indices, nnz)? } else { Vec::new() };
+        validate(rows, cols, &indptr, &indices, nnz)?;
+        Self::validated(gpu, cols, &indptr, &indices, (row_offsets, column_indices, values))
+    }
+
+    /// The device buffers (row pointer, column indices, values; each may be longer than the matrix needs), to read
+    /// or to pass to your own kernels on [`Gpu::stream`]. Not mutably: the matrix keeps what it derived from
+    /// them (statistics, the row order, tensor-core blocks built from the values); change them through
+    /// [`DeviceCsr::into_parts`] and [`DeviceCsr::from_device`].
+    pub fn device_parts(&self) -> (&CudaSlice<i32>, &CudaSlice<i32>, &CudaSlice<T>) {
+        (&self.row_offsets, &self.column_indices, &self.values)
+    }
+
+    /// The device buffers (row pointer, column indices, values), giving up the matrix.
+    pub fn into_parts(self) -> (CudaSlice<i32>, CudaSlice<i32>, CudaSlice<T>) {
+        (self.row_offsets, self.column_indices, self.values)
     }
 
     /// Wraps CSR arrays a kernel built on the device: a row pointer of rows + 1 entries ending at `nnz`,

@@ -27,6 +27,34 @@ impl<T: Scalar> DeviceDense<T> {
         Ok(DeviceDense { rows, cols, data: upload_slice(gpu, data, "uploading a dense matrix")? })
     }
 
+    /// Wraps a buffer already on the device (row-major, at least `rows * cols` elements; a longer one is used in
+    /// its first `rows * cols`), e.g. one your own kernels filled: no copy. It must come from this `gpu`'s stream
+    /// ([`Gpu::stream`]), on which every tilesparse operation is queued after the work you queued there, else
+    /// [`Error::WrongGpu`]. [`DeviceDense::into_slice`] gives it back.
+    pub fn from_slice(gpu: &Gpu, rows: usize, cols: usize, data: CudaSlice<T>) -> Result<Self> {
+        gpu.check_owns("the dense buffer", &data)?;
+        let len = rows.checked_mul(cols).ok_or_else(|| Error::TooLarge(format!("{rows} x {cols} elements")))?;
+        if data.len() < len {
+            return Err(Error::ShapeMismatch(format!(
+                "dense {rows} x {cols} needs {len} elements, the buffer holds {}",
+                data.len()
+            )));
+        }
+        Ok(DeviceDense { rows, cols, data })
+    }
+
+    /// The device buffer (row-major; it may be longer than `rows * cols`), to read or to pass to your own kernels
+    /// on [`Gpu::stream`]. Taking it mutably would let it be swapped for a shorter one: take it back with
+    /// [`DeviceDense::into_slice`] instead.
+    pub fn as_slice(&self) -> &CudaSlice<T> {
+        &self.data
+    }
+
+    /// The device buffer, giving up the matrix.
+    pub fn into_slice(self) -> CudaSlice<T> {
+        self.data
+    }
+
     /// A matrix of zeros.
     pub fn zeros(gpu: &Gpu, rows: usize, cols: usize) -> Result<Self> {
         let too_large = || Error::TooLarge(format!("{rows} x {cols} elements"));

@@ -14,8 +14,8 @@ use tilesparse::spmm::{
     block_order, check_config, column_tiles_first, rows_longest_first, splits_rows, spmm_bias_relu,
 };
 use tilesparse::{
-    gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, BlockOrder, DType,
-    DeviceCsr, DeviceDense, Error, Gpu, RangeSum, RowStats, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig,
+    gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, BlockOrder, CsrError,
+    DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum, RowStats, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig,
 };
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -1301,6 +1301,81 @@ fn timing_brackets_device_time_not_host_time() {
     .unwrap();
     let ms = t.median_ms();
     assert!((0.045..1.0).contains(&ms), "median {ms} ms for 0.05 ms of device work behind 2 ms of host time");
+}
+
+/// Buffers the caller made on the handle's stream are wrapped without a copy (`DeviceDense::from_slice`,
+/// `DeviceCsr::from_device`, each longer than the matrix needs) and give the same C as uploaded operands, bit for
+/// bit, and the oracle's; the buffers come back (`into_slice`, `into_parts`). Short buffers, a malformed structure
+/// and another handle's memory are typed errors, with nothing launched.
+#[test]
+fn callers_device_buffers_are_wrapped_and_checked() {
+    let Some(gpu) = gpu_or_skip("callers_device_buffers_are_wrapped_and_checked") else { return };
+    let (m, k, n) = (300, 200, 96);
+    let a = gen::uniform_random(m, k, 0.1, seed(130));
+    let b = dense::<f32>(k, n, seed(131));
+    let a_up = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let b_up = DeviceDense::upload(&gpu, k, n, &b).unwrap();
+    let mut c_up = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
+    let kernel = spmm_auto(&gpu, &a_up, &b_up, &mut c_up).unwrap();
+    let want = c_up.download(&gpu).unwrap();
+
+    let stream = gpu.stream();
+    let indptr: Vec<i32> = a.indptr().raw_storage().iter().map(|&x| x as i32).chain([7, 7]).collect();
+    let indices: Vec<i32> = a.indices().iter().map(|&x| x as i32).chain([0; 5]).collect();
+    let values: Vec<f32> = a.data().iter().copied().chain([1.0; 5]).collect();
+    let mut b_long = b.clone();
+    b_long.extend([f32::NAN; 3]);
+    let up_i32 = |v: &[i32]| stream.clone_htod(v).unwrap();
+    let up_f32 = |v: &[f32]| stream.clone_htod(v).unwrap();
+    let a_dev = DeviceCsr::from_device(&gpu, m, k, up_i32(&indptr), up_i32(&indices), up_f32(&values)).unwrap();
+    assert_eq!((a_dev.rows(), a_dev.cols(), a_dev.nnz()), (m, k, a.nnz()));
+    assert_eq!(a_dev.stats(&gpu).unwrap(), a_up.stats(&gpu).unwrap());
+    assert_eq!(a_dev.tensor_core_block_count(), a_up.tensor_core_block_count());
+    let b_dev = DeviceDense::from_slice(&gpu, k, n, up_f32(&b_long)).unwrap();
+    let mut c_dev = DeviceDense::from_slice(&gpu, m, n, up_f32(&vec![POISON as f32; m * n])).unwrap();
+    assert_eq!(spmm_auto(&gpu, &a_dev, &b_dev, &mut c_dev).unwrap(), kernel);
+    let got = c_dev.download(&gpu).unwrap();
+    assert!(got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "{kernel}: bits differ from uploaded");
+    check_spmm("wrapped buffers", a.view(), &b, n, &got);
+    assert_eq!(a_dev.device_parts().2.len(), values.len());
+    let (offsets, _, _) = a_dev.into_parts();
+    assert_eq!(offsets.len(), indptr.len());
+    assert_eq!(c_dev.into_slice().len(), m * n);
+    assert_eq!(b_dev.as_slice().len(), k * n + 3);
+
+    let csr_error = |r: tilesparse::Result<DeviceCsr<f32>>| match r {
+        Err(Error::InvalidCsr(e)) => e,
+        Err(e) => panic!("expected a CSR error, got {e}"),
+        Ok(_) => panic!("expected a CSR error, got a matrix"),
+    };
+    let wrap = |p: &[i32], i: &[i32], v: &[f32]| DeviceCsr::from_device(&gpu, m, k, up_i32(p), up_i32(i), up_f32(v));
+    let nnz = a.nnz();
+    assert!(matches!(csr_error(wrap(&indptr[..m], &indices, &values)), CsrError::IndptrLength { .. }));
+    assert!(matches!(csr_error(wrap(&indptr, &indices, &values[..nnz - 1])), CsrError::LengthMismatch { .. }));
+    assert!(matches!(csr_error(wrap(&indptr, &indices[..nnz - 1], &values)), CsrError::LengthMismatch { .. }));
+    let row = (0..m).find(|&r| a.outer_view(r).unwrap().nnz() >= 2).unwrap();
+    let mut unsorted = indices.clone();
+    unsorted.swap(indptr[row] as usize, indptr[row] as usize + 1);
+    assert!(matches!(csr_error(wrap(&indptr, &unsorted, &values)), CsrError::Unsorted { .. }));
+    let mut negative = indices.clone();
+    negative[nnz - 1] = -1;
+    assert!(
+        matches!(csr_error(wrap(&indptr, &negative, &values)), CsrError::Negative { index, .. } if index == nnz - 1)
+    );
+    let mut out_of_range = indices.clone();
+    out_of_range[0] = k as i32;
+    assert!(matches!(csr_error(wrap(&indptr, &out_of_range, &values)), CsrError::ColumnOutOfRange { .. }));
+    let mut shifted = indptr.clone();
+    shifted[0] = 1;
+    assert!(matches!(csr_error(wrap(&shifted, &indices, &values)), CsrError::IndptrStart(1)));
+    let short_b = DeviceDense::from_slice(&gpu, k, n + 1, up_f32(&b));
+    assert!(matches!(short_b, Err(Error::ShapeMismatch(_))), "a short dense buffer");
+    let other = Gpu::new(0).unwrap();
+    let theirs = other.stream().clone_htod(&b).unwrap();
+    assert!(matches!(DeviceDense::from_slice(&gpu, k, n, theirs), Err(Error::WrongGpu(_))));
+    let theirs = other.stream().clone_htod(&indptr).unwrap();
+    let wrong = DeviceCsr::from_device(&gpu, m, k, theirs, up_i32(&indices), up_f32(&values));
+    assert!(matches!(wrong, Err(Error::WrongGpu(_))));
 }
 
 /// Memory of another `Gpu` handle is refused with `WrongGpu`, before any launch: its stream is not this handle's,
