@@ -81,17 +81,23 @@ pub(crate) fn split_row_k8_tile(dtype: DType) -> SpmmConfig {
 }
 
 /// f32 with few rows and a small n: the row-split tiles, where a warp per row over 128 columns
-/// (`m * n / 128` blocks) would have at most six blocks per SM of the H100. Its rows' loads then come from too
-/// few warps, and two or four subwarps per row put more of them in flight. Up to three blocks per SM the k = 8
-/// tile with four subwarps per row, up to six the warp-wide tile with two. Measured on the H100 (NOTES.md, "SpMM
-/// step 29"; the first 128-1024 rows of the suite's pruned weights at 70%, 90% and 98%, mean row 7-463, n = 128,
-/// 256 and 512, against the selection before it, which ran a warp per row or, at 70%, the tensor cores): 1.141x
-/// faster on geometric mean over the 63 problems in the rule (1.00x-1.39x; 384 x 1536 at 70%, n = 128: 18.8 ->
-/// 13.5 us; at n = 256 16.3 us against the tensor cores' 18.8). Past six blocks per SM the split loses (0.70x-1.12x
-/// at 7.8-31 blocks per SM; 1536 x 384 at 98%, n = 1024: 12.0 vs 18.4 us), and the skewed rows keep their pieces
-/// ([`is_skewed`]). Not measured: fewer than 128 rows, rows of fewer than 7 entries, n other than 128-512.
+/// (`m * n / 128` blocks) would have at most six blocks per SM of the H100 and some rows span several tiles. The
+/// rows' loads then come from too few warps, and two or four subwarps per row put more of them in flight. Up to
+/// three blocks per SM the k = 8 tile with four subwarps per row, up to six the warp-wide tile with two. Measured on
+/// the H100 (NOTES.md, "SpMM step 29"; slices of the suite's pruned weights at 70%, 90% and 98%, against the
+/// selection before it, which ran a warp per row, the sixteen-row block or, at 70%, the tensor cores): on the first
+/// 128-1024 rows at n = 128, 256 and 512, 1.141x faster on geometric mean over the 63 problems in the rule
+/// (1.00x-1.39x; 384 x 1536 at 70%, n = 128: 18.8 -> 13.5 us; at n = 256 16.3 us against the tensor cores' 18.8); on
+/// the first 32-96 rows, 1.167x over 48 (1.05x-1.35x); on the last 160-640 rows, 1.121x over 36 against the best of a
+/// warp per row and both tensor-core kernels (0.97x-1.27x). Past six blocks per SM the split loses (0.70x-1.12x at
+/// 7.8-31 blocks per SM; 1536 x 384 at 98%, n = 1024: 12.0 vs 18.4 us), and so it does where every row fits one
+/// 32-entry tile (uniform 256-768 x 1024 at 1-2%, rows of 10-20 and at most about 35 entries: 0.90x-1.00x), hence a
+/// longest row of at least 48 entries (the pruned slices' are 55-817) and a mean of 7 or more. Skewed rows keep
+/// their pieces ([`is_skewed`]). Not measured: fewer than 32 rows, n other than 128-1024; not taken: n = 1024 (the
+/// four-way split ran 1.00x-1.50x in 32 rows but 0.97x-1.16x in 64 and 96, the two-way one 0.91x-1.34x).
 pub(crate) fn row_split_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
-    if dtype != DType::F32 || n % 128 != 0 || n > 512 || m < 128 || stats.mean < 7.0 || is_skewed(stats) {
+    let shape = dtype == DType::F32 && n % 128 == 0 && n <= 512 && m >= 32;
+    if !shape || stats.mean < 7.0 || stats.max < 48 || is_skewed(stats) {
         return None;
     }
     let blocks = m.saturating_mul(n / 128);
@@ -611,8 +617,9 @@ mod tests {
         assert_eq!(s(384, 2048, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(768, 1024, 768 * 461), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         assert_eq!(s(384, 4096, 384 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
-        // (At n = 256 its 768 blocks of a warp per row are few enough for the row split: 14.6 -> 11.5 us.)
-        assert_eq!(s(384, 256, 384 * 154), "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2");
+        // (At n = 256 its 768 blocks of a warp per row are few enough for the row split, 14.6 -> 11.5 us, when the
+        // longest row is known: `select` does not know it.)
+        assert_eq!(s(384, 256, 384 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(384, 1024, 384 * 127), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(769, 1024, 769 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred"); // two rows: 1.46 waves
         assert_eq!(s(384, 1088, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
@@ -696,14 +703,20 @@ mod tests {
         let one_warp = "spmm_f32_s1d4_y1k32x128w32_u4_nopred";
         assert_eq!(sel(1536, 256, &pruned).kernel_name(), one_warp);
         assert_eq!(sel(793, 128, &pruned).kernel_name(), one_warp);
-        // Not n = 1024 (384 x 384 at 90%: 11.5 us against 12.0 for the best split), nor n past 512, nor n not a
-        // multiple of 128, nor rows of fewer than 7 entries, fewer than 128 rows, f16, or skewed rows.
+        // From 32 rows (four subwarps per row at every n from 128 to 512).
+        assert_eq!(sel(32, 512, &pruned), k8);
+        assert_eq!(sel(31, 128, &pruned).row_split, 1);
+        // Not n = 1024 (384 x 384 at 90%: 11.5 us against 12.0 for the best split; 64 rows: mixed), nor n past
+        // 512, nor n not a multiple of 128, nor rows of fewer than 7 entries on average, nor where the longest
+        // fits 48 entries (uniform rows of 10-20), f16, or skewed rows.
         assert_eq!(sel(384, 1024, &pruned).row_split, 1);
+        assert_eq!(sel(64, 1024, &pruned).row_split, 1);
         assert_eq!(sel(128, 640, &pruned).row_split, 1);
         assert_eq!(sel(300, 192, &pruned).row_split, 1);
-        assert_eq!(sel(384, 256, &rows(6.9, 40)).row_split, 1);
-        assert_eq!(sel(384, 256, &rows(7.0, 40)), warp);
-        assert_eq!(sel(127, 256, &pruned).row_split, 1);
+        assert_eq!(sel(384, 256, &rows(6.9, 83)).row_split, 1);
+        assert_eq!(sel(384, 256, &rows(7.0, 83)), warp);
+        assert_eq!(sel(384, 256, &rows(20.0, 47)).row_split, 1);
+        assert_eq!(sel(384, 256, &rows(20.0, 48)), warp);
         assert_eq!(SpmmConfig::select_with_stats(384, 384, 256, &pruned, DType::F16).row_split, 1);
         let skewed = rows(10.0, 5000);
         assert!(is_skewed(&skewed));
