@@ -300,8 +300,9 @@ fn rows_of_lengths(m: usize, k: usize, len: impl Fn(usize) -> usize, seed: u64) 
 /// every length from 0 to five rounds of tiles and a tile and three entries more, so that each subwarp's share of full
 /// tiles and the residue comes in every combination, in a row count that leaves the last block part empty; then a NaN
 /// in the second subwarp's first tile and an Inf of B reached through a residue that the second subwarp owns, both of
-/// which must reach C through the block's sum. Then the selection's own choice at few rows and n = 128 and 256
-/// (`select`'s row_split_tile). Small enough for compute-sanitizer (run-all.sh --sanitize).
+/// which must reach C through the block's sum; the bias + ReLU epilogue after that sum. Then the selection's own
+/// choice at few rows and n = 128 and 256 (`select`'s row_split_tile). Small enough for compute-sanitizer
+/// (run-all.sh --sanitize).
 #[test]
 fn sanitizer_row_split_shares_rows_of_every_length() {
     let variants: Vec<SpmmConfig> =
@@ -316,6 +317,17 @@ fn sanitizer_row_split_shares_rows_of_every_length() {
         let a = rows_of_lengths(m, 2 * longest + 64, |r| r % (longest + 1), seed(120));
         let what = format!("row split, rows of 0-{longest}");
         assert_eq!(check_kernels::<f32>(&gpu, &what, &a, n, seed(121), [SpmmKernel::Tiled(*config)]), 1);
+        // The bias and ReLU come after the block's sum, in part 0.
+        let b = dense::<f32>(a.cols(), n, seed(125));
+        let bias: Vec<f32> = (0..m).map(|i| ((i % 9) as f32 - 4.0) * 0.5).collect();
+        let oracle = BiasReluOracle::new(a.view(), &b, &bias, n);
+        let (a_dev, b_dev) =
+            (DeviceCsr::upload(&gpu, a.view()).unwrap(), DeviceDense::upload(&gpu, a.cols(), n, &b).unwrap());
+        let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+        let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
+        c_dev.fill(&gpu, POISON as f32).unwrap();
+        spmm_bias_relu(&gpu, &a_dev, &b_dev, &bias_dev, &mut c_dev, config).unwrap();
+        oracle.check(&format!("row split bias + ReLU with {config}"), &c_dev.download(&gpu).unwrap());
 
         // Row `longest` has 5 row_split + 1 full tiles and a residue of 3: the residue is the second subwarp's.
         // Its last entry (value 1) meets an Inf of B; row `longest - 1` holds a NaN in its second tile.

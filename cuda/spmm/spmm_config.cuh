@@ -6,7 +6,8 @@
 
 namespace ts {
 
-/// @brief Compile-time configuration of one SpMM variant (Sputnik's `SpmmConfig`, field for field, and the row split).
+/// @brief Compile-time configuration of one SpMM variant (Sputnik's `SpmmConfig`, field for field, and the row
+/// split).
 template <typename Scalar_,            // element type of A, B and C (float, __half, __nv_bfloat16)
           int kSparseVectorWidth_,     // elements of A per vector load
           int kDenseVectorWidth_,      // elements of B and C per vector load/store
@@ -76,10 +77,10 @@ struct SpmmConfig {
                 "block_items_k must be a multiple of block_width * sparse_vector_width");
   static_assert(sizeof(Scalar) * kSparseVectorWidth <= 16 && sizeof(Scalar) * kDenseVectorWidth <= 16,
                 "a vector access moves at most 16 bytes");
-  static_assert(kRowSplit >= 1 && kBlockItemsY % kRowSplit == 0, "block_items_y must be a multiple of row_split");
   static_assert((kSparseVectorWidth & (kSparseVectorWidth - 1)) == 0 &&
                     (kDenseVectorWidth & (kDenseVectorWidth - 1)) == 0,
                 "vector widths must be powers of two");
+  static_assert(kRowSplit >= 1 && kBlockItemsY % kRowSplit == 0, "block_items_y must be a multiple of row_split");
 };
 
 }  // namespace ts
