@@ -17,7 +17,7 @@
 //! f32 on Hopper (compute capability 9.0, the sm_90a family): `spmm_tc_f32_w64_n16` multiplies the same 64-row
 //! windows with the same split on the warpgroup mma (`wgmma.m64n64k8.tf32`), 128 columns per block, taking the
 //! product transposed (C^T = B^T A^T: B's fragments in registers, the window's k-block in shared memory) from
-//! blocks stored as K-major core matrices ([`core_index_f32`]; cuda/spmm90a/spmm90a.cu). Its ranges are added by
+//! blocks stored as K-major core matrices (`core_index_f32`; cuda/spmm90a/spmm90a.cu). Its ranges are added by
 //! the fix-up only.
 //!
 //! The blocks are built on the host from one download of A the first time a matrix is multiplied this way, and
@@ -636,7 +636,7 @@ const WGMMA_WAVE: usize = 264;
 
 /// Into how many ranges the wgmma kernel (`spmm_tc_f32_w64_n16`) splits each window's k-blocks for a launch of
 /// `grid` blocks (windows x 128-column slices), `blocks` k-blocks in `windows` windows in all: as many as fit in
-/// one wave of [`WGMMA_WAVE`] blocks, at most 8 and at least 16 k-blocks per range (one range where the window
+/// one wave of `WGMMA_WAVE` blocks, at most 8 and at least 16 k-blocks per range (one range where the window
 /// is shorter). Pure. The prototype measured before it (NOTES.md, "SpMM step 27"): uniform 4096^2 at 50%,
 /// n = 128, 64 windows: 4 ranges 68 us, 8 ranges 74 us, 2 ranges 95 us; in the library 5 ranges (320 blocks,
 /// two waves: the mma.sync kernel's [`wide_splits`]) took 111 us.
