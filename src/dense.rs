@@ -7,6 +7,11 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::scalar::Scalar;
 
+/// The `rows * cols` elements of a matrix, or [`Error::TooLarge`] when that overflows.
+fn element_count(rows: usize, cols: usize) -> Result<usize> {
+    rows.checked_mul(cols).ok_or_else(|| Error::TooLarge(format!("{rows} x {cols} elements")))
+}
+
 /// A dense row-major `rows x cols` matrix on the device.
 pub struct DeviceDense<T: Scalar> {
     rows: usize,
@@ -17,7 +22,7 @@ pub struct DeviceDense<T: Scalar> {
 impl<T: Scalar> DeviceDense<T> {
     /// Uploads `data` (row-major, `rows * cols` elements).
     pub fn upload(gpu: &Gpu, rows: usize, cols: usize, data: &[T]) -> Result<Self> {
-        let len = rows.checked_mul(cols).ok_or_else(|| Error::TooLarge(format!("{rows} x {cols} elements")))?;
+        let len = element_count(rows, cols)?;
         if data.len() != len {
             return Err(Error::ShapeMismatch(format!(
                 "dense {rows} x {cols} needs {len} elements, got {}",
@@ -33,7 +38,7 @@ impl<T: Scalar> DeviceDense<T> {
     /// [`Error::WrongGpu`]. [`DeviceDense::into_slice`] gives it back.
     pub fn from_slice(gpu: &Gpu, rows: usize, cols: usize, data: CudaSlice<T>) -> Result<Self> {
         gpu.check_owns("the dense buffer", &data)?;
-        let len = rows.checked_mul(cols).ok_or_else(|| Error::TooLarge(format!("{rows} x {cols} elements")))?;
+        let len = element_count(rows, cols)?;
         if data.len() < len {
             return Err(Error::ShapeMismatch(format!(
                 "dense {rows} x {cols} needs {len} elements, the buffer holds {}",
@@ -57,9 +62,9 @@ impl<T: Scalar> DeviceDense<T> {
 
     /// A matrix of zeros.
     pub fn zeros(gpu: &Gpu, rows: usize, cols: usize) -> Result<Self> {
-        let too_large = || Error::TooLarge(format!("{rows} x {cols} elements"));
-        let len = rows.checked_mul(cols).ok_or_else(too_large)?;
+        let len = element_count(rows, cols)?;
         // cudarc does not check the byte count: an overflow would allocate a short buffer.
+        let too_large = || Error::TooLarge(format!("{rows} x {cols} elements"));
         let bytes = len.max(1).checked_mul(std::mem::size_of::<T>()).ok_or_else(too_large)?;
         let data =
             gpu.stream().alloc_zeros::<T>(len.max(1)).map_err(Error::driver("allocating a dense matrix", bytes))?;
