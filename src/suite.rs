@@ -91,6 +91,45 @@ pub fn spmm_suite(filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
     Ok(out)
 }
 
+/// SpMM problems from the caller's Matrix Market files (`tilesparse bench spmm --matrix`), each at every width in
+/// `ns`, named `<file name less .mtx[.gz]>_n<n>`; `filter` keeps names that contain it, as for the suite. Checked
+/// before anything is allocated: at least one width, no width 0, and B (k x n) and C (m x n) within the i32
+/// element offsets the kernels use.
+pub fn spmm_file_problems(paths: &[PathBuf], ns: &[usize], filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
+    if ns.is_empty() {
+        return Err(Error::Usage("no width n of B to run the matrices at".into()));
+    }
+    if ns.contains(&0) {
+        return Err(Error::Usage("n = 0: B and C need at least one column".into()));
+    }
+    let keep = |name: &str| filter.is_none_or(|f| name.contains(f));
+    let mut out = Vec::new();
+    for path in paths {
+        let file = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
+        let stem = file.strip_suffix(".gz").unwrap_or(&file);
+        let stem = stem.strip_suffix(".mtx").unwrap_or(stem).to_string();
+        if !ns.iter().any(|n| keep(&format!("{stem}_n{n}"))) {
+            continue;
+        }
+        let a = load_matrix(path)?;
+        for &n in ns {
+            let name = format!("{stem}_n{n}");
+            if !keep(&name) {
+                continue;
+            }
+            for (rows, what) in [(a.cols(), "B"), (a.rows(), "C")] {
+                if rows.checked_mul(n).is_none_or(|e| e > i32::MAX as usize) {
+                    return Err(Error::TooLarge(format!(
+                        "{name}: {what} would be {rows} x {n} elements, past i32::MAX (the kernels' offsets)"
+                    )));
+                }
+            }
+            out.push(SpmmProblem { name, a: a.clone(), n });
+        }
+    }
+    Ok(out)
+}
+
 /// How long to measure.
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
@@ -322,4 +361,43 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
         })
         .collect();
     format!("[\n{}\n]\n", items.join(",\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(file: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file)
+    }
+
+    #[test]
+    fn file_problems_take_every_width_of_every_file() {
+        let paths = [data("pores_1.mtx.gz"), data("west0479.mtx.gz")];
+        let problems = spmm_file_problems(&paths, &[32, 128], None).unwrap();
+        let names: Vec<&str> = problems.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["pores_1_n32", "pores_1_n128", "west0479_n32", "west0479_n128"]);
+        assert_eq!(problems.iter().map(|p| p.n).collect::<Vec<_>>(), [32, 128, 32, 128]);
+        let west = load_matrix(&paths[1]).unwrap();
+        assert_eq!((problems[2].a.rows(), problems[2].a.cols(), problems[2].a.nnz()), (479, 479, west.nnz()));
+        assert_eq!(problems[3].a.data(), west.data());
+        // The filter keeps names that contain it, as for the suite.
+        let kept = spmm_file_problems(&paths, &[32, 128], Some("west0479_n1")).unwrap();
+        assert_eq!(kept.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["west0479_n128"]);
+    }
+
+    #[test]
+    fn file_problems_refuse_bad_widths_before_allocating() {
+        let paths = [data("pores_1.mtx.gz")];
+        assert!(matches!(spmm_file_problems(&paths, &[], None), Err(Error::Usage(_))));
+        assert!(matches!(spmm_file_problems(&paths, &[64, 0], None), Err(Error::Usage(_))));
+        // pores_1 is 30 x 30: B and C of 30 x n elements; the first n past i32::MAX / 30 is refused.
+        let edge = i32::MAX as usize / 30;
+        assert_eq!(spmm_file_problems(&paths, &[edge], None).unwrap().len(), 1);
+        match spmm_file_problems(&paths, &[edge + 1], None) {
+            Err(Error::TooLarge(why)) => assert!(why.contains("pores_1_n") && why.contains("i32::MAX"), "{why}"),
+            other => panic!("expected TooLarge, got {:?}", other.map(|p| p.len())),
+        }
+        assert!(spmm_file_problems(&[data("no-such-matrix.mtx")], &[8], None).is_err());
+    }
 }

@@ -1,11 +1,19 @@
 //! The README's main command works everywhere: without a GPU it falls back to the CPU with a notice; with
 //! TILESPARSE_REQUIRE_GPU=1 (the GPU runs) it must have run on the GPU.
 
+use std::io::Write;
 use std::process::Command;
+
+mod common;
 
 /// The CLI under test: `TILESPARSE_BIN` where the tests run away from the build tree (the GPU bundle).
 fn tilesparse() -> Command {
     Command::new(std::env::var_os("TILESPARSE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tilesparse").into()))
+}
+
+/// A file of tests/data, as a CLI argument.
+fn data(file: &str) -> String {
+    common::data_path(file).to_str().expect("a UTF-8 path").to_string()
 }
 
 #[test]
@@ -74,6 +82,52 @@ fn bad_arguments_are_clear_errors() {
     let stderr = run(&["spmv", "--matrix", bad.to_str().unwrap()]);
     std::fs::remove_file(&bad).ok();
     assert!(stderr.contains("must be square"), "{stderr}");
+    // bench spmm on the caller's matrices: the files and widths are checked before the GPU is asked for.
+    let pores = &data("pores_1.mtx.gz");
+    assert!(run(&["bench", "spmm", "--n", "64"]).contains("--n sets the widths for --matrix"));
+    assert!(run(&["bench", "spmm", "--matrix", pores, "--n", "64,0"]).contains("n = 0"));
+    assert!(run(&["bench", "spmm", "--matrix", pores, "--n", "100000000"]).contains("i32::MAX"));
+    assert!(run(&["bench", "spmm", "--matrix", "no-such-matrix.mtx"]).contains("no-such-matrix.mtx"));
+    assert!(run(&["bench", "spmm", "--matrix", pores, "--dtype", "f64"]).contains("unsupported dtype f64"));
+}
+
+/// `bench spmm --matrix` runs the caller's matrices at each width against cuSPARSE and cuBLAS, table and JSON.
+#[test]
+fn bench_spmm_runs_the_callers_matrices() {
+    let json = std::env::temp_dir().join(format!("tilesparse-cli-bench-{}.json", std::process::id()));
+    let out = tilesparse()
+        .args(["bench", "spmm", "--matrix", &data("pores_1.mtx.gz"), "--matrix", &data("west0479.mtx.gz")])
+        .args(["--n", "8,40", "--selected-only", "--iters", "2", "--warmup", "1"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .expect("running tilesparse");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        // Only a machine without a GPU (or a build without kernels) may fail it, and only when no GPU is required.
+        let no_gpu =
+            ["no CUDA driver", "no CUDA device", "kernels were not compiled"].iter().any(|w| stderr.contains(w));
+        let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
+        assert!(no_gpu && !require, "bench spmm --matrix failed:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        // Written to the stderr handle, not with eprintln!, so that the test harness does not capture it.
+        let _ = writeln!(std::io::stderr(), "SKIP bench_spmm_runs_the_callers_matrices: {}", stderr.trim());
+        return;
+    }
+    let text = std::fs::read_to_string(&json).expect("the JSON report");
+    std::fs::remove_file(&json).ok();
+    assert!(stdout.contains("over 4 problems"), "{stdout}");
+    // One JSON line per problem, in file then width order; each timed its selected kernel and cuSPARSE.
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("\"problem\"")).collect();
+    let names = ["pores_1_n8", "pores_1_n40", "west0479_n8", "west0479_n40"];
+    assert_eq!(lines.len(), names.len(), "{text}");
+    for (line, name) in lines.iter().zip(names) {
+        assert!(stdout.contains(&format!("== {name} ")), "{name} missing from the table:\n{stdout}");
+        assert!(line.starts_with(&format!("{{\"problem\":\"{name}\"")), "{name} expected:\n{line}");
+        let selected = line.split("\"selected\":").nth(1).and_then(|r| r.split('}').next()).unwrap_or("");
+        assert!(selected.contains("\"ms\":"), "{name}: the selected kernel did not run:\n{line}");
+        let cusparse = line.split("\"cusparse\":[").nth(1).and_then(|r| r.split(']').next()).unwrap_or("");
+        assert!(cusparse.contains("\"ms\":"), "{name}: no cuSPARSE algorithm ran:\n{line}");
+    }
 }
 
 /// spmv --dtype f64 keeps the file's values and alpha in f64: y = 0.1 * 0.1 * x exactly as f64 computes it.

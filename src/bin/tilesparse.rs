@@ -260,6 +260,12 @@ enum BenchCommand {
         /// Element type: f32, f16 or bf16 (cuSPARSE and cuBLAS get the same type, fp32 compute).
         #[arg(long, default_value = "f32")]
         dtype: DType,
+        /// Your own matrix (Matrix Market, .mtx or .mtx.gz) instead of the suite; repeat for several.
+        #[arg(long = "matrix")]
+        matrices: Vec<PathBuf>,
+        /// Widths of B for --matrix, comma-separated (default 128).
+        #[arg(long, value_delimiter = ',')]
+        n: Vec<usize>,
     },
     /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
     SpgemmSuite {
@@ -292,7 +298,9 @@ fn main() -> ExitCode {
         Command::Spmm(args) => run_spmm(args),
         Command::Spmv(args) => run_spmv(args),
         Command::Bench(BenchCommand::Spmv { suite }) => bench_spmv(suite),
-        Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype }) => bench_spmm(suite, selected_only, dtype),
+        Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype, matrices, n }) => {
+            bench_spmm(suite, selected_only, dtype, &matrices, &n)
+        }
         Command::Spgemm(args) => run_spgemm(args),
         Command::Bench(BenchCommand::SpgemmSuite { suite, dense_from }) => bench_spgemm_suite(suite, dense_from),
         Command::Bench(BenchCommand::Spgemm { matrix, svg, warmup, iters }) => bench_ladder(matrix, svg, warmup, iters),
@@ -709,11 +717,23 @@ fn bench_spmv(args: SuiteArgs) -> Result<()> {
     Ok(())
 }
 
-fn bench_spmm(args: SuiteArgs, selected_only: bool, dtype: DType) -> Result<()> {
+/// `bench spmm`: the suite, or the caller's matrices (`--matrix`) at the widths `ns`.
+fn bench_spmm(args: SuiteArgs, selected_only: bool, dtype: DType, matrices: &[PathBuf], ns: &[usize]) -> Result<()> {
     let SuiteArgs { filter, warmup, iters, json } = args;
+    // The problems first: a bad file or width is reported on any machine, before the GPU is asked for.
+    let problems = if matrices.is_empty() {
+        if !ns.is_empty() {
+            return Err(Error::Usage("--n sets the widths for --matrix; the suite has its own".into()));
+        }
+        suite::spmm_suite(filter.as_deref())?
+    } else {
+        suite::spmm_file_problems(matrices, if ns.is_empty() { &[128] } else { ns }, filter.as_deref())?
+    };
+    if dtype == DType::F64 {
+        return Err(Error::UnsupportedDtype { dtype, op: "spmm (f32, f16, bf16)" });
+    }
     let gpu = Gpu::new(0)?;
     let opts = BenchOptions { warmup, iters, all_variants: !selected_only, ..Default::default() };
-    let problems = suite::spmm_suite(filter.as_deref())?;
     println!(
         "device: {}; dtype {dtype}; {} problems; median of {iters} event-timed runs after {warmup} warm-ups",
         gpu.info().name,
