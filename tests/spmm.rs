@@ -301,7 +301,7 @@ fn rows_of_lengths(m: usize, k: usize, len: impl Fn(usize) -> usize, seed: u64) 
 /// tiles and the residue comes in every combination, in a row count that leaves the last block part empty; then a NaN
 /// in the second subwarp's first tile and an Inf of B reached through a residue that the second subwarp owns, both of
 /// which must reach C through the block's sum; the bias + ReLU epilogue after that sum. Then the selection's own
-/// choice at few rows and n = 128 and 256 (`select`'s row_split_tile). Small enough for compute-sanitizer
+/// choice at few rows and n = 32, 64, 96, 128 and 256 (`select`'s row_split_tile). Small enough for compute-sanitizer
 /// (run-all.sh --sanitize).
 #[test]
 fn sanitizer_row_split_shares_rows_of_every_length() {
@@ -347,10 +347,11 @@ fn sanitizer_row_split_shares_rows_of_every_length() {
         assert_eq!(c[inf_row * n + 7], f64::INFINITY, "{config}: the Inf must reach C");
     }
     // The selection's choice: rows like the pruned 384 x 384 at 90% (mean 38, longest 154), alternating 20 and 60
-    // entries, at n = 128 (384 blocks: four subwarps per row) and n = 256 (768: two warps per row).
+    // entries, at n = 32, 64, 96 and 128 (up to 384 blocks: four subwarps per row over one to four column tiles)
+    // and n = 256 (768: two warps per row).
     let a = rows_of_lengths(384, 384, |r| if r % 2 == 0 { 20 } else { 60 }, seed(123));
     let stats = RowStats::from_indptr(&a.indptr().to_proper());
-    for (n, row_split) in [(128, 4), (256, 2)] {
+    for (n, row_split) in [(32, 4), (64, 4), (96, 4), (128, 4), (256, 2)] {
         let chosen = SpmmConfig::select_with_stats(384, 384, n, &stats, DType::F32);
         assert_eq!(chosen.row_split, row_split, "n = {n}: {chosen}");
         let label = format!("row split chosen at n = {n}");

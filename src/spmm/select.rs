@@ -93,15 +93,24 @@ pub(crate) fn split_row_k8_tile(dtype: DType) -> SpmmConfig {
 /// 7.8-31 blocks per SM; 1536 x 384 at 98%, n = 1024: 12.0 vs 18.4 us), and so it does where every row fits one
 /// 32-entry tile (uniform 256-768 x 1024 at 1-2%, rows of 10-20 and at most about 35 entries: 0.90x-1.00x), hence a
 /// longest row of at least 48 entries (the pruned slices' are 55-817) and a mean of 7 or more. Skewed rows keep
-/// their pieces ([`is_skewed`]). Not measured: fewer than 32 rows, n other than 128-1024; not taken: n = 1024 (the
-/// four-way split ran 1.00x-1.50x in 32 rows but 0.97x-1.16x in 64 and 96, the two-way one 0.91x-1.34x).
+/// their pieces ([`is_skewed`]). Not measured: fewer than 32 rows; not taken: n = 1024 (the four-way split ran
+/// 1.00x-1.50x in 32 rows but 0.97x-1.16x in 64 and 96, the two-way one 0.91x-1.34x).
+///
+/// n = 32, 64 and 96 take the k = 8 tile (the only split tile narrower than 128 columns) up to the same six blocks
+/// per SM, counted the same way (NOTES.md, "SpMM step 30"). On the 51 slices above at n = 32, 64 and 96 and 16
+/// generated problems (pruned 2048-3072 x 384-1536 at 10% and 30%, n = 32; uniform 256-3072 x 2048 at 3%, n = 32
+/// and 64) it was 1.52x faster than the selection before it on geometric mean (1.00x-2.14x; 384 x 1536 at 98%, n
+/// = 64: 15.8 -> 7.6 us), and the suite's nine weights at n = 32 and 64 went from 0.61x-1.19x of cuSPARSE's speed
+/// to 1.13x-1.69x. Past six blocks per SM it lost (uniform 3072 x 2048 at 3%, n = 64, 1536 blocks: 0.88x).
 pub(crate) fn row_split_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
-    let shape = dtype == DType::F32 && n % 128 == 0 && n <= 512 && m >= 32;
+    let narrow = n % 32 == 0 && (32..128).contains(&n);
+    let shape = dtype == DType::F32 && ((n % 128 == 0 && n <= 512) || narrow) && m >= 32;
     if !shape || stats.mean < 7.0 || stats.max < 48 || is_skewed(stats) {
         return None;
     }
-    let blocks = m.saturating_mul(n / 128);
-    if blocks <= 3 * H100_SMS {
+    // The blocks a warp per row over 128 columns would launch.
+    let blocks = m.saturating_mul(n).div_ceil(128);
+    if blocks <= 3 * H100_SMS || (narrow && blocks <= 6 * H100_SMS) {
         Some(split_row_k8_tile(dtype))
     } else if blocks <= 6 * H100_SMS {
         Some(split_row_warp_tile(dtype))
@@ -713,6 +722,19 @@ mod tests {
         assert_eq!(sel(64, 1024, &pruned).row_split, 1);
         assert_eq!(sel(128, 640, &pruned).row_split, 1);
         assert_eq!(sel(300, 192, &pruned).row_split, 1);
+        // n = 32, 64 and 96: the k = 8 tile up to six blocks per SM (792: 3168 rows at n = 32, 1584 at 64, 1056
+        // at 96), then the tiles before it; not n under 32 nor between the multiples of 32.
+        assert_eq!(sel(3168, 32, &pruned), k8);
+        assert_eq!(sel(3169, 32, &pruned).row_split, 1);
+        assert_eq!(sel(1584, 64, &pruned), k8);
+        assert_eq!(sel(1585, 64, &pruned).row_split, 1);
+        assert_eq!(sel(1056, 96, &pruned), k8);
+        assert_eq!(sel(1057, 96, &pruned).row_split, 1);
+        assert_eq!(sel(32, 32, &pruned), k8);
+        assert_eq!(sel(384, 16, &pruned).row_split, 1);
+        assert_eq!(sel(384, 48, &pruned).row_split, 1);
+        assert_eq!(sel(384, 64, &rows(6.9, 83)).row_split, 1);
+        assert_eq!(sel(384, 64, &rows(20.0, 47)).row_split, 1);
         assert_eq!(sel(384, 256, &rows(6.9, 83)).row_split, 1);
         assert_eq!(sel(384, 256, &rows(7.0, 83)), warp);
         assert_eq!(sel(384, 256, &rows(20.0, 47)).row_split, 1);
