@@ -359,6 +359,25 @@ fn sanitizer_row_split_shares_rows_of_every_length() {
     }
 }
 
+/// Short rows in a mid-sized matrix take the two-row tile (`select`'s short_rows_mid_rows; NOTES.md, "SpMM step
+/// 30"): 5000 x 5000 with rows of 3-11 entries (mean 7, as the meshes 4elt and wrld_1deg) chooses it at n = 128
+/// and 384, and it matches the oracle.
+#[test]
+fn automatic_two_rows_on_short_rows_of_mid_sized_matrices() {
+    let a = rows_of_lengths(5000, 5000, |r| 3 + r % 9, seed(126));
+    let stats = RowStats::from_indptr(&a.indptr().to_proper());
+    let chosen: Vec<SpmmConfig> =
+        [128, 384].iter().map(|&n| SpmmConfig::select_with_stats(5000, 5000, n, &stats, DType::F32)).collect();
+    for config in &chosen {
+        assert_eq!(config.kernel_name(), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+    }
+    let Some(gpu) = gpu_or_skip("automatic_two_rows_on_short_rows_of_mid_sized_matrices") else { return };
+    for (n, config) in [128, 384].into_iter().zip(chosen) {
+        let label = format!("two-row tile chosen for short rows at n = {n}");
+        assert_eq!(check_kernels::<f32>(&gpu, &label, &a, n, seed(127), [SpmmKernel::Tiled(config)]), 1);
+    }
+}
+
 /// The library's own choice for a weight-like m x k matrix with rows of `len(r)` entries at n columns is
 /// `expected`, in the SM-affine order, and it matches the oracle three launches in a row. The structure (and so
 /// the choice) is fixed; the values are drawn from `common::seed(seed)`.

@@ -193,6 +193,21 @@ fn long_uneven_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> b
         && (m <= 3072 || stats.cv >= 0.85)
 }
 
+/// Short rows (3-12 entries on average) in 2049-16384 rows at n = 128-512, where two rows of 16 threads over 128
+/// columns ([`two_row_tile`]) beat the k = 8 tile these shapes had (NOTES.md, "SpMM step 30"): the real meshes
+/// 4elt, wrld_1deg and add32 1.09x-1.31x (wrld_1deg, 15260 rows of 7.3, n = 128: 14.3 -> 11.1 us), uniform and
+/// banded 4096 and 16384 rows of 4 and 8 entries 1.03x-1.53x. Not 65536 rows (0.82x-1.03x), nor rows of 16
+/// (0.94x-1.19x), nor copter2 (55476 rows of 12.7: 0.94x-0.98x); under 2049 rows a warp per row or the two-row
+/// tile's wider rule above choose first.
+fn short_rows_mid_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    n % 128 == 0
+        && (128..=512).contains(&n)
+        && (2049..=16384).contains(&m)
+        && (3.0..=12.0).contains(&stats.mean)
+        && stats.cv <= 2.0
+        && k.saturating_mul(n) <= LARGEST_SWEPT_B
+}
+
 impl SpmmConfig {
     /// Chooses a compiled config for C (m x n) = A (m x k, nnz stored entries) * B (k x n), knowing only the
     /// mean row length. [`SpmmConfig::select_with_stats`] also sees how uneven the rows are.
@@ -341,6 +356,10 @@ impl SpmmConfig {
             // 95% 27.1 vs 33.2 us; 90% 51.4 vs 56.5 us; n = 256: 98% 29.4 vs 31.2, 95% 49.9 vs 59.7, 90% 98.3 vs
             // 110.5 us; 8192 x 2048 at 90%, n = 128, 50.7 vs 58.6 us. Not the pruned 384- and 1536-row weights
             // at n = 256 (fewer blocks than slots: 13.5 vs 9.8 us, 384 x 384 at 70%).
+            two_row_tile(dtype)
+        } else if short_rows_mid_rows(m, k, n, stats) {
+            // Short rows in 2049-16384 rows, n = 128-512: two rows of 16 threads over 128 columns
+            // ([`short_rows_mid_rows`]).
             two_row_tile(dtype)
         } else if dv == 4 && (mean <= 100.0 || (mean <= 250.0 && n > 256)) {
             // Short rows waste most of a 32-entry tile (copter2, 12.7 per row, n = 128: 58 us vs 94 us;
@@ -743,6 +762,37 @@ mod tests {
         let skewed = rows(10.0, 5000);
         assert!(is_skewed(&skewed));
         assert_eq!(sel(384, 256, &skewed).row_split, 1);
+    }
+
+    #[test]
+    fn two_row_tile_for_short_rows_in_mid_sized_matrices() {
+        let with_max = |m: usize, n: usize, mean: f64, cv: f64, max: usize| {
+            let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, m, n, &stats, DType::F32)
+        };
+        let sel = |m: usize, n: usize, mean: f64, cv: f64| with_max(m, n, mean, cv, (mean * 2.0) as usize);
+        let (two, k8) = (two_row_tile(DType::F32), bounded(tile(DType::F32, 1, 4, 4, 8, 32, 8, false), 32));
+        // wrld_1deg (15260 rows of 7.3, cv 0.19), 4elt (7434 of 11.6), add32 (4960 of 4.8, cv 0.76).
+        for (m, mean, cv) in [(15260, 7.3, 0.19), (7434, 11.6, 0.16), (4960, 4.8, 0.76)] {
+            for n in [128, 256, 384, 512] {
+                assert_eq!(sel(m, n, mean, cv), two, "{m} rows of {mean}, n = {n}");
+            }
+        }
+        // Either side of each bound: rows 2049-16384, mean 3-12, n 128-512 and a multiple of 128.
+        assert_eq!(sel(2049, 128, 8.0, 0.3), two);
+        assert_eq!(sel(16384, 512, 8.0, 0.3), two);
+        assert_eq!(sel(16385, 128, 8.0, 0.3), k8);
+        assert_eq!(sel(55476, 128, 12.7, 0.33), k8); // copter2
+        assert_eq!(sel(8192, 128, 12.0, 0.3), two);
+        assert_eq!(sel(8192, 128, 12.1, 0.3), k8);
+        assert_eq!(sel(8192, 128, 3.0, 0.3), two);
+        assert_eq!(sel(8192, 128, 2.9, 0.3), k8);
+        assert_eq!(sel(8192, 640, 8.0, 0.3), k8);
+        assert_eq!(sel(8192, 64, 8.0, 0.3), k8);
+        assert_ne!(sel(8192, 192, 8.0, 0.3), two);
+        // Skewed rows keep their pieces on the k = 8 tile (email-Enron's 36692 rows are past the bound anyway).
+        assert!(is_skewed(&RowStats { min: 0, max: 2000, mean: 8.0, cv: 1.9, empty_rows: 0 }));
+        assert_eq!(with_max(8192, 128, 8.0, 1.9, 2000).kernel_name(), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
     }
 
     #[test]
