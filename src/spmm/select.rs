@@ -196,9 +196,11 @@ fn long_uneven_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> b
 /// Short rows (3-12 entries on average) in 2049-16384 rows at n = 128-512, where two rows of 16 threads over 128
 /// columns ([`two_row_tile`]) beat the k = 8 tile these shapes had (NOTES.md, "SpMM step 30"): the real meshes
 /// 4elt, wrld_1deg and add32 1.09x-1.31x (wrld_1deg, 15260 rows of 7.3, n = 128: 14.3 -> 11.1 us), uniform and
-/// banded 4096 and 16384 rows of 4 and 8 entries 1.03x-1.53x. Not 65536 rows (0.82x-1.03x), nor rows of 16
-/// (0.94x-1.19x), nor copter2 (55476 rows of 12.7: 0.94x-0.98x); under 2049 rows a warp per row or the two-row
-/// tile's wider rule above choose first.
+/// banded 4096 and 16384 rows of 4 and 8 entries 1.03x-1.53x; on 46 fresh shapes the rule takes (uniform, banded
+/// and power-law rows, 3000-14000 rows of 3-10, n = 128 and 384) 1.22x (0.97x-1.58x). Not 65536 rows (0.82x-1.03x),
+/// nor rows of 14-16 (0.94x-1.19x), nor copter2 (55476 rows of 12.7: 0.94x-0.98x); 20000 rows of 6 won (1.09x-1.23x)
+/// but stay out until more past 16384 are measured; under 2049 rows a warp per row or the two-row tile's wider rule
+/// above choose first.
 fn short_rows_mid_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
     n % 128 == 0
         && (128..=512).contains(&n)
