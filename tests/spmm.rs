@@ -359,7 +359,7 @@ fn sanitizer_row_split_shares_rows_of_every_length() {
     }
 }
 
-/// Short rows in a mid-sized matrix take the two-row tile (`select`'s short_rows_mid_rows; NOTES.md, "SpMM step
+/// Short rows in a mid-sized matrix take the two-row tile (`select`'s short_rows; NOTES.md, "SpMM step
 /// 30"): 5000 x 5000 with rows of 3-11 entries (mean 7, as the meshes 4elt and wrld_1deg) chooses it at n = 128
 /// and 384, and it matches the oracle.
 #[test]

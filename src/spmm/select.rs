@@ -193,20 +193,28 @@ fn long_uneven_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> b
         && (m <= 3072 || stats.cv >= 0.85)
 }
 
-/// Short rows (3-12 entries on average) in 2049-16384 rows at n = 128-512, where two rows of 16 threads over 128
-/// columns ([`two_row_tile`]) beat the k = 8 tile these shapes had (NOTES.md, "SpMM step 30"): the real meshes
-/// 4elt, wrld_1deg and add32 1.09x-1.31x (wrld_1deg, 15260 rows of 7.3, n = 128: 14.3 -> 11.1 us), uniform and
-/// banded 4096 and 16384 rows of 4 and 8 entries 1.03x-1.53x; on 46 fresh shapes the rule takes (uniform, banded
-/// and power-law rows, 3000-14000 rows of 3-10, n = 128 and 384) 1.22x (0.97x-1.58x). Not 65536 rows (0.82x-1.03x),
-/// nor rows of 14-16 (0.94x-1.19x), nor copter2 (55476 rows of 12.7: 0.94x-0.98x); 20000 rows of 6 won (1.09x-1.23x)
-/// but stay out until more past 16384 are measured; under 2049 rows a warp per row or the two-row tile's wider rule
-/// above choose first.
-fn short_rows_mid_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+/// Short rows (3-12 entries on average, at most 200,000 entries in all) in 2049-32768 rows, or in 1000-2048 even
+/// rows (cv <= 0.5), n = 128-512: two rows of 16 threads over 128 columns ([`two_row_tile`]) beat the tiles these
+/// shapes had, the k = 8 tile from 2049 rows and a warp per row below (NOTES.md, "SpMM step 30").
+/// - 2049-32768 rows (uniform, banded and power-law rows of 3-12, cv up to 1.5; four sweeps): 1.00x-1.73x (28000
+///   power-law rows of 3, n = 128: 33.6 -> 19.4 us) but for a few at 0.97x-0.99x (14000 uniform rows of 10; 3000 of
+///   10 at n = 384); the real meshes 4elt, wrld_1deg and add32 1.09x-1.31x (wrld_1deg, 15260 rows of 7.3, n = 128:
+///   14.3 -> 11.1 us). Past 250,000 entries 0.82x-1.20x, mostly below 1.0x (65536 rows of 8: 0.82x-0.96x; copter2,
+///   704,476 entries, 0.94x-0.98x), and at 40000-45000 rows 0.96x-1.08x even under 200,000; rows of 14-16 mixed
+///   (0.94x-1.19x).
+/// - 1000-2048 rows: even rows (cv up to 0.1) 1.00x-1.32x over a warp per row (1800 rows of 5, n = 128: 6.9 -> 5.5
+///   us; well1850, 1850 rows of 4.7: 6.5 -> 5.7 us), but uneven ones lose (power-law rows, cv 0.9-1.1: 0.69x-0.95x at
+///   n = 128 and 256; the suite's pruned 1536 x 384 at 98%, cv 1.3, n = 256: 7.5 -> 9.7 us), hence cv <= 0.5. At
+///   600 rows the gain was 0-8% at 5-6 us, so the rule starts at 1000.
+/// - On 39 fresh problems whose choice this form changed (uniform, banded and power-law, 1100-30000 rows of 4-9, n =
+///   128-384): 1.22x (0.99x-1.60x).
+fn short_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    let rows = ((2049..=32768).contains(&m) && stats.cv <= 2.0) || ((1000..=2048).contains(&m) && stats.cv <= 0.5);
     n % 128 == 0
         && (128..=512).contains(&n)
-        && (2049..=16384).contains(&m)
+        && rows
         && (3.0..=12.0).contains(&stats.mean)
-        && stats.cv <= 2.0
+        && m as f64 * stats.mean <= 200_000.0
         && k.saturating_mul(n) <= LARGEST_SWEPT_B
 }
 
@@ -338,6 +346,10 @@ impl SpmmConfig {
             // at worst (1536 rows at n = 256), and 1.26x on 21 fresh ones (k 5120 and 7168). Not 3072 rows
             // (0.88x-1.02x against the unbounded two-row tile they keep), nor rows of cv 0.18-0.4 (0.76x-1.02x).
             two_row_tile(dtype)
+        } else if short_rows(m, k, n, stats) {
+            // Short rows, at most 200,000 entries, n = 128-512: two rows of 16 threads over 128 columns
+            // ([`short_rows`]).
+            two_row_tile(dtype)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and rows too
             // few for the two-row tile above, where it makes the most blocks (pruned 384 x 384 at 90%, n = 1024:
@@ -358,10 +370,6 @@ impl SpmmConfig {
             // 95% 27.1 vs 33.2 us; 90% 51.4 vs 56.5 us; n = 256: 98% 29.4 vs 31.2, 95% 49.9 vs 59.7, 90% 98.3 vs
             // 110.5 us; 8192 x 2048 at 90%, n = 128, 50.7 vs 58.6 us. Not the pruned 384- and 1536-row weights
             // at n = 256 (fewer blocks than slots: 13.5 vs 9.8 us, 384 x 384 at 70%).
-            two_row_tile(dtype)
-        } else if short_rows_mid_rows(m, k, n, stats) {
-            // Short rows in 2049-16384 rows, n = 128-512: two rows of 16 threads over 128 columns
-            // ([`short_rows_mid_rows`]).
             two_row_tile(dtype)
         } else if dv == 4 && (mean <= 100.0 || (mean <= 250.0 && n > 256)) {
             // Short rows waste most of a 32-entry tile (copter2, 12.7 per row, n = 128: 58 us vs 94 us;
@@ -767,24 +775,36 @@ mod tests {
     }
 
     #[test]
-    fn two_row_tile_for_short_rows_in_mid_sized_matrices() {
+    fn two_row_tile_for_short_rows() {
         let with_max = |m: usize, n: usize, mean: f64, cv: f64, max: usize| {
             let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0 };
             SpmmConfig::select_with_stats(m, m, n, &stats, DType::F32)
         };
         let sel = |m: usize, n: usize, mean: f64, cv: f64| with_max(m, n, mean, cv, (mean * 2.0) as usize);
         let (two, k8) = (two_row_tile(DType::F32), bounded(tile(DType::F32, 1, 4, 4, 8, 32, 8, false), 32));
-        // wrld_1deg (15260 rows of 7.3, cv 0.19), 4elt (7434 of 11.6), add32 (4960 of 4.8, cv 0.76).
-        for (m, mean, cv) in [(15260, 7.3, 0.19), (7434, 11.6, 0.16), (4960, 4.8, 0.76)] {
+        let warp = tile(DType::F32, 1, 4, 1, 32, 128, 32, false);
+        // wrld_1deg (15260 rows of 7.3, cv 0.19), 4elt (7434 of 11.6), add32 (4960 of 4.8, cv 0.76), well1850 (1850
+        // of 4.7, cv 0.10; k = 712).
+        for (m, mean, cv) in [(15260, 7.3, 0.19), (7434, 11.6, 0.16), (4960, 4.8, 0.76), (1850, 4.7, 0.1)] {
             for n in [128, 256, 384, 512] {
                 assert_eq!(sel(m, n, mean, cv), two, "{m} rows of {mean}, n = {n}");
             }
         }
-        // Either side of each bound: rows 2049-16384, mean 3-12, n 128-512 and a multiple of 128.
-        assert_eq!(sel(2049, 128, 8.0, 0.3), two);
-        assert_eq!(sel(16384, 512, 8.0, 0.3), two);
-        assert_eq!(sel(16385, 128, 8.0, 0.3), k8);
+        // Either side of each bound: 1000-2048 rows of cv 0.5 or less, 2049-32768 rows, 200,000 entries, mean 3-12,
+        // n 128-512 and a multiple of 128.
+        assert_eq!(sel(1000, 128, 8.0, 0.5), two);
+        assert_eq!(sel(999, 128, 8.0, 0.3), warp);
+        assert_eq!(sel(2048, 128, 8.0, 0.51), warp);
+        assert_eq!(sel(1536, 256, 7.7, 1.31), warp); // the suite's pruned 1536 x 384 at 98%
+        assert_eq!(sel(2049, 128, 8.0, 1.5), two);
+        assert_eq!(sel(25000, 128, 8.0, 0.3), two);
+        assert_eq!(sel(25001, 128, 8.0, 0.3), k8);
+        assert_eq!(sel(32768, 128, 6.0, 0.3), two);
+        assert_eq!(sel(32769, 128, 6.0, 0.3), k8);
+        assert_eq!(sel(24000, 512, 4.0, 0.3), two);
+        assert_eq!(sel(32000, 512, 4.0, 0.3), k8); // B of 16.4M elements, past the largest swept
         assert_eq!(sel(55476, 128, 12.7, 0.33), k8); // copter2
+        assert_eq!(sel(70000, 128, 3.38, 0.38), k8); // case_ACTIVSg70k: 236,636 entries
         assert_eq!(sel(8192, 128, 12.0, 0.3), two);
         assert_eq!(sel(8192, 128, 12.1, 0.3), k8);
         assert_eq!(sel(8192, 128, 3.0, 0.3), two);
@@ -792,9 +812,11 @@ mod tests {
         assert_eq!(sel(8192, 640, 8.0, 0.3), k8);
         assert_eq!(sel(8192, 64, 8.0, 0.3), k8);
         assert_ne!(sel(8192, 192, 8.0, 0.3), two);
-        // Skewed rows keep their pieces on the k = 8 tile (email-Enron's 36692 rows are past the bound anyway).
+        // Skewed rows keep their pieces on the k = 8 tile (email-Enron has 367,662 entries anyway), and rows of cv
+        // past 2 a warp per row.
         assert!(is_skewed(&RowStats { min: 0, max: 2000, mean: 8.0, cv: 1.9, empty_rows: 0 }));
         assert_eq!(with_max(8192, 128, 8.0, 1.9, 2000).kernel_name(), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
+        assert_eq!(sel(8192, 128, 8.0, 2.1), warp);
     }
 
     #[test]
