@@ -791,27 +791,32 @@ mod tests {
             }
         }
         // Either side of each bound: 1000-2048 rows of cv 0.5 or less, 2049-32768 rows, 200,000 entries, mean 3-12,
-        // n 128-512 and a multiple of 128.
-        assert_eq!(sel(1000, 128, 8.0, 0.5), two);
-        assert_eq!(sel(999, 128, 8.0, 0.3), warp);
-        assert_eq!(sel(2048, 128, 8.0, 0.51), warp);
-        assert_eq!(sel(1536, 256, 7.7, 1.31), warp); // the suite's pruned 1536 x 384 at 98%
-        assert_eq!(sel(2049, 128, 8.0, 1.5), two);
-        assert_eq!(sel(25000, 128, 8.0, 0.3), two);
-        assert_eq!(sel(25001, 128, 8.0, 0.3), k8);
-        assert_eq!(sel(32768, 128, 6.0, 0.3), two);
-        assert_eq!(sel(32769, 128, 6.0, 0.3), k8);
-        assert_eq!(sel(24000, 512, 4.0, 0.3), two);
-        assert_eq!(sel(32000, 512, 4.0, 0.3), k8); // B of 16.4M elements, past the largest swept
-        assert_eq!(sel(55476, 128, 12.7, 0.33), k8); // copter2
-        assert_eq!(sel(70000, 128, 3.38, 0.38), k8); // case_ACTIVSg70k: 236,636 entries
-        assert_eq!(sel(8192, 128, 12.0, 0.3), two);
-        assert_eq!(sel(8192, 128, 12.1, 0.3), k8);
-        assert_eq!(sel(8192, 128, 3.0, 0.3), two);
-        assert_eq!(sel(8192, 128, 2.9, 0.3), k8);
-        assert_eq!(sel(8192, 640, 8.0, 0.3), k8);
-        assert_eq!(sel(8192, 64, 8.0, 0.3), k8);
-        assert_ne!(sel(8192, 192, 8.0, 0.3), two);
+        // n 128-512 and a multiple of 128, B up to 48 MiB: (m, n, mean, cv, the choice, why).
+        let cases = [
+            (1000, 128, 8.0, 0.5, two, "1000 rows, cv 0.5"),
+            (999, 128, 8.0, 0.3, warp, "999 rows"),
+            (2048, 128, 8.0, 0.51, warp, "2048 rows, cv past 0.5"),
+            (1536, 256, 7.7, 1.31, warp, "the suite's pruned 1536 x 384 at 98%"),
+            (2049, 128, 8.0, 1.5, two, "2049 rows, cv 1.5"),
+            (25000, 128, 8.0, 0.3, two, "200,000 entries"),
+            (25001, 128, 8.0, 0.3, k8, "200,008 entries"),
+            (32768, 128, 6.0, 0.3, two, "32768 rows"),
+            (32769, 128, 6.0, 0.3, k8, "32769 rows"),
+            (24000, 512, 4.0, 0.3, two, "B of 12.3M elements"),
+            (32000, 512, 4.0, 0.3, k8, "B of 16.4M elements, past the largest swept"),
+            (55476, 128, 12.7, 0.33, k8, "copter2"),
+            (70000, 128, 3.38, 0.38, k8, "case_ACTIVSg70k: 236,636 entries"),
+            (8192, 128, 12.0, 0.3, two, "mean 12"),
+            (8192, 128, 12.1, 0.3, k8, "mean 12.1"),
+            (8192, 128, 3.0, 0.3, two, "mean 3"),
+            (8192, 128, 2.9, 0.3, k8, "mean 2.9"),
+            (8192, 640, 8.0, 0.3, k8, "n = 640"),
+            (8192, 64, 8.0, 0.3, k8, "n = 64"),
+        ];
+        for (m, n, mean, cv, want, why) in cases {
+            assert_eq!(sel(m, n, mean, cv), want, "{why}");
+        }
+        assert_ne!(sel(8192, 192, 8.0, 0.3), two, "n = 192");
         // Skewed rows keep their pieces on the k = 8 tile (email-Enron has 367,662 entries anyway), and rows of cv
         // past 2 a warp per row.
         assert!(is_skewed(&RowStats { min: 0, max: 2000, mean: 8.0, cv: 1.9, empty_rows: 0 }));
