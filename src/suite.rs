@@ -93,8 +93,8 @@ pub fn spmm_suite(filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
 
 /// SpMM problems from the caller's Matrix Market files (`tilesparse bench spmm --matrix`), each at every width in
 /// `ns`, named `<file name less .mtx[.gz]>_n<n>`; `filter` keeps names that contain it, as for the suite. Checked
-/// before anything is allocated: at least one width, no width 0, and B (k x n) and C (m x n) within the i32
-/// element offsets the kernels use.
+/// before B or C is allocated: at least one width, no width 0, and B (k x n) and C (m x n) within the i32 element
+/// offsets the kernels use.
 pub fn spmm_file_problems(paths: &[PathBuf], ns: &[usize], filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
     if ns.is_empty() {
         return Err(Error::Usage("no width n of B to run the matrices at".into()));
