@@ -729,9 +729,13 @@ fn bench_spmm(args: SuiteArgs, selected_only: bool, dtype: DType, matrices: &[Pa
     } else {
         suite::spmm_file_problems(matrices, if ns.is_empty() { &[128] } else { ns }, filter.as_deref())?
     };
-    if dtype == DType::F64 {
-        return Err(Error::UnsupportedDtype { dtype, op: "spmm (f32, f16, bf16)" });
-    }
+    // The element type's bench, chosen once (f64 refused here, also before the GPU is asked for).
+    let bench: fn(&Gpu, &suite::SpmmProblem, &BenchOptions) -> Result<suite::SpmmReport> = match dtype {
+        DType::F32 => suite::bench_spmm::<f32>,
+        DType::F16 => suite::bench_spmm::<half::f16>,
+        DType::Bf16 => suite::bench_spmm::<half::bf16>,
+        DType::F64 => return Err(Error::UnsupportedDtype { dtype, op: "spmm (f32, f16, bf16)" }),
+    };
     let gpu = Gpu::new(0)?;
     let opts = BenchOptions { warmup, iters, all_variants: !selected_only, ..Default::default() };
     println!(
@@ -741,12 +745,7 @@ fn bench_spmm(args: SuiteArgs, selected_only: bool, dtype: DType, matrices: &[Pa
     );
     let mut reports = Vec::new();
     for p in &problems {
-        let r = match dtype {
-            DType::F32 => suite::bench_spmm::<f32>(&gpu, p, &opts)?,
-            DType::F16 => suite::bench_spmm::<half::f16>(&gpu, p, &opts)?,
-            DType::Bf16 => suite::bench_spmm::<half::bf16>(&gpu, p, &opts)?,
-            DType::F64 => return Err(Error::UnsupportedDtype { dtype, op: "spmm (f32, f16, bf16)" }),
-        };
+        let r = bench(&gpu, p, &opts)?;
         println!("\n== {} (m {} k {} n {} nnz {})", r.problem, r.m, r.k, r.n, r.nnz);
         let line = |e: &suite::Entry| match &e.ms {
             Ok(ms) => format!("{:<44} {:>10.4} ms {:>9.1} GFLOP/s", e.name, ms, r.gflops(*ms)),
