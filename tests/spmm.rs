@@ -872,6 +872,48 @@ fn split_rows_match_the_oracle_on_every_variant() {
     assert!(ran > 0, "split NaN/Inf: no f32 variant ran");
 }
 
+/// The split at wide n (`split::use_split` counts one column tile's work; NOTES.md, "SpMM step 31"): a graph-like
+/// 20000 x 4000 matrix whose every 500th row has 2000 entries and the rest 0-4. At n = 1024 and 2048 the tile the
+/// library selects (the k = 8 tile in f32, its 64-column form in f16) splits the long rows, as does every f32 variant
+/// that walks pieces at n = 2048, where counting all 64 column tiles had refused it; each matches the oracle.
+#[test]
+fn wide_n_splits_the_long_rows() {
+    let (m, k) = (20_000, 4000);
+    let mut rng = gen::Rng::new(seed(76));
+    let mut entries = Vec::new();
+    for r in 0..m {
+        let cols: Vec<usize> = if r % 500 == 17 {
+            (0..2000).map(|j| 2 * j + r % 2).collect()
+        } else {
+            (0..r % 5).map(|j| (r * 13 + j * 101) % k).collect()
+        };
+        entries.extend(cols.into_iter().map(|c| (r, c, rng.range(-1.0, 1.0) as f32)));
+    }
+    let a = from_triplets(m, k, &entries);
+    let Some(gpu) = gpu_or_skip("wide_n_splits_the_long_rows") else { return };
+    fn case<T: Scalar>(gpu: &Gpu, a: &CsMat<f32>, n: usize, all: bool) {
+        let a_t: CsMat<T> = gen::convert(a);
+        let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
+        let chosen = SpmmConfig::select_with_stats(a.rows(), a.cols(), n, a_dev.stats(gpu).unwrap(), T::DTYPE);
+        let mut kernels = vec![chosen];
+        if all {
+            kernels.extend(compiled_spmm_variants_for(T::DTYPE).filter(|c| c.walks_pieces() && **c != chosen));
+        }
+        for config in &kernels {
+            if check_config(config, T::DTYPE, a.rows(), a.cols(), n).is_ok() {
+                assert!(splits_rows(gpu, &a_dev, n, config).unwrap(), "{} n = {n}: {config} did not split", T::DTYPE);
+            }
+        }
+        let what = format!("{} split at n = {n}", T::DTYPE);
+        let ran = kernels.iter().filter(|c| check_config(c, T::DTYPE, a.rows(), a.cols(), n).is_ok());
+        let ran: Vec<SpmmKernel> = ran.map(|c| SpmmKernel::Tiled(*c)).collect();
+        assert_eq!(check_kernels::<T>(gpu, &what, a, n, seed(77), ran.clone()), ran.len());
+    }
+    case::<f32>(&gpu, &a, 1024, false);
+    case::<f32>(&gpu, &a, 2048, true);
+    case::<f16>(&gpu, &a, 1024, false);
+}
+
 /// Every compiled f16 and bf16 variant against the oracle on the rounded inputs, over Sputnik's shapes and the
 /// awkward ones.
 fn half_variants_case<T: Scalar>(gpu: &Gpu) {

@@ -75,14 +75,17 @@ pub(crate) fn plan(indptr: &[usize], stats: &RowStats) -> Option<HostSplit> {
     })
 }
 
-/// Whether a launch should use the split, from the shape of its grid: when the longest row's tiles
-/// (`max / block_items_k`) exceed eight times the mean work of a resident subwarp (all tiles of all rows and
-/// column blocks over the subwarps the GPU holds at once, 2048 threads per SM), the longest row is the
-/// critical path and splitting shortens it; otherwise the column blocks already give enough parallel work.
-/// Measured on email-Enron (NOTES.md, "SpMM step 4"): the warp-per-row tile at n = 128 (longest 43 tiles,
-/// 5.7 per subwarp) ran 55 us unsplit and 58 us split, the (4, 8, 32, 8) tile at n = 32 (173 tiles, 2.4 per
-/// subwarp) 15 us split. Also refused when the partial rows would pass 256 MiB, and for the variants that do
-/// not walk pieces ([`SpmmConfig::walks_pieces`]).
+/// Whether a launch should use the split: when the longest row's tiles (`max / block_items_k`) exceed eight
+/// times the mean work of a resident subwarp over one column tile of C (all tiles of all rows over the subwarps the
+/// GPU holds at once, 2048 threads per SM), the longest row is the critical path and splitting shortens it.
+/// Measured on email-Enron (NOTES.md, "SpMM step 4"): the warp-per-row tile at n = 128 (longest 43 tiles, 5.7 per
+/// subwarp) ran 55 us unsplit and 58 us split, the (4, 8, 32, 8) tile at n = 32 (173 tiles, 2.4 per subwarp) 15
+/// us split. The count is per column tile, not over all of C's columns: wider n does not hide the long rows
+/// (NOTES.md, "SpMM step 31": on email-Enron, two of its row slices and ten power-law matrices, n = 32-4096, the
+/// k = 8 tile split was as fast or faster on all 116 f32 problems, and 1.38x faster on the 66 where counting
+/// every column block had refused the split, 1.04x-2.22x; email-Enron at n = 512: 214 -> 127 us; the same in
+/// f16 and bf16, 1.36x and 1.38x on 34 problems each). Also refused when the partial rows would pass 256 MiB,
+/// and for the variants that do not walk pieces ([`SpmmConfig::walks_pieces`]).
 pub fn use_split(
     stats: &RowStats,
     rows: usize,
@@ -93,8 +96,7 @@ pub fn use_split(
     sm_count: usize,
 ) -> bool {
     let k = config.block_items_k.max(1) as f64;
-    let column_blocks = n.div_ceil(config.block_items_x.max(1) as usize) as f64;
-    let tiles = (rows as f64 + nnz as f64 / k) * column_blocks;
+    let tiles = rows as f64 + nnz as f64 / k;
     let resident_subwarps = (sm_count.max(1) * 2048 / config.block_width.max(1) as usize) as f64;
     let longest = stats.max as f64 / k;
     let partial_bytes = num_partials.saturating_mul(n).saturating_mul(4);
@@ -168,8 +170,11 @@ mod tests {
         assert!(use_split(&s, rows, nnz, 128, 2000, &tile(8, 32, 8), 132));
         // A warp per row over 128 columns at n = 128: 43 tiles against 5.7 per subwarp; no split.
         assert!(!use_split(&s, rows, nnz, 128, 2000, &tile(32, 128, 32), 132));
-        // n = 4096: 128 column blocks give every subwarp ~300 tiles; no split.
-        assert!(!use_split(&s, rows, nnz, 4096, 2000, &tile(8, 32, 8), 132));
+        // n = 4096: 128 column blocks, but each column tile still waits on the longest row; split.
+        assert!(use_split(&s, rows, nnz, 4096, 2000, &tile(8, 32, 8), 132));
+        // A million rows of 2 and a longest of 1100: 138 tiles against 37 per subwarp and column tile; no split.
+        let many = RowStats { min: 0, max: 1100, mean: 2.0, cv: 1.0, empty_rows: 0 };
+        assert!(is_skewed(&many) && !use_split(&many, 1_000_000, 2_000_000, 32, 2000, &tile(8, 32, 8), 132));
         // Not skewed: never.
         let even = RowStats { min: 400, max: 420, mean: 410.0, cv: 0.05, empty_rows: 0 };
         assert!(!use_split(&even, 4096, 4096 * 410, 32, 0, &tile(32, 32, 8), 132));
