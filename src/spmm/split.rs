@@ -82,7 +82,7 @@ pub(crate) fn plan(indptr: &[usize], stats: &RowStats) -> Option<HostSplit> {
 /// subwarp) ran 55 us unsplit and 58 us split, the (4, 8, 32, 8) tile at n = 32 (173 tiles, 2.4 per subwarp) 15
 /// us split. The count is per column tile, not over all of C's columns: wider n does not hide the long rows
 /// (NOTES.md, "SpMM step 31": on email-Enron, two of its row slices and ten power-law matrices, n = 32-4096, the
-/// k = 8 tile split was as fast or faster on all 116 f32 problems, and 1.38x faster on the 66 where counting
+/// k = 8 tile split was as fast or faster on all 130 f32 problems, and 1.38x faster on the 66 where counting
 /// every column block had refused the split, 1.04x-2.22x; email-Enron at n = 512: 214 -> 127 us; the same in
 /// f16 and bf16, 1.36x and 1.38x on 34 problems each). Also refused when the partial rows would pass 256 MiB,
 /// and for the variants that do not walk pieces ([`SpmmConfig::walks_pieces`]).
