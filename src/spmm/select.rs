@@ -397,6 +397,13 @@ impl SpmmConfig {
             bounded(tile(dtype, 4, 4, 4, 32, 64, 8, false), 8)
         } else if dv == 4 {
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
+        } else if dv == 2 && m >= 4096 && mean <= 20.0 {
+            // n = 2 mod 4 on many short rows: the k = 8 tile in float2 over 32 columns. On the real matrices at n
+            // = 50 (NOTES.md, "SpMM step 32"): case_ACTIVSg70k 58.9 -> 38.2 us, copter2 65.1 -> 41.7, email-Enron
+            // 37.7 -> 26.3, wrld_1deg 15.1 -> 11.4, 4elt 11.7 -> 10.0, add32 8.6 -> 8.0 us. Not under 4096 rows
+            // (pores_1 5.2 -> 6.2 us, west0479 5.3 -> 6.5) nor on longer rows (pruned 1536 x 384 at 98%, 7.7 per
+            // row: 7.6 -> 10.6 us).
+            tile(dtype, 1, 2, 4, 8, 32, 8, true)
         } else if dv == 2 {
             // Sputnik's dispatch for even n.
             tile(dtype, 2, 2, 2, 32, 32, 16, n % 32 != 0)
@@ -441,9 +448,23 @@ impl SpmmConfig {
                 // Uniform 80%: n = 128 66 us vs 82 us, n = 4096 1.89 ms vs 2.06 ms.
                 tile(dtype, 2, 8, 4, 16, 64, 8, n % 64 != 0)
             }
-        } else if dv >= 4 {
+        } else if dv == 8 {
             // Skewed rows (email-Enron n = 32, split: 16.8 us, 2.4x cuSPARSE) and small problems (pruned 384-row
             // weights at n = 256: 12 us vs 15 us): Sputnik's 32-wide tile.
+            tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
+        } else if (dv == 4 || dv == 2) && n > 16 {
+            // n not a multiple of 8 (n = 20, 50, 100, 300 on the 20 real matrices; NOTES.md, "SpMM step 32"):
+            // rows of at most 20 entries on average take the k = 8 tile in 4- or 2-element vectors over 32 columns
+            // (copter2, n = 300, bf16: 439 -> 138 us; email-Enron 189 -> 91 us; n = 50: 104 -> 32 and 49 -> 25 us),
+            // longer rows a warp per row in scalars (pruned 384 x 1536 at 70%, n = 100: 27.3 -> 20.9 us, where the
+            // k = 8 tile takes 40 us). Over the 80 problems of each type: bf16 0.672x -> 0.961x of cuSPARSE's
+            // speed, f16 0.710x -> 0.951x (Sputnik's 32-wide tile before).
+            if stats.mean <= 20.0 {
+                tile(dtype, 1, dv, 4, 8, 32, 8, true)
+            } else {
+                tile(dtype, 1, 1, 1, 32, 32, 32, true)
+            }
+        } else if dv == 4 {
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
         } else if dv == 2 {
             tile(dtype, 2, 2, 2, 32, 32, 16, true)
@@ -717,8 +738,38 @@ mod tests {
         assert_eq!(s(36692, 128, 10.0, 3.6), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");
         assert_eq!(s(384, 256, 115.0, 0.3), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");
         assert_eq!(s(1536, 1024, 38.0, 0.7), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
-        assert_eq!(s(100, 18, 5.0, 0.1), "spmm_f16_s2d2_y2k32x32w16_u4_pred");
         assert_eq!(s(100, 7, 5.0, 0.1), "spmm_f16_s1d1_y1k32x32w32_u4_pred");
+        // n not a multiple of 8 past 16 (step 32): short rows take the k = 8 tile in the widest vector dividing n,
+        // rows past 20 entries a warp per row in scalars; n <= 16 and dv = 8 keep their tiles.
+        assert_eq!(s(100, 18, 5.0, 0.1), "spmm_f16_s1d2_y4k8x32w8_u4_pred");
+        assert_eq!(s(55476, 300, 12.7, 0.3), "spmm_f16_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(s(36692, 100, 10.0, 3.6), "spmm_f16_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(s(70000, 50, 20.0, 0.4), "spmm_f16_s1d2_y4k8x32w8_u4_pred");
+        assert_eq!(s(384, 100, 20.1, 0.5), "spmm_f16_s1d1_y1k32x32w32_u4_pred");
+        assert_eq!(s(384, 300, 460.0, 0.1), "spmm_f16_s1d1_y1k32x32w32_u4_pred");
+        assert_eq!(s(100, 12, 5.0, 0.1), "spmm_f16_s4d4_y4k32x32w8_u4_pred");
+        assert_eq!(s(100, 14, 5.0, 0.1), "spmm_f16_s2d2_y2k32x32w16_u4_pred");
+        assert_eq!(s(384, 200, 115.0, 0.3), "spmm_f16_s4d4_y4k32x32w8_u4_pred");
+        let b = |m: usize, n: usize, mean: f64| {
+            let stats = RowStats { min: 0, max: 0, mean, cv: 0.3, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, 4096, n, &stats, DType::Bf16).kernel_name()
+        };
+        assert_eq!(b(15260, 100, 7.3), "spmm_bf16_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(b(15260, 150, 7.3), "spmm_bf16_s1d2_y4k8x32w8_u4_pred");
+    }
+
+    #[test]
+    fn float2_k8_tile_for_n_2_mod_4_on_many_short_rows() {
+        let s = |m: usize, n: usize, mean: f64| {
+            let stats = RowStats { min: 0, max: 0, mean, cv: 0.3, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, m, n, &stats, DType::F32).kernel_name()
+        };
+        assert_eq!(s(55476, 50, 12.7), "spmm_f32_s1d2_y4k8x32w8_u4_pred");
+        assert_eq!(s(4096, 150, 20.0), "spmm_f32_s1d2_y4k8x32w8_u4_pred");
+        assert_eq!(s(4095, 50, 12.7), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
+        assert_eq!(s(55476, 50, 20.1), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
+        assert_eq!(s(55476, 52, 12.7), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(s(55476, 14, 12.7), "spmm_f32_s4d2_y4k32x16w8_u4_pred");
     }
 
     #[test]
