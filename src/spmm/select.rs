@@ -218,6 +218,26 @@ fn short_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
         && k.saturating_mul(n) <= LARGEST_SWEPT_B
 }
 
+/// Whether the k = 8 tiles' one subwarp per row can walk the longest row: at most 256 entries, or long rows the
+/// row split cuts into pieces ([`is_skewed`]), or n past 64, where two or more column tiles of 32 give the SMs other
+/// work meanwhile. A power-law matrix of 40000 rows (mean 7.5, longest 540, not skewed) ran the k = 8 tiles slower
+/// than the 32-entry tiles at n = 20 and 50 (bf16, n = 20: 37.0 vs 24.2 us) and faster from n = 100 (n = 150: 63.2
+/// vs 126.8 us; NOTES.md, "SpMM step 32").
+fn longest_row_is_short_enough(n: usize, stats: &RowStats) -> bool {
+    stats.max <= 256 || is_skewed(stats) || n > 64
+}
+
+/// f16/bf16 with n not a multiple of 8: the k = 8 tile in 4- or 2-element vectors over 32 columns, for rows of at
+/// most 20 entries on average, or any rows in 2048 or more, unless the longest row is too long
+/// ([`longest_row_is_short_enough`]). Before it these shapes had Sputnik's 32-entry tiles (NOTES.md, "SpMM step
+/// 32"): on the 20 real matrices at n = 20, 50, 100 and 300, bf16 0.672x -> 0.961x and f16 0.708x -> 0.951x of the
+/// best cuSPARSE algorithm's speed with a warp per row for the longer rows in few rows; on ten fresh matrices
+/// (uniform, banded and power-law rows, three weight-like shapes) at n = 20-1004, 0.624x -> 1.116x and 0.735x ->
+/// 1.128x. The 2048 rows come from one of those (2048 x 512 at 26 per row, n = 300: 30.7 -> 13.8 us).
+fn short_rows_narrow_vectors(m: usize, n: usize, stats: &RowStats) -> bool {
+    (stats.mean <= 20.0 || m >= 2048) && longest_row_is_short_enough(n, stats)
+}
+
 impl SpmmConfig {
     /// Chooses a compiled config for C (m x n) = A (m x k, nnz stored entries) * B (k x n), knowing only the
     /// mean row length. [`SpmmConfig::select_with_stats`] also sees how uneven the rows are.
@@ -397,12 +417,13 @@ impl SpmmConfig {
             bounded(tile(dtype, 4, 4, 4, 32, 64, 8, false), 8)
         } else if dv == 4 {
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
-        } else if dv == 2 && m >= 4096 && mean <= 20.0 {
+        } else if dv == 2 && m >= 4096 && mean <= 20.0 && longest_row_is_short_enough(n, stats) {
             // n = 2 mod 4 on many short rows: the k = 8 tile in float2 over 32 columns. On the real matrices at n
             // = 50 (NOTES.md, "SpMM step 32"): case_ACTIVSg70k 58.9 -> 38.2 us, copter2 65.1 -> 41.7, email-Enron
             // 37.7 -> 26.3, wrld_1deg 15.1 -> 11.4, 4elt 11.7 -> 10.0, add32 8.6 -> 8.0 us. Not under 4096 rows
-            // (pores_1 5.2 -> 6.2 us, west0479 5.3 -> 6.5) nor on longer rows (pruned 1536 x 384 at 98%, 7.7 per
-            // row: 7.6 -> 10.6 us).
+            // (pores_1 5.2 -> 6.2 us, west0479 5.3 -> 6.5), on longer rows (pruned 1536 x 384 at 98%, 7.7 per
+            // row: 7.6 -> 10.6 us), nor, at n <= 64, past a long row that the split does not cut (power-law 40000
+            // rows, longest 540, n = 50: 35.0 -> 40.5 us; [`longest_row_is_short_enough`]).
             tile(dtype, 1, 2, 4, 8, 32, 8, true)
         } else if dv == 2 {
             // Sputnik's dispatch for even n.
@@ -452,18 +473,15 @@ impl SpmmConfig {
             // Skewed rows (email-Enron n = 32, split: 16.8 us, 2.4x cuSPARSE) and small problems (pruned 384-row
             // weights at n = 256: 12 us vs 15 us): Sputnik's 32-wide tile.
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
-        } else if (dv == 4 || dv == 2) && n > 16 {
-            // n not a multiple of 8 (n = 20, 50, 100, 300 on the 20 real matrices; NOTES.md, "SpMM step 32"):
-            // rows of at most 20 entries on average take the k = 8 tile in 4- or 2-element vectors over 32 columns
-            // (copter2, n = 300, bf16: 439 -> 138 us; email-Enron 189 -> 91 us; n = 50: 104 -> 32 and 49 -> 25 us),
-            // longer rows a warp per row in scalars (pruned 384 x 1536 at 70%, n = 100: 27.3 -> 20.9 us, where the
-            // k = 8 tile takes 40 us). Over the 80 problems of each type: bf16 0.672x -> 0.961x of cuSPARSE's
-            // speed, f16 0.710x -> 0.951x (Sputnik's 32-wide tile before).
-            if stats.mean <= 20.0 {
-                tile(dtype, 1, dv, 4, 8, 32, 8, true)
-            } else {
-                tile(dtype, 1, 1, 1, 32, 32, 32, true)
-            }
+        } else if (dv == 4 || dv == 2) && n > 16 && short_rows_narrow_vectors(m, n, stats) {
+            // n not a multiple of 8 (n = 20, 50, 100, 300, ...): the k = 8 tile in 4- or 2-element vectors over 32
+            // columns ([`short_rows_narrow_vectors`]; copter2, n = 300, bf16: 439 -> 138 us; email-Enron 189 -> 91
+            // us; n = 50: 104 -> 32 and 49 -> 25 us; NOTES.md, "SpMM step 32").
+            tile(dtype, 1, dv, 4, 8, 32, 8, true)
+        } else if (dv == 4 || dv == 2) && n > 16 && m <= 1536 {
+            // Longer rows in few rows: a warp per row in scalars (pruned 384 x 1536 at 70%, n = 100: 27.3 -> 20.9
+            // us, where the k = 8 tile takes 40 us; the nine pruned weights at n = 20-300, NOTES.md, "SpMM step 32").
+            tile(dtype, 1, 1, 1, 32, 32, 32, true)
         } else if dv == 4 {
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
         } else if dv == 2 {
@@ -756,6 +774,21 @@ mod tests {
         };
         assert_eq!(b(15260, 100, 7.3), "spmm_bf16_s1d4_y4k8x32w8_u4_pred");
         assert_eq!(b(15260, 150, 7.3), "spmm_bf16_s1d2_y4k8x32w8_u4_pred");
+        // Longer rows: the k = 8 tile from 2048 rows, a warp per row up to 1536, Sputnik's tiles between.
+        assert_eq!(b(2048, 300, 26.0), "spmm_bf16_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(b(1536, 300, 26.0), "spmm_bf16_s1d1_y1k32x32w32_u4_pred");
+        assert_eq!(b(2000, 300, 26.0), "spmm_bf16_s4d4_y4k32x32w8_u4_pred");
+        assert_eq!(b(2000, 150, 26.0), "spmm_bf16_s2d2_y2k32x32w16_u4_pred");
+        // A longest row past 256 that the split does not cut: not at n <= 64.
+        let long = |n: usize, max: usize| {
+            let stats = RowStats { min: 0, max, mean: 7.5, cv: 1.4, empty_rows: 0 };
+            SpmmConfig::select_with_stats(40000, 40000, n, &stats, DType::Bf16).kernel_name()
+        };
+        assert_eq!(long(20, 540), "spmm_bf16_s4d4_y4k32x32w8_u4_pred");
+        assert_eq!(long(50, 540), "spmm_bf16_s2d2_y2k32x32w16_u4_pred");
+        assert_eq!(long(20, 256), "spmm_bf16_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(long(100, 540), "spmm_bf16_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(long(20, 1383), "spmm_bf16_s1d4_y4k8x32w8_u4_pred"); // skewed: split
     }
 
     #[test]
@@ -770,6 +803,13 @@ mod tests {
         assert_eq!(s(55476, 50, 20.1), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
         assert_eq!(s(55476, 52, 12.7), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
         assert_eq!(s(55476, 14, 12.7), "spmm_f32_s4d2_y4k32x16w8_u4_pred");
+        let long = |n: usize, max: usize| {
+            let stats = RowStats { min: 0, max, mean: 7.5, cv: 1.4, empty_rows: 0 };
+            SpmmConfig::select_with_stats(40000, 40000, n, &stats, DType::F32).kernel_name()
+        };
+        assert_eq!(long(50, 540), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
+        assert_eq!(long(50, 256), "spmm_f32_s1d2_y4k8x32w8_u4_pred");
+        assert_eq!(long(150, 540), "spmm_f32_s1d2_y4k8x32w8_u4_pred");
     }
 
     #[test]
