@@ -428,6 +428,12 @@ impl SpmmConfig {
         } else if dv == 2 {
             // Sputnik's dispatch for even n.
             tile(dtype, 2, 2, 2, 32, 32, 16, n % 32 != 0)
+        } else if m >= 4096 && mean <= 20.0 && longest_row_is_short_enough(n, stats) {
+            // Odd n on many short rows: the k = 8 tile in scalars over 32 columns. On the real matrices at n = 33
+            // (NOTES.md, "SpMM step 32"): case_ACTIVSg70k 88.7 -> 33.6 us, email-Enron 58.9 -> 28.9, copter2 71.4
+            // -> 46.6, wrld_1deg 22.9 -> 13.1 us; the pruned weights keep a warp per row (384 x 1536 at 70%: 19.3
+            // vs 57.6 us in bf16).
+            tile(dtype, 1, 1, 4, 8, 32, 8, true)
         } else {
             tile(dtype, 1, 1, 1, 32, 32, 32, n % 32 != 0)
         }
@@ -486,6 +492,10 @@ impl SpmmConfig {
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
         } else if dv == 2 {
             tile(dtype, 2, 2, 2, 32, 32, 16, true)
+        } else if n > 16 && m >= 4096 && stats.mean <= 20.0 && longest_row_is_short_enough(n, stats) {
+            // Odd n on many short rows: the k = 8 tile in scalars (bf16 at n = 33: copter2 112.8 -> 43.1 us,
+            // case_ACTIVSg70k 90.4 -> 36.2, email-Enron 60.5 -> 32.2; NOTES.md, "SpMM step 32").
+            tile(dtype, 1, 1, 4, 8, 32, 8, true)
         } else {
             tile(dtype, 1, 1, 1, 32, 32, 32, true)
         }
@@ -792,7 +802,7 @@ mod tests {
     }
 
     #[test]
-    fn float2_k8_tile_for_n_2_mod_4_on_many_short_rows() {
+    fn narrow_k8_tiles_for_n_2_mod_4_and_odd_n_on_many_short_rows() {
         let s = |m: usize, n: usize, mean: f64| {
             let stats = RowStats { min: 0, max: 0, mean, cv: 0.3, empty_rows: 0 };
             SpmmConfig::select_with_stats(m, m, n, &stats, DType::F32).kernel_name()
@@ -810,6 +820,19 @@ mod tests {
         assert_eq!(long(50, 540), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
         assert_eq!(long(50, 256), "spmm_f32_s1d2_y4k8x32w8_u4_pred");
         assert_eq!(long(150, 540), "spmm_f32_s1d2_y4k8x32w8_u4_pred");
+        // Odd n: the same bounds, in scalars; a warp per row otherwise.
+        assert_eq!(s(55476, 33, 12.7), "spmm_f32_s1d1_y4k8x32w8_u4_pred");
+        assert_eq!(s(4095, 33, 12.7), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
+        assert_eq!(s(55476, 33, 20.1), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
+        assert_eq!(long(33, 540), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
+        assert_eq!(long(101, 540), "spmm_f32_s1d1_y4k8x32w8_u4_pred");
+        for dtype in [DType::F16, DType::Bf16] {
+            let stats = RowStats { min: 0, max: 44, mean: 12.7, cv: 0.3, empty_rows: 0 };
+            let pick = |m: usize, n: usize| SpmmConfig::select_with_stats(m, m, n, &stats, dtype).kernel_name();
+            assert_eq!(pick(55476, 33), format!("spmm_{dtype}_s1d1_y4k8x32w8_u4_pred"));
+            assert_eq!(pick(4095, 33), format!("spmm_{dtype}_s1d1_y1k32x32w32_u4_pred"));
+            assert_eq!(pick(55476, 15), format!("spmm_{dtype}_s1d1_y1k32x32w32_u4_pred"));
+        }
     }
 
     #[test]
