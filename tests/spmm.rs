@@ -914,6 +914,49 @@ fn wide_n_splits_the_long_rows() {
     case::<f16>(&gpu, &a, 1024, false);
 }
 
+/// Sums past f16's range: C entries of +-70000 (250 x 280) are stored as +-Inf by every f16 variant and tensor-core
+/// kernel, as rounding to nearest gives, and the oracle check accepts exactly that (`oracle::compare_stored`); the
+/// entries of +-65000 beside them stay finite and within their bound.
+#[test]
+fn f16_sums_past_its_range_are_stored_as_infinite() {
+    let Some(gpu) = gpu_or_skip("f16_sums_past_its_range_are_stored_as_infinite") else { return };
+    let (m, k, n) = (96, 64, 64);
+    let mut entries = Vec::new();
+    for r in 0..m {
+        match r % 3 {
+            0 => entries.push((r, r % k, 250.0)),
+            1 => entries.push((r, (r * 7) % k, -250.0)),
+            _ => entries.extend([(r, 1, 200.0), (r, 2, -200.0)]),
+        }
+    }
+    let a: CsMat<f16> = gen::convert(&from_triplets(m, k, &entries));
+    let b: Vec<f16> = (0..k * n).map(|i| f16::from_f32(if i % 2 == 0 { 280.0 } else { 260.0 })).collect();
+    let oracle = SpmmOracle::new(a.view(), &b, n);
+    let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(&gpu, k, n, &b).unwrap();
+    let mut c_dev = DeviceDense::<f16>::zeros(&gpu, m, n).unwrap();
+    let mut kernels: Vec<SpmmKernel> = compiled_spmm_variants_for(DType::F16)
+        .filter(|c| check_config(c, DType::F16, m, k, n).is_ok())
+        .map(|c| SpmmKernel::Tiled(*c))
+        .collect();
+    kernels.extend(tensor_cores_here(&gpu, DType::F16).into_iter().map(SpmmKernel::TensorCore));
+    assert!(kernels.len() > 1);
+    for kernel in &kernels {
+        c_dev.fill(&gpu, f16::from_f64(POISON)).unwrap();
+        spmm_kernel(&gpu, &a_dev, &b_dev, &mut c_dev, kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        let c = c_dev.download(&gpu).unwrap();
+        oracle.check_kernel(&format!("f16 past its range with {kernel}"), &c, kernel);
+        for r in 0..m {
+            let (even, odd) = (c[r * n].to_f64(), c[r * n + 1].to_f64());
+            match r % 3 {
+                0 => assert!(even == f64::INFINITY && odd == 65000.0, "{kernel}: row {r}: {even} {odd}"),
+                1 => assert!(even == f64::NEG_INFINITY && odd == -65000.0, "{kernel}: row {r}: {even} {odd}"),
+                _ => assert!(even == 0.0 && odd == 0.0, "{kernel}: row {r}: {even} {odd}"),
+            }
+        }
+    }
+}
+
 /// Every compiled f16 and bf16 variant against the oracle on the rounded inputs, over Sputnik's shapes and the
 /// awkward ones.
 fn half_variants_case<T: Scalar>(gpu: &Gpu) {

@@ -366,10 +366,11 @@ fn gpu_or_notice(force_cpu: bool) -> Option<Gpu> {
     }
 }
 
-/// Prints the oracle check of a result (C, row-major with `cols` columns, or the vector y when `cols` is 0), or
-/// returns the first mismatch as an error.
-fn report_check(got: &[f64], want: &[f64], bound: &[f64], cols: usize) -> Result<()> {
-    let cmp = oracle::compare(got, want, bound);
+/// Prints the oracle check of a result stored as `dtype` (C, row-major with `cols` columns, or the vector y when
+/// `cols` is 0), or returns the first mismatch as an error. Sums past `dtype`'s range may be stored as infinite
+/// ([`oracle::compare_stored`]).
+fn report_check(got: &[f64], want: &[f64], bound: &[f64], cols: usize, dtype: DType) -> Result<()> {
+    let cmp = oracle::compare_stored(got, want, bound, dtype);
     let at = |i: usize| match (i.checked_div(cols), i.checked_rem(cols)) {
         (Some(r), Some(c)) => format!("C[{r}][{c}]"),
         _ => format!("y[{i}]"),
@@ -492,7 +493,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         let summation = if cpu_ran { oracle::Summation::Fma } else { config.summation() };
         let bound = oracle::spmm_error_bound_for(summation, a.view(), &b, n, &want, &abs);
         let got: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
-        report_check(&got, &want, &bound, n)?;
+        report_check(&got, &want, &bound, n, T::DTYPE)?;
     }
     Ok(())
 }
@@ -626,7 +627,7 @@ fn run_spmv_typed<T: Scalar>(args: &SpmvArgs, level: u8) -> Result<()> {
             spmv_error_bound(a.view(), &x, alpha, beta, Some(&y_in))
         };
         let got: Vec<f64> = y.iter().map(|v| v.to_f64()).collect();
-        report_check(&got, &want, &bound, 0)?;
+        report_check(&got, &want, &bound, 0, T::DTYPE)?;
     }
     Ok(())
 }

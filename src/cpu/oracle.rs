@@ -132,6 +132,28 @@ pub struct Comparison {
 /// which would pass any answer (a bound past its formula's range, e.g. gamma(n) for
 /// n u >= 1, says nothing).
 pub fn compare(got: &[f64], want: &[f64], bound: &[f64]) -> Comparison {
+    compare_stored(got, want, bound, DType::F64)
+}
+
+/// The smallest magnitude that rounds to infinity when stored as `dtype` (to nearest): the largest finite value
+/// plus half its ulp, 2^(emax + 1) (1 - 2^-(p + 1)) for p significand bits. 65520 for f16; infinite for f64 (an
+/// f64 oracle has no range of its own to leave).
+pub fn overflow_threshold(dtype: DType) -> f64 {
+    let (emax, p) = match dtype {
+        DType::F16 => (15, 11),
+        DType::Bf16 => (127, 8),
+        DType::F32 => (127, 24),
+        DType::F64 => return f64::INFINITY,
+    };
+    2f64.powi(emax + 1) * (1.0 - 2f64.powi(-(p + 1)))
+}
+
+/// [`compare`] for results stored as `dtype`: an infinite `got` of the oracle's sign also passes where the
+/// oracle's finite value is within its (finite) bound of `dtype`'s [`overflow_threshold`], because rounding to
+/// nearest stores such a sum as infinite (f16 sums of 65520 and more are +Inf, the IEEE result). Everything else
+/// is as in [`compare`].
+pub fn compare_stored(got: &[f64], want: &[f64], bound: &[f64], dtype: DType) -> Comparison {
+    let overflow = overflow_threshold(dtype);
     assert_eq!(got.len(), want.len(), "got and want differ in length");
     assert_eq!(got.len(), bound.len(), "bound differs in length");
     let mut out =
@@ -142,7 +164,13 @@ pub fn compare(got: &[f64], want: &[f64], bound: &[f64]) -> Comparison {
             let err = (g - w).abs();
             (err, bound[i].is_finite() && err <= bound[i])
         } else {
-            let same = (g.is_nan() && w.is_nan()) || (g.is_infinite() && g == w);
+            let rounds_over = overflow.is_finite()
+                && g.is_infinite()
+                && w.is_finite()
+                && bound[i].is_finite()
+                && g.signum() == w.signum()
+                && w.abs() + bound[i] >= overflow;
+            let same = (g.is_nan() && w.is_nan()) || (g.is_infinite() && g == w) || rounds_over;
             (if same { 0.0 } else { f64::INFINITY }, same)
         };
         out.max_abs_err = out.max_abs_err.max(err);
@@ -424,6 +452,34 @@ mod tests {
     }
 
     const B3: [f32; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+
+    #[test]
+    fn sums_past_the_storage_range_may_be_stored_as_infinite() {
+        // The thresholds are where the half crate and f32 casts round to infinity.
+        for (dtype, to) in [
+            (DType::F16, (|v: f64| half::f16::from_f64(v).to_f64()) as fn(f64) -> f64),
+            (DType::Bf16, |v: f64| half::bf16::from_f64(v).to_f64()),
+            (DType::F32, |v: f64| v as f32 as f64),
+        ] {
+            let t = overflow_threshold(dtype);
+            assert!(to(t).is_infinite() && to(t * (1.0 - 1e-6)).is_finite(), "{dtype}: {t}");
+        }
+        assert_eq!(overflow_threshold(DType::F16), 65520.0);
+        let inf = f64::INFINITY;
+        // 250 x 280 = 70000 in f16: +Inf is the stored sum; -Inf, a NaN, or the same Inf for f32 or f64 are not.
+        let pass = |g: f64, w: f64, b: f64, dtype| compare_stored(&[g], &[w], &[b], dtype).mismatches == 0;
+        assert!(pass(inf, 70000.0, 0.1, DType::F16));
+        assert!(pass(-inf, -70000.0, 0.1, DType::F16));
+        assert!(!pass(-inf, 70000.0, 0.1, DType::F16));
+        assert!(!pass(f64::NAN, 70000.0, 0.1, DType::F16));
+        assert!(!pass(inf, 70000.0, 0.1, DType::F32) && !pass(inf, 70000.0, 0.1, DType::F64));
+        assert_eq!(compare(&[inf], &[70000.0], &[0.1]).mismatches, 1);
+        // Within the bound of the threshold (65500 + 32 >= 65520) it may round either way; past it, not.
+        assert!(pass(inf, 65500.0, 32.0, DType::F16) && pass(65504.0, 65500.0, 32.0, DType::F16));
+        assert!(!pass(inf, 65000.0, 32.0, DType::F16));
+        // An infinite bound says nothing: no Inf passes under it.
+        assert!(!pass(inf, 70000.0, inf, DType::F16));
+    }
 
     #[test]
     fn spmm_hand_computed() {

@@ -112,7 +112,7 @@ impl SpmmOracle {
 
     fn check_against<T: Scalar>(&self, what: &str, got: &[T], bound: &[f64]) {
         let got64: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
-        let cmp = oracle::compare(&got64, &self.want, bound);
+        let cmp = oracle::compare_stored(&got64, &self.want, bound, T::DTYPE);
         assert_eq!(
             cmp.mismatches,
             0,
