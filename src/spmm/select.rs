@@ -778,54 +778,52 @@ mod tests {
         assert_eq!(s(100, 12, 5.0, 0.1), "spmm_f16_s4d4_y4k32x32w8_u4_pred");
         assert_eq!(s(100, 14, 5.0, 0.1), "spmm_f16_s2d2_y2k32x32w16_u4_pred");
         assert_eq!(s(384, 200, 115.0, 0.3), "spmm_f16_s4d4_y4k32x32w8_u4_pred");
-        let b = |m: usize, n: usize, mean: f64| {
-            let stats = RowStats { min: 0, max: 0, mean, cv: 0.3, empty_rows: 0 };
-            SpmmConfig::select_with_stats(m, 4096, n, &stats, DType::Bf16).kernel_name()
-        };
-        assert_eq!(b(15260, 100, 7.3), "spmm_bf16_s1d4_y4k8x32w8_u4_pred");
-        assert_eq!(b(15260, 150, 7.3), "spmm_bf16_s1d2_y4k8x32w8_u4_pred");
-        // Longer rows: the k = 8 tile from 2048 rows, a warp per row up to 1536, Sputnik's tiles between.
-        assert_eq!(b(2048, 300, 26.0), "spmm_bf16_s1d4_y4k8x32w8_u4_pred");
-        assert_eq!(b(1536, 300, 26.0), "spmm_bf16_s1d1_y1k32x32w32_u4_pred");
-        assert_eq!(b(2000, 300, 26.0), "spmm_bf16_s4d4_y4k32x32w8_u4_pred");
-        assert_eq!(b(2000, 150, 26.0), "spmm_bf16_s2d2_y2k32x32w16_u4_pred");
-        // A longest row past 256 that the split does not cut: not at n <= 64.
-        let long = |n: usize, max: usize| {
-            let stats = RowStats { min: 0, max, mean: 7.5, cv: 1.4, empty_rows: 0 };
-            SpmmConfig::select_with_stats(40000, 40000, n, &stats, DType::Bf16).kernel_name()
-        };
-        assert_eq!(long(20, 540), "spmm_bf16_s4d4_y4k32x32w8_u4_pred");
-        assert_eq!(long(50, 540), "spmm_bf16_s2d2_y2k32x32w16_u4_pred");
-        assert_eq!(long(20, 256), "spmm_bf16_s1d4_y4k8x32w8_u4_pred");
-        assert_eq!(long(100, 540), "spmm_bf16_s1d4_y4k8x32w8_u4_pred");
-        assert_eq!(long(20, 1383), "spmm_bf16_s1d4_y4k8x32w8_u4_pred"); // skewed: split
     }
 
     #[test]
-    fn narrow_k8_tiles_for_n_2_mod_4_and_odd_n_on_many_short_rows() {
-        let s = |m: usize, n: usize, mean: f64| {
+    fn narrow_k8_tiles_for_n_not_a_multiple_of_the_vector() {
+        // Rows of cv 0.3: (dtype, m, n, mean) -> kernel. f32 at n = 2 mod 4, and odd n in scalars, from 4096 rows of
+        // at most 20 on average; a warp per row otherwise for odd n. bf16 past 20 per row: the k = 8 tile from 2048
+        // rows, a warp per row up to 1536, Sputnik's tiles between.
+        for (dtype, m, n, mean, want) in [
+            (DType::F32, 55476, 50, 12.7, "spmm_f32_s1d2_y4k8x32w8_u4_pred"),
+            (DType::F32, 4096, 150, 20.0, "spmm_f32_s1d2_y4k8x32w8_u4_pred"),
+            (DType::F32, 4095, 50, 12.7, "spmm_f32_s2d2_y2k32x32w16_u4_pred"),
+            (DType::F32, 55476, 50, 20.1, "spmm_f32_s2d2_y2k32x32w16_u4_pred"),
+            (DType::F32, 55476, 52, 12.7, "spmm_f32_s1d4_y4k8x32w8_u4_pred"),
+            (DType::F32, 55476, 14, 12.7, "spmm_f32_s4d2_y4k32x16w8_u4_pred"),
+            (DType::F32, 55476, 33, 12.7, "spmm_f32_s1d1_y4k8x32w8_u4_pred"),
+            (DType::F32, 4095, 33, 12.7, "spmm_f32_s1d1_y1k32x32w32_u4_pred"),
+            (DType::F32, 55476, 33, 20.1, "spmm_f32_s1d1_y1k32x32w32_u4_pred"),
+            (DType::Bf16, 15260, 100, 7.3, "spmm_bf16_s1d4_y4k8x32w8_u4_pred"),
+            (DType::Bf16, 15260, 150, 7.3, "spmm_bf16_s1d2_y4k8x32w8_u4_pred"),
+            (DType::Bf16, 2048, 300, 26.0, "spmm_bf16_s1d4_y4k8x32w8_u4_pred"),
+            (DType::Bf16, 1536, 300, 26.0, "spmm_bf16_s1d1_y1k32x32w32_u4_pred"),
+            (DType::Bf16, 2000, 300, 26.0, "spmm_bf16_s4d4_y4k32x32w8_u4_pred"),
+            (DType::Bf16, 2000, 150, 26.0, "spmm_bf16_s2d2_y2k32x32w16_u4_pred"),
+        ] {
             let stats = RowStats { min: 0, max: 0, mean, cv: 0.3, empty_rows: 0 };
-            SpmmConfig::select_with_stats(m, m, n, &stats, DType::F32).kernel_name()
-        };
-        assert_eq!(s(55476, 50, 12.7), "spmm_f32_s1d2_y4k8x32w8_u4_pred");
-        assert_eq!(s(4096, 150, 20.0), "spmm_f32_s1d2_y4k8x32w8_u4_pred");
-        assert_eq!(s(4095, 50, 12.7), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
-        assert_eq!(s(55476, 50, 20.1), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
-        assert_eq!(s(55476, 52, 12.7), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
-        assert_eq!(s(55476, 14, 12.7), "spmm_f32_s4d2_y4k32x16w8_u4_pred");
-        let long = |n: usize, max: usize| {
+            let got = SpmmConfig::select_with_stats(m, m, n, &stats, dtype).kernel_name();
+            assert_eq!(got, want, "{dtype}, m = {m}, n = {n}, mean {mean}");
+        }
+        // 40000 power-law rows with a longest row past 256 that the split does not cut: not the k = 8 tiles at n <=
+        // 64 (1383 is skewed: split).
+        for (dtype, n, max, want) in [
+            (DType::F32, 50, 540, "spmm_f32_s2d2_y2k32x32w16_u4_pred"),
+            (DType::F32, 50, 256, "spmm_f32_s1d2_y4k8x32w8_u4_pred"),
+            (DType::F32, 150, 540, "spmm_f32_s1d2_y4k8x32w8_u4_pred"),
+            (DType::F32, 33, 540, "spmm_f32_s1d1_y1k32x32w32_u4_pred"),
+            (DType::F32, 101, 540, "spmm_f32_s1d1_y4k8x32w8_u4_pred"),
+            (DType::Bf16, 20, 540, "spmm_bf16_s4d4_y4k32x32w8_u4_pred"),
+            (DType::Bf16, 50, 540, "spmm_bf16_s2d2_y2k32x32w16_u4_pred"),
+            (DType::Bf16, 20, 256, "spmm_bf16_s1d4_y4k8x32w8_u4_pred"),
+            (DType::Bf16, 100, 540, "spmm_bf16_s1d4_y4k8x32w8_u4_pred"),
+            (DType::Bf16, 20, 1383, "spmm_bf16_s1d4_y4k8x32w8_u4_pred"),
+        ] {
             let stats = RowStats { min: 0, max, mean: 7.5, cv: 1.4, empty_rows: 0 };
-            SpmmConfig::select_with_stats(40000, 40000, n, &stats, DType::F32).kernel_name()
-        };
-        assert_eq!(long(50, 540), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
-        assert_eq!(long(50, 256), "spmm_f32_s1d2_y4k8x32w8_u4_pred");
-        assert_eq!(long(150, 540), "spmm_f32_s1d2_y4k8x32w8_u4_pred");
-        // Odd n: the same bounds, in scalars; a warp per row otherwise.
-        assert_eq!(s(55476, 33, 12.7), "spmm_f32_s1d1_y4k8x32w8_u4_pred");
-        assert_eq!(s(4095, 33, 12.7), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
-        assert_eq!(s(55476, 33, 20.1), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
-        assert_eq!(long(33, 540), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
-        assert_eq!(long(101, 540), "spmm_f32_s1d1_y4k8x32w8_u4_pred");
+            let got = SpmmConfig::select_with_stats(40000, 40000, n, &stats, dtype).kernel_name();
+            assert_eq!(got, want, "{dtype}, n = {n}, longest {max}");
+        }
         for dtype in [DType::F16, DType::Bf16] {
             let stats = RowStats { min: 0, max: 44, mean: 12.7, cv: 0.3, empty_rows: 0 };
             let pick = |m: usize, n: usize| SpmmConfig::select_with_stats(m, m, n, &stats, dtype).kernel_name();
