@@ -258,7 +258,17 @@ impl SpmmConfig {
         }
         let mean = stats.mean;
         let dv = widest_dividing(n, &[1, 2, 4]);
-        if n <= 8 {
+        if n <= 16 && n % 4 == 0 && m >= 4096 && mean <= 20.0 && longest_row_is_short_enough(n, stats) {
+            // n = 4-16 on many short rows: the k = 8 tile over 32 columns, most of its lanes idle, as short rows
+            // want (NOTES.md, "SpMM step 32"; the real matrices at n = 4, 8, 12, 16: copter2 17.5-20.8 -> 15.5-15.7
+            // us, case_ACTIVSg70k 16.8 -> 15.2 at n = 12 and 16, add32 7.5 -> 6.2).
+            tile(dtype, 1, 4, 4, 8, 32, 8, true)
+        } else if n <= 16 && n % 2 == 0 && mean > 20.0 && mean <= 500.0 {
+            // n = 2-16 on longer rows: two rows of 16 threads over 32 columns, each row's entries loaded 16 at a
+            // time (the pruned weights at n = 2-16: 384 x 1536 at 70%, n = 4: 22.1 -> 17.2 us; 1536 x 384 at 90%:
+            // 9.6 -> 8.6 us; NOTES.md, "SpMM step 32").
+            tile(dtype, 2, 2, 2, 32, 32, 16, true)
+        } else if n <= 8 {
             // One 8-wide tile covers n; float4 sparse loads (Sputnik's dispatch for n <= 8).
             tile(dtype, 4, 1, 4, 32, 8, 8, n % 8 != 0)
         } else if n <= 16 {
@@ -782,10 +792,19 @@ mod tests {
 
     #[test]
     fn narrow_k8_tiles_for_n_not_a_multiple_of_the_vector() {
-        // Rows of cv 0.3: (dtype, m, n, mean) -> kernel. f32 at n = 2 mod 4, and odd n in scalars, from 4096 rows of
-        // at most 20 on average; a warp per row otherwise for odd n. bf16 past 20 per row: the k = 8 tile from 2048
+        // Rows of cv 0.3: (dtype, m, n, mean) -> kernel. f32 at n = 4-16 (n % 4 == 0), n = 2 mod 4, and odd n in
+        // scalars, from 4096 rows of at most 20 on average; at n <= 16 rows of 20-500 take two rows of 16 threads;
+        // a warp per row otherwise for odd n. bf16 past 20 per row: the k = 8 tile from 2048
         // rows, a warp per row up to 1536, Sputnik's tiles between.
         for (dtype, m, n, mean, want) in [
+            (DType::F32, 55476, 8, 12.7, "spmm_f32_s1d4_y4k8x32w8_u4_pred"),
+            (DType::F32, 4096, 4, 20.0, "spmm_f32_s1d4_y4k8x32w8_u4_pred"),
+            (DType::F32, 4095, 16, 12.7, "spmm_f32_s4d2_y4k32x16w8_u4_nopred"),
+            (DType::F32, 55476, 6, 12.7, "spmm_f32_s4d1_y4k32x8w8_u4_pred"),
+            (DType::F32, 384, 4, 20.1, "spmm_f32_s2d2_y2k32x32w16_u4_pred"),
+            (DType::F32, 384, 16, 500.0, "spmm_f32_s2d2_y2k32x32w16_u4_pred"),
+            (DType::F32, 384, 16, 500.1, "spmm_f32_s4d2_y4k32x16w8_u4_nopred"),
+            (DType::F32, 384, 5, 115.0, "spmm_f32_s4d1_y4k32x8w8_u4_pred"),
             (DType::F32, 55476, 50, 12.7, "spmm_f32_s1d2_y4k8x32w8_u4_pred"),
             (DType::F32, 4096, 150, 20.0, "spmm_f32_s1d2_y4k8x32w8_u4_pred"),
             (DType::F32, 4095, 50, 12.7, "spmm_f32_s2d2_y2k32x32w16_u4_pred"),
