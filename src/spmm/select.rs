@@ -227,6 +227,13 @@ fn longest_row_is_short_enough(n: usize, stats: &RowStats) -> bool {
     stats.max <= 256 || is_skewed(stats) || n > 64
 }
 
+/// The shapes where the k = 8 tile over 32 columns in narrow vectors or scalars wins in f32 at n <= 16, n = 2 mod 4
+/// and odd n, and in f16/bf16 at odd n: 4096 rows or more of at most 20 entries on average, whose longest row the
+/// tile can walk ([`longest_row_is_short_enough`]; NOTES.md, "SpMM step 32").
+fn many_short_rows(m: usize, n: usize, stats: &RowStats) -> bool {
+    m >= 4096 && stats.mean <= 20.0 && longest_row_is_short_enough(n, stats)
+}
+
 /// f16/bf16 with n not a multiple of 8: the k = 8 tile in 4- or 2-element vectors over 32 columns, for rows of at
 /// most 20 entries on average, or any rows in 2048 or more, unless the longest row is too long
 /// ([`longest_row_is_short_enough`]). Before it these shapes had Sputnik's 32-entry tiles (NOTES.md, "SpMM step
@@ -258,7 +265,7 @@ impl SpmmConfig {
         }
         let mean = stats.mean;
         let dv = widest_dividing(n, &[1, 2, 4]);
-        if n <= 16 && n % 4 == 0 && m >= 4096 && mean <= 20.0 && longest_row_is_short_enough(n, stats) {
+        if n <= 16 && n % 4 == 0 && many_short_rows(m, n, stats) {
             // n = 4-16 on many short rows: the k = 8 tile over 32 columns, most of its lanes idle, as short rows
             // want (NOTES.md, "SpMM step 32"; the real matrices at n = 4, 8, 12, 16: copter2 17.5-20.8 -> 15.5-15.7
             // us, case_ACTIVSg70k 16.8 -> 15.2 at n = 12 and 16, add32 7.5 -> 6.2).
@@ -427,7 +434,7 @@ impl SpmmConfig {
             bounded(tile(dtype, 4, 4, 4, 32, 64, 8, false), 8)
         } else if dv == 4 {
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
-        } else if dv == 2 && m >= 4096 && mean <= 20.0 && longest_row_is_short_enough(n, stats) {
+        } else if dv == 2 && many_short_rows(m, n, stats) {
             // n = 2 mod 4 on many short rows: the k = 8 tile in float2 over 32 columns. On the real matrices at n
             // = 50 (NOTES.md, "SpMM step 32"): case_ACTIVSg70k 58.9 -> 38.2 us, copter2 65.1 -> 41.7, email-Enron
             // 37.7 -> 26.3, wrld_1deg 15.1 -> 11.4, 4elt 11.7 -> 10.0, add32 8.6 -> 8.0 us. Not under 4096 rows
@@ -438,7 +445,7 @@ impl SpmmConfig {
         } else if dv == 2 {
             // Sputnik's dispatch for even n.
             tile(dtype, 2, 2, 2, 32, 32, 16, n % 32 != 0)
-        } else if m >= 4096 && mean <= 20.0 && longest_row_is_short_enough(n, stats) {
+        } else if many_short_rows(m, n, stats) {
             // Odd n on many short rows: the k = 8 tile in scalars over 32 columns. On the real matrices at n = 33
             // (NOTES.md, "SpMM step 32"): case_ACTIVSg70k 88.7 -> 33.6 us, email-Enron 58.9 -> 28.9, copter2 71.4
             // -> 46.6, wrld_1deg 22.9 -> 13.1 us; the pruned weights keep a warp per row (384 x 1536 at 70%: 19.3
@@ -502,7 +509,7 @@ impl SpmmConfig {
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
         } else if dv == 2 {
             tile(dtype, 2, 2, 2, 32, 32, 16, true)
-        } else if n > 16 && m >= 4096 && stats.mean <= 20.0 && longest_row_is_short_enough(n, stats) {
+        } else if n > 16 && many_short_rows(m, n, stats) {
             // Odd n on many short rows: the k = 8 tile in scalars (bf16 at n = 33: copter2 112.8 -> 43.1 us,
             // case_ACTIVSg70k 90.4 -> 36.2, email-Enron 60.5 -> 32.2; NOTES.md, "SpMM step 32").
             tile(dtype, 1, 1, 4, 8, 32, 8, true)
@@ -794,8 +801,8 @@ mod tests {
     fn narrow_k8_tiles_for_n_not_a_multiple_of_the_vector() {
         // Rows of cv 0.3: (dtype, m, n, mean) -> kernel. f32 at n = 4-16 (n % 4 == 0), n = 2 mod 4, and odd n in
         // scalars, from 4096 rows of at most 20 on average; at n <= 16 rows of 20-500 take two rows of 16 threads;
-        // a warp per row otherwise for odd n. bf16 past 20 per row: the k = 8 tile from 2048
-        // rows, a warp per row up to 1536, Sputnik's tiles between.
+        // a warp per row otherwise for odd n. bf16 past 20 per row: the k = 8 tile from 2048 rows, a warp per row up
+        // to 1536, Sputnik's tiles between.
         for (dtype, m, n, mean, want) in [
             (DType::F32, 55476, 8, 12.7, "spmm_f32_s1d4_y4k8x32w8_u4_pred"),
             (DType::F32, 4096, 4, 20.0, "spmm_f32_s1d4_y4k8x32w8_u4_pred"),
