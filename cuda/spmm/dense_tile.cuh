@@ -79,12 +79,7 @@ struct DenseTileLoader {
             const float a = to_float(values_tile[k0 + u]);
 #pragma unroll
             for (int v = 0; v < kVX; ++v) {
-              if (predicates.in_range[v]) {
-#pragma unroll
-                for (int e = 0; e < kDV; ++e) {
-                  accumulator[v * kDV + e] = fmaf(a, to_float(b[u][v].v[e]), accumulator[v * kDV + e]);
-                }
-              }
+              if (predicates.in_range[v]) mac_vector(a, b[u][v], accumulator + v * kDV);
             }
           }
         }
@@ -98,17 +93,20 @@ struct DenseTileLoader {
 #pragma unroll
             for (int v = 0; v < kVX; ++v) {
               if (predicates.in_range[v]) {
-                const Vec<T, kDV> b = load_global<T, kDV>(dense_ + offset + v * kStride);
-#pragma unroll
-                for (int e = 0; e < kDV; ++e) {
-                  accumulator[v * kDV + e] = fmaf(a, to_float(b.v[e]), accumulator[v * kDV + e]);
-                }
+                mac_vector(a, load_global<T, kDV>(dense_ + offset + v * kStride), accumulator + v * kDV);
               }
             }
           }
         }
       }
     }
+  }
+
+ private:
+  /// @brief accumulator[e] += a * b[e] for the kDV elements of one dense vector.
+  __device__ __forceinline__ static void mac_vector(float a, const Vec<T, kDV>& b, float* accumulator) {
+#pragma unroll
+    for (int e = 0; e < kDV; ++e) accumulator[e] = fmaf(a, to_float(b.v[e]), accumulator[e]);
   }
 };
 
