@@ -48,25 +48,29 @@ struct DenseTileLoader {
 
   /// Whether the residue issues a step's B loads before its FMAs (residue_mac). For 2-byte elements in vectors
   /// narrower than 16 bytes nvcc kept the plain loop's guards as branches and waited on each load before the
-  /// next: batched, f16/bf16 at n not a multiple of 8 ran up to 1.48x faster. f32 (whose guards nvcc turns
+  /// next: batched, f16/bf16 at n not a multiple of 8 ran up to 1.7x faster. f32 (whose guards nvcc turns
   /// into predicates, several loads in flight) lost 1-2% batched, 16-byte half vectors 0.96x-1.08x (NOTES.md
   /// step 33).
   static constexpr bool kBatchedResidue = sizeof(T) == 2 && kDV * sizeof(T) < 16;
 
   /// @brief The residue: loads and multiplies `kResidueUnroll` nonzeros per step, so no full fragment is
-  /// needed for the fewer than block_items_k entries left; with kBatchedResidue all loads of a step first.
+  /// needed for the fewer than block_items_k entries left; with kBatchedResidue a step's loads (its values from
+  /// shared memory, then B) all come before its FMAs.
   __device__ __forceinline__ void residue_mac(int count, const T* values_tile, const int* offsets_tile,
                                               const PredicatesN<Config>& predicates,
                                               float (&accumulator)[kVX * kDV]) const {
     constexpr int kU = Config::kResidueUnroll;
     for (int k0 = 0; k0 < count; k0 += kU) {
       if constexpr (kBatchedResidue) {
+        float a[kU];
         Vec<T, kDV> b[kU][kVX];
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
           const bool live = k0 + u < count;
-          // Entries past the residue read slot 0 of the offsets (always written) and load nothing from B.
-          const int offset = offsets_tile[live ? k0 + u : 0];
+          // Entries past the residue read slot 0 of the tiles (always written) and load nothing from B.
+          const int k = live ? k0 + u : 0;
+          a[u] = to_float(values_tile[k]);
+          const int offset = offsets_tile[k];
 #pragma unroll
           for (int v = 0; v < kVX; ++v) {
             b[u][v] = live && predicates.in_range[v] ? load_global<T, kDV>(dense_ + offset + v * kStride)
@@ -76,10 +80,9 @@ struct DenseTileLoader {
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
           if (k0 + u < count) {
-            const float a = to_float(values_tile[k0 + u]);
 #pragma unroll
             for (int v = 0; v < kVX; ++v) {
-              if (predicates.in_range[v]) mac_vector(a, b[u][v], accumulator + v * kDV);
+              if (predicates.in_range[v]) mac_vector(a[u], b[u][v], accumulator + v * kDV);
             }
           }
         }
