@@ -11,7 +11,7 @@ pub enum Family {
     Spmm,
     Spmv,
     Spgemm,
-    /// Helpers beside the products (cuda/util: the timing's stream hold).
+    /// Helpers beside the products (cuda/util: the timing's stream hold, the row copy that pads columns).
     Util,
     /// Hopper-only SpMM kernels (warpgroup mma), machine code for sm_90a alone: they load on compute
     /// capability 9.0 only ([`SM90A_BUILT`] says whether this build has them).

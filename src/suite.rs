@@ -230,7 +230,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         }
     }
     let tensor_cores = TensorCoreConfig::all(T::DTYPE);
-    if n % 8 == 0 && !tensor_cores.is_empty() {
+    if !tensor_cores.is_empty() {
         for config in tensor_cores.into_iter().filter(|c| c.runs_on(gpu.info())) {
             // The blocks are built once per layout and kept with A; the fill is read from the mma-order ones of the
             // config's window height (the wgmma kernel's hold the same entries in another order).

@@ -1004,8 +1004,8 @@ fn every_half_variant_matches_the_oracle() {
 
 /// Sputnik's hidden fp16 limits, each of which this test would trip: column indices past 32767 (Sputnik
 /// stores 16-bit indices), odd row lengths (Sputnik needs even ones), and n = 18, 34, 66 (Sputnik faults with
-/// a misaligned address): here auto selection narrows the vector width, and an explicit wide config is a
-/// typed error, never a fault.
+/// a misaligned address): here auto selection narrows the vector width (or pads B and C for the tensor cores),
+/// and an explicit wide config is a typed error, never a fault.
 fn sputnik_limits_case<T: Scalar>(gpu: &Gpu) {
     // 120 or 121 per row (even in all 24 rows with probability 2^-24), columns up to 39999.
     let a = gen::uniform_random(24, 40_000, 0.0030125, seed(61));
@@ -1022,7 +1022,7 @@ fn sputnik_limits_case<T: Scalar>(gpu: &Gpu) {
         let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
         match used {
             SpmmKernel::Tiled(c) => assert!(n % c.dense_vector_width as usize == 0, "{used} for n = {n}"),
-            SpmmKernel::TensorCore(_) => assert!(n % 8 == 0, "{used} for n = {n}"),
+            SpmmKernel::TensorCore(_) => {} // any n: B and C are padded to a multiple of 8 around the product
         }
         SpmmOracle::new(a.view(), &b, n).check_kernel(
             &format!("auto n = {n} ({used})"),
@@ -1066,7 +1066,8 @@ fn rows_cleared(a: &CsMat<f32>, cleared: std::ops::Range<usize>) -> CsMat<f32> {
 /// not a multiple of 16 or 64, empty rows, 16-row tiles of a 64-row window with no entries, a whole 64-row
 /// window without entries (no k-blocks) between full ones, one dense row (a window of many k-blocks), nnz = 0,
 /// m = 0 and k = 0, m = 1, k = 1, tall and wide, banded, power law; n = 0 (a no-op), and from 8 (one tile, most
-/// of a warp's columns past n) to 264 (column blocks partly past n).
+/// of a warp's columns past n) to 264 (column blocks partly past n); n not a multiple of 8 (1, 7, 60, 101, 263:
+/// B and C padded to a multiple of 8 around the product).
 #[test]
 fn tensor_core_matches_the_oracle_on_awkward_shapes() {
     let Some(gpu) = gpu_or_skip("tensor_core_matches_the_oracle_on_awkward_shapes") else { return };
@@ -1094,7 +1095,7 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
         assert_eq!(f32_variants, 2, "the wgmma f32 kernel must run on compute capability 9.0");
     }
     for (what, a) in &cases {
-        for n in [0usize, 8, 16, 40, 64, 136, 264] {
+        for n in [0usize, 1, 7, 8, 16, 40, 60, 64, 101, 136, 263, 264] {
             let what = format!("{what}, n = {n}");
             assert_eq!(check_tensor_core::<f16>(&gpu, &what, a, n, seed(3 * n as u64)), variants);
             assert_eq!(check_tensor_core::<bf16>(&gpu, &what, a, n, seed(5 * n as u64)), variants);
@@ -1110,7 +1111,14 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
 /// kernels split them into ranges (partial tiles added in clusters or by the fix-up), so NaN and Inf also cross
 /// that path; a second run, with the fix-up, gives the same bits.
 fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
-    let (m, k, n) = (40, 1000, 72);
+    for n in [72, 69] {
+        tensor_core_nan_inf_at::<T>(gpu, n);
+    }
+}
+
+/// [`tensor_core_nan_inf_case`] with n columns (69: B and C padded to 72 around the product).
+fn tensor_core_nan_inf_at<T: Scalar>(gpu: &Gpu, n: usize) {
+    let (m, k) = (40, 1000);
     let mut entries = vec![(0, 0, 0.5f32)];
     entries.extend((0..70).map(|j| (1, 2 + 3 * j, 0.25f32 * (j % 5) as f32 - 0.5)));
     entries.extend((0..40).map(|j| (2, 1 + 2 * j, if j == 13 { f32::NAN } else { 1.0 })));
@@ -1133,7 +1141,7 @@ fn tensor_core_nan_inf_case<T: Scalar>(gpu: &Gpu) {
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         spmm_tensor_core(gpu, &a_dev, &b_dev, &mut c_dev, &config).unwrap();
         let c: Vec<f64> = c_dev.download(gpu).unwrap().iter().map(|v| v.to_f64()).collect();
-        oracle.check_kernel(&format!("tensor-core NaN/Inf with {config}"), &c, &SpmmKernel::TensorCore(config));
+        oracle.check_kernel(&format!("tensor-core NaN/Inf, n = {n}, {config}"), &c, &SpmmKernel::TensorCore(config));
         assert!(c[..n].iter().all(|v| v.is_nan()), "{config}: row 0 must be NaN");
         assert!(c[n..2 * n].iter().all(|v| v.is_finite()), "{config}: row 1 picked up B's NaN row");
         assert!(c[2 * n..3 * n].iter().all(|v| v.is_nan()), "{config}: the NaN in row 2 must propagate");
@@ -1164,11 +1172,6 @@ fn tensor_core_refuses_what_it_cannot_run() {
     let a16: CsMat<f16> = gen::convert(&a);
     let a_dev = DeviceCsr::upload(&gpu, a16.view()).unwrap();
     let config = TensorCoreConfig { dtype: DType::F16, window: 16, tiles_n: 4 };
-    // n = 60 is not a multiple of 8.
-    let b = DeviceDense::upload(&gpu, 30, 60, &dense::<f16>(30, 60, seed(82))).unwrap();
-    let mut c = DeviceDense::<f16>::zeros(&gpu, 20, 60).unwrap();
-    let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &config);
-    assert!(matches!(r, Err(Error::Unsupported { .. })), "n = 60: {r:?}");
     // Shapes that do not match.
     let b = DeviceDense::upload(&gpu, 31, 64, &dense::<f16>(31, 64, seed(83))).unwrap();
     let mut c = DeviceDense::<f16>::zeros(&gpu, 20, 64).unwrap();
@@ -1182,13 +1185,6 @@ fn tensor_core_refuses_what_it_cannot_run() {
         let f32_config = TensorCoreConfig { dtype: DType::F32, window, tiles_n };
         let r = spmm_tensor_core(&gpu, &a32, &b32, &mut c32, &f32_config);
         assert!(matches!(r, Err(Error::InvalidConfig { .. })), "{f32_config}: {r:?}");
-    }
-    let b32_odd = DeviceDense::upload(&gpu, 30, 60, &dense::<f32>(30, 60, seed(86))).unwrap();
-    let mut c32_odd = DeviceDense::<f32>::zeros(&gpu, 20, 60).unwrap();
-    for tiles_n in [8, 16] {
-        let f32_wide = TensorCoreConfig { dtype: DType::F32, window: 64, tiles_n };
-        let r = spmm_tensor_core(&gpu, &a32, &b32_odd, &mut c32_odd, &f32_wide);
-        assert!(matches!(r, Err(Error::Unsupported { .. })), "{f32_wide}, n = 60: {r:?}");
     }
     // The wgmma kernel: on compute capability 9.0 it runs and adds its ranges by the fix-up only (clusters are a
     // typed error); elsewhere any launch of it is.
@@ -1313,12 +1309,13 @@ fn tensor_core_f32_short_windows_split_in_two() {
 }
 
 /// The tensor-core kernels under compute-sanitizer (run-all.sh --sanitize): every width and type, a partial
-/// window, columns past n, the exact path for B's Inf/NaN, split ranges added in clusters and by the fix-up.
+/// window, columns past n, n = 69 (B and C padded around the product), the exact path for B's Inf/NaN, split
+/// ranges added in clusters and by the fix-up.
 #[test]
 fn sanitizer_spmm_tensor_core() {
     let Some(gpu) = gpu_or_skip("sanitizer_spmm_tensor_core") else { return };
     let a = gen::power_law(40, 150, 30.0, 1.5, seed(91));
-    for n in [8, 72] {
+    for n in [8, 69, 72] {
         assert!(check_tensor_core::<f16>(&gpu, &format!("sanitizer tc f16 n = {n}"), &a, n, seed(92)) > 0);
         assert!(check_tensor_core::<bf16>(&gpu, &format!("sanitizer tc bf16 n = {n}"), &a, n, seed(93)) > 0);
         assert!(check_tensor_core::<f32>(&gpu, &format!("sanitizer tc f32 n = {n}"), &a, n, seed(94)) > 0);

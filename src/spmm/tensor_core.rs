@@ -245,6 +245,16 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
     blocks
 }
 
+/// Where n is not a multiple of 8, [`select_tensor_core`] takes the tensor cores (B and C padded to
+/// [`padded_n`] columns around the product, two more launches) only for n > 32 and at least this many
+/// multiply-adds (nnz x padded n), and then as its rules say at the padded n. Measured on the H100 (NOTES.md,
+/// "SpMM step 34"; f16 and bf16, the 20 real matrices at n = 20-300 and 26 pruned and weight-like shapes at n =
+/// 100, 300 and 1001, where those rules at the padded n chose the tensor cores): under 12 million multiply-adds
+/// the padded tensor cores were slower than the tiles on 196 of 204 problems (0.26x-1.17x of their speed; 12 us
+/// or more against 5-10 us on the small ones), from 12 million faster on 83 of 88 (0.85x-3.6x); at n <= 32 (the
+/// rule for thin products) 0.15x-1.11x. In f32 the rules chose them only from 43 million (1.21x-2.35x).
+pub const PADDED_MIN_WORK: usize = 12_000_000;
+
 /// (k-block, 64-column slice) pairs from which the wide windows beat the narrow ones on fewer than 1024 rows
 /// with blocks at least 8% full (NOTES.md, "SpMM step 23": 3072-3840 pairs always narrow, 4608 split 1.13x /
 /// 0.93x / 0.95x between three shapes, 4704-5600 wide by up to 1.24x or level, 6144 and more always wide).
@@ -277,7 +287,9 @@ pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 ///   per warp: email-Enron 0.0159 vs 0.0171 ms f16, 0.0161 vs 0.0186 ms bf16; copter2 0.0166 vs 0.0185 and
 ///   0.0199 ms), where the CUDA-core tiles do little work per gathered entry;
 /// - f32 (3xTF32): the wide kernel where its blocks are at least 40% full, or 18-25% full with enough work
-///   (NOTES.md "SpMM steps 10 and 11"; `select_tf32x3`).
+///   (NOTES.md "SpMM steps 10 and 11"; `select_tf32x3`);
+/// - n not a multiple of 8: the rules above at [`padded_n`]`(n)`, for n > 32 and from [`PADDED_MIN_WORK`]
+///   multiply-adds only (the product runs on padded copies of B and C).
 pub fn select_tensor_core(
     dtype: DType,
     m: usize,
@@ -285,9 +297,16 @@ pub fn select_tensor_core(
     nnz: usize,
     counts: BlockCounts,
 ) -> Option<TensorCoreConfig> {
-    if n % 8 != 0 || n == 0 || counts.narrow == 0 {
+    if n == 0 || counts.narrow == 0 {
         return None;
     }
+    // n not a multiple of 8: the rules below at the padded n, where the product is large enough to pay for the
+    // padding's two launches, and never for n <= 32 (`PADDED_MIN_WORK`).
+    let padded = padded_n(n);
+    if padded != n && (n <= 32 || nnz.saturating_mul(padded) < PADDED_MIN_WORK) {
+        return None;
+    }
+    let n = padded;
     let wide_windows = m.div_ceil(WIDE_WINDOW);
     let wide_fill = nnz as f64 / (counts.wide * WIDE_WINDOW * SLOTS) as f64;
     let min_fill = match dtype {
@@ -682,13 +701,8 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
     if !KERNELS_BUILT {
         return Err(Error::KernelsNotBuilt);
     }
-    if n % 8 != 0 {
-        return Err(Error::Unsupported {
-            config: name,
-            reason: format!("n = {n} is not a multiple of 8 (rows of B are gathered in 16-byte pieces)"),
-        });
-    }
-    super::check_i32(m, n)?;
+    // n not a multiple of 8 runs on B and C padded to `padded_n(n)` columns ([`spmm_tensor_core_with`]).
+    super::check_i32(m, padded_n(n))?;
     if n.div_ceil(config.columns_per_block()) > 65_535 {
         return Err(Error::TooLarge(format!("n = {n} needs more than 65535 column blocks")));
     }
@@ -748,8 +762,18 @@ pub enum RangeSum {
     FixUp,
 }
 
+/// The columns the tensor-core kernels run with for n columns of B and C: n rounded up to a multiple of 8. The
+/// kernels gather rows of B in 16-byte pieces and store C in aligned pairs (f32: fours), so a product with n not
+/// a multiple of 8 runs on copies of B and C padded to this many columns ([`spmm_tensor_core_with`]).
+pub fn padded_n(n: usize) -> usize {
+    n.next_multiple_of(8)
+}
+
 /// C = A * B on the tensor cores (f16 or bf16 with fp32 accumulation, f32 in 3xTF32). The first call on a
-/// matrix builds its blocks (one download of A); later calls reuse them. Every element of C is written.
+/// matrix builds its blocks (one download of A); later calls reuse them. Every element of C is written. Where n
+/// is not a multiple of 8, B is copied into a buffer of [`padded_n`] columns (zeros after column n), the product
+/// runs there into a padded C, and its first n columns are copied into C: two more launches and buffers of k x
+/// padded_n and m x padded_n elements.
 pub fn spmm_tensor_core<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
@@ -803,6 +827,102 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     if m == 0 || n == 0 {
         return Ok(());
     }
+    let padded = padded_n(n);
+    if padded == n {
+        let (dense, _gb) = b.data.device_ptr(gpu.stream());
+        let (out, _gc) = c.data.device_ptr_mut(gpu.stream());
+        return launch_tensor_core(gpu, a, dense, out, n, config, sum, clusters);
+    }
+    let k = a.cols();
+    if k > i32::MAX as usize {
+        return Err(Error::TooLarge(format!("k = {k}: padding B to {padded} columns needs k to fit in i32")));
+    }
+    let stream = gpu.stream();
+    let bytes = |rows: usize| std::mem::size_of::<T>() * rows * padded;
+    // SAFETY: device buffers of plain elements; copy_rows writes every element of B's copy (zeros past column n)
+    // before the product reads it, and the product writes every element of C's copy before copy_rows reads it.
+    // A buffer is never empty (k may be 0: then nothing reads it).
+    let mut b_padded = unsafe { stream.alloc::<T>(k.max(1) * padded) }
+        .map_err(Error::driver("allocating B padded to a multiple of 8 columns", bytes(k.max(1))))?;
+    let mut c_padded = unsafe { stream.alloc::<T>(m * padded) }
+        .map_err(Error::driver("allocating C padded to a multiple of 8 columns", bytes(m)))?;
+    copy_rows::<T>(gpu, &b.data, &mut b_padded, k, n, padded)?;
+    {
+        let (dense, _gb) = b_padded.device_ptr(stream);
+        let (out, _gc) = c_padded.device_ptr_mut(stream);
+        launch_tensor_core(gpu, a, dense, out, padded, config, sum, clusters)?;
+    }
+    copy_rows::<T>(gpu, &c_padded, &mut c.data, m, padded, n)
+}
+
+/// Most blocks of a launch of the row copy: 8 blocks of 256 threads on each of an H100's 132 SMs, one wave.
+const COPY_MAX_BLOCKS: usize = 1056;
+
+/// dst (rows x dst_cols) = the first min(src_cols, dst_cols) columns of src (rows x src_cols), zeros after them
+/// (`ts_copy_rows_b16`/`_b32` in cuda/util/util.cu). Both buffers hold at least rows x their columns elements.
+fn copy_rows<T: Scalar>(
+    gpu: &Gpu,
+    src: &CudaSlice<T>,
+    dst: &mut CudaSlice<T>,
+    rows: usize,
+    src_cols: usize,
+    dst_cols: usize,
+) -> Result<()> {
+    assert!(src.len() >= rows * src_cols && dst.len() >= rows * dst_cols, "copy_rows: buffers too short");
+    if rows == 0 || dst_cols == 0 {
+        return Ok(());
+    }
+    debug_assert!(rows.max(src_cols).max(dst_cols) <= i32::MAX as usize, "checked by the caller");
+    let name = match std::mem::size_of::<T>() {
+        2 => "ts_copy_rows_b16",
+        4 => "ts_copy_rows_b32",
+        size => unreachable!("the tensor cores take 2- and 4-byte elements, not {size}"),
+    };
+    let function = gpu.function(Family::Util, name)?;
+    let stream = gpu.stream();
+    // One thread per element of dst, at most COPY_MAX_BLOCKS blocks (the kernel's loop strides over the rest).
+    let threads = 256usize;
+    let cfg = LaunchConfig {
+        grid_dim: ((rows * dst_cols).div_ceil(threads).min(COPY_MAX_BLOCKS) as u32, 1, 1),
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (rows, src_cols, dst_cols) = (rows as i32, src_cols as i32, dst_cols as i32);
+    let copy_cols = src_cols.min(dst_cols);
+    let (src_ptr, _gs) = src.device_ptr(stream);
+    let (dst_ptr, _gd) = dst.device_ptr_mut(stream);
+    // SAFETY: the kernel reads rows x src_cols and writes rows x dst_cols elements of the element size its name
+    // says (checked above; rows and columns fit in i32: m and padded_n by check_tensor_core, k by the caller), and
+    // its loops stride over any grid.
+    unsafe {
+        stream
+            .launch_builder(&function)
+            .arg(&src_ptr)
+            .arg(&dst_ptr)
+            .arg(&rows)
+            .arg(&src_cols)
+            .arg(&dst_cols)
+            .arg(&copy_cols)
+            .launch(cfg)
+    }
+    .map_err(Error::driver("launching the row copy that pads B and C", 0))?;
+    Ok(())
+}
+
+/// The launch (and fix-up) of [`spmm_tensor_core_with`] on B and C at `dense` and `out`, n a multiple of 8.
+#[allow(clippy::too_many_arguments)]
+fn launch_tensor_core<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    dense: u64,
+    out: u64,
+    n: usize,
+    config: &TensorCoreConfig,
+    sum: RangeSum,
+    clusters: bool,
+) -> Result<()> {
+    debug_assert!(n % 8 == 0);
+    let m = a.rows();
     let blocks = a.tensor_core_blocks(gpu, BlockLayout::of(config)?)?;
     let shared_mem_bytes = if config.is_wgmma() { WGMMA_SHARED_BYTES } else { 0 };
     let function = gpu.function_with_shared(config.family(), &config.kernel_name(), shared_mem_bytes)?;
@@ -814,8 +934,6 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     let (block_columns, _g2) = blocks.block_columns.device_ptr(stream);
     let (block_values, _g3) = blocks.block_values.device_ptr(stream);
     let (block_masks, _g4) = blocks.block_masks.device_ptr(stream);
-    let (dense, _g5) = b.data.device_ptr(stream);
-    let (out, _g6) = c.data.device_ptr_mut(stream);
     let mut params = SpmmTcParams {
         m: m as i32,
         n: n as i32,
@@ -1151,11 +1269,25 @@ mod tests {
         assert_eq!(sel(DType::F32, 4096, 128, 2_064_384, 4_032, 4_032), Some((64, 8)));
         assert_eq!(sel(DType::F32, 4096, 128, 2_097_152, 4_096, 4_096), Some((64, 16)));
         assert_eq!(sel(DType::F32, 384, 256, 44_237, 576, 144), None);
-        // Not for f64, n not a multiple of 8, nnz = 0.
+        // Not for f64, nnz = 0.
         assert_eq!(sel(DType::F64, 4096, 128, 8_388_608, 65_536, 16_384), None);
-        assert_eq!(sel(DType::F32, 4096, 100, 8_388_608, 65_536, 16_384), None);
-        assert_eq!(sel(DType::F16, 4096, 100, 8_388_608, 65_536, 16_384), None);
         assert_eq!(sel(DType::F16, 10, 64, 0, 0, 0), None);
+        // n not a multiple of 8: the rules at the padded n (uniform 4096^2 at 50%, n = 100 as n = 104) from
+        // PADDED_MIN_WORK multiply-adds and past n = 32: the pruned 1536 x 384 at 70% (24 k-blocks per window) at
+        // n = 100 (104: 18.4 million) and not at n = 50 (56: 9.9 million), nor at n = 20 where it is at n = 24.
+        assert_eq!(sel(DType::F32, 4096, 100, 8_388_608, 65_536, 16_384), Some((64, 16)));
+        assert_eq!(sel(DType::F16, 4096, 100, 8_388_608, 65_536, 16_384), Some((64, 16)));
+        assert_eq!(sel(DType::Bf16, 1536, 100, 176_947, 2_304, 576), sel(DType::Bf16, 1536, 104, 176_947, 2_304, 576));
+        assert!(sel(DType::Bf16, 1536, 104, 176_947, 2_304, 576).is_some());
+        assert_eq!(sel(DType::Bf16, 1536, 50, 176_947, 2_304, 576), None);
+        assert!(sel(DType::Bf16, 1536, 56, 176_947, 2_304, 576).is_some());
+        assert_eq!(sel(DType::F16, 4096, 20, 8_388_608, 65_536, 16_384), None);
+        assert!(sel(DType::F16, 4096, 24, 8_388_608, 65_536, 16_384).is_some());
+        // Either side of PADDED_MIN_WORK: 120_000 entries at n = 97-103 (as 104: 12.48 million) and n = 89-95 (as
+        // 96: 11.52 million); n = 96 itself is aligned and has no threshold.
+        let at = |n| sel(DType::F16, 384, n, 120_000, 576, 144);
+        assert!(at(97).is_some() && at(103).is_some() && at(96).is_some());
+        assert!(at(95).is_none() && at(89).is_none());
     }
 
     #[test]
@@ -1253,10 +1385,13 @@ mod tests {
             assert!(matches!(check_tensor_core(&bad, DType::F16, 10, 64), Err(Error::InvalidConfig { .. })), "{bad}");
         }
         if KERNELS_BUILT {
-            assert!(matches!(check_tensor_core(&c, DType::F16, 10, 60), Err(Error::Unsupported { .. })));
+            // n not a multiple of 8 runs padded (spmm_tensor_core_with); an n near i32::MAX is too large.
+            assert!(check_tensor_core(&c, DType::F16, 10, 60).is_ok());
             assert!(check_tensor_core(&c, DType::F16, 10, 64).is_ok());
-            assert!(matches!(check_tensor_core(&f32_wide, DType::F32, 10, 60), Err(Error::Unsupported { .. })));
+            assert!(check_tensor_core(&f32_wide, DType::F32, 10, 60).is_ok());
             assert!(check_tensor_core(&f32_wide, DType::F32, 10, 64).is_ok());
+            let past = i32::MAX as usize - 2;
+            assert!(matches!(check_tensor_core(&c, DType::F16, 10, past), Err(Error::TooLarge(_))));
             assert!(check_tensor_core(&wgmma, DType::F32, 10, 64).is_ok(), "valid; the device decides at launch");
         }
     }
