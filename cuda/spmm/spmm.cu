@@ -19,30 +19,42 @@
 
 namespace ts {
 
-/// @brief The kernel body. Reads: commit the fetched sparse tile, sync, fetch the next one, load the dense
-/// fragment, multiply-accumulate, sync; then the residue; then the store.
+/// @brief `Config` with its loads and stores guarded in n (kGuarded) or not: a predicated variant runs the
+/// guarded code only in a column tile that n cuts (spmm_kernel).
+template <typename Config, bool kGuarded>
+struct Guarded;
+template <typename T, int sv, int dv, int y, int k, int x, int w, int ru, bool pred, bool lb, int mo, int rs,
+          bool kGuarded>
+struct Guarded<SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs>, kGuarded> {
+  typedef SpmmConfig<T, sv, dv, y, k, x, w, ru, kGuarded, lb, mo, rs> type;
+};
+
+/// @brief The row split's shared sums: parts 1.. of each row leave their accumulators here for part 0.
+template <typename Config, bool kSplit = (Config::kRowSplit > 1)>
+struct PartSums {
+  float v[Config::kRowsPerBlock][Config::kRowSplit - 1][Config::kThreadVectorsX * Config::kDenseVectorWidth]
+         [Config::kBlockWidth];
+};
 template <typename Config>
-__device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
+struct PartSums<Config, false> {};
+
+/// @brief A block's shared memory, declared once in spmm_kernel for both paths of a predicated variant.
+template <typename Config>
+struct TileShared {
+  /// (block_items_y, block_items_k) tiles; each subwarp uses its own row of them.
+  __align__(16) typename Config::Scalar values[Config::kBlockItemsY * Config::kBlockItemsK];
+  __align__(16) int offsets[Config::kBlockItemsY * Config::kBlockItemsK];
+  PartSums<Config> part_sums;
+};
+
+/// @brief The work of one block on its (row block, column tile) of C. Reads: commit the fetched sparse tile,
+/// sync, fetch the next one, load the dense fragment, multiply-accumulate, sync; then the residue; then the
+/// store. Returns early for subwarps past the last row (or piece); no block-wide barrier follows (but the row
+/// split's, which keeps them), so this is safe.
+template <typename Config, typename Shared>
+__device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, int column_tile, Shared& shared) {
   typedef typename Config::Scalar T;
   constexpr int kK = Config::kBlockItemsK;
-
-  // Subwarps past the last row (or piece) leave at once; no block-wide barrier follows (but the row split's,
-  // which keeps them), so this is safe.
-  int row_block = blockIdx.x;
-  int column_tile = blockIdx.y;
-  if (p.block_order != kRowBlocksFirst) {
-    const int tiles = (p.n + Config::kBlockItemsX - 1) / Config::kBlockItemsX;
-    if (p.block_order == kColumnTilesFirst) {
-      row_block = blockIdx.x / tiles;
-      column_tile = blockIdx.x - row_block * tiles;
-    } else if constexpr (Config::kClaimsBlocks) {  // kSmAffine (the host refuses it for the other variants)
-      __shared__ int2 claimed;
-      if (threadIdx.x == 0 && threadIdx.y == 0) claimed = claim_tile_block(p.tile_counters, p.row_blocks, tiles);
-      __syncthreads();
-      row_block = claimed.x;
-      column_tile = claimed.y;
-    }
-  }
   constexpr int kRowSplit = Config::kRowSplit;
   // With a row split, subwarp `part` of a row takes the row's full tiles part, part + kRowSplit, ...
   const int part = kRowSplit == 1 ? 0 : threadIdx.y % kRowSplit;
@@ -75,11 +87,8 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   // A piece that starts inside its row is aligned like a row: the entries before it are masked.
   const MemoryAligner<Config::kSparseVectorWidth, kK> aligner(row_start, row_end - row_start);
 
-  // (block_items_y, block_items_k) tiles; each subwarp uses its own row of them.
-  __shared__ __align__(16) T values_tile_array[Config::kBlockItemsY * kK];
-  __shared__ __align__(16) int offsets_tile_array[Config::kBlockItemsY * kK];
-  T* values_tile = values_tile_array + threadIdx.y * kK;
-  int* offsets_tile = offsets_tile_array + threadIdx.y * kK;
+  T* values_tile = shared.values + threadIdx.y * kK;
+  int* offsets_tile = shared.offsets + threadIdx.y * kK;
 
   SparseTileLoader<Config> sparse_tile_loader(p.n, aligner.row_offset + part * kK, threadIdx.x,
                                               static_cast<const T*>(p.values), p.column_indices, values_tile,
@@ -125,7 +134,7 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   if constexpr (kRowSplit > 1) {
     // Parts 1.. leave their sums in shared memory; part 0 adds them in part order (the same bits every run).
     constexpr int kAccumulators = Config::kThreadVectorsX * Config::kDenseVectorWidth;
-    __shared__ float part_sums[Config::kRowsPerBlock][kRowSplit - 1][kAccumulators][Config::kBlockWidth];
+    auto& part_sums = shared.part_sums.v;
     const int row_in_block = threadIdx.y / kRowSplit;
     if (part > 0) {
 #pragma unroll
@@ -146,6 +155,34 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   }
   T* out_row = static_cast<T*>(p.out) + static_cast<size_t>(target) * p.n + thread_column;
   store_output_tile<Config>(accumulator, p.bias, target, out_row, predicates);
+}
+
+/// @brief The kernel body: the block's (row block, column tile) in its block order, then spmm_tile. A predicated
+/// variant runs unguarded code in every column tile that n does not cut: the guards cost some tiles up to 1.5x
+/// where they are not needed (NOTES.md, "SpMM step 35").
+template <typename Config>
+__device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
+  __shared__ TileShared<Config> shared;
+  int row_block = blockIdx.x;
+  int column_tile = blockIdx.y;
+  if (p.block_order != kRowBlocksFirst) {
+    const int tiles = (p.n + Config::kBlockItemsX - 1) / Config::kBlockItemsX;
+    if (p.block_order == kColumnTilesFirst) {
+      row_block = blockIdx.x / tiles;
+      column_tile = blockIdx.x - row_block * tiles;
+    } else if constexpr (Config::kClaimsBlocks) {  // kSmAffine (the host refuses it for the other variants)
+      __shared__ int2 claimed;
+      if (threadIdx.x == 0 && threadIdx.y == 0) claimed = claim_tile_block(p.tile_counters, p.row_blocks, tiles);
+      __syncthreads();
+      row_block = claimed.x;
+      column_tile = claimed.y;
+    }
+  }
+  if (Config::kPredicateLoads && (column_tile + 1) * Config::kBlockItemsX > p.n) {
+    spmm_tile<typename Guarded<Config, true>::type>(p, row_block, column_tile, shared);
+  } else {
+    spmm_tile<typename Guarded<Config, false>::type>(p, row_block, column_tile, shared);
+  }
 }
 
 /// @brief The second pass of a row split: block x sums split row x's partial rows in piece order (the same

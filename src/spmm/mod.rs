@@ -463,25 +463,27 @@ pub fn block_order(
 ) -> BlockOrder {
     let row_blocks = items.div_ceil(config.rows_per_block() as usize);
     let column_tiles = n.div_ceil(config.block_items_x as usize);
+    // A predicated twin runs as its tile does in every column tile that n does not cut: the same order.
+    let tile = SpmmConfig { predicate_loads: false, ..*config };
     // Both tiles are launch-bounded, so they never walk pieces: items are rows.
-    let two_rows = config.same_kernel(&select::two_row_tile(config.dtype))
+    let two_rows = tile.same_kernel(&select::two_row_tile(config.dtype))
         && (512..=1536).contains(&items)
         && (1024..=2048).contains(&n)
         && stats.mean >= 70.0
         && (stats.cv >= 0.5 || stats.mean >= 200.0);
-    let eight_rows = config.same_kernel(&select::eight_row_tile(config.dtype))
+    let eight_rows = tile.same_kernel(&select::eight_row_tile(config.dtype))
         && (768..=1024).contains(&items)
         && n == 1024
         && stats.mean >= 150.0
         && stats.cv >= 0.85;
-    let four_rows = config.same_kernel(&select::four_row_tile(config.dtype))
+    let four_rows = tile.same_kernel(&select::four_row_tile(config.dtype))
         && (640..=4096).contains(&items)
         && (1024..=2048).contains(&n)
         && stats.mean >= 140.0
         && stats.cv >= 0.5;
     if two_rows || eight_rows || four_rows {
         BlockOrder::SmAffine
-    } else if config.same_kernel(&select::thirty_two_row_tile(config.dtype)) {
+    } else if tile.same_kernel(&select::thirty_two_row_tile(config.dtype)) {
         // One block per SM. On the 1440 problems of its sweep (NOTES.md, "SpMM step 21") column tiles first was
         // 1.13x faster on geometric mean, and up to 1.59x on uneven rows (384 x 2048 at 20%, cv 0.96, n = 2048);
         // even rows (cv < 0.1) went the other way at large n (1024 x 3072 at 5%, n = 3072: 1.48x with rows first).
