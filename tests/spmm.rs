@@ -301,16 +301,17 @@ fn rows_of_lengths(m: usize, k: usize, len: impl Fn(usize) -> usize, seed: u64) 
 /// tiles and the residue comes in every combination, in a row count that leaves the last block part empty; then a NaN
 /// in the second subwarp's first tile and an Inf of B reached through a residue that the second subwarp owns, both of
 /// which must reach C through the block's sum; the bias + ReLU epilogue after that sum. Then the selection's own
-/// choice at few rows and n = 32, 64, 96, 128 and 256 (`select`'s row_split_tile). Small enough for compute-sanitizer
-/// (run-all.sh --sanitize).
+/// choice at few rows and n = 20-256 (`select`'s row_split_tile). Small enough for compute-sanitizer (run-all.sh
+/// --sanitize).
 #[test]
 fn sanitizer_row_split_shares_rows_of_every_length() {
     let variants: Vec<SpmmConfig> =
         compiled_spmm_variants_for(DType::F32).filter(|c| c.row_split > 1).copied().collect();
     assert!(!variants.is_empty(), "no row-split variant in variants.txt");
     let Some(gpu) = gpu_or_skip("sanitizer_row_split_shares_rows_of_every_length") else { return };
-    let n = 128;
     for config in &variants {
+        // A predicated twin at an n that ends inside a column tile: its full tiles run unguarded, the last guarded.
+        let n = if config.predicate_loads { 132 } else { 128 };
         let tile = config.block_items_k as usize;
         let longest = 5 * tile * config.row_split as usize + tile + 3;
         let m = longest + 1 + usize::from((longest + 1) % config.rows_per_block() as usize == 0);
@@ -348,12 +349,14 @@ fn sanitizer_row_split_shares_rows_of_every_length() {
     }
     // The selection's choice: rows like the pruned 384 x 384 at 90% (mean 38, longest 154), alternating 20 and 60
     // entries, at n = 32, 64, 96 and 128 (up to 384 blocks: four subwarps per row over one to four column tiles)
-    // and n = 256 (768: two warps per row).
+    // and n = 256 (768: two warps per row); n = 20, 48 and 100 take the choice at 32, 64 and 128, n = 200 that at
+    // 256, guarded in n.
     let a = rows_of_lengths(384, 384, |r| if r % 2 == 0 { 20 } else { 60 }, seed(123));
     let stats = RowStats::from_indptr(&a.indptr().to_proper());
-    for (n, row_split) in [(32, 4), (64, 4), (96, 4), (128, 4), (256, 2)] {
+    for (n, row_split) in [(20, 4), (32, 4), (48, 4), (64, 4), (96, 4), (100, 4), (128, 4), (200, 2), (256, 2)] {
         let chosen = SpmmConfig::select_with_stats(384, 384, n, &stats, DType::F32);
         assert_eq!(chosen.row_split, row_split, "n = {n}: {chosen}");
+        assert_eq!(chosen.predicate_loads, n % chosen.block_items_x as usize != 0, "n = {n}: {chosen}");
         let label = format!("row split chosen at n = {n}");
         assert_eq!(check_kernels::<f32>(&gpu, &label, &a, n, seed(124), [SpmmKernel::Tiled(chosen)]), 1);
     }
@@ -430,7 +433,7 @@ fn automatic_sixteen_rows_at_n768() {
 /// selection: a 384 x 1536 matrix whose rows alternate 190 and 118 entries (mean 154, cv 0.23, like the pruned 384
 /// x 1536 at 90%) at n = 1024, run column tiles first; and even rows of 51 in 256 x 1024 at n = 2048, run row
 /// blocks first. Both match the oracle in the order the library picks; the first does not choose the tile at
-/// n = 704.
+/// n = 640.
 #[test]
 fn automatic_thirty_two_rows() {
     let thirty_two: SpmmConfig = "spmm_f32_s1d4_y32k16x64w16_u4_nopred".parse().unwrap();
@@ -445,7 +448,9 @@ fn automatic_thirty_two_rows() {
         // The tile is not launch-bounded: one block of 512 threads per SM at 106 registers.
         assert_eq!(block_order(&thirty_two, stats, *m, *n, 1, 132), order);
     }
-    assert_ne!(SpmmConfig::select_with_stats(384, 1536, 704, &stats[0], DType::F32), thirty_two);
+    // Not at n = 640; n = 704 takes the choice at 768 (whose column tiles of 64 it fills).
+    assert_ne!(SpmmConfig::select_with_stats(384, 1536, 640, &stats[0], DType::F32), thirty_two);
+    assert_eq!(SpmmConfig::select_with_stats(384, 1536, 704, &stats[0], DType::F32), thirty_two);
     let Some(gpu) = gpu_or_skip("automatic_thirty_two_rows") else { return };
     for (((m, _, n), a), s) in cases.iter().zip([110, 112]) {
         let label = format!("thirty-two rows chosen for {m} rows at n = {n}");

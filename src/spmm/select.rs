@@ -102,7 +102,17 @@ pub(crate) fn split_row_k8_tile(dtype: DType) -> SpmmConfig {
 /// and 64) it was 1.52x faster than the selection before it on geometric mean (1.00x-2.14x; 384 x 1536 at 98%, n
 /// = 64: 15.8 -> 7.6 us), and the suite's nine weights at n = 32 and 64 went from 0.61x-1.19x of cuSPARSE's speed
 /// to 1.13x-1.69x. Past six blocks per SM it lost (uniform 3072 x 2048 at 3%, n = 64, 1536 blocks: 0.88x).
+///
+/// Where n is a multiple of 4 but not of 32, the tile is the one chosen at the [`rounded_width`], guarded in n
+/// ([`predicated_for`]).
 pub(crate) fn row_split_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
+    match rounded_width(n, dtype) {
+        Some(width) => row_split_tile_at(m, width, stats, dtype).map(|config| predicated_for(config, n)),
+        None => row_split_tile_at(m, n, stats, dtype),
+    }
+}
+
+fn row_split_tile_at(m: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
     let narrow = n % 32 == 0 && (32..128).contains(&n);
     let shape = dtype == DType::F32 && ((n % 128 == 0 && n <= 512) || narrow) && m >= 32;
     if !shape || stats.mean < 7.0 || stats.max < 48 || is_skewed(stats) {
@@ -245,6 +255,44 @@ fn short_rows_narrow_vectors(m: usize, n: usize, stats: &RowStats) -> bool {
     (stats.mean <= 20.0 || m >= 2048) && longest_row_is_short_enough(n, stats)
 }
 
+/// The width whose f32 choice is taken, guarded in n, where n is a multiple of 4 past 16 but not of 128 (32, 64
+/// and 96 keep their own): n rounded up to a multiple of 128 past n = 64, else of 32. The rules below were fitted
+/// at multiples of 32 and 128, and at other n they fell back to tiles for any n: at n = 100 the pruned 384 x 1536
+/// at 98% ran the k = 8 tile in 13.6 us, at n = 128 the four-way row split in 7.6 us. On the H100 (NOTES.md, "SpMM
+/// step 35"; every f32 variant on the 20 real matrices and 26 weight-like shapes, the choice replayed from the
+/// timings): at n = 20, 36, 60, 100, 140, 200, 300, 420, 500 and 1000, 1.151x faster than the choice at n itself
+/// over the 200 real-matrix problems and 1.340x over the 260 weight-like ones (the row splits 1.43x-1.60x, a warp
+/// per row over 128 columns 1.17x; 0.92x at worst), where rounding every n up to 32 gained 1.080x and 1.175x, and
+/// every n up to 128 1.122x and 1.321x (0.50x on wrld_1deg at n = 20); at n = 160, 224, 320 and 448, 1.096x and
+/// 1.216x (0.76x at worst: the 2048 x 512 at 26 per row, n = 320, a warp per row over 128 columns).
+fn rounded_width(n: usize, dtype: DType) -> Option<usize> {
+    let own_rules = n % 128 == 0 || (n % 32 == 0 && n < 128);
+    (dtype == DType::F32 && n > 16 && n % 4 == 0 && !own_rules)
+        .then(|| n.next_multiple_of(if n > 64 { 128 } else { 32 }))
+}
+
+/// `config`, chosen at a [`rounded_width`], for `n`: as it is where n fills its column tiles, else guarded in n
+/// (the kernel runs the guards in the last column tile only). There the k = 8 tile held to 64 registers becomes the
+/// unbounded one: its guarded form ran 12% slower than its unguarded one at the same n, and no faster than the
+/// unbounded tile where n needs the guards (0.998x on the 63 problems of that sweep where it would have been
+/// chosen).
+fn predicated_for(config: SpmmConfig, n: usize) -> SpmmConfig {
+    if n % config.block_items_x as usize == 0 {
+        return config;
+    }
+    let k8 = tile(config.dtype, 1, 4, 4, 8, 32, 8, false);
+    let config = if config.same_kernel(&bounded(k8, 32)) { k8 } else { config };
+    SpmmConfig { predicate_loads: true, ..config }
+}
+
+/// Whether `config` is the two-row tile over 128 columns (held to 128 registers or not) and n leaves more than a
+/// tenth of its last column tiles' columns idle: there the tile lost to the choice at n itself (4elt, n = 140:
+/// 0.76x; wrld_1deg, n = 300: 0.90x; NOTES.md, "SpMM step 35"), which the rounding then keeps.
+fn two_rows_waste_columns(config: &SpmmConfig, n: usize) -> bool {
+    let two_rows = SpmmConfig { launch_bounds: false, min_occupancy: 8, predicate_loads: false, ..*config };
+    two_rows == tile(config.dtype, 1, 4, 2, 16, 128, 16, false) && n.next_multiple_of(128) * 10 > n * 11
+}
+
 impl SpmmConfig {
     /// Chooses a compiled config for C (m x n) = A (m x k, nnz stored entries) * B (k x n), knowing only the
     /// mean row length. [`SpmmConfig::select_with_stats`] also sees how uneven the rows are.
@@ -263,6 +311,17 @@ impl SpmmConfig {
         if dtype.size() == 2 {
             return Self::select_half(m, n, stats, dtype);
         }
+        if let Some(width) = rounded_width(n, dtype) {
+            let config = predicated_for(Self::select_f32(m, k, width, stats, dtype), n);
+            if !two_rows_waste_columns(&config, n) {
+                return config;
+            }
+        }
+        Self::select_f32(m, k, n, stats, dtype)
+    }
+
+    /// The f32 choice at n itself.
+    fn select_f32(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
         let mean = stats.mean;
         let dv = widest_dividing(n, &[1, 2, 4]);
         if n <= 16 && n % 4 == 0 && many_short_rows(m, n, stats) {
@@ -545,6 +604,61 @@ mod tests {
     }
 
     #[test]
+    fn unaligned_n_takes_the_choice_at_the_rounded_width() {
+        // Multiples of 4 past 16 and not of 32: up to 128 past n = 64, else up to 32; f32 only.
+        for (n, width) in [(20, Some(32)), (36, Some(64)), (60, Some(64)), (68, Some(128)), (100, Some(128))] {
+            assert_eq!(rounded_width(n, DType::F32), width, "n = {n}");
+        }
+        assert_eq!(rounded_width(300, DType::F32), Some(384));
+        assert_eq!(rounded_width(1000, DType::F32), Some(1024));
+        // Multiples of 32 past 128 too; not 32, 64 and 96, whose own rules were measured (NOTES.md, "SpMM step 30").
+        assert_eq!(rounded_width(160, DType::F32), Some(256));
+        assert_eq!(rounded_width(448, DType::F32), Some(512));
+        for n in [16, 18, 32, 64, 96, 101, 128, 302, 512] {
+            assert_eq!(rounded_width(n, DType::F32), None, "n = {n}");
+        }
+        assert_eq!(rounded_width(100, DType::F16), None);
+        assert_eq!(rounded_width(100, DType::Bf16), None);
+        // The pruned 384 x 1536 at 98% (mean 30.7, longest 300): the four-way row split of n = 128 at n = 100,
+        // guarded; that of 32 at n = 20; the two-way split of n = 256 at n = 200.
+        let pruned = RowStats { min: 4, max: 300, mean: 30.7, cv: 0.9, empty_rows: 0 };
+        let sel = |m: usize, n: usize, stats: &RowStats| SpmmConfig::select_with_stats(m, 1536, n, stats, DType::F32);
+        let k8 = SpmmConfig { predicate_loads: true, ..split_row_k8_tile(DType::F32) };
+        assert_eq!(sel(384, 100, &pruned), k8);
+        assert_eq!(sel(384, 20, &pruned), k8);
+        assert_eq!(sel(384, 200, &pruned), SpmmConfig { predicate_loads: true, ..split_row_warp_tile(DType::F32) });
+        assert_eq!(sel(384, 128, &pruned), split_row_k8_tile(DType::F32));
+        // A warp per row over 128 columns at n = 500 (its choice at 512), guarded.
+        assert_eq!(sel(1536, 500, &pruned).kernel_name(), "spmm_f32_s1d4_y1k32x128w32_u4_pred");
+        // The k = 8 tile held to 64 registers at the rounded width runs unbounded where n needs the guards
+        // (copter2 at n = 36), as it is where it does not (n = 160: the choice at 256, 32 columns a tile).
+        let copter2 = RowStats { min: 1, max: 40, mean: 12.7, cv: 0.33, empty_rows: 0 };
+        assert_eq!(
+            SpmmConfig::select_with_stats(55476, 55476, 64, &copter2, DType::F32).kernel_name(),
+            "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32"
+        );
+        assert_eq!(
+            SpmmConfig::select_with_stats(55476, 55476, 36, &copter2, DType::F32).kernel_name(),
+            "spmm_f32_s1d4_y4k8x32w8_u4_pred"
+        );
+        assert_eq!(
+            SpmmConfig::select_with_stats(55476, 55476, 160, &copter2, DType::F32).kernel_name(),
+            "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32"
+        );
+        // The two-row tile only where its last column tile is at least nine tenths full: 4096 rows of 410 at n =
+        // 500 (512) take it, at n = 100 (128) and 300 (384) the choice at n itself.
+        let uniform = RowStats { min: 350, max: 470, mean: 410.0, cv: 0.05, empty_rows: 0 };
+        let pick = |n: usize| SpmmConfig::select_with_stats(4096, 4096, n, &uniform, DType::F32).kernel_name();
+        assert_eq!(pick(512), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(pick(500), "spmm_f32_s1d4_y2k16x128w16_u4_pred");
+        assert_eq!(pick(100), "spmm_f32_s2d4_y4k16x32w8_u4_pred");
+        assert_eq!(pick(300), "spmm_f32_s2d4_y4k16x32w8_u4_pred");
+        assert!(two_rows_waste_columns(&two_row_tile(DType::F32), 300));
+        assert!(!two_rows_waste_columns(&two_row_tile(DType::F32), 500));
+        assert!(!two_rows_waste_columns(&split_row_warp_tile(DType::F32), 300));
+    }
+
+    #[test]
     fn select_follows_the_documented_branches() {
         // (m, n, nnz) -> kernel
         let s = |m: usize, n: usize, nnz: usize| SpmmConfig::select(m, 4096, n, nnz, DType::F32).kernel_name();
@@ -553,7 +667,8 @@ mod tests {
         assert_eq!(s(4096, 5, long), "spmm_f32_s4d1_y4k32x8w8_u4_pred");
         assert_eq!(s(4096, 16, long), "spmm_f32_s4d2_y4k32x16w8_u4_nopred");
         assert_eq!(s(4096, 128, long), "spmm_f32_s4d4_y4k32x64w8_u4_nopred_lb8");
-        assert_eq!(s(4096, 100, long), "spmm_f32_s4d4_y4k32x32w8_u4_pred");
+        // n = 100 takes the choice at 128, guarded in n.
+        assert_eq!(s(4096, 100, long), "spmm_f32_s4d4_y4k32x64w8_u4_pred_lb8");
         assert_eq!(s(4096, 34, long), "spmm_f32_s2d2_y2k32x32w16_u4_pred");
         assert_eq!(s(4096, 33, long), "spmm_f32_s1d1_y1k32x32w32_u4_pred");
         // Short rows in few rows: two rows per block where C has 2^20 elements, else a warp per row.
@@ -582,7 +697,8 @@ mod tests {
         assert_eq!(pick(4096, 3073, 4096, 307.0, 0.05), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
         assert_eq!(pick(4096, 3072, 2048, 61.0, 0.1), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32");
         assert_eq!(pick(2048, 3072, 2048, 61.0, 0.1), two_rows);
-        assert_eq!(pick(1024, 1536, 2000, 154.0, 0.08), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
+        // n = 2000 takes the choice at 2048, guarded in n (its last column tile 80 of 128 columns full).
+        assert_eq!(pick(1024, 1536, 2000, 154.0, 0.08), "spmm_f32_s1d4_y2k16x128w16_u4_pred_lb16");
         assert_eq!(pick(2048, 1536, 2048, 461.0, 0.04), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         // Even rows past 400 entries over k >= 4096 in 1024-2048 rows, up to 820 entries.
         assert_eq!(pick(2048, 8192, 1536, 819.0, 0.0), two_rows);
@@ -636,7 +752,8 @@ mod tests {
         assert_eq!(pick(383, 1536, 768, 154.0, 0.9), one_warp);
         assert_eq!(pick(641, 1536, 768, 154.0, 1.0), one_warp);
         assert_eq!(pick(384, 1023, 768, 154.0, 0.9), one_warp);
-        assert_ne!(pick(384, 1536, 704, 154.0, 0.9), sixteen);
+        // n = 704 takes the choice at 768 (`rounded_width`).
+        assert_eq!(pick(384, 1536, 704, 154.0, 0.9), sixteen);
         assert_ne!(pick(384, 1536, 832, 154.0, 0.9), sixteen);
         assert_ne!(pick(384, 1536, 768, 154.0, 2.01), sixteen);
         // Long rows of cv 0.3-0.85 in 384-1024 rows over n = 3072-4096 (mean >= 150, B at most 3072 x 4096): the
@@ -675,8 +792,9 @@ mod tests {
         assert_ne!(pick(639, 2048, 1024, 143.0, 0.74), four_rows);
         assert_ne!(pick(4097, 4096, 1024, 205.0, 1.2), four_rows);
         assert_ne!(pick(2048, 2047, 1024, 205.0, 1.2), four_rows);
-        assert_ne!(pick(2048, 4096, 960, 205.0, 1.2), four_rows);
-        assert_ne!(pick(2048, 4096, 1056, 205.0, 1.2), four_rows);
+        // n = 960 and 1056 take the choices at 1024 and 1152 (`rounded_width`), 1056 guarded.
+        assert_eq!(pick(2048, 4096, 960, 205.0, 1.2), four_rows);
+        assert_eq!(pick(2048, 4096, 1056, 205.0, 1.2), "spmm_f32_s2d4_y4k16x64w8_u4_pred_lb8");
         assert_ne!(pick(2048, 3072, 3136, 205.0, 1.2), four_rows);
         assert_ne!(pick(2048, 4097, 3072, 205.0, 1.2), four_rows);
         assert_ne!(pick(2048, 4096, 1024, 139.0, 1.2), four_rows);
@@ -705,9 +823,10 @@ mod tests {
         assert_ne!(pick(255, 1536, 2048, 154.0, 0.5), thirty_two);
         assert_ne!(pick(383, 1536, 1536, 154.0, 0.3), thirty_two);
         assert_ne!(pick(1025, 1536, 1024, 154.0, 0.3), thirty_two);
-        assert_ne!(pick(512, 1536, 704, 154.0, 0.3), thirty_two);
         assert_ne!(pick(512, 1536, 3136, 154.0, 0.3), thirty_two);
-        assert_ne!(pick(512, 1536, 1056, 154.0, 0.3), thirty_two, "n a multiple of 64");
+        // n = 704 and 1056 take the choices at 768 and 1152 (`rounded_width`), 1056 guarded.
+        assert_eq!(pick(512, 1536, 704, 154.0, 0.3), thirty_two);
+        assert_eq!(pick(512, 1536, 1056, 154.0, 0.3), "spmm_f32_s1d4_y32k16x64w16_u4_pred");
         assert_ne!(pick(512, 1536, 1024, 29.0, 0.3), thirty_two);
         assert_ne!(pick(512, 3073, 3072, 300.0, 0.3), thirty_two, "k past the sweep's");
         assert_ne!(pick(512, 1023, 1024, 150.0, 0.3), thirty_two, "k below the sweep's");
@@ -727,7 +846,7 @@ mod tests {
         assert_eq!(s(384, 1024, 384 * 127), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(s(769, 1024, 769 * 154), "spmm_f32_s1d4_y1k32x128w32_u4_nopred"); // two rows: 1.46 waves
         assert_eq!(s(384, 1088, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
-        assert_eq!(s(384, 1028, 384 * 154), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(s(384, 1028, 384 * 154), "spmm_f32_s1d2_y16k32x64w32_u4_pred"); // the choice at 1152, guarded
         assert_eq!(s(55476, 128, 704_476), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32"); // copter2
         assert_eq!(s(4096, 36, 4096 * 82), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
         assert_eq!(s(4096, 4096, 4096 * 205), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32");
@@ -883,14 +1002,15 @@ mod tests {
         assert_eq!(sel(32, 512, &pruned), k8);
         assert_eq!(sel(31, 128, &pruned).row_split, 1);
         // Not n = 1024 (384 x 384 at 90%: 11.5 us against 12.0 for the best split; 64 rows: mixed), nor n past
-        // 512, nor n not a multiple of 128, nor rows of fewer than 7 entries on average, nor where the longest
-        // fits 48 entries (uniform rows of 10-20), f16, or skewed rows.
+        // 512, nor rows of fewer than 7 entries on average, nor where the longest fits 48 entries (uniform rows of
+        // 10-20), f16, or skewed rows. n = 192 takes the choice at 256 (`rounded_width`), guarded.
         assert_eq!(sel(384, 1024, &pruned).row_split, 1);
         assert_eq!(sel(64, 1024, &pruned).row_split, 1);
         assert_eq!(sel(128, 640, &pruned).row_split, 1);
-        assert_eq!(sel(300, 192, &pruned).row_split, 1);
+        assert_eq!(sel(300, 192, &pruned), SpmmConfig { predicate_loads: true, ..warp });
         // n = 32, 64 and 96: the k = 8 tile up to six blocks per SM (792: 3168 rows at n = 32, 1584 at 64, 1056
-        // at 96), then the tiles before it; not n under 32 nor between the multiples of 32.
+        // at 96), then the tiles before it; not n up to 16. Other multiples of 4 take the tile of the width they
+        // round up to (`rounded_width`), guarded: 48 that of 64.
         assert_eq!(sel(3168, 32, &pruned), k8);
         assert_eq!(sel(3169, 32, &pruned).row_split, 1);
         assert_eq!(sel(1584, 64, &pruned), k8);
@@ -899,7 +1019,8 @@ mod tests {
         assert_eq!(sel(1057, 96, &pruned).row_split, 1);
         assert_eq!(sel(32, 32, &pruned), k8);
         assert_eq!(sel(384, 16, &pruned).row_split, 1);
-        assert_eq!(sel(384, 48, &pruned).row_split, 1);
+        assert_eq!(sel(384, 48, &pruned), SpmmConfig { predicate_loads: true, ..k8 });
+        assert_eq!(sel(1585, 48, &pruned).row_split, 1);
         assert_eq!(sel(384, 64, &rows(6.9, 83)).row_split, 1);
         assert_eq!(sel(384, 64, &rows(20.0, 47)).row_split, 1);
         assert_eq!(sel(384, 256, &rows(6.9, 83)).row_split, 1);
