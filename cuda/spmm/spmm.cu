@@ -19,8 +19,8 @@
 
 namespace ts {
 
-/// @brief `Config` with its loads and stores guarded in n (kGuarded) or not: a predicated variant runs the
-/// guarded code only in a column tile that n cuts (spmm_kernel).
+/// @brief `Config` with its loads and stores guarded in n (kGuarded) or not: a predicated variant may run the
+/// guarded code only in a column tile that n cuts (SplitGuards, spmm_kernel).
 template <typename Config, bool kGuarded>
 struct Guarded;
 template <typename T, int sv, int dv, int y, int k, int x, int w, int ru, bool pred, bool lb, int mo, int rs,
@@ -29,7 +29,8 @@ struct Guarded<SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs>, kGuarded
   typedef SpmmConfig<T, sv, dv, y, k, x, w, ru, kGuarded, lb, mo, rs> type;
 };
 
-/// @brief The row split's shared sums: parts 1.. of each row leave their accumulators here for part 0.
+/// @brief The row split's shared sums: parts 1.. of each row leave their accumulators here for part 0 (empty
+/// without a split).
 template <typename Config, bool kSplit = (Config::kRowSplit > 1)>
 struct PartSums {
   float v[Config::kRowsPerBlock][Config::kRowSplit - 1][Config::kThreadVectorsX * Config::kDenseVectorWidth]
@@ -38,21 +39,14 @@ struct PartSums {
 template <typename Config>
 struct PartSums<Config, false> {};
 
-/// @brief A block's shared memory, declared once in spmm_kernel for both paths of a predicated variant.
-template <typename Config>
-struct TileShared {
-  /// (block_items_y, block_items_k) tiles; each subwarp uses its own row of them.
-  __align__(16) typename Config::Scalar values[Config::kBlockItemsY * Config::kBlockItemsK];
-  __align__(16) int offsets[Config::kBlockItemsY * Config::kBlockItemsK];
-  PartSums<Config> part_sums;
-};
-
 /// @brief The work of one block on its (row block, column tile) of C. Reads: commit the fetched sparse tile,
 /// sync, fetch the next one, load the dense fragment, multiply-accumulate, sync; then the residue; then the
 /// store. Returns early for subwarps past the last row (or piece); no block-wide barrier follows (but the row
 /// split's, which keeps them), so this is safe.
-template <typename Config, typename Shared>
-__device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, int column_tile, Shared& shared) {
+template <typename Config, typename Sums>
+__device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, int column_tile,
+                                          typename Config::Scalar* values_tile_array, int* offsets_tile_array,
+                                          Sums& shared_part_sums) {
   typedef typename Config::Scalar T;
   constexpr int kK = Config::kBlockItemsK;
   constexpr int kRowSplit = Config::kRowSplit;
@@ -87,8 +81,8 @@ __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, in
   // A piece that starts inside its row is aligned like a row: the entries before it are masked.
   const MemoryAligner<Config::kSparseVectorWidth, kK> aligner(row_start, row_end - row_start);
 
-  T* values_tile = shared.values + threadIdx.y * kK;
-  int* offsets_tile = shared.offsets + threadIdx.y * kK;
+  T* values_tile = values_tile_array + threadIdx.y * kK;
+  int* offsets_tile = offsets_tile_array + threadIdx.y * kK;
 
   SparseTileLoader<Config> sparse_tile_loader(p.n, aligner.row_offset + part * kK, threadIdx.x,
                                               static_cast<const T*>(p.values), p.column_indices, values_tile,
@@ -134,7 +128,7 @@ __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, in
   if constexpr (kRowSplit > 1) {
     // Parts 1.. leave their sums in shared memory; part 0 adds them in part order (the same bits every run).
     constexpr int kAccumulators = Config::kThreadVectorsX * Config::kDenseVectorWidth;
-    auto& part_sums = shared.part_sums.v;
+    auto& part_sums = shared_part_sums.v;
     const int row_in_block = threadIdx.y / kRowSplit;
     if (part > 0) {
 #pragma unroll
@@ -157,12 +151,33 @@ __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, in
   store_output_tile<Config>(accumulator, p.bias, target, out_row, predicates);
 }
 
-/// @brief The kernel body: the block's (row block, column tile) in its block order, then spmm_tile. A predicated
-/// variant runs unguarded code in every column tile that n does not cut: the guards cost some tiles up to 1.5x
-/// where they are not needed (NOTES.md, "SpMM step 35").
+/// @brief Whether a predicated variant runs unguarded code in the column tiles that n does not cut (and guarded
+/// code in the last one only). Measured per f32 variant at n = 33, 50, 150 and 300 on 46 matrices, with the split
+/// and without (NOTES.md, "SpMM step 35"): it pays up to 1.7x where the guards are dear (the 32-column k = 32
+/// tiles), but five tiles ran 0.86-0.985x as fast with it (two paths' code), and they keep their guards everywhere.
+/// In f16 and bf16 it was within noise (selected variants, 1.005-1.007x over 100 problems each): they keep them too.
+template <typename Config>
+struct SplitGuards;
+template <typename T, int sv, int dv, int y, int k, int x, int w, int ru, bool pred, bool lb, int mo, int rs>
+struct SplitGuards<SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs>> {
+  static constexpr bool kTwoPathsDearer = (sv == 1 && dv == 4 && y == 2 && k == 32 && x == 128 && w == 32 && rs == 2) ||
+                                  (sv == 1 && dv == 4 && y == 2 && k == 32 && x == 64 && w == 16) ||
+                                  (sv == 1 && dv == 4 && y == 2 && k == 16 && x == 128 && w == 16 && !lb) ||
+                                  (sv == 1 && dv == 4 && y == 8 && k == 8 && x == 32 && w == 8 && rs == 4) ||
+                                  (sv == 2 && dv == 2 && y == 2 && k == 32 && x == 32 && w == 16);
+  static constexpr bool value = sizeof(T) == 4 && !kTwoPathsDearer;
+};
+
+/// @brief The kernel body: the block's (row block, column tile) in its block order, then spmm_tile, guarded in n
+/// where the variant is predicated (and, with SplitGuards, the column tile is the one n cuts).
 template <typename Config>
 __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
-  __shared__ TileShared<Config> shared;
+  // Shared memory, declared here once for both paths of a predicated variant (in one struct, nvcc gave the half
+  // tiles up to 8 registers more): (block_items_y, block_items_k) tiles, a row of each per subwarp, and the row
+  // split's sums.
+  __shared__ __align__(16) typename Config::Scalar values_tile_array[Config::kBlockItemsY * Config::kBlockItemsK];
+  __shared__ __align__(16) int offsets_tile_array[Config::kBlockItemsY * Config::kBlockItemsK];
+  __shared__ PartSums<Config> part_sums;
   int row_block = blockIdx.x;
   int column_tile = blockIdx.y;
   if (p.block_order != kRowBlocksFirst) {
@@ -178,10 +193,12 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
       column_tile = claimed.y;
     }
   }
-  if (Config::kPredicateLoads && (column_tile + 1) * Config::kBlockItemsX > p.n) {
-    spmm_tile<typename Guarded<Config, true>::type>(p, row_block, column_tile, shared);
+  if (Config::kPredicateLoads && (!SplitGuards<Config>::value || (column_tile + 1) * Config::kBlockItemsX > p.n)) {
+    spmm_tile<typename Guarded<Config, true>::type>(p, row_block, column_tile, values_tile_array,
+                                                    offsets_tile_array, part_sums);
   } else {
-    spmm_tile<typename Guarded<Config, false>::type>(p, row_block, column_tile, shared);
+    spmm_tile<typename Guarded<Config, false>::type>(p, row_block, column_tile, values_tile_array,
+                                                     offsets_tile_array, part_sums);
   }
 }
 

@@ -272,10 +272,10 @@ fn rounded_width(n: usize, dtype: DType) -> Option<usize> {
 }
 
 /// `config`, chosen at a [`rounded_width`], for `n`: as it is where n fills its column tiles, else guarded in n
-/// (the kernel runs the guards in the last column tile only). There the k = 8 tile held to 64 registers becomes the
-/// unbounded one: its guarded form ran 12% slower than its unguarded one at the same n, and no faster than the
-/// unbounded tile where n needs the guards (0.998x on the 63 problems of that sweep where it would have been
-/// chosen).
+/// (most tiles run the guards in the last column tile only: `SplitGuards` in cuda/spmm/spmm.cu). There the k = 8
+/// tile held to 64 registers becomes the unbounded one: its guarded form ran 12% slower than its unguarded one at
+/// the same n, and no faster than the unbounded tile where n needs the guards (0.998x on the 63 problems of that
+/// sweep where it would have been chosen).
 fn predicated_for(config: SpmmConfig, n: usize) -> SpmmConfig {
     if n % config.block_items_x as usize == 0 {
         return config;
