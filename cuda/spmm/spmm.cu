@@ -160,11 +160,12 @@ template <typename Config>
 struct SplitGuards;
 template <typename T, int sv, int dv, int y, int k, int x, int w, int ru, bool pred, bool lb, int mo, int rs>
 struct SplitGuards<SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs>> {
-  static constexpr bool kTwoPathsDearer = (sv == 1 && dv == 4 && y == 2 && k == 32 && x == 128 && w == 32 && rs == 2) ||
-                                  (sv == 1 && dv == 4 && y == 2 && k == 32 && x == 64 && w == 16) ||
-                                  (sv == 1 && dv == 4 && y == 2 && k == 16 && x == 128 && w == 16 && !lb) ||
-                                  (sv == 1 && dv == 4 && y == 8 && k == 8 && x == 32 && w == 8 && rs == 4) ||
-                                  (sv == 2 && dv == 2 && y == 2 && k == 32 && x == 32 && w == 16);
+  static constexpr bool kTwoPathsDearer =
+      (sv == 1 && dv == 4 && y == 2 && k == 32 && x == 128 && w == 32 && rs == 2) ||
+      (sv == 1 && dv == 4 && y == 2 && k == 32 && x == 64 && w == 16) ||
+      (sv == 1 && dv == 4 && y == 2 && k == 16 && x == 128 && w == 16 && !lb) ||
+      (sv == 1 && dv == 4 && y == 8 && k == 8 && x == 32 && w == 8 && rs == 4) ||
+      (sv == 2 && dv == 2 && y == 2 && k == 32 && x == 32 && w == 16);
   static constexpr bool value = sizeof(T) == 4 && !kTwoPathsDearer;
 };
 
