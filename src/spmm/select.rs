@@ -103,8 +103,8 @@ pub(crate) fn split_row_k8_tile(dtype: DType) -> SpmmConfig {
 /// = 64: 15.8 -> 7.6 us), and the suite's nine weights at n = 32 and 64 went from 0.61x-1.19x of cuSPARSE's speed
 /// to 1.13x-1.69x. Past six blocks per SM it lost (uniform 3072 x 2048 at 3%, n = 64, 1536 blocks: 0.88x).
 ///
-/// Where n is a multiple of 4 but not of 32, the tile is the one chosen at the [`rounded_width`], guarded in n
-/// ([`predicated_for`]).
+/// Where n has a [`rounded_width`] (f32, a multiple of 4 but not of 128, nor 32, 64 or 96), the tile is the one
+/// chosen there, guarded in n ([`predicated_for`]).
 pub(crate) fn row_split_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
     match rounded_width(n, dtype) {
         Some(width) => row_split_tile_at(m, width, stats, dtype).map(|config| predicated_for(config, n)),
@@ -585,8 +585,9 @@ mod tests {
 
     #[test]
     fn select_is_valid_tabled_and_aligned_for_every_n() {
-        for (m, per_row) in [(1000usize, 1usize), (1000, 50), (5000, 300), (4096, 2000)] {
-            for (n, cv) in (1..=300usize).flat_map(|n| [(n, 0.0), (n, 3.0)]) {
+        // Up to n = 1100: the f32 choice at n rounded up to 1152 must have its predicated twin too.
+        for (m, per_row) in [(1000usize, 1usize), (1000, 50), (5000, 300), (4096, 2000), (384, 154), (384, 31)] {
+            for (n, cv) in (1..=1100usize).flat_map(|n| [(n, 0.0), (n, 3.0)]) {
                 // cv 3 with a 5000-entry row: skewed enough to split for the shorter means.
                 let max = if cv > 0.0 { 5000 } else { per_row };
                 let stats = RowStats { min: 0, max, mean: per_row as f64, cv, empty_rows: 0 };
