@@ -155,7 +155,7 @@ __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, in
 /// code in the last one only). Measured per f32 variant at n = 33, 50, 150 and 300 on 46 matrices, with the split
 /// and without (NOTES.md, "SpMM step 35"): it pays up to 1.7x where the guards are dear (the 32-column k = 32
 /// tiles), but five tiles ran 0.86-0.985x as fast with it (two paths' code), and they keep their guards everywhere.
-/// In f16 and bf16 it was within noise (selected variants, 1.005-1.007x over 100 problems each): they keep them too.
+/// In f16 and bf16 it was within noise (the selected variants on 100 problems each): they keep them too.
 template <typename Config>
 struct SplitGuards;
 template <typename T, int sv, int dv, int y, int k, int x, int w, int ru, bool pred, bool lb, int mo, int rs>
