@@ -314,7 +314,7 @@ fn sanitizer_row_split_shares_rows_of_every_length() {
         compiled_spmm_variants_for(DType::F32).filter(|c| c.row_split > 1).copied().collect();
     for config in &variants {
         // A predicated twin at an n that ends inside a column tile (the r2 and r4 twins guard every column tile:
-        // `SplitGuards` in cuda/spmm/spmm.cu).
+        // `kSplitGuards` in cuda/spmm/spmm.cu).
         let n = if config.predicate_loads { 132 } else { 128 };
         let tile = config.block_items_k as usize;
         let longest = 5 * tile * config.row_split as usize + tile + 3;

@@ -20,7 +20,7 @@
 namespace ts {
 
 /// @brief `Config` with its loads and stores guarded in n (kGuarded) or not: a predicated variant may run the
-/// guarded code only in a column tile that n cuts (SplitGuards, spmm_kernel).
+/// guarded code only in a column tile that n cuts (kSplitGuards, spmm_kernel).
 template <typename Config, bool kGuarded>
 struct Guarded;
 template <typename T, int sv, int dv, int y, int k, int x, int w, int ru, bool pred, bool lb, int mo, int rs,
@@ -151,26 +151,28 @@ __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, in
   store_output_tile<Config>(accumulator, p.bias, target, out_row, predicates);
 }
 
+/// @brief Whether `Config` is the tile (sparse and dense vector widths, block items y, k, x, block width) given.
+template <typename Config>
+constexpr bool is_tile(int sv, int dv, int y, int k, int x, int w) {
+  return Config::kSparseVectorWidth == sv && Config::kDenseVectorWidth == dv && Config::kBlockItemsY == y &&
+         Config::kBlockItemsK == k && Config::kBlockItemsX == x && Config::kBlockWidth == w;
+}
+
 /// @brief Whether a predicated variant runs unguarded code in the column tiles that n does not cut (and guarded
 /// code in the last one only). Measured per f32 variant at n = 33, 50, 150 and 300 on 46 matrices, with the split
 /// and without (NOTES.md, "SpMM step 35"): it pays up to 1.7x where the guards are dear (the 32-column k = 32
 /// tiles), but five tiles ran 0.86-0.985x as fast with it (two paths' code), and they keep their guards everywhere.
 /// In f16 and bf16 it was within noise (the selected variants on 100 problems each): they keep them too.
 template <typename Config>
-struct SplitGuards;
-template <typename T, int sv, int dv, int y, int k, int x, int w, int ru, bool pred, bool lb, int mo, int rs>
-struct SplitGuards<SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs>> {
-  static constexpr bool kTwoPathsDearer =
-      (sv == 1 && dv == 4 && y == 2 && k == 32 && x == 128 && w == 32 && rs == 2) ||
-      (sv == 1 && dv == 4 && y == 2 && k == 32 && x == 64 && w == 16) ||
-      (sv == 1 && dv == 4 && y == 2 && k == 16 && x == 128 && w == 16 && !lb) ||
-      (sv == 1 && dv == 4 && y == 8 && k == 8 && x == 32 && w == 8 && rs == 4) ||
-      (sv == 2 && dv == 2 && y == 2 && k == 32 && x == 32 && w == 16);
-  static constexpr bool value = sizeof(T) == 4 && !kTwoPathsDearer;
-};
+constexpr bool kSplitGuards = sizeof(typename Config::Scalar) == 4 &&
+                              !((is_tile<Config>(1, 4, 2, 32, 128, 32) && Config::kRowSplit == 2) ||
+                                is_tile<Config>(1, 4, 2, 32, 64, 16) ||
+                                (is_tile<Config>(1, 4, 2, 16, 128, 16) && !Config::kLaunchBounds) ||
+                                (is_tile<Config>(1, 4, 8, 8, 32, 8) && Config::kRowSplit == 4) ||
+                                is_tile<Config>(2, 2, 2, 32, 32, 16));
 
 /// @brief The kernel body: the block's (row block, column tile) in its block order, then spmm_tile, guarded in n
-/// where the variant is predicated (and, with SplitGuards, the column tile is the one n cuts).
+/// where the variant is predicated (and, with kSplitGuards, the column tile is the one n cuts).
 template <typename Config>
 __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
   // Shared memory, declared here once for both paths of a predicated variant (in one struct, nvcc gave the half
@@ -194,7 +196,7 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
       column_tile = claimed.y;
     }
   }
-  if (Config::kPredicateLoads && (!SplitGuards<Config>::value || (column_tile + 1) * Config::kBlockItemsX > p.n)) {
+  if (Config::kPredicateLoads && (!kSplitGuards<Config> || (column_tile + 1) * Config::kBlockItemsX > p.n)) {
     spmm_tile<typename Guarded<Config, true>::type>(p, row_block, column_tile, values_tile_array,
                                                     offsets_tile_array, part_sums);
   } else {

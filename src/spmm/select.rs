@@ -272,7 +272,7 @@ fn rounded_width(n: usize, dtype: DType) -> Option<usize> {
 }
 
 /// `config`, chosen at a [`rounded_width`], for `n`: as it is where n fills its column tiles, else guarded in n
-/// (most tiles run the guards in the last column tile only: `SplitGuards` in cuda/spmm/spmm.cu). There the k = 8
+/// (most tiles run the guards in the last column tile only: `kSplitGuards` in cuda/spmm/spmm.cu). There the k = 8
 /// tile held to 64 registers becomes the unbounded one: its guarded form ran 12% slower than its unguarded one at
 /// the same n, and no faster than the unbounded tile where n needs the guards (0.998x on the 63 problems of that
 /// sweep where it would have been chosen).
@@ -289,8 +289,8 @@ fn predicated_for(config: SpmmConfig, n: usize) -> SpmmConfig {
 /// tenth of its last column tiles' columns idle: there the tile lost to the choice at n itself (4elt, n = 140:
 /// 0.76x; wrld_1deg, n = 300: 0.90x; NOTES.md, "SpMM step 35"), which the rounding then keeps.
 fn two_rows_waste_columns(config: &SpmmConfig, n: usize) -> bool {
-    let two_rows = SpmmConfig { launch_bounds: false, min_occupancy: 8, predicate_loads: false, ..*config };
-    two_rows == tile(config.dtype, 1, 4, 2, 16, 128, 16, false) && n.next_multiple_of(128) * 10 > n * 11
+    let unbounded = |c: SpmmConfig| SpmmConfig { launch_bounds: false, predicate_loads: false, ..c };
+    unbounded(*config).same_kernel(&unbounded(two_row_tile(config.dtype))) && n.next_multiple_of(128) * 10 > n * 11
 }
 
 impl SpmmConfig {
