@@ -196,12 +196,20 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
       column_tile = claimed.y;
     }
   }
-  if (Config::kPredicateLoads && (!kSplitGuards<Config> || (column_tile + 1) * Config::kBlockItemsX > p.n)) {
-    spmm_tile<typename Guarded<Config, true>::type>(p, row_block, column_tile, values_tile_array,
-                                                    offsets_tile_array, part_sums);
+  // Each variant instantiates only the paths it can take (if constexpr): guarded everywhere, guarded only in the
+  // column tile that n cuts (kSplitGuards), or unguarded (no predicates).
+  using GuardedTile = typename Guarded<Config, true>::type;
+  using UnguardedTile = typename Guarded<Config, false>::type;
+  if constexpr (Config::kPredicateLoads && !kSplitGuards<Config>) {
+    spmm_tile<GuardedTile>(p, row_block, column_tile, values_tile_array, offsets_tile_array, part_sums);
+  } else if constexpr (Config::kPredicateLoads) {
+    if ((column_tile + 1) * Config::kBlockItemsX > p.n) {
+      spmm_tile<GuardedTile>(p, row_block, column_tile, values_tile_array, offsets_tile_array, part_sums);
+    } else {
+      spmm_tile<UnguardedTile>(p, row_block, column_tile, values_tile_array, offsets_tile_array, part_sums);
+    }
   } else {
-    spmm_tile<typename Guarded<Config, false>::type>(p, row_block, column_tile, values_tile_array,
-                                                     offsets_tile_array, part_sums);
+    spmm_tile<UnguardedTile>(p, row_block, column_tile, values_tile_array, offsets_tile_array, part_sums);
   }
 }
 

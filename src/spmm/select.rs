@@ -64,6 +64,12 @@ pub(crate) fn four_row_tile(dtype: DType) -> SpmmConfig {
     bounded(tile(dtype, 2, 4, 4, 16, 64, 8, false), 8)
 }
 
+/// Four rows of 8 threads over 32 columns, k = 8, in dense vectors of `dv`: the tile for short rows and the one
+/// that takes any n (in scalars, `dv` = 1).
+fn k8_tile(dtype: DType, dv: u32, pred: bool) -> SpmmConfig {
+    tile(dtype, 1, dv, 4, 8, 32, 8, pred)
+}
+
 /// Sixteen one-row warps on one 64-column tile (one block per SM at 108 registers).
 fn sixteen_row_tile(dtype: DType) -> SpmmConfig {
     tile(dtype, 1, 2, 16, 32, 64, 32, false)
@@ -280,7 +286,7 @@ fn predicated_for(config: SpmmConfig, n: usize) -> SpmmConfig {
     if n % config.block_items_x as usize == 0 {
         return config;
     }
-    let k8 = tile(config.dtype, 1, 4, 4, 8, 32, 8, false);
+    let k8 = k8_tile(config.dtype, 4, false);
     let config = if config.same_kernel(&bounded(k8, 32)) { k8 } else { config };
     SpmmConfig { predicate_loads: true, ..config }
 }
@@ -328,7 +334,7 @@ impl SpmmConfig {
             // n = 4-16 on many short rows: the k = 8 tile over 32 columns, most of its lanes idle, as short rows
             // want (NOTES.md, "SpMM step 32"; the real matrices at n = 4, 8, 12, 16: copter2 17.5-20.8 -> 15.5-15.7
             // us, case_ACTIVSg70k 16.8 -> 15.2 at n = 12 and 16, add32 7.5 -> 6.2).
-            tile(dtype, 1, 4, 4, 8, 32, 8, true)
+            k8_tile(dtype, 4, true)
         } else if n <= 16 && n % 2 == 0 && mean > 20.0 && mean <= 500.0 {
             // n = 2-16 on longer rows: two rows of 16 threads over 32 columns, each row's entries loaded 16 at a
             // time (the pruned weights at n = 2-16: 384 x 1536 at 70%, n = 4: 22.1 -> 17.2 us; 1536 x 384 at 90%:
@@ -386,7 +392,7 @@ impl SpmmConfig {
             // Rows long and uneven enough to split (spmm::split): the pieces keep the critical path short, and
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
             // n = 128: 42.2 us vs 55 us with a warp per row, unsplit; NOTES.md, "SpMM step 4").
-            tile(dtype, 1, 4, 4, 8, 32, 8, n % 32 != 0)
+            k8_tile(dtype, 4, n % 32 != 0)
         } else if let Some(config) = row_split_tile(m, n, stats, dtype) {
             // Few rows and a small n: two or four subwarps per row ([`row_split_tile`], NOTES.md "SpMM step 29").
             config
@@ -474,9 +480,9 @@ impl SpmmConfig {
             // vs 457.5 us; 95% 910.5 vs 922.4 us; copter2, n = 128, 57.7 vs 59.4 us; n = 32 and uniform 98% at
             // n = 1024 within 1% (NOTES.md, "SpMM step 12").
             if n % 32 == 0 {
-                bounded(tile(dtype, 1, 4, 4, 8, 32, 8, false), 32)
+                bounded(k8_tile(dtype, 4, false), 32)
             } else {
-                tile(dtype, 1, 4, 4, 8, 32, 8, true)
+                k8_tile(dtype, 4, true)
             }
         } else if dv == 4 && mean <= 1000.0 && n % 128 == 0 && n > 256 {
             // Two rows of 16 threads over 128 columns, k = 16: uniform 90%, n = 4096: 1.56 ms vs 1.75 ms
@@ -500,7 +506,7 @@ impl SpmmConfig {
             // (pores_1 5.2 -> 6.2 us, west0479 5.3 -> 6.5), on longer rows (pruned 1536 x 384 at 98%, 7.7 per
             // row: 7.6 -> 10.6 us), nor, at n <= 64, past a long row that the split does not cut (power-law 40000
             // rows, longest 540, n = 50: 35.0 -> 40.5 us; [`longest_row_is_short_enough`]).
-            tile(dtype, 1, 2, 4, 8, 32, 8, true)
+            k8_tile(dtype, 2, true)
         } else if dv == 2 {
             // Sputnik's dispatch for even n.
             tile(dtype, 2, 2, 2, 32, 32, 16, n % 32 != 0)
@@ -509,7 +515,7 @@ impl SpmmConfig {
             // (NOTES.md, "SpMM step 32"): case_ACTIVSg70k 88.7 -> 33.6 us, email-Enron 58.9 -> 28.9, copter2 71.4
             // -> 46.6, wrld_1deg 22.9 -> 13.1 us; the pruned weights keep a warp per row (384 x 1536 at 70%: 19.3
             // vs 57.6 us in bf16).
-            tile(dtype, 1, 1, 4, 8, 32, 8, true)
+            k8_tile(dtype, 1, true)
         } else {
             tile(dtype, 1, 1, 1, 32, 32, 32, n % 32 != 0)
         }
@@ -559,7 +565,7 @@ impl SpmmConfig {
             // n not a multiple of 8 (n = 20, 50, 100, 300, ...): the k = 8 tile in 4- or 2-element vectors over 32
             // columns ([`short_rows_narrow_vectors`]; copter2, n = 300, bf16: 439 -> 138 us; email-Enron 189 -> 91
             // us; n = 50: 104 -> 32 and 49 -> 25 us; NOTES.md, "SpMM step 32").
-            tile(dtype, 1, dv, 4, 8, 32, 8, true)
+            k8_tile(dtype, dv, true)
         } else if (dv == 4 || dv == 2) && n > 16 && m <= 1536 {
             // Longer rows in few rows: a warp per row in scalars (pruned 384 x 1536 at 70%, n = 100: 27.3 -> 20.9
             // us, where the k = 8 tile takes 40 us; the nine pruned weights at n = 20-300, NOTES.md, "SpMM step 32").
@@ -571,7 +577,7 @@ impl SpmmConfig {
         } else if n > 16 && many_short_rows(m, n, stats) {
             // Odd n on many short rows: the k = 8 tile in scalars (bf16 at n = 33: copter2 112.8 -> 43.1 us,
             // case_ACTIVSg70k 90.4 -> 36.2, email-Enron 60.5 -> 32.2; NOTES.md, "SpMM step 32").
-            tile(dtype, 1, 1, 4, 8, 32, 8, true)
+            k8_tile(dtype, 1, true)
         } else {
             tile(dtype, 1, 1, 1, 32, 32, 32, true)
         }
@@ -1041,7 +1047,7 @@ mod tests {
             SpmmConfig::select_with_stats(m, m, n, &stats, DType::F32)
         };
         let sel = |m: usize, n: usize, mean: f64, cv: f64| with_max(m, n, mean, cv, (mean * 2.0) as usize);
-        let (two, k8) = (two_row_tile(DType::F32), bounded(tile(DType::F32, 1, 4, 4, 8, 32, 8, false), 32));
+        let (two, k8) = (two_row_tile(DType::F32), bounded(k8_tile(DType::F32, 4, false), 32));
         let warp = tile(DType::F32, 1, 4, 1, 32, 128, 32, false);
         // wrld_1deg (15260 rows of 7.3, cv 0.19), 4elt (7434 of 11.6), add32 (4960 of 4.8, cv 0.76), well1850 (1850
         // of 4.7, cv 0.10; k = 712).
