@@ -87,18 +87,20 @@ pub(crate) fn split_row_k8_tile(dtype: DType) -> SpmmConfig {
 }
 
 /// f32 with few rows and a small n: the row-split tiles, where a warp per row over 128 columns
-/// (`m * n / 128` blocks) would have at most six blocks per SM of the H100 and some rows span several tiles. The
-/// rows' loads then come from too few warps, and two or four subwarps per row put more of them in flight. Up to
-/// three blocks per SM the k = 8 tile with four subwarps per row, up to six the warp-wide tile with two. Measured on
+/// (`m * n / 128` blocks) would have at most six blocks per SM of the H100 (eight on short rows) and some rows span
+/// several tiles. The rows' loads then come from too few warps, and two or four subwarps per row put more of them in
+/// flight. Up to three blocks per SM (four on rows of fewer than 150 entries on average) the k = 8 tile with four
+/// subwarps per row, up to six (eight on rows of at most 40) the warp-wide tile with two. Measured on
 /// the H100 (NOTES.md, "SpMM step 29"; slices of the suite's pruned weights at 70%, 90% and 98%, against the
 /// selection before it, which ran a warp per row, the sixteen-row block or, at 70%, the tensor cores): on the first
 /// 128-1024 rows at n = 128, 256 and 512, 1.141x faster on geometric mean over the 63 problems in the rule
 /// (1.00x-1.39x; 384 x 1536 at 70%, n = 128: 18.8 -> 13.5 us; at n = 256 16.3 us against the tensor cores' 18.8); on
 /// the first 32-96 rows, 1.167x over 48 (1.05x-1.35x); on the last 160-640 rows, 1.121x over 36 against the best of a
-/// warp per row and both tensor-core kernels (0.97x-1.27x). Past six blocks per SM the split loses (0.70x-1.12x at
-/// 7.8-31 blocks per SM; 1536 x 384 at 98%, n = 1024: 12.0 vs 18.4 us), and so it does where every row fits one
-/// 32-entry tile (uniform 256-768 x 1024 at 1-2%, rows of 10-20 and at most about 35 entries: 0.90x-1.00x), hence a
-/// longest row of at least 48 entries (the pruned slices' are 55-817) and a mean of 7 or more. Skewed rows keep
+/// warp per row and both tensor-core kernels (0.97x-1.27x). Past six blocks per SM the split lost on those slices
+/// (0.70x-1.12x at 7.8-31 blocks per SM, bar the short rows below; 1536 x 384 at 98%, n = 1024: 12.0 vs 18.4 us),
+/// and so it does where every row fits one 32-entry tile (uniform 256-768 x 1024 at 1-2%, rows of 10-20 and at most
+/// about 35 entries: 0.90x-1.00x), hence a longest row of at least 48 entries (the pruned slices' are 55-817) and a
+/// mean of 7 or more. Skewed rows keep
 /// their pieces ([`is_skewed`]). Not measured: fewer than 32 rows; not taken: n = 1024 (the four-way split ran
 /// 1.00x-1.50x in 32 rows but 0.97x-1.16x in 64 and 96, the two-way one 0.91x-1.34x).
 ///
@@ -108,6 +110,15 @@ pub(crate) fn split_row_k8_tile(dtype: DType) -> SpmmConfig {
 /// and 64) it was 1.52x faster than the selection before it on geometric mean (1.00x-2.14x; 384 x 1536 at 98%, n
 /// = 64: 15.8 -> 7.6 us), and the suite's nine weights at n = 32 and 64 went from 0.61x-1.19x of cuSPARSE's speed
 /// to 1.13x-1.69x. Past six blocks per SM it lost (uniform 3072 x 2048 at 3%, n = 64, 1536 blocks: 0.88x).
+///
+/// Two bands move with the rows' mean length (NOTES.md, "SpMM step 37"; every f32 variant timed on 105 row slices
+/// of the nine weights, 128-1024 rows, at n = 128-512). The k = 8 tile goes up to four blocks per SM where rows have
+/// fewer than 150 entries on average: at 3.4-3.9 per SM it took 0.91x-1.04x of the warp-wide split's time on rows
+/// of 8-136 entries, but 0.91x-1.10x on the 384 x 1536 weight's rows of 151-461. The warp-wide split goes up to
+/// eight per SM on rows of at most 40 entries: at 6.5-8.0 per SM it ran 0.95x-1.19x as fast as a warp per row
+/// there, and lost on longer rows. Checked through the selection on 45 other slices, old and new side by side: the
+/// 36 choices moved at n = 128-512 ran 1.072x faster on geometric mean (0.99x-1.19x), the 37 at n = 140, 236, 332
+/// and 480, where the tiles run guarded, 1.108x (0.99x-1.34x).
 ///
 /// Where n has a [`rounded_width`] (f32, a multiple of 4 but not of 128, nor 32, 64 or 96), the tile is the one
 /// chosen there, guarded in n ([`predicated_for`]).
@@ -126,9 +137,10 @@ fn row_split_tile_at(m: usize, n: usize, stats: &RowStats, dtype: DType) -> Opti
     }
     // The blocks a warp per row over 128 columns would launch.
     let blocks = m.saturating_mul(n).div_ceil(128);
-    if blocks <= 3 * H100_SMS || (narrow && blocks <= 6 * H100_SMS) {
+    let short_rows = stats.mean < 150.0 && blocks <= 4 * H100_SMS;
+    if blocks <= 3 * H100_SMS || short_rows || (narrow && blocks <= 6 * H100_SMS) {
         Some(split_row_k8_tile(dtype))
-    } else if blocks <= 6 * H100_SMS {
+    } else if !narrow && (blocks <= 6 * H100_SMS || (stats.mean <= 40.0 && blocks <= 8 * H100_SMS)) {
         Some(split_row_warp_tile(dtype))
     } else {
         None
@@ -993,18 +1005,31 @@ mod tests {
         assert_eq!(k8.kernel_name(), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
         assert_eq!(warp.kernel_name(), "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2");
         // The 384 x 384 weight at 90%. Up to three blocks of a warp per row (m * n / 128) per SM: four 8-thread
-        // subwarps per row (384 rows at n = 128: 384 blocks); 396 blocks is the last.
+        // subwarps per row (384 rows at n = 128: 384 blocks); up to four (528 blocks) on rows of fewer than 150
+        // entries on average, as these are (38.4).
         let pruned = rows(38.4, 154);
         assert_eq!(sel(384, 128, &pruned), k8);
         assert_eq!(sel(198, 256, &pruned), k8);
-        assert_eq!(sel(397, 128, &pruned), warp);
-        // Up to six: two warps per row (384 rows at n = 256, 768 blocks; 792 the last) ...
+        assert_eq!(sel(528, 128, &pruned), k8);
+        assert_eq!(sel(529, 128, &pruned), warp);
+        let long = rows(460.0, 817); // the 384 x 1536 weight at 70%
+        assert_eq!(sel(396, 128, &long), k8);
+        assert_eq!(sel(397, 128, &long), warp);
+        assert_eq!(sel(528, 128, &rows(149.9, 300)), k8);
+        assert_eq!(sel(528, 128, &rows(150.0, 300)), warp);
+        // Up to six: two warps per row (384 rows at n = 256, 768 blocks; 792 the last); up to eight (1056) on rows
+        // of at most 40 entries ...
         assert_eq!(sel(384, 256, &pruned), warp);
         assert_eq!(sel(198, 512, &pruned), warp);
-        // ... past them a warp per row again (1536 rows at n = 256; 793 blocks).
+        assert_eq!(sel(792, 128, &long), warp);
+        assert_eq!(sel(1056, 128, &pruned), warp);
+        assert_eq!(sel(1056, 128, &rows(40.0, 154)), warp);
+        // ... past them a warp per row again (1536 rows at n = 256: 3072 blocks).
         let one_warp = "spmm_f32_s1d4_y1k32x128w32_u4_nopred";
         assert_eq!(sel(1536, 256, &pruned).kernel_name(), one_warp);
-        assert_eq!(sel(793, 128, &pruned).kernel_name(), one_warp);
+        assert_eq!(sel(1057, 128, &pruned).kernel_name(), one_warp);
+        assert_eq!(sel(793, 128, &rows(40.1, 154)).kernel_name(), one_warp);
+        assert_eq!(sel(793, 128, &long).row_split, 1);
         // From 32 rows (four subwarps per row at every n from 128 to 512).
         assert_eq!(sel(32, 512, &pruned), k8);
         assert_eq!(sel(31, 128, &pruned).row_split, 1);
