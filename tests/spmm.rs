@@ -353,16 +353,22 @@ fn sanitizer_row_split_shares_rows_of_every_length() {
     }
     // The selection's choice: rows like the pruned 384 x 384 at 90% (mean 38, longest 154), alternating 20 and 60
     // entries, at n = 32, 64, 96 and 128 (up to 384 blocks: four subwarps per row over one to four column tiles)
-    // and n = 256 (768: two warps per row); n = 20, 48 and 100 take the choice at 32, 64 and 128, n = 200 that at
-    // 256, guarded in n.
-    let a = rows_of_lengths(384, 384, |r| if r % 2 == 0 { 20 } else { 60 }, seed(123));
-    let stats = RowStats::from_indptr(&a.indptr().to_proper());
-    for (n, row_split) in [(20, 4), (32, 4), (48, 4), (64, 4), (96, 4), (100, 4), (128, 4), (200, 2), (256, 2)] {
+    // and n = 256 (768 blocks; still four subwarps per row on rows this short at k = 384); n = 20, 48 and 100 take
+    // the choice at 32, 64 and 128, n = 200 that at 256, guarded in n where n cuts a column tile. Rows like the
+    // same weight at 70% (mean 115, alternating 80 and 150 entries) take two warps per row at n = 200 and 256.
+    let short = rows_of_lengths(384, 384, |r| if r % 2 == 0 { 20 } else { 60 }, seed(123));
+    let long = rows_of_lengths(384, 384, |r| if r % 2 == 0 { 80 } else { 150 }, seed(128));
+    let cases = [(20, 4), (32, 4), (48, 4), (64, 4), (96, 4), (100, 4), (128, 4), (200, 4), (256, 4)]
+        .map(|(n, split)| (&short, n, split))
+        .into_iter()
+        .chain([(&long, 128, 4), (&long, 200, 2), (&long, 256, 2)]);
+    for (a, n, row_split) in cases {
+        let stats = RowStats::from_indptr(&a.indptr().to_proper());
         let chosen = SpmmConfig::select_with_stats(384, 384, n, &stats, DType::F32);
-        assert_eq!(chosen.row_split, row_split, "n = {n}: {chosen}");
+        assert_eq!(chosen.row_split, row_split, "n = {n}, mean {}: {chosen}", stats.mean);
         assert_eq!(chosen.predicate_loads, n % chosen.block_items_x as usize != 0, "n = {n}: {chosen}");
-        let label = format!("row split chosen at n = {n}");
-        assert_eq!(check_kernels::<f32>(&gpu, &label, &a, n, seed(124), [SpmmKernel::Tiled(chosen)]), 1);
+        let label = format!("row split chosen at n = {n}, mean {}", stats.mean);
+        assert_eq!(check_kernels::<f32>(&gpu, &label, a, n, seed(124), [SpmmKernel::Tiled(chosen)]), 1);
     }
 }
 

@@ -270,7 +270,7 @@ impl SpmmKernel {
         dtype: crate::DType,
         tensor_core_blocks: Option<tensor_core::BlockCounts>,
     ) -> SpmmKernel {
-        if let Some(config) = select::row_split_tile(m, n, stats, dtype) {
+        if let Some(config) = select::row_split_tile(m, k, n, stats, dtype) {
             return SpmmKernel::Tiled(config);
         }
         let tc = tensor_core_blocks.and_then(|counts| tensor_core::select_tensor_core(dtype, m, n, nnz, counts));

@@ -89,8 +89,9 @@ pub(crate) fn split_row_k8_tile(dtype: DType) -> SpmmConfig {
 /// f32 with few rows and a small n: the row-split tiles, where a warp per row over 128 columns
 /// (`m * n / 128` blocks) would have at most six blocks per SM of the H100 (eight on short rows) and some rows span
 /// several tiles. The rows' loads then come from too few warps, and two or four subwarps per row put more of them in
-/// flight. Up to three blocks per SM (four on rows of fewer than 150 entries on average) the k = 8 tile with four
-/// subwarps per row, up to six (eight on rows of at most 40) the warp-wide tile with two. Measured on
+/// flight. Up to three blocks per SM the k = 8 tile with four subwarps per row (four on rows of fewer than 150
+/// entries on average, six on rows of fewer than 64 where k is at most 512), up to six the warp-wide tile with two
+/// (eight on rows of at most 40). Measured on
 /// the H100 (NOTES.md, "SpMM step 29"; slices of the suite's pruned weights at 70%, 90% and 98%, against the
 /// selection before it, which ran a warp per row, the sixteen-row block or, at 70%, the tensor cores): on the first
 /// 128-1024 rows at n = 128, 256 and 512, 1.141x faster on geometric mean over the 63 problems in the rule
@@ -120,16 +121,23 @@ pub(crate) fn split_row_k8_tile(dtype: DType) -> SpmmConfig {
 /// 36 choices moved at n = 128-512 ran 1.072x faster on geometric mean (0.99x-1.19x), the 37 at n = 140, 236, 332
 /// and 480, where the tiles run guarded, 1.108x (0.99x-1.34x).
 ///
+/// At 4.4-5.8 blocks per SM the k = 8 tile also beat the warp-wide split on rows of fewer than 64 entries where k
+/// is 384 (the attention and ffn_in weights: its time 0.93x-1.04x of the split's, 0.98x on geometric mean over 33
+/// problems), but not on the 384 x 1536 weight's rows of 30 (0.94x-1.09x), so it takes that band where k is at
+/// most 512 (only k = 384 and 1536 were measured). Through the selection on the third set: 16 choices moved at n =
+/// 128-512, 1.044x (1.01x-1.09x), 16 at the rounded widths, 1.050x (1.01x-1.10x). It takes the suite's 384 x 384
+/// weight at 90% and 98%, n = 256: 7.8 -> 7.7 us and 6.7 -> 6.4 us.
+///
 /// Where n has a [`rounded_width`] (f32, a multiple of 4 but not of 128, nor 32, 64 or 96), the tile is the one
 /// chosen there, guarded in n ([`predicated_for`]).
-pub(crate) fn row_split_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
+pub(crate) fn row_split_tile(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
     match rounded_width(n, dtype) {
-        Some(width) => row_split_tile_at(m, width, stats, dtype).map(|config| predicated_for(config, n)),
-        None => row_split_tile_at(m, n, stats, dtype),
+        Some(width) => row_split_tile_at(m, k, width, stats, dtype).map(|config| predicated_for(config, n)),
+        None => row_split_tile_at(m, k, n, stats, dtype),
     }
 }
 
-fn row_split_tile_at(m: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
+fn row_split_tile_at(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
     let narrow = n % 32 == 0 && (32..128).contains(&n);
     let shape = dtype == DType::F32 && ((n % 128 == 0 && n <= 512) || narrow) && m >= 32;
     if !shape || stats.mean < 7.0 || stats.max < 48 || is_skewed(stats) {
@@ -137,7 +145,8 @@ fn row_split_tile_at(m: usize, n: usize, stats: &RowStats, dtype: DType) -> Opti
     }
     // The blocks a warp per row over 128 columns would launch.
     let blocks = m.saturating_mul(n).div_ceil(128);
-    let short_rows = stats.mean < 150.0 && blocks <= 4 * H100_SMS;
+    let short_rows =
+        (stats.mean < 150.0 && blocks <= 4 * H100_SMS) || (stats.mean < 64.0 && k <= 512 && blocks <= 6 * H100_SMS);
     if blocks <= 3 * H100_SMS || short_rows || (narrow && blocks <= 6 * H100_SMS) {
         Some(split_row_k8_tile(dtype))
     } else if !narrow && (blocks <= 6 * H100_SMS || (stats.mean <= 40.0 && blocks <= 8 * H100_SMS)) {
@@ -405,7 +414,7 @@ impl SpmmConfig {
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
             // n = 128: 42.2 us vs 55 us with a warp per row, unsplit; NOTES.md, "SpMM step 4").
             k8_tile(dtype, 4, n % 32 != 0)
-        } else if let Some(config) = row_split_tile(m, n, stats, dtype) {
+        } else if let Some(config) = row_split_tile(m, k, n, stats, dtype) {
             // Few rows and a small n: two or four subwarps per row ([`row_split_tile`], NOTES.md "SpMM step 29").
             config
         } else if dv == 4
@@ -1006,12 +1015,23 @@ mod tests {
         assert_eq!(warp.kernel_name(), "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2");
         // The 384 x 384 weight at 90%. Up to three blocks of a warp per row (m * n / 128) per SM: four 8-thread
         // subwarps per row (384 rows at n = 128: 384 blocks); up to four (528 blocks) on rows of fewer than 150
-        // entries on average, as these are (38.4).
+        // entries on average; up to six (792) on rows of fewer than 64 where k is at most 512, as here (38.4, k =
+        // 384: the suite's 384 rows at n = 256).
         let pruned = rows(38.4, 154);
         assert_eq!(sel(384, 128, &pruned), k8);
         assert_eq!(sel(198, 256, &pruned), k8);
         assert_eq!(sel(528, 128, &pruned), k8);
-        assert_eq!(sel(529, 128, &pruned), warp);
+        assert_eq!(sel(384, 256, &pruned), k8);
+        assert_eq!(sel(792, 128, &pruned), k8);
+        assert_eq!(sel(793, 128, &pruned), warp);
+        assert_eq!(sel(792, 128, &rows(63.9, 154)), k8);
+        assert_eq!(sel(792, 128, &rows(64.0, 154)), warp);
+        let wide_k =
+            |m: usize, n: usize, stats: &RowStats| SpmmConfig::select_with_stats(m, 1536, n, stats, DType::F32);
+        assert_eq!(wide_k(528, 128, &pruned), k8);
+        assert_eq!(wide_k(529, 128, &pruned), warp);
+        assert_eq!(SpmmConfig::select_with_stats(529, 512, 128, &pruned, DType::F32), k8);
+        assert_eq!(SpmmConfig::select_with_stats(529, 513, 128, &pruned, DType::F32), warp);
         let long = rows(460.0, 817); // the 384 x 1536 weight at 70%
         assert_eq!(sel(396, 128, &long), k8);
         assert_eq!(sel(397, 128, &long), warp);
@@ -1019,8 +1039,8 @@ mod tests {
         assert_eq!(sel(528, 128, &rows(150.0, 300)), warp);
         // Up to six: two warps per row (384 rows at n = 256, 768 blocks; 792 the last); up to eight (1056) on rows
         // of at most 40 entries ...
-        assert_eq!(sel(384, 256, &pruned), warp);
-        assert_eq!(sel(198, 512, &pruned), warp);
+        assert_eq!(wide_k(384, 256, &pruned), warp);
+        assert_eq!(sel(198, 512, &long), warp);
         assert_eq!(sel(792, 128, &long), warp);
         assert_eq!(sel(1056, 128, &pruned), warp);
         assert_eq!(sel(1056, 128, &rows(40.0, 154)), warp);
@@ -1039,7 +1059,8 @@ mod tests {
         assert_eq!(sel(384, 1024, &pruned).row_split, 1);
         assert_eq!(sel(64, 1024, &pruned).row_split, 1);
         assert_eq!(sel(128, 640, &pruned).row_split, 1);
-        assert_eq!(sel(300, 192, &pruned), SpmmConfig { predicate_loads: true, ..warp });
+        assert_eq!(sel(300, 192, &pruned), k8); // 192 is a multiple of its 32-column tiles: no guards
+        assert_eq!(wide_k(300, 192, &pruned), SpmmConfig { predicate_loads: true, ..warp });
         // n = 32, 64 and 96: the k = 8 tile up to six blocks per SM (792: 3168 rows at n = 32, 1584 at 64, 1056
         // at 96), then the tiles before it; not n up to 16. Other multiples of 4 take the tile of the width they
         // round up to (`rounded_width`), guarded: 48 that of 64.
@@ -1056,9 +1077,9 @@ mod tests {
         assert_eq!(sel(384, 64, &rows(6.9, 83)).row_split, 1);
         assert_eq!(sel(384, 64, &rows(20.0, 47)).row_split, 1);
         assert_eq!(sel(384, 256, &rows(6.9, 83)).row_split, 1);
-        assert_eq!(sel(384, 256, &rows(7.0, 83)), warp);
+        assert_eq!(sel(384, 256, &rows(7.0, 83)), k8);
         assert_eq!(sel(384, 256, &rows(20.0, 47)).row_split, 1);
-        assert_eq!(sel(384, 256, &rows(20.0, 48)), warp);
+        assert_eq!(sel(384, 256, &rows(20.0, 48)), k8);
         assert_eq!(SpmmConfig::select_with_stats(384, 384, 256, &pruned, DType::F16).row_split, 1);
         let skewed = rows(10.0, 5000);
         assert!(is_skewed(&skewed));
