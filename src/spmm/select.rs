@@ -86,24 +86,22 @@ pub(crate) fn split_row_k8_tile(dtype: DType) -> SpmmConfig {
     SpmmConfig { row_split: 4, ..tile(dtype, 1, 4, 8, 8, 32, 8, false) }
 }
 
-/// f32 with few rows and a small n: the row-split tiles, where a warp per row over 128 columns
-/// (`m * n / 128` blocks) would have at most six blocks per SM of the H100 (eight on short rows) and some rows span
-/// several tiles. The rows' loads then come from too few warps, and two or four subwarps per row put more of them in
-/// flight. Up to three blocks per SM the k = 8 tile with four subwarps per row (four on rows of fewer than 150
-/// entries on average, six on rows of fewer than 64 where k is at most 512), up to six the warp-wide tile with two
-/// (eight on rows of at most 40). Measured on
-/// the H100 (NOTES.md, "SpMM step 29"; slices of the suite's pruned weights at 70%, 90% and 98%, against the
+/// f32 with few rows and a small n: the row-split tiles, where a warp per row over 128 columns (`m * n / 128` blocks)
+/// would have at most six blocks per SM of the H100 (eight on short rows) and some rows span several tiles. The rows'
+/// loads then come from too few warps, and two or four subwarps per row put more of them in flight. Up to three blocks
+/// per SM the k = 8 tile with four subwarps per row (four on rows of fewer than 150 entries on average, six on rows of
+/// fewer than 64 where k is at most 512), up to six the warp-wide tile with two (eight on rows of at most 40). Measured
+/// on the H100 (NOTES.md, "SpMM step 29"; slices of the suite's pruned weights at 70%, 90% and 98%, against the
 /// selection before it, which ran a warp per row, the sixteen-row block or, at 70%, the tensor cores): on the first
 /// 128-1024 rows at n = 128, 256 and 512, 1.141x faster on geometric mean over the 63 problems in the rule
 /// (1.00x-1.39x; 384 x 1536 at 70%, n = 128: 18.8 -> 13.5 us; at n = 256 16.3 us against the tensor cores' 18.8); on
 /// the first 32-96 rows, 1.167x over 48 (1.05x-1.35x); on the last 160-640 rows, 1.121x over 36 against the best of a
 /// warp per row and both tensor-core kernels (0.97x-1.27x). Past six blocks per SM the split lost on those slices
-/// (0.70x-1.12x at 7.8-31 blocks per SM, bar the short rows below; 1536 x 384 at 98%, n = 1024: 12.0 vs 18.4 us),
-/// and so it does where every row fits one 32-entry tile (uniform 256-768 x 1024 at 1-2%, rows of 10-20 and at most
-/// about 35 entries: 0.90x-1.00x), hence a longest row of at least 48 entries (the pruned slices' are 55-817) and a
-/// mean of 7 or more. Skewed rows keep
-/// their pieces ([`is_skewed`]). Not measured: fewer than 32 rows; not taken: n = 1024 (the four-way split ran
-/// 1.00x-1.50x in 32 rows but 0.97x-1.16x in 64 and 96, the two-way one 0.91x-1.34x).
+/// (0.70x-1.12x at 7.8-31 blocks per SM, bar the short rows below; 1536 x 384 at 98%, n = 1024: 12.0 vs 18.4 us), and
+/// so it does where every row fits one 32-entry tile (uniform 256-768 x 1024 at 1-2%, rows of 10-20 and at most about
+/// 35 entries: 0.90x-1.00x), hence a longest row of at least 48 entries (the pruned slices' are 55-817) and a mean of 7
+/// or more. Skewed rows keep their pieces ([`is_skewed`]). Not measured: fewer than 32 rows; not taken: n = 1024 (the
+/// four-way split ran 1.00x-1.50x in 32 rows but 0.97x-1.16x in 64 and 96, the two-way one 0.91x-1.34x).
 ///
 /// n = 32, 64 and 96 take the k = 8 tile (the only split tile narrower than 128 columns) up to the same six blocks
 /// per SM, counted the same way (NOTES.md, "SpMM step 30"). On the 51 slices above at n = 32, 64 and 96 and 16
