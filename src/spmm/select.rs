@@ -141,13 +141,27 @@ fn row_split_tile_at(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DTyp
     if !shape || stats.mean < 7.0 || stats.max < 48 || is_skewed(stats) {
         return None;
     }
-    // The blocks a warp per row over 128 columns would launch.
+    // The blocks a warp per row over 128 columns would launch, and the blocks per SM up to which each split tile
+    // takes them (the warp-wide tile has no narrow form).
     let blocks = m.saturating_mul(n).div_ceil(128);
-    let short_rows =
-        (stats.mean < 150.0 && blocks <= 4 * H100_SMS) || (stats.mean < 64.0 && k <= 512 && blocks <= 6 * H100_SMS);
-    if blocks <= 3 * H100_SMS || short_rows || (narrow && blocks <= 6 * H100_SMS) {
+    let mean = stats.mean;
+    let k8_per_sm = if narrow || (mean < 64.0 && k <= 512) {
+        6
+    } else if mean < 150.0 {
+        4
+    } else {
+        3
+    };
+    let warp_per_sm = if narrow {
+        0
+    } else if mean <= 40.0 {
+        8
+    } else {
+        6
+    };
+    if blocks <= k8_per_sm * H100_SMS {
         Some(split_row_k8_tile(dtype))
-    } else if !narrow && (blocks <= 6 * H100_SMS || (stats.mean <= 40.0 && blocks <= 8 * H100_SMS)) {
+    } else if blocks <= warp_per_sm * H100_SMS {
         Some(split_row_warp_tile(dtype))
     } else {
         None
