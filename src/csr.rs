@@ -121,6 +121,20 @@ pub fn row_swizzle(indptr: &[usize]) -> Vec<i32> {
     order
 }
 
+/// The SpMM kernel's rows in [`row_swizzle`]'s order, four ints per row: the row, its first entry, its end entry
+/// and 0 (padding to one 16-byte load). A subwarp reads its row's bounds with its row in one load, where the order
+/// alone would put a second, dependent load (the row's offsets) on its chain.
+pub fn swizzled_rows(indptr: &[usize]) -> Vec<i32> {
+    row_swizzle(indptr)
+        .into_iter()
+        .flat_map(|r| {
+            let r = r as usize;
+            // Entries and rows fit in i32: validated at upload.
+            [r as i32, indptr[r] as i32, indptr[r + 1] as i32, 0]
+        })
+        .collect()
+}
+
 /// Copies a host slice to the device. Empty slices get a one-element allocation so every pointer handed to
 /// a kernel is valid; the kernels never read past the logical length.
 pub(crate) fn upload_slice<T: DeviceRepr + Default + Copy>(
@@ -143,8 +157,8 @@ pub(crate) fn upload_slice<T: DeviceRepr + Default + Copy>(
 /// in that order ([`crate::spmm::rows_longest_first`]) and, for a skewed matrix, SpMM's row split, on the device.
 pub(crate) struct Derived {
     pub(crate) stats: RowStats,
-    /// None: the SpMM kernel takes the rows in their own order (a null `row_swizzle`).
-    pub(crate) row_swizzle: Option<CudaSlice<i32>>,
+    /// [`swizzled_rows`]; None: the SpMM kernel takes the rows in their own order (a null `swizzled_rows`).
+    pub(crate) swizzled_rows: Option<CudaSlice<i32>>,
     pub(crate) split: Option<DeviceSplit>,
 }
 
@@ -161,8 +175,8 @@ impl Derived {
     fn from_indptr(gpu: &Gpu, indptr: &[usize], dtype: crate::DType) -> Result<Self> {
         let stats = RowStats::from_indptr(indptr);
         let rows = indptr.len().saturating_sub(1);
-        let row_swizzle = if crate::spmm::rows_longest_first(&stats, rows, dtype) {
-            Some(upload_slice(gpu, &row_swizzle(indptr), "uploading the row swizzle")?)
+        let swizzled_rows = if crate::spmm::rows_longest_first(&stats, rows, dtype) {
+            Some(upload_slice(gpu, &swizzled_rows(indptr), "uploading the row swizzle")?)
         } else {
             None
         };
@@ -176,7 +190,7 @@ impl Derived {
                 num_partials: host.num_partials,
             }),
         };
-        Ok(Derived { row_swizzle, stats, split })
+        Ok(Derived { swizzled_rows, stats, split })
     }
 }
 

@@ -12,14 +12,15 @@ struct SpmmParams {
   int k;                        // columns of A, rows of B
   int n;                        // columns of B and C
   int nnz;                      // stored entries of A
-  const int* row_swizzle;       // (m) rows longest first, global; null = row order (spmm::rows_longest_first)
+  const int4* swizzled_rows;    // (m) rows longest first: row, first entry, end entry, 0 (csr::swizzled_rows),
+                                // global; null = row order (spmm::rows_longest_first)
   const void* values;           // (nnz) A's values, global, element type of the kernel
   const int* row_offsets;       // (m + 1) CSR row pointer, global
   const int* column_indices;    // (nnz) CSR column indices, global
   const void* dense;            // (k, n) B, row-major, global
   const float* bias;            // (m) bias added before a ReLU, global; null = plain SpMM
   void* out;                    // (m, n) C, row-major, global; every element is written
-  // Row split (null pieces = one subwarp per row, in row_swizzle order). Each piece is 4 ints: row, first
+  // Row split (null pieces = one subwarp per row, in swizzled_rows order). Each piece is 4 ints: row, first
   // entry, end entry, partial row (-1: the piece is the whole row and writes C). Pieces of split rows write
   // their f32 sums to partials[partial row]; spmm_fixup_<dtype> adds a split row's partials in piece order.
   const int* pieces;            // (num_pieces, 4) global

@@ -63,9 +63,16 @@ __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, in
     row_start = piece.y;
     row_end = piece.z;
   } else if (slot < p.m) {
-    target = p.row_swizzle != nullptr ? __ldg(p.row_swizzle + slot) : slot;
-    row_start = __ldg(p.row_offsets + target);
-    row_end = __ldg(p.row_offsets + target + 1);
+    if (p.swizzled_rows != nullptr) {  // the row and its bounds in one load: no second load on the chain
+      const int4 row = __ldg(p.swizzled_rows + slot);
+      target = row.x;
+      row_start = row.y;
+      row_end = row.z;
+    } else {
+      target = slot;
+      row_start = __ldg(p.row_offsets + slot);
+      row_end = __ldg(p.row_offsets + slot + 1);
+    }
   } else if (kRowSplit == 1) {
     return;
   } else {

@@ -26,7 +26,7 @@ struct SpmmParams {
     k: i32,
     n: i32,
     nnz: i32,
-    row_swizzle: u64,
+    swizzled_rows: u64,
     values: u64,
     row_offsets: u64,
     column_indices: u64,
@@ -382,11 +382,16 @@ pub fn column_tiles_first(
     fewer_tiles_per_sm && (waves <= 1.0 || (row_cv >= 0.5 && waves <= 3.0))
 }
 
-/// Whether the tile kernel takes A's rows longest first (the row swizzle of [`crate::csr::row_swizzle`], one load
-/// per subwarp before its row's offsets) rather than in row order (no swizzle: `row_swizzle` null), for `rows` rows
-/// of `dtype` with row statistics `stats`. Row order for f32 on 4096 rows or more of length variation cv <= 0.4:
-/// with many row blocks and even rows, longest first evens out little and its load sits on every subwarp's chain
-/// of dependent loads.
+/// Whether the tile kernel takes A's rows longest first (the rows and their bounds of
+/// [`crate::csr::swizzled_rows`], one 16-byte load per subwarp) rather than in row order (`swizzled_rows` null: the
+/// row's two offsets, loaded together), for `rows` rows of `dtype` with row statistics `stats`. Row order for f32 on
+/// 4096 rows or more of length variation cv <= 0.4: with many row blocks and even rows, longest first evens out
+/// little.
+///
+/// The measurements below were taken when the swizzle was the row alone, a load before the row's offsets. Since the
+/// swizzle carries the bounds (NOTES.md, "SpMM step 38") longest first costs no load of its own; taken for every
+/// f32 matrix it was no faster (the f32 suite 1.527x and 1.532x against 1.530x twice; copter2, case_ACTIVSg70k,
+/// wrld_1deg and 4elt at n = 32 and 128 0.93x-1.02x of row order), so the rule stays.
 ///
 /// Measured on the H100 (NOTES.md, "SpMM step 26"; the selected tile, both ways, medians of event-timed runs, each
 /// way twice): copter2 (55,476 rows, cv 0.33) 1.03x-1.08x faster in row order at n = 32-512, case_ACTIVSg70k
@@ -534,7 +539,7 @@ fn launch<T: Scalar>(
         ),
         None => None,
     };
-    let row_swizzle = derived.row_swizzle.as_ref().map(|s| s.device_ptr(stream));
+    let swizzled_rows = derived.swizzled_rows.as_ref().map(|s| s.device_ptr(stream));
     let (values, _g2) = a.values.device_ptr(stream);
     let (row_offsets, _g3) = a.row_offsets.device_ptr(stream);
     let (column_indices, _g4) = a.column_indices.device_ptr(stream);
@@ -584,7 +589,7 @@ fn launch<T: Scalar>(
         k: k as i32,
         n: n as i32,
         nnz: a.nnz() as i32,
-        row_swizzle: ptr(&row_swizzle),
+        swizzled_rows: ptr(&swizzled_rows),
         values,
         row_offsets,
         column_indices,
