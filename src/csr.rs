@@ -121,16 +121,16 @@ pub fn row_swizzle(indptr: &[usize]) -> Vec<i32> {
     order
 }
 
-/// The SpMM kernel's rows in [`row_swizzle`]'s order, four ints per row: the row, its first entry, its end entry
-/// and 0 (padding to one 16-byte load). A subwarp reads its row's bounds with its row in one load, where the order
-/// alone would put a second, dependent load (the row's offsets) on its chain.
+/// The SpMM kernel's rows in [`row_swizzle`]'s order, four ints per row: the row's first entry, its end entry, the
+/// row and 0 (16 bytes, so the bounds are 8-byte aligned). A subwarp reads its row's bounds and its row together,
+/// where the order alone would put a second, dependent load (the row's offsets) on its chain.
 pub fn swizzled_rows(indptr: &[usize]) -> Vec<i32> {
     row_swizzle(indptr)
         .into_iter()
         .flat_map(|r| {
             let r = r as usize;
             // Entries and rows fit in i32: validated at upload.
-            [r as i32, indptr[r] as i32, indptr[r + 1] as i32, 0]
+            [indptr[r] as i32, indptr[r + 1] as i32, r as i32, 0]
         })
         .collect()
 }

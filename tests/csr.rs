@@ -36,7 +36,7 @@ fn row_stats_and_swizzle() {
     assert_eq!((s.min, s.max, s.empty_rows), (0, 5, 1));
     assert!((s.mean - 2.25).abs() < 1e-12);
     assert_eq!(row_swizzle(&indptr), vec![3, 0, 2, 1]);
-    // The same order, each row with its bounds: row, first entry, end entry, 0.
-    assert_eq!(swizzled_rows(&indptr), vec![3, 4, 9, 0, 0, 0, 3, 0, 2, 3, 4, 0, 1, 3, 3, 0]);
+    // The same order, each row with its bounds: first entry, end entry, row, 0.
+    assert_eq!(swizzled_rows(&indptr), vec![4, 9, 3, 0, 0, 3, 0, 0, 3, 4, 2, 0, 3, 3, 1, 0]);
     assert!(swizzled_rows(&[0]).is_empty());
 }

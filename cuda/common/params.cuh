@@ -12,7 +12,7 @@ struct SpmmParams {
   int k;                        // columns of A, rows of B
   int n;                        // columns of B and C
   int nnz;                      // stored entries of A
-  const int4* swizzled_rows;    // (m) rows longest first: row, first entry, end entry, 0 (csr::swizzled_rows),
+  const int4* swizzled_rows;    // (m) rows longest first: first entry, end entry, row, 0 (csr::swizzled_rows),
                                 // global; null = row order (spmm::rows_longest_first)
   const void* values;           // (nnz) A's values, global, element type of the kernel
   const int* row_offsets;       // (m + 1) CSR row pointer, global
