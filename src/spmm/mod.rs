@@ -383,10 +383,10 @@ pub fn column_tiles_first(
 }
 
 /// Whether the tile kernel takes A's rows longest first (the rows and their bounds of
-/// [`crate::csr::swizzled_rows`], one 16-byte load per subwarp) rather than in row order (`swizzled_rows` null: the
-/// row's two offsets, loaded together), for `rows` rows of `dtype` with row statistics `stats`. Row order for f32 on
-/// 4096 rows or more of length variation cv <= 0.4: with many row blocks and even rows, longest first evens out
-/// little.
+/// [`crate::csr::swizzled_rows`], two loads per subwarp issued together) rather than in row order (`swizzled_rows`
+/// null: the row's two offsets, loaded together), for `rows` rows of `dtype` with row statistics `stats`. Row order
+/// for f32 on 4096 rows or more of length variation cv <= 0.4: with many row blocks and even rows, longest first
+/// evens out little.
 ///
 /// The measurements below were taken when the swizzle was the row alone, a load before the row's offsets. Since the
 /// swizzle carries the bounds (NOTES.md, "SpMM step 38") longest first costs no load of its own; taken for every
