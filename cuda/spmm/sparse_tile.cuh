@@ -71,10 +71,27 @@ struct SparseTileLoader {
     }
   }
 
-  /// @brief Loads the last `count < kBlockItemsK` entries with scalar loads: vector loads could run past
-  /// the end of the arrays. The residue never holds foreign entries (see MemoryAligner). Call it after the
-  /// last full tile was fetched: the loader then points at the residue (with a row split, in the subwarp whose
+  /// @brief Issues the loads of the row's last `count < kBlockItemsK` entries (the residue) into the fetch
+  /// registers, so that they are in flight while the last full tile is multiplied; commit_residue stores them.
+  /// Scalar loads: a vector could run past the end of the arrays, and a row too short for a full tile is not
+  /// aligned. The residue never holds foreign entries (see MemoryAligner). Call it where the next full tile
+  /// would have been fetched: the loader then points at the residue (with a row split, in the subwarp whose
   /// turn follows the row's last full tile; the others pass count 0).
+  __device__ __forceinline__ void fetch_residue(int count) {
+#pragma unroll
+    for (int i = 0; i < Config::kThreadVectorsK; ++i) {
+#pragma unroll
+      for (int j = 0; j < kSV; ++j) {
+        if (first_slot_ + i * kStride + j < count) {
+          values_fragment_[i].v[j] = values_[i * kStride + j];
+          columns_fragment_[i].v[j] = __ldg(column_indices_ + i * kStride + j);
+        }
+      }
+    }
+  }
+
+  /// @brief Loads the residue's `count` entries straight into shared memory (scalar loads, as fetch_residue):
+  /// the path of the tiles that do not fetch the residue ahead (kResidueAhead in spmm.cu).
   __device__ __forceinline__ void load_residue(int count) {
     const T* values = values_ - first_slot_;
     const int* column_indices = column_indices_ - first_slot_;
@@ -83,6 +100,21 @@ struct SparseTileLoader {
     for (int i = first_slot_ / kSV; i < count; i += Config::kBlockWidth) {
       values_tile[i] = values[i];
       offsets_tile[i] = __ldg(column_indices + i) * n_;
+    }
+  }
+
+  /// @brief Writes the fetched residue's `count` entries to shared memory, column indices scaled to row
+  /// offsets of B. The slots past `count` are not written (the residue loop does not read them).
+  __device__ __forceinline__ void commit_residue(int count) {
+#pragma unroll
+    for (int i = 0; i < Config::kThreadVectorsK; ++i) {
+#pragma unroll
+      for (int j = 0; j < kSV; ++j) {
+        if (first_slot_ + i * kStride + j < count) {
+          values_tile_[i * kStride + j] = values_fragment_[i].v[j];
+          offsets_tile_[i * kStride + j] = columns_fragment_[i].v[j] * n_;
+        }
+      }
     }
   }
 };

@@ -40,8 +40,8 @@ template <typename Config>
 struct PartSums<Config, false> {};
 
 /// @brief The work of one block on its (row block, column tile) of C. Reads: commit the fetched sparse tile,
-/// sync, fetch the next one, load the dense fragment, multiply-accumulate, sync; then the residue; then the
-/// store. Returns early for subwarps past the last row (or piece); no block-wide barrier follows (but the row
+/// sync, fetch the next one (or the residue), load the dense fragment, multiply-accumulate, sync; then the
+/// residue; then the store. Returns early for subwarps past the last row (or piece); no block-wide barrier follows (but the row
 /// split's, which keeps them), so this is safe.
 template <typename Config, typename Sums>
 __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, int column_tile,
@@ -101,6 +101,10 @@ __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, in
   float accumulator[Config::kThreadVectorsX * Config::kDenseVectorWidth] = {};
   const SubwarpBarrier<Config::kBlockItemsY, Config::kBlockWidth> barrier(threadIdx.y);
 
+  // The residue's entries are fetched with the last full tile, so that their loads overlap its multiply rather
+  // than start the residue's chain of loads. Not in the launch-bounded tiles of k > 8: there the fetch
+  // registers, live past the loop, made five tiles spill at their register cap (NOTES.md step 39).
+  constexpr bool kResidueAhead = !(Config::kLaunchBounds && kK > 8);
   int nonzeros = aligner.nonzeros;
   if constexpr (kRowSplit > 1) {
     // This subwarp's share: its full tiles, and the residue if the row's next tile would have been its turn.
@@ -116,21 +120,35 @@ __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, in
     sparse_tile_loader.template commit<true>(part == 0 ? aligner.lead : 0);
     barrier.sync();
     nonzeros -= kK;
-    if (nonzeros >= kK) sparse_tile_loader.fetch();
+    if (nonzeros >= kK) {
+      sparse_tile_loader.fetch();
+    } else if (kResidueAhead) {
+      sparse_tile_loader.fetch_residue(nonzeros);
+    }
     dense_tile_loader.template load<true>(offsets_tile, predicates, dense_fragment);
     tile_mac<Config>(values_tile, dense_fragment, accumulator);
     for (; nonzeros >= kK; nonzeros -= kK) {
       barrier.sync();  // the previous tile has been read by the whole subwarp before it is overwritten
       sparse_tile_loader.template commit<false>(0);
       barrier.sync();
-      if (nonzeros >= 2 * kK) sparse_tile_loader.fetch();
+      if (nonzeros >= 2 * kK) {
+        sparse_tile_loader.fetch();
+      } else if (kResidueAhead) {
+        sparse_tile_loader.fetch_residue(nonzeros - kK);
+      }
       dense_tile_loader.template load<false>(offsets_tile, predicates, dense_fragment);
       tile_mac<Config>(values_tile, dense_fragment, accumulator);
     }
+  } else if (kResidueAhead) {
+    sparse_tile_loader.fetch_residue(nonzeros);
   }
 
   barrier.sync();
-  sparse_tile_loader.load_residue(nonzeros);
+  if constexpr (kResidueAhead) {
+    sparse_tile_loader.commit_residue(nonzeros);
+  } else {
+    sparse_tile_loader.load_residue(nonzeros);
+  }
   barrier.sync();
   dense_tile_loader.residue_mac(nonzeros, values_tile, offsets_tile, predicates, accumulator);
 
