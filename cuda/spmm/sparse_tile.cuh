@@ -78,16 +78,10 @@ struct SparseTileLoader {
   /// would have been fetched: the loader then points at the residue (with a row split, in the subwarp whose
   /// turn follows the row's last full tile; the others pass count 0).
   __device__ __forceinline__ void fetch_residue(int count) {
-#pragma unroll
-    for (int i = 0; i < Config::kThreadVectorsK; ++i) {
-#pragma unroll
-      for (int j = 0; j < kSV; ++j) {
-        if (first_slot_ + i * kStride + j < count) {
-          values_fragment_[i].v[j] = values_[i * kStride + j];
-          columns_fragment_[i].v[j] = __ldg(column_indices_ + i * kStride + j);
-        }
-      }
-    }
+    for_each_residue_slot(count, [&](int i, int j, int e) {
+      values_fragment_[i].v[j] = values_[e];
+      columns_fragment_[i].v[j] = __ldg(column_indices_ + e);
+    });
   }
 
   /// @brief Loads the residue's `count` entries straight into shared memory (scalar loads, as fetch_residue):
@@ -106,14 +100,22 @@ struct SparseTileLoader {
   /// @brief Writes the fetched residue's `count` entries to shared memory, column indices scaled to row
   /// offsets of B. The slots past `count` are not written (the residue loop does not read them).
   __device__ __forceinline__ void commit_residue(int count) {
+    for_each_residue_slot(count, [&](int i, int j, int e) {
+      values_tile_[e] = values_fragment_[i].v[j];
+      offsets_tile_[e] = columns_fragment_[i].v[j] * n_;
+    });
+  }
+
+ private:
+  /// @brief Calls f(i, j, e) for this thread's slots of the fetch registers (vector i, element j; e entries past
+  /// its first slot) that lie in the residue's first `count` entries.
+  template <typename F>
+  __device__ __forceinline__ void for_each_residue_slot(int count, F f) const {
 #pragma unroll
     for (int i = 0; i < Config::kThreadVectorsK; ++i) {
 #pragma unroll
       for (int j = 0; j < kSV; ++j) {
-        if (first_slot_ + i * kStride + j < count) {
-          values_tile_[i * kStride + j] = values_fragment_[i].v[j];
-          offsets_tile_[i * kStride + j] = columns_fragment_[i].v[j] * n_;
-        }
+        if (first_slot_ + i * kStride + j < count) f(i, j, i * kStride + j);
       }
     }
   }
