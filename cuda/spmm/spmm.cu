@@ -41,8 +41,8 @@ struct PartSums<Config, false> {};
 
 /// @brief The work of one block on its (row block, column tile) of C. Reads: commit the fetched sparse tile,
 /// sync, fetch the next one (or the residue), load the dense fragment, multiply-accumulate, sync; then the
-/// residue; then the store. Returns early for subwarps past the last row (or piece); no block-wide barrier follows (but the row
-/// split's, which keeps them), so this is safe.
+/// residue; then the store. Returns early for subwarps past the last row (or piece); no block-wide barrier
+/// follows (but the row split's, which keeps them), so this is safe.
 template <typename Config, typename Sums>
 __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, int column_tile,
                                           typename Config::Scalar* values_tile_array, int* offsets_tile_array,
