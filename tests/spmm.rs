@@ -762,6 +762,35 @@ fn bad_problems_get_typed_errors() {
     assert!(matches!(oob, Err(Error::InvalidCsr(tilesparse::CsrError::ColumnOutOfRange { .. }))));
 }
 
+/// Rows of every length from 0 to three tiles of the widest k and a few entries more, each length at every
+/// alignment of its row's start (eight rounds of the lengths, whose entries add up to an odd number), on every
+/// compiled variant of each type. So every residue count comes after no full tile, after one (the peeled, masked
+/// tile) and after more, where it is fetched with the last full tile or by itself (NOTES.md, "SpMM step 39"), with
+/// the aligner's lead in every position. n = 36 and 40 cut a column tile; 256 runs every unpredicated variant.
+#[test]
+fn every_variant_walks_rows_of_every_length() {
+    let Some(gpu) = gpu_or_skip("every_variant_walks_rows_of_every_length") else { return };
+    let widest = spmm_table().iter().map(|c| c.block_items_k as usize).max().expect("no SpMM variant");
+    // The fewest lengths (0, 1, ..., lengths - 1) past three tiles and 3 entries whose sum is odd: each round then
+    // starts an odd number of entries after the one before, so over eight rounds a length meets every start mod 8.
+    let lengths = (3 * widest + 4..).find(|l| (l * (l - 1) / 2) % 2 == 1).unwrap();
+    let a = rows_of_lengths(8 * lengths, 2 * lengths + 64, |r| r % lengths, seed(61));
+    let starts: BTreeSet<(usize, usize)> =
+        (0..a.rows()).map(|r| (r % lengths, a.indptr().outer_inds_sz(r).start % 8)).collect();
+    assert_eq!(starts.len(), 8 * lengths, "every length at every alignment");
+    for (dtype, check) in [
+        (DType::F32, check_all_variants::<f32> as fn(&Gpu, &str, &CsMat<f32>, usize, u64) -> Vec<String>),
+        (DType::F16, check_all_variants::<f16>),
+        (DType::Bf16, check_all_variants::<bf16>),
+    ] {
+        let mut ran = BTreeSet::new();
+        for n in [36, 40, 256] {
+            ran.extend(check(&gpu, &format!("{dtype} rows of 0-{} entries, n = {n}", lengths - 1), &a, n, seed(62)));
+        }
+        assert_all_ran("every_variant_walks_rows_of_every_length", dtype, &ran);
+    }
+}
+
 /// Small enough to run under compute-sanitizer (memcheck, racecheck) in run-all.sh --sanitize: every variant,
 /// misaligned row starts, full tiles plus residues, predicated columns.
 #[test]
