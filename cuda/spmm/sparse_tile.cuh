@@ -85,7 +85,9 @@ struct SparseTileLoader {
   }
 
   /// @brief Loads the residue's `count` entries straight into shared memory (scalar loads, as fetch_residue):
-  /// the path of the tiles that do not fetch the residue ahead (kResidueAhead in spmm.cu).
+  /// the path of the tiles that do not fetch the residue ahead (kResidueAhead in spmm.cu). Not fetch_residue
+  /// then commit_residue: through the fetch registers, even right before the store, five of those tiles spilled
+  /// (NOTES.md step 39).
   __device__ __forceinline__ void load_residue(int count) {
     const T* values = values_ - first_slot_;
     const int* column_indices = column_indices_ - first_slot_;
