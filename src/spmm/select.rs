@@ -17,6 +17,17 @@ const H100_SMS: usize = 132;
 /// k = 8 tile won (uniform 4096^2 at 95%, n = 4096; NOTES.md, "SpMM step 14"), and no larger B was measured since.
 const LARGEST_SWEPT_B: usize = 3072 * 4096;
 
+/// f16/bf16 with at most this many rows and n <= 256 take Sputnik's 32-wide tile where the tensor cores do not
+/// take them (the pruned 384- and 1536-row weights). The bound was 2048 rows until step 41 (H100, NOTES.md "SpMM
+/// step 41"). At 2048 rows that tile ran slower than the k = 8 tile on every matrix swept:
+/// - uniform, k = 384, 1536 and 8192 at 2%, 10% and 30%, n = 128 and 256: 1.02x-2.15x slower;
+/// - through `spmm_auto` (2048 x 384-8192 at 2%, n = 256, uniform or pruned, where the tensor cores leave the
+///   matrix to the tiles): 1.22x-2.15x slower.
+///
+/// At 1536 rows the pruned 1536 x 384 weights are split at n = 256: the k = 8 tile is 1.32x-1.33x faster at 70%
+/// sparsity and 1.16x-1.23x slower at 98%. So the bound stays there.
+const HALF_FEW_ROWS: usize = 1536;
+
 /// Whether `blocks`, handed out `wave` at a time, leave the last wave at least three quarters full (or fit in one).
 fn fills_its_last_wave(blocks: usize, wave: usize) -> bool {
     blocks <= wave || blocks.saturating_mul(4) >= wave.saturating_mul(3).saturating_mul(blocks.div_ceil(wave))
@@ -566,7 +577,7 @@ impl SpmmConfig {
             // Split rows (spmm::split), n past one 32-wide tile: email-Enron n = 128, 24.4 us (f16) and 25.6 us
             // (bf16) vs 43.1 / 50.1 us with Sputnik's tile (NOTES.md, "SpMM step 4").
             tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
-        } else if dv == 8 && stats.cv <= 2.0 && !(m <= 2048 && n <= 256) {
+        } else if dv == 8 && stats.cv <= 2.0 && !(m <= HALF_FEW_ROWS && n <= 256) {
             if mean > 300.0 && mean <= 600.0 && n > 128 && n <= 256 {
                 // Uniform 90% (410 per row), n = 256: the k = 8 tile below runs 0.096-0.102 ms in three runs,
                 // f16 (2, 16, 64, 8) 0.070 ms, bf16 (2, 16, 256, 16) 0.073 ms (NOTES.md, "SpMM step 7").
@@ -592,7 +603,7 @@ impl SpmmConfig {
             }
         } else if dv == 8 {
             // Skewed rows (email-Enron n = 32, split: 16.8 us, 2.4x cuSPARSE) and small problems (pruned 384-row
-            // weights at n = 256: 12 us vs 15 us): Sputnik's 32-wide tile.
+            // weights at n = 256: 12 us vs 15 us; [`HALF_FEW_ROWS`]): Sputnik's 32-wide tile.
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
         } else if (dv == 4 || dv == 2) && n > 16 && short_rows_narrow_vectors(m, n, stats) {
             // n not a multiple of 8 (n = 20, 50, 100, 300, ...): the k = 8 tile in 4- or 2-element vectors over 32
@@ -941,6 +952,11 @@ mod tests {
         assert_eq!(s(4096, 128, 819.0, 0.03), "spmm_f16_s2d8_y4k16x64w8_u4_nopred");
         assert_eq!(s(36692, 128, 10.0, 3.6), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");
         assert_eq!(s(384, 256, 115.0, 0.3), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");
+        // Sputnik's 32-wide tile up to HALF_FEW_ROWS rows at n <= 256, the k = 8 tile past them (step 41).
+        assert_eq!(s(1536, 256, 115.0, 0.3), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");
+        assert_eq!(s(1537, 256, 115.0, 0.3), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(2048, 256, 164.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(2048, 128, 31.0, 0.2), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(1536, 1024, 38.0, 0.7), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(100, 7, 5.0, 0.1), "spmm_f16_s1d1_y1k32x32w32_u4_pred");
         // n not a multiple of 8 past 16 (step 32): short rows take the k = 8 tile in the widest vector dividing n,
