@@ -22,7 +22,9 @@ const LARGEST_SWEPT_B: usize = 3072 * 4096;
 /// step 41"). At 2048 rows that tile ran slower than the k = 8 tile on every matrix swept:
 /// - uniform, k = 384, 1536 and 8192 at 2%, 10% and 30%, n = 128 and 256: 1.02x-2.15x slower;
 /// - through `spmm_auto` (2048 x 384-8192 at 2%, n = 256, uniform or pruned, where the tensor cores leave the
-///   matrix to the tiles): 1.22x-2.15x slower.
+///   matrix to the tiles): 1.22x-2.15x slower;
+/// - 2048 x 8192 at 4-7% (328-573 per row), n = 256, against the k = 16 tile (f16) and the 256-column tile (bf16)
+///   that the branch gives rows of 300-600: 1.27x-1.37x slower.
 ///
 /// At 1536 rows the pruned 1536 x 384 weights are split at n = 256: the k = 8 tile is 1.32x-1.33x faster at 70%
 /// sparsity and 1.16x-1.23x slower at 98%. So the bound stays there.
