@@ -71,6 +71,18 @@ struct SparseTileLoader {
     }
   }
 
+  /// @brief Fetches what follows the tile about to be multiplied, given the `remaining` entries of the subwarp's
+  /// share after that tile: the next full tile, else with kAhead the residue (fetch_residue). Without kAhead the
+  /// residue is loaded after the last full tile (load_residue).
+  template <bool kAhead>
+  __device__ __forceinline__ void fetch_next(int remaining) {
+    if (remaining >= Config::kBlockItemsK) {
+      fetch();
+    } else if (kAhead) {
+      fetch_residue(remaining);
+    }
+  }
+
   /// @brief Issues the loads of the row's last `count < kBlockItemsK` entries (the residue) into the fetch
   /// registers, so that they are in flight while the last full tile is multiplied; commit_residue stores them.
   /// Scalar loads: a vector could run past the end of the arrays, and a row too short for a full tile is not

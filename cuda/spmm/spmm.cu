@@ -120,27 +120,19 @@ __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, in
     sparse_tile_loader.template commit<true>(part == 0 ? aligner.lead : 0);
     barrier.sync();
     nonzeros -= kK;
-    if (nonzeros >= kK) {
-      sparse_tile_loader.fetch();
-    } else if (kResidueAhead) {
-      sparse_tile_loader.fetch_residue(nonzeros);
-    }
+    sparse_tile_loader.template fetch_next<kResidueAhead>(nonzeros);
     dense_tile_loader.template load<true>(offsets_tile, predicates, dense_fragment);
     tile_mac<Config>(values_tile, dense_fragment, accumulator);
     for (; nonzeros >= kK; nonzeros -= kK) {
       barrier.sync();  // the previous tile has been read by the whole subwarp before it is overwritten
       sparse_tile_loader.template commit<false>(0);
       barrier.sync();
-      if (nonzeros >= 2 * kK) {
-        sparse_tile_loader.fetch();
-      } else if (kResidueAhead) {
-        sparse_tile_loader.fetch_residue(nonzeros - kK);
-      }
+      sparse_tile_loader.template fetch_next<kResidueAhead>(nonzeros - kK);
       dense_tile_loader.template load<false>(offsets_tile, predicates, dense_fragment);
       tile_mac<Config>(values_tile, dense_fragment, accumulator);
     }
-  } else if (kResidueAhead) {
-    sparse_tile_loader.fetch_residue(nonzeros);
+  } else {
+    sparse_tile_loader.template fetch_next<kResidueAhead>(nonzeros);
   }
 
   barrier.sync();
