@@ -6,6 +6,7 @@
 //! sorted, unique column indices; values are uniform in [-1, 1) unless said otherwise.
 
 use crate::scalar::Scalar;
+use crate::{Error, Result};
 use rayon::prelude::*;
 use sprs::CsMat;
 use std::collections::HashSet;
@@ -174,6 +175,32 @@ fn build_rows(
         }
     });
     CsMat::new((m, k), indptr, indices, data)
+}
+
+/// The generators by the names the command line takes: `uniform` ([`uniform_random`] at `density`), `powerlaw`
+/// ([`power_law`], mean row length `density * k`, exponent 2), `banded` ([`banded`], half-bandwidth
+/// `density * k / 2`) and `pruned` ([`pruned_dense`] at sparsity `1 - density`). A clear error, before anything
+/// is drawn, for an unknown name, a density that is not a fraction in [0, 1], a dimension past i32::MAX (the
+/// kernels' index type) and, for `pruned`, a dense m x k past i32::MAX elements (it draws that matrix first).
+pub fn by_name(generator: &str, m: usize, k: usize, density: f64, seed: u64) -> Result<CsMat<f32>> {
+    if !(0.0..=1.0).contains(&density) {
+        return Err(Error::Usage(format!("density {density}: must be a fraction in [0, 1]")));
+    }
+    if let Some(d) = [m, k].into_iter().find(|&d| d > i32::MAX as usize) {
+        return Err(Error::TooLarge(format!("dimension {d} is past i32::MAX, which the kernels index with")));
+    }
+    Ok(match generator {
+        "uniform" => uniform_random(m, k, density, seed),
+        "powerlaw" => power_law(m, k, density * k as f64, 2.0, seed),
+        "banded" => banded(m, k, ((density * k as f64) / 2.0) as usize, seed),
+        "pruned" => {
+            if m.checked_mul(k).is_none_or(|e| e > i32::MAX as usize) {
+                return Err(Error::TooLarge(format!("pruned: {m} x {k} elements before pruning, past i32::MAX")));
+            }
+            pruned_dense(m, k, 1.0 - density, seed)
+        }
+        other => return Err(Error::Usage(format!("unknown generator '{other}' (uniform, powerlaw, banded, pruned)"))),
+    })
 }
 
 /// Random m x k matrix where each row holds about `density * k` distinct uniformly

@@ -96,12 +96,7 @@ pub fn spmm_suite(filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
 /// before B or C is allocated: at least one width, no width 0, and B (k x n) and C (m x n) within the i32 element
 /// offsets the kernels use.
 pub fn spmm_file_problems(paths: &[PathBuf], ns: &[usize], filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
-    if ns.is_empty() {
-        return Err(Error::Usage("no width n of B to run the matrices at".into()));
-    }
-    if ns.contains(&0) {
-        return Err(Error::Usage("n = 0: B and C need at least one column".into()));
-    }
+    check_widths(ns)?;
     let keep = |name: &str| filter.is_none_or(|f| name.contains(f));
     let mut out = Vec::new();
     for path in paths {
@@ -111,23 +106,92 @@ pub fn spmm_file_problems(paths: &[PathBuf], ns: &[usize], filter: Option<&str>)
         if !ns.iter().any(|n| keep(&format!("{stem}_n{n}"))) {
             continue;
         }
-        let a = load_matrix(path)?;
-        for &n in ns {
-            let name = format!("{stem}_n{n}");
-            if !keep(&name) {
-                continue;
-            }
-            for (rows, what) in [(a.cols(), "B"), (a.rows(), "C")] {
-                if rows.checked_mul(n).is_none_or(|e| e > i32::MAX as usize) {
-                    return Err(Error::TooLarge(format!(
-                        "{name}: {what} would be {rows} x {n} elements, past i32::MAX (the kernels' offsets)"
-                    )));
-                }
-            }
-            out.push(SpmmProblem { name, a: a.clone(), n });
-        }
+        push_widths(&mut out, &stem, &load_matrix(path)?, ns, &keep)?;
     }
     Ok(out)
+}
+
+/// SpMM problems on generated matrices (`tilesparse bench spmm --gen`), each at every width in `ns`. A spec is
+/// `GENERATOR:MxK:DENSITY[:SEED]` (seed 1 when left out), with the generators and density of [`gen::by_name`],
+/// e.g. `uniform:8192x2048:0.085`; the problems are named `<generator>_<m>x<k>_d<density>[_seed<seed>]_n<n>`.
+/// Checked as [`spmm_file_problems`] checks, and every spec is parsed before any matrix is drawn.
+pub fn spmm_generated_problems(specs: &[String], ns: &[usize], filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
+    check_widths(ns)?;
+    let keep = |name: &str| filter.is_none_or(|f| name.contains(f));
+    let parsed = specs.iter().map(|spec| parse_gen_spec(spec)).collect::<Result<Vec<_>>>()?;
+    let mut out = Vec::new();
+    for (generator, m, k, density, seed) in parsed {
+        let mut stem = format!("{generator}_{m}x{k}_d{density}");
+        if let Some(seed) = seed {
+            stem.push_str(&format!("_seed{seed}"));
+        }
+        if !ns.iter().any(|n| keep(&format!("{stem}_n{n}"))) {
+            continue;
+        }
+        let a = gen::by_name(generator, m, k, density, seed.unwrap_or(1))?;
+        push_widths(&mut out, &stem, &a, ns, &keep)?;
+    }
+    Ok(out)
+}
+
+/// `GENERATOR:MxK:DENSITY[:SEED]` as (generator, m, k, density, seed).
+fn parse_gen_spec(spec: &str) -> Result<(&str, usize, usize, f64, Option<u64>)> {
+    let bad = |why: &str| {
+        Error::Usage(format!("--gen {spec}: {why} (expected GENERATOR:MxK:DENSITY[:SEED], e.g. uniform:4096x4096:0.1)"))
+    };
+    let parts: Vec<&str> = spec.split(':').collect();
+    if !(3..=4).contains(&parts.len()) {
+        return Err(bad("three or four fields separated by ':'"));
+    }
+    let (m, k) = parts[1].split_once('x').ok_or_else(|| bad("the shape is not MxK"))?;
+    let dim = |d: &str| d.parse::<usize>().map_err(|_| bad(&format!("'{d}' is not a dimension")));
+    let (m, k) = (dim(m)?, dim(k)?);
+    let density = parts[2].parse::<f64>().map_err(|_| bad(&format!("'{}' is not a density", parts[2])))?;
+    if !(0.0..=1.0).contains(&density) {
+        return Err(bad(&format!("density {density} is not a fraction in [0, 1]")));
+    }
+    let seed = match parts.get(3) {
+        Some(s) => Some(s.parse::<u64>().map_err(|_| bad(&format!("'{s}' is not a seed")))?),
+        None => None,
+    };
+    Ok((parts[0], m, k, density, seed))
+}
+
+/// The caller's widths: at least one, none of them 0.
+fn check_widths(ns: &[usize]) -> Result<()> {
+    if ns.is_empty() {
+        return Err(Error::Usage("no width n of B to run the matrices at".into()));
+    }
+    if ns.contains(&0) {
+        return Err(Error::Usage("n = 0: B and C need at least one column".into()));
+    }
+    Ok(())
+}
+
+/// Pushes `a` at every width in `ns` that `keep` keeps, as `<stem>_n<n>`, after checking that B (k x n) and C
+/// (m x n) stay within the kernels' i32 element offsets.
+fn push_widths(
+    out: &mut Vec<SpmmProblem>,
+    stem: &str,
+    a: &CsMat<f32>,
+    ns: &[usize],
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<()> {
+    for &n in ns {
+        let name = format!("{stem}_n{n}");
+        if !keep(&name) {
+            continue;
+        }
+        for (rows, what) in [(a.cols(), "B"), (a.rows(), "C")] {
+            if rows.checked_mul(n).is_none_or(|e| e > i32::MAX as usize) {
+                return Err(Error::TooLarge(format!(
+                    "{name}: {what} would be {rows} x {n} elements, past i32::MAX (the kernels' offsets)"
+                )));
+            }
+        }
+        out.push(SpmmProblem { name, a: a.clone(), n });
+    }
+    Ok(())
 }
 
 /// How long to measure.
@@ -399,5 +463,47 @@ mod tests {
             other => panic!("expected TooLarge, got {:?}", other.map(|p| p.len())),
         }
         assert!(spmm_file_problems(&[data("no-such-matrix.mtx")], &[8], None).is_err());
+    }
+
+    #[test]
+    fn generated_problems_draw_each_spec_at_every_width() {
+        let specs = ["uniform:64x32:0.25".to_string(), "pruned:16x8:0.5:7".to_string()];
+        let problems = spmm_generated_problems(&specs, &[8, 40], None).unwrap();
+        let names: Vec<&str> = problems.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "uniform_64x32_d0.25_n8",
+                "uniform_64x32_d0.25_n40",
+                "pruned_16x8_d0.5_seed7_n8",
+                "pruned_16x8_d0.5_seed7_n40"
+            ]
+        );
+        assert_eq!(problems.iter().map(|p| p.n).collect::<Vec<_>>(), [8, 40, 8, 40]);
+        // The generators' own matrices, seed 1 where the spec leaves it out.
+        assert_eq!(problems[1].a, gen::uniform_random(64, 32, 0.25, 1));
+        assert_eq!(problems[0].a.shape(), (64, 32));
+        assert_eq!(problems[2].a, gen::pruned_dense(16, 8, 0.5, 7));
+        assert_eq!(problems[3].a.nnz(), 64);
+        let kept = spmm_generated_problems(&specs, &[8, 40], Some("seed7_n4")).unwrap();
+        assert_eq!(kept.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["pruned_16x8_d0.5_seed7_n40"]);
+    }
+
+    #[test]
+    fn generated_problems_refuse_bad_specs_before_drawing() {
+        let run = |spec: &str, ns: &[usize]| spmm_generated_problems(&[spec.to_string()], ns, None).map(|p| p.len());
+        for spec in ["uniform", "uniform:64x64", "uniform:64:0.1", "uniform:x64:0.1", "uniform:64x64:abc"] {
+            assert!(matches!(run(spec, &[8]), Err(Error::Usage(_))), "{spec}");
+        }
+        for spec in ["uniform:64x64:-0.1", "uniform:64x64:NaN", "uniform:64x64:0.1:x", "uniform:64x64:0.1:1:2"] {
+            assert!(matches!(run(spec, &[8]), Err(Error::Usage(_))), "{spec}");
+        }
+        assert!(matches!(run("dense:64x64:0.1", &[8]), Err(Error::Usage(_))));
+        assert!(matches!(run("uniform:64x64:0.1", &[]), Err(Error::Usage(_))));
+        assert!(matches!(run("uniform:3000000000x4:0.0", &[8]), Err(Error::TooLarge(_))));
+        assert!(matches!(run("pruned:100000x100000:0.1", &[8]), Err(Error::TooLarge(_))));
+        // B is k x n: 65536 x 32768 elements is past i32::MAX.
+        assert!(matches!(run("uniform:1x65536:0.0", &[32768]), Err(Error::TooLarge(_))));
+        assert_eq!(run("uniform:1x65536:0.0", &[32767]).unwrap(), 1);
     }
 }

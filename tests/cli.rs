@@ -89,14 +89,26 @@ fn bad_arguments_are_clear_errors() {
     assert!(run(&["bench", "spmm", "--matrix", pores, "--n", "100000000"]).contains("i32::MAX"));
     assert!(run(&["bench", "spmm", "--matrix", "no-such-matrix.mtx"]).contains("no-such-matrix.mtx"));
     assert!(run(&["bench", "spmm", "--matrix", pores, "--dtype", "f64"]).contains("unsupported dtype f64"));
+    // ... and so are generated ones (`--gen GENERATOR:MxK:DENSITY[:SEED]`).
+    assert!(run(&["bench", "spmm", "--gen", "uniform:64x64"]).contains("three or four fields"));
+    assert!(run(&["bench", "spmm", "--gen", "uniform:64:0.1"]).contains("not MxK"));
+    assert!(run(&["bench", "spmm", "--gen", "uniform:64x6a:0.1"]).contains("'6a' is not a dimension"));
+    assert!(run(&["bench", "spmm", "--gen", "uniform:64x64:1.5"]).contains("density 1.5"));
+    assert!(run(&["bench", "spmm", "--gen", "uniform:64x64:0.1:-1"]).contains("'-1' is not a seed"));
+    assert!(run(&["bench", "spmm", "--gen", "nosuch:64x64:0.1"]).contains("unknown generator 'nosuch'"));
+    assert!(run(&["bench", "spmm", "--gen", "uniform:3000000000x64:0.1"]).contains("i32::MAX"));
+    assert!(run(&["bench", "spmm", "--gen", "pruned:100000x100000:0.1"]).contains("i32::MAX"));
+    assert!(run(&["bench", "spmm", "--gen", "uniform:64x64:0.1", "--n", "0"]).contains("n = 0"));
 }
 
-/// `bench spmm --matrix` runs the caller's matrices at each width against cuSPARSE and cuBLAS, table and JSON.
+/// `bench spmm --matrix --gen` runs the caller's matrices and generated ones at each width against cuSPARSE and
+/// cuBLAS, table and JSON.
 #[test]
 fn bench_spmm_runs_the_callers_matrices() {
     let json = std::env::temp_dir().join(format!("tilesparse-cli-bench-{}.json", std::process::id()));
     let out = tilesparse()
         .args(["bench", "spmm", "--matrix", &data("pores_1.mtx.gz"), "--matrix", &data("west0479.mtx.gz")])
+        .args(["--gen", "uniform:100x60:0.1"])
         .args(["--n", "8,40", "--selected-only", "--iters", "2", "--warmup", "1"])
         .args(["--json", json.to_str().unwrap()])
         .output()
@@ -115,10 +127,18 @@ fn bench_spmm_runs_the_callers_matrices() {
     }
     let text = std::fs::read_to_string(&json).expect("the JSON report");
     std::fs::remove_file(&json).ok();
-    assert!(stdout.contains("over 4 problems"), "{stdout}");
-    // One JSON line per problem, in file then width order; each timed its selected kernel and cuSPARSE.
+    assert!(stdout.contains("over 6 problems"), "{stdout}");
+    // One JSON line per problem, in file then width order, the generated matrix last; each timed its selected
+    // kernel and cuSPARSE.
     let lines: Vec<&str> = text.lines().filter(|l| l.contains("\"problem\"")).collect();
-    let names = ["pores_1_n8", "pores_1_n40", "west0479_n8", "west0479_n40"];
+    let names = [
+        "pores_1_n8",
+        "pores_1_n40",
+        "west0479_n8",
+        "west0479_n40",
+        "uniform_100x60_d0.1_n8",
+        "uniform_100x60_d0.1_n40",
+    ];
     assert_eq!(lines.len(), names.len(), "{text}");
     for (line, name) in lines.iter().zip(names) {
         assert!(stdout.contains(&format!("== {name} ")), "{name} missing from the table:\n{stdout}");

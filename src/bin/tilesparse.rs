@@ -75,19 +75,7 @@ impl MatrixArgs {
             return Err(Error::Usage(format!("--density {d}: must be a fraction in [0, 1]")));
         }
         check_dims(&[m, k], "A")?;
-        if self.gen == "pruned" {
-            // The pruned generator draws the dense m x k matrix first.
-            check_elems(m, k, "A before pruning")?;
-        }
-        let a = match self.gen.as_str() {
-            "uniform" => gen::uniform_random(m, k, d, s),
-            "powerlaw" => gen::power_law(m, k, d * k as f64, 2.0, s),
-            "banded" => gen::banded(m, k, ((d * k as f64) / 2.0) as usize, s),
-            "pruned" => gen::pruned_dense(m, k, 1.0 - d, s),
-            other => {
-                return Err(Error::Usage(format!("unknown generator '{other}' (uniform, powerlaw, banded, pruned)")))
-            }
-        };
+        let a = gen::by_name(&self.gen, m, k, d, s)?;
         Ok((format!("{}_{m}x{k}_d{d}", self.gen), a.map(|&v| v as f64)))
     }
 }
@@ -264,7 +252,11 @@ enum BenchCommand {
         /// Your own matrix (Matrix Market, .mtx or .mtx.gz) instead of the suite; repeat for several.
         #[arg(long = "matrix")]
         matrices: Vec<PathBuf>,
-        /// Widths of B for --matrix, comma-separated (default 128).
+        /// A generated matrix instead of the suite, as GENERATOR:MxK:DENSITY[:SEED] with the generators of
+        /// `spmm --gen` (uniform, powerlaw, banded, pruned), e.g. uniform:8192x2048:0.085; repeat for several.
+        #[arg(long = "gen")]
+        generated: Vec<String>,
+        /// Widths of B for --matrix and --gen, comma-separated (default 128).
         #[arg(long, value_delimiter = ',')]
         n: Vec<usize>,
     },
@@ -299,8 +291,8 @@ fn main() -> ExitCode {
         Command::Spmm(args) => run_spmm(args),
         Command::Spmv(args) => run_spmv(args),
         Command::Bench(BenchCommand::Spmv { suite }) => bench_spmv(suite),
-        Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype, matrices, n }) => {
-            bench_spmm(suite, selected_only, dtype, &matrices, &n)
+        Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype, matrices, generated, n }) => {
+            bench_spmm(suite, selected_only, dtype, &matrices, &generated, &n)
         }
         Command::Spgemm(args) => run_spgemm(args),
         Command::Bench(BenchCommand::SpgemmSuite { suite, dense_from }) => bench_spgemm_suite(suite, dense_from),
@@ -719,17 +711,28 @@ fn bench_spmv(args: SuiteArgs) -> Result<()> {
     Ok(())
 }
 
-/// `bench spmm`: the suite, or the caller's matrices (`--matrix`) at the widths `ns`.
-fn bench_spmm(args: SuiteArgs, selected_only: bool, dtype: DType, matrices: &[PathBuf], ns: &[usize]) -> Result<()> {
+/// `bench spmm`: the suite, or the caller's matrices (`--matrix`, then `--gen`) at the widths `ns`.
+fn bench_spmm(
+    args: SuiteArgs,
+    selected_only: bool,
+    dtype: DType,
+    matrices: &[PathBuf],
+    generated: &[String],
+    ns: &[usize],
+) -> Result<()> {
     let SuiteArgs { filter, warmup, iters, json } = args;
-    // The problems first: a bad file or width is reported on any machine, before the GPU is asked for.
-    let problems = if matrices.is_empty() {
+    // The problems first: a bad file, spec or width is reported on any machine, before the GPU is asked for.
+    let problems = if matrices.is_empty() && generated.is_empty() {
         if !ns.is_empty() {
-            return Err(Error::Usage("--n sets the widths for --matrix; the suite has its own".into()));
+            return Err(Error::Usage("--n sets the widths for --matrix and --gen; the suite has its own".into()));
         }
         suite::spmm_suite(filter.as_deref())?
     } else {
-        suite::spmm_file_problems(matrices, if ns.is_empty() { &[128] } else { ns }, filter.as_deref())?
+        let ns = if ns.is_empty() { &[128][..] } else { ns };
+        let generated = suite::spmm_generated_problems(generated, ns, filter.as_deref())?;
+        let mut problems = suite::spmm_file_problems(matrices, ns, filter.as_deref())?;
+        problems.extend(generated);
+        problems
     };
     // The element type's bench, chosen once (f64 refused here, also before the GPU is asked for).
     let bench: fn(&Gpu, &suite::SpmmProblem, &BenchOptions) -> Result<suite::SpmmReport> = match dtype {
