@@ -282,8 +282,8 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     let b = DeviceDense::upload(gpu, k, n, &b_host)?;
     let mut c = DeviceDense::<T>::zeros(gpu, m, n)?;
 
-    let selected_kernel = SpmmKernel::select(m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count())
-        .on_device(gpu.info());
+    let selected_kernel =
+        SpmmKernel::select_for(gpu.info(), m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count());
     let mut variants = Vec::new();
     if opts.all_variants {
         for config in compiled_spmm_variants_for(T::DTYPE) {

@@ -1415,7 +1415,7 @@ fn auto_uses_the_tensor_cores_where_they_win() {
 
 /// f32 on a half-full 4096 x 1024 matrix (64 windows of 64 k-blocks) at n = 128 (64 blocks of 128 columns):
 /// spmm_auto takes the wgmma kernel in four ranges on compute capability 9.0 and the mma.sync one elsewhere
-/// (SpmmKernel::on_device); the result matches the oracle, a second run gives the same bits, and every f32
+/// (SpmmKernel::select_for); the result matches the oracle, a second run gives the same bits, and every f32
 /// tensor-core kernel this device runs matches the oracle on the same problem.
 #[test]
 fn auto_takes_the_wgmma_kernel_on_hopper() {

@@ -413,10 +413,14 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     println!("A: {name}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}", a.nnz(), T::DTYPE);
     let flops = 2.0 * a.nnz() as f64 * n as f64;
     // The config is checked before choosing the device, so a bad one is an error on any machine.
-    let config = if args.config == "auto" {
+    // What the automatic choice needs, kept for the device's own choice below.
+    let auto = (args.config == "auto").then(|| {
         let indptr = a.indptr().to_proper().to_vec();
         let blocks = (T::DTYPE != DType::F64).then(|| tensor_core::BlockCounts::of(k, &indptr, a.indices()));
-        SpmmKernel::select(m, k, n, a.nnz(), &RowStats::from_indptr(&indptr), T::DTYPE, blocks)
+        (RowStats::from_indptr(&indptr), blocks)
+    });
+    let config = if let Some((stats, blocks)) = &auto {
+        SpmmKernel::select(m, k, n, a.nnz(), stats, T::DTYPE, *blocks)
     } else {
         let invalid = |rule| Error::InvalidConfig { config: args.config.clone(), rule };
         let kernel: SpmmKernel = args.config.parse().map_err(invalid)?;
@@ -435,8 +439,12 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     let cpu_ran = gpu.is_none();
     let c: Vec<T> = match gpu {
         Some(gpu) => {
-            // The automatic choice takes the mma.sync f32 kernel where this device has no warpgroup mma.
-            let config = if args.config == "auto" { config.on_device(gpu.info()) } else { config };
+            // The automatic choice for this device (the mma.sync f32 kernel or the tiles where it has no warpgroup
+            // mma).
+            let config = match &auto {
+                Some((stats, blocks)) => SpmmKernel::select_for(gpu.info(), m, k, n, a.nnz(), stats, T::DTYPE, *blocks),
+                None => config,
+            };
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
             let mut c_dev = DeviceDense::<T>::zeros(&gpu, m, n)?;

@@ -261,7 +261,40 @@ impl SpmmKernel {
     /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else the
     /// tensor cores where [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks`
     /// known), else [`SpmmConfig::select_with_stats`]'s tile. Pure.
+    /// This is the choice on a device that runs the warpgroup-mma f32 kernel (an H100); [`SpmmKernel::select_for`]
+    /// makes it for a given device.
     pub fn select(
+        m: usize,
+        k: usize,
+        n: usize,
+        nnz: usize,
+        stats: &crate::csr::RowStats,
+        dtype: crate::DType,
+        tensor_core_blocks: Option<tensor_core::BlockCounts>,
+    ) -> SpmmKernel {
+        Self::select_with(true, m, k, n, nnz, stats, dtype, tensor_core_blocks)
+    }
+
+    /// [`SpmmKernel::select`] for `info`'s device: where it has no warpgroup mma ([`tensor_core::wgmma_runs_on`]),
+    /// f32 takes the mma.sync kernel only where that kernel's own rules say it wins, and the tiles elsewhere
+    /// ([`tensor_core::select_tensor_core_with`]). Pure.
+    #[allow(clippy::too_many_arguments)]
+    pub fn select_for(
+        info: &crate::gpu::DeviceInfo,
+        m: usize,
+        k: usize,
+        n: usize,
+        nnz: usize,
+        stats: &crate::csr::RowStats,
+        dtype: crate::DType,
+        tensor_core_blocks: Option<tensor_core::BlockCounts>,
+    ) -> SpmmKernel {
+        Self::select_with(tensor_core::wgmma_runs_on(info), m, k, n, nnz, stats, dtype, tensor_core_blocks)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn select_with(
+        wgmma: bool,
         m: usize,
         k: usize,
         n: usize,
@@ -273,22 +306,11 @@ impl SpmmKernel {
         if let Some(config) = select::row_split_tile(m, k, n, stats, dtype) {
             return SpmmKernel::Tiled(config);
         }
-        let tc = tensor_core_blocks.and_then(|counts| tensor_core::select_tensor_core(dtype, m, n, nnz, counts));
+        let tc =
+            tensor_core_blocks.and_then(|counts| tensor_core::select_tensor_core_with(dtype, m, n, nnz, counts, wgmma));
         match tc {
             Some(c) => SpmmKernel::TensorCore(c),
             None => SpmmKernel::Tiled(SpmmConfig::select_with_stats(m, k, n, stats, dtype)),
-        }
-    }
-
-    /// The kernel a launch of this choice runs on `info`'s device: the same, except that the Hopper-only f32
-    /// kernel ([`TensorCoreConfig::is_wgmma`]) becomes the mma.sync one (`spmm_tc_f32_w64_n8`) on a device or a
-    /// build without it.
-    pub fn on_device(self, info: &crate::gpu::DeviceInfo) -> SpmmKernel {
-        match self {
-            SpmmKernel::TensorCore(c) if !c.runs_on(info) => {
-                SpmmKernel::TensorCore(TensorCoreConfig { tiles_n: 8, ..c })
-            }
-            kernel => kernel,
         }
     }
 }
@@ -307,7 +329,7 @@ pub fn spmm_kernel<T: Scalar>(
     }
 }
 
-/// C = A * B with [`SpmmKernel::select`]'s choice; returns the kernel used. Where it picks the tensor cores
+/// C = A * B with [`SpmmKernel::select_for`]'s choice on this device; returns the kernel used. Where it picks the tensor cores
 /// (f16/bf16, f32 in 3xTF32), the first call on a matrix builds its tensor-core blocks (one download of A).
 pub fn spmm_auto<T: Scalar>(
     gpu: &Gpu,
@@ -316,8 +338,8 @@ pub fn spmm_auto<T: Scalar>(
     c: &mut DeviceDense<T>,
 ) -> Result<SpmmKernel> {
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
-    let kernel = SpmmKernel::select(m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count())
-        .on_device(gpu.info());
+    let kernel =
+        SpmmKernel::select_for(gpu.info(), m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count());
     spmm_kernel(gpu, a, b, c, &kernel)?;
     Ok(kernel)
 }

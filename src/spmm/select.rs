@@ -474,7 +474,7 @@ impl SpmmConfig {
             && m >= 512
             && k.saturating_mul(n) <= LARGEST_SWEPT_B
             && (m <= 2048 || mean > 64.0)
-            && (mean <= 400.0 || (stats.cv < 0.1 && mean <= 820.0 && k >= 4096 && (1024..=2048).contains(&m)))
+            && (mean <= 400.0 || (stats.cv < 0.1 && mean <= 1100.0 && k >= 4096 && (1024..=2048).contains(&m)))
             && (m.saturating_mul(n) >= 1 << 20 || (stats.cv < 0.3 && m.saturating_mul(n) >= 1 << 18))
             && fills_its_last_wave(m.div_ceil(2).saturating_mul(n / 128), 16 * H100_SMS)
         {
@@ -493,6 +493,9 @@ impl SpmmConfig {
             // than the warp per row they had on 40 problems (2048 x 4096 at 10%, n = 1024: 307 -> 193 us), 0.90x
             // at worst (1536 rows at n = 256), and 1.26x on 21 fresh ones (k 5120 and 7168). Not 3072 rows
             // (0.88x-1.02x against the unbounded two-row tile they keep), nor rows of cv 0.18-0.4 (0.76x-1.02x).
+            // Up to 1100 entries since step 42 (uniform 2048 x 8192 at 11% and 13%, 901 and 1065 per row, against
+            // the warp per row they had: n = 128 66.0 vs 68.8 and 74.8 vs 81.4 us, n = 512 211.3 vs 298.7 and 245.7
+            // vs 339.5 us).
             two_row_tile(dtype)
         } else if short_rows(m, k, n, stats) {
             // Short rows, at most 200,000 entries, n = 128-512: two rows of 16 threads over 128 columns
@@ -753,11 +756,12 @@ mod tests {
         // n = 2000 takes the choice at 2048, guarded in n (its last column tile 80 of 128 columns full).
         assert_eq!(pick(1024, 1536, 2000, 154.0, 0.08), "spmm_f32_s1d4_y2k16x128w16_u4_pred_lb16");
         assert_eq!(pick(2048, 1536, 2048, 461.0, 0.04), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
-        // Even rows past 400 entries over k >= 4096 in 1024-2048 rows, up to 820 entries.
+        // Even rows past 400 entries over k >= 4096 in 1024-2048 rows, up to 1100 entries.
         assert_eq!(pick(2048, 8192, 1536, 819.0, 0.0), two_rows);
+        assert_eq!(pick(2048, 8192, 512, 1100.0, 0.05), two_rows);
         assert_eq!(pick(1024, 4096, 256, 410.0, 0.09), two_rows);
         assert_ne!(pick(2048, 4095, 1024, 410.0, 0.0), two_rows);
-        assert_ne!(pick(2048, 8192, 1024, 821.0, 0.0), two_rows);
+        assert_ne!(pick(2048, 8192, 1024, 1101.0, 0.0), two_rows);
         assert_ne!(pick(2048, 6144, 1024, 614.0, 0.1), two_rows);
         assert_ne!(pick(1023, 8192, 1024, 491.0, 0.0), two_rows);
         assert_ne!(pick(2049, 8192, 1024, 491.0, 0.0), two_rows);

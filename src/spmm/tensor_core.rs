@@ -90,7 +90,7 @@ impl TensorCoreConfig {
     /// Whether a launch on `info`'s device can run this kernel: the mma.sync ones on every device the build
     /// targets, the wgmma one on compute capability 9.0 with the sm_90a family built.
     pub fn runs_on(&self, info: &crate::gpu::DeviceInfo) -> bool {
-        !self.is_wgmma() || (SM90A_BUILT && info.compute_capability == (9, 0))
+        !self.is_wgmma() || wgmma_runs_on(info)
     }
 
     /// The family whose fatbin holds this kernel.
@@ -271,7 +271,14 @@ pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 ///   8192 x 2048 at 90%, n = 128 (0.040 vs 0.045 ms, bf16 0.040 vs 0.047 ms), the pruned 1536 x 384 at
 ///   n = 1024 (70%: 0.017 vs 0.025 ms; 90%: 0.017 vs 0.021 ms); not the 384-row weights (six windows: 0.013
 ///   vs 0.007 ms). 128 columns per block when that still makes 256 blocks (uniform, n = 128: 0.051 vs 0.053
-///   ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms);
+///   ms), else 64 (1536 x 384, n = 1024: 0.017 vs 0.020 ms); and 64 where 128 makes fewer than
+///   `SPLIT_BELOW_BLOCKS` (264) blocks before the split into ranges and 64 makes that many, so that 64 needs no
+///   split, in waves of 264 at least three quarters busy (step 42, both types, 8-14% full: 512 blocks of 64
+///   columns against 256 of 128 in two ranges, uniform 8192 x 2048, n = 256, 53.3-54.6 vs 62.8-65.2 us; 16384 x
+///   1024, n = 128, 33.9-35.1 vs 41.1-42.6 us; 2048 x 8192, n = 1024, 177.9-181.1 vs 191.8-196.8 us; 2048 x 6144,
+///   n = 1024, 135.5-137.9 vs 153.3-154.4 us; but 384 blocks of 64, 1.45 waves, against 192 of 128 lose:
+///   12288 x 1536, n = 128, 0.90x-0.92x, 6144 x 2048, n = 256, 0.87x-0.90x, 1536 x 12288, n = 1024, 0.81x-0.82x;
+///   where both widths split, 128 columns stay faster: 4096^2, n = 256, 46.3-47.2 vs 53.8-54.9 us). C counts as large from [`HALF_WIDE_PAIRS`] (k-block, 64-column slice) pairs at n >= 128;
 /// - the wide windows on fewer rows too, where n >= 512 (the range measured), their blocks are at least 8% full
 ///   (as above for a large C) and there are at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs:
 ///   since the split ranges are added in clusters (step 9) they beat the narrow windows and the tiles there
@@ -290,12 +297,35 @@ pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 ///   (NOTES.md "SpMM steps 10 and 11"; `select_tf32x3`);
 /// - n not a multiple of 8: the rules above at [`padded_n`]`(n)`, for n > 32 and from [`PADDED_MIN_WORK`]
 ///   multiply-adds only (the product runs on padded copies of B and C).
+///
+/// This is the choice on a device that runs the warpgroup-mma f32 kernel (an H100);
+/// [`select_tensor_core_with`] makes it for one that may not.
 pub fn select_tensor_core(
     dtype: DType,
     m: usize,
     n: usize,
     nnz: usize,
     counts: BlockCounts,
+) -> Option<TensorCoreConfig> {
+    select_tensor_core_with(dtype, m, n, nnz, counts, true)
+}
+
+/// Whether `info`'s device runs the warpgroup-mma f32 kernel (`spmm_tc_f32_w64_n16`): compute capability 9.0,
+/// with the sm_90a family built.
+pub fn wgmma_runs_on(info: &crate::gpu::DeviceInfo) -> bool {
+    SM90A_BUILT && info.compute_capability == (9, 0)
+}
+
+/// [`select_tensor_core`] on a device with (`wgmma`) or without the warpgroup-mma f32 kernel. Without it, f32 takes
+/// the mma.sync kernel where that kernel's own rules say it wins, and not at the lower fills where only the wgmma
+/// kernel beats the tiles (`wgmma_wins`). Pure.
+pub fn select_tensor_core_with(
+    dtype: DType,
+    m: usize,
+    n: usize,
+    nnz: usize,
+    counts: BlockCounts,
+    wgmma: bool,
 ) -> Option<TensorCoreConfig> {
     if n == 0 || counts.narrow == 0 {
         return None;
@@ -312,16 +342,24 @@ pub fn select_tensor_core(
     let min_fill = match dtype {
         DType::F16 => 0.25,
         DType::Bf16 => 0.2,
-        DType::F32 => return select_tf32x3(m, n, wide_fill, counts.wide),
+        DType::F32 => return select_tf32x3(m, n, wide_fill, counts.wide, wgmma),
         DType::F64 => return None,
     };
     let launch = |columns: usize| {
         let grid = wide_windows * n.div_ceil(columns);
         grid * wide_splits(dtype, grid, wide_windows, counts.wide)
     };
-    let large = n >= 256 || m.saturating_mul(n) >= 1 << 19;
+    let pairs = counts.wide.saturating_mul(n.div_ceil(64));
+    let large = n >= 256 || m.saturating_mul(n) >= 1 << 19 || (n >= 128 && pairs >= HALF_WIDE_PAIRS);
     if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large)) && launch(64) >= 128 {
-        let tiles_n = if launch(128) >= 256 { 16 } else { 8 };
+        // 128 columns per block where that makes 256 blocks, unless only the split into ranges makes them there
+        // while 64 columns per block need none and keep three quarters of their waves busy (see the function's
+        // documentation).
+        let grid = |columns: usize| wide_windows * n.div_ceil(columns);
+        let unsplit_at_64 = grid(128) < SPLIT_BELOW_BLOCKS
+            && grid(64) >= SPLIT_BELOW_BLOCKS
+            && keeps_its_waves_busy(grid(64), SPLIT_BELOW_BLOCKS);
+        let tiles_n = if launch(128) >= 256 && !unsplit_at_64 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
     if m < 1024 && n >= 512 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
@@ -341,6 +379,14 @@ pub fn select_tensor_core(
     Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n })
 }
 
+/// f16/bf16: the 64-row windows count C as large (8% full is enough, see [`select_tensor_core`]) at n >= 128
+/// where A's wide k-blocks times n's 64-column slices reach this many, however few the elements of C. Measured on
+/// the H100 (NOTES.md, "SpMM step 42"; every variant, medians of 20 event-timed runs): uniform 2048 x 8192 at n =
+/// 128 (32 windows of 512 k-blocks, 2^15 pairs, C of 2^18 elements) at 8-14% the 64-row windows ran 33.0-33.7 us
+/// in both types against 43.8-53.9 us for the 16-row windows the small C chose and 38.3-62.8 us for the best tile.
+/// (Uniform 2048 x 4096 at n = 128, 2^14 pairs, was not measured and keeps the 16-row windows.)
+pub const HALF_WIDE_PAIRS: usize = 1 << 15;
+
 /// The f32 (3xTF32) choice of [`select_tensor_core`]: the wide kernel where its 64-row blocks are at least 40%
 /// full; at least a quarter full with at least 8192 (k-block, 64-column slice) pairs of work, or 2048 pairs when
 /// A has at most 512 rows (the CUDA-core tiles spread over rows, and so few leave them short of warps); or at
@@ -356,24 +402,76 @@ pub fn select_tensor_core(
 /// (8192 x 2048, n = 128: 0.084 vs 0.059 ms; the tiles' time falls with nnz, so the break-even is near 14% full,
 /// where nothing was measured). `SpmmKernel::select` asks the row-split tiles first, and they take few rows at a
 /// small n from the tensor cores (384 x 1536 at 70%, n = 256: 16.3 vs 18.8 us; NOTES.md, "SpMM step 29").
-fn select_tf32x3(m: usize, n: usize, wide_fill: f64, wide_blocks: usize) -> Option<TensorCoreConfig> {
+fn select_tf32x3(
+    m: usize,
+    n: usize,
+    wide_fill: f64,
+    wide_blocks: usize,
+    wgmma_built: bool,
+) -> Option<TensorCoreConfig> {
     let work = wide_blocks * n.div_ceil(64);
     let quarter_work = if m <= 512 { 2048 } else { 8192 };
-    let wins =
-        wide_fill >= 0.4 || (wide_fill >= 0.25 && work >= quarter_work) || (wide_fill >= 0.18 && work >= 1 << 15);
     let windows = m.div_ceil(WIDE_WINDOW);
     let grid = windows * n.div_ceil(128);
-    let wgmma =
-        grid >= WGMMA_MIN_GRID && (wide_blocks >= WGMMA_MIN_WINDOW_BLOCKS * windows || grid >= WGMMA_SHORT_MIN_GRID);
+    let wgmma = wgmma_built
+        && grid >= WGMMA_MIN_GRID
+        && (wide_blocks >= WGMMA_MIN_WINDOW_BLOCKS * windows || grid >= WGMMA_SHORT_MIN_GRID);
+    let wins = wide_fill >= 0.4
+        || (wide_fill >= 0.25 && work >= quarter_work)
+        || (wide_fill >= 0.18 && work >= 1 << 15)
+        || (wgmma && wgmma_wins(n, wide_fill, work, grid * wgmma_splits(grid, windows, wide_blocks)));
     let tiles_n = if wgmma { 16 } else { 8 };
     wins.then_some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n })
+}
+
+/// Where f32 takes the warpgroup-mma kernel, it also wins at a lower fill than `select_tf32x3`'s first rules
+/// (measured on the mma.sync kernel, before the wgmma one ran 1.1-1.3x faster), for n >= 128: with at least 2^14
+/// (k-block, 64-column slice) pairs where the fill times the share of its waves' slots that its launch keeps busy
+/// (blocks of 128 columns times [`wgmma_splits`] ranges, `WGMMA_WAVE` at a time) is at least 13% at n < 256 and
+/// 11.5% at n >= 256; and from 18% full with 8192 pairs. Its time depends on its waves, not on the fill; the tiles'
+/// time grows with the fill.
+///
+/// Measured on the H100 (NOTES.md, "SpMM step 42"; every variant, medians of 20 event-timed runs; uniform 4096^2,
+/// 8192 x 2048 and 2048 x 8192 at 11-19%, launches of 256 blocks, or 512 and 2048 at n = 1024 and 4096): at n = 128
+/// the wgmma kernel takes 66.9-68.9 us at every fill, the best tile 54.8-57.2 us at 11%, 63.6-66.8 us at 13% and
+/// 72.5-74.7 us at 15% (the break-even 13.1-14.1%); at n = 256 (4096^2) 118.7 us against 115.9 at 12% and 143.6 at
+/// 15%; at n = 512 215.7-224.5 us against 205.8-211.3 at 11% and 238.4-245.7 at 13%; at n = 1024 and 4096 (4096^2,
+/// 12%) 421.3 and 1640.0 us against 441.9 and 1738.0. The pruned 4096 x 1024 at 85% (15% full, 2^14 pairs at n =
+/// 256) 39.6 vs 40.3 us, at n = 1024 113.0 vs 143.3 us; the pruned 1536 x 384 at 80% (20% full, 9216 pairs at n =
+/// 1024) 25.9 vs 31.0 us, at 85% 25.9 vs 25.2 us, and with 2304 pairs (n = 256) 15.9 vs 10.9 us (too few).
+///
+/// Through the library's choice on fresh shapes (same step), where a launch leaves slots idle the kernel needs a
+/// higher fill: 192 blocks (73% busy; 6144 x 3072 and 3072 x 6144 at n = 256 and 512) or 384 (1.45 waves, 73%;
+/// 3072 x 6144 at n = 1024, 12288 x 2048 at n = 256) ran 0.79x-1.00x of the tile's speed at 12-13.5% full and
+/// 1.04x-1.16x at 16%; 640 blocks (81%; 5120 x 4096 at n = 1024, 10240 x 2048 at n = 512) lost at 12.5%
+/// (0.88x-0.93x) and won at 15% (1.04x-1.07x); 240 blocks (91%; 1536 x 8192, n = 256) lost at 12.5% (0.92x).
+fn wgmma_wins(n: usize, wide_fill: f64, work: usize, launch_blocks: usize) -> bool {
+    // Its blocks are 128 columns wide: nothing under n = 128 was measured.
+    let fill = if n >= 256 { 0.115 } else { 0.13 };
+    let busy = busy_share(launch_blocks, WGMMA_WAVE);
+    n >= 128 && ((wide_fill * busy >= fill && work >= 1 << 14) || (wide_fill >= 0.18 && work >= 8192))
+}
+
+/// The share of the slots of its waves that a launch of `blocks`, run `wave` at a time, keeps busy: 256 of 264
+/// 0.97, 192 0.73, 384 (two waves) 0.73, 640 (three) 0.81; 0 for no blocks.
+fn busy_share(blocks: usize, wave: usize) -> f64 {
+    if blocks == 0 || wave == 0 {
+        return 0.0;
+    }
+    blocks as f64 / (blocks.div_ceil(wave) * wave) as f64
+}
+
+/// Whether `blocks`, run `wave` at a time, keep at least three quarters of the waves' slots busy: 240 or 256 of
+/// 264 yes, 192 (one wave) or 384 (two) no.
+fn keeps_its_waves_busy(blocks: usize, wave: usize) -> bool {
+    blocks > 0 && blocks.saturating_mul(4) >= wave.saturating_mul(3).saturating_mul(blocks.div_ceil(wave))
 }
 
 /// Where f32 goes to the tensor cores, [`select_tensor_core`] takes the warpgroup-mma kernel
 /// (`spmm_tc_f32_w64_n16`) over the mma.sync one when the launch has at least this many (window, 128-column
 /// slice) blocks before any split, and either the windows have at least [`WGMMA_MIN_WINDOW_BLOCKS`] k-blocks each
 /// on average or the launch has at least [`WGMMA_SHORT_MIN_GRID`] blocks
-/// ([`SpmmKernel::on_device`](super::SpmmKernel::on_device) keeps the mma.sync one on devices without it).
+/// ([`SpmmKernel::select_for`](super::SpmmKernel::select_for) keeps the mma.sync one on devices without it).
 /// Measured on the H100 (NOTES.md, "SpMM step 27"): uniform 4096^2 (64 windows of 256 k-blocks) at 50% and 80%,
 /// n = 128: 0.077 vs 0.090 ms, n = 256: 0.141 vs 0.156 ms, n = 4096: 1.82 vs 2.22 ms; 8192 x 2048 at 80%, n = 128
 /// (128 windows of 128): 0.077 vs 0.085 ms; the pruned 384 x 1536 at 70% (6 windows of 96), n = 1024 (48 blocks,
@@ -1184,9 +1282,23 @@ mod tests {
         assert_eq!(sel(DType::F16, 4096, 128, nnz, narrow, wide), Some((64, 16)));
         // ... but not with fewer than 2^19 elements of C and n < 256 (2048 x 128: narrow, a small C).
         assert_eq!(sel(DType::F16, 2048, 128, nnz / 2, narrow / 2, wide / 2), Some((16, 8)));
+        // ... unless A has HALF_WIDE_PAIRS (k-block, 64-column slice) pairs at n >= 128: 2048 x 8192 at 92%
+        // (32 windows of 512 k-blocks, 8% full), n = 128, wide; at n = 64 (2^14 pairs) narrow.
+        assert_eq!(sel(DType::Bf16, 2048, 128, 1_342_178, 40_000, 16_384), Some((64, 16)));
+        assert_eq!(sel(DType::F16, 2048, 128, 1_342_178, 40_000, 16_384), Some((64, 16)));
+        assert_eq!(sel(DType::F16, 2048, 64, 1_342_178, 40_000, 16_384), Some((16, 8)));
         // 8192 x 2048 at 80% and 90% (10% full, C of 2^20 elements), n = 128: wide.
         assert_eq!(sel(DType::F16, 8192, 128, 3_355_443, 65_000, 16_384), Some((64, 16)));
         assert_eq!(sel(DType::Bf16, 8192, 128, 1_677_722, 53_500, 16_384), Some((64, 16)));
+        // 64 columns per block where 128 make fewer than SPLIT_BELOW_BLOCKS blocks before the split and 64 make
+        // that many: 8192 x 2048 at n = 256 (128 windows: 256 and 512 blocks), 16384 x 1024 at n = 128, 2048 x 8192
+        // at n = 1024 (32 windows x 8 slices of 128 columns); not 8192 x 2048 at n = 512 (512 blocks of 128).
+        assert_eq!(sel(DType::Bf16, 8192, 256, 1_677_722, 53_500, 16_384), Some((64, 8)));
+        assert_eq!(sel(DType::F16, 16_384, 128, 1_677_722, 53_500, 16_384), Some((64, 8)));
+        assert_eq!(sel(DType::F16, 2048, 1024, 1_677_722, 53_500, 16_384), Some((64, 8)));
+        assert_eq!(sel(DType::F16, 8192, 512, 1_677_722, 53_500, 16_384), Some((64, 16)));
+        // ... and not where 64 columns make 384 blocks (1.45 waves): 12288 x 1536 at n = 128 (192 windows).
+        assert_eq!(sel(DType::F16, 12_288, 128, 1_887_437, 60_000, 18_432), Some((64, 16)));
         // Pruned 1536 x 384 at 70%, n = 1024: 24 windows of 24 k-blocks, no ranges: 64 columns per block; at
         // n = 256 (96 blocks of 64 columns) the narrow windows.
         assert_eq!(sel(DType::F16, 1536, 1024, 176_947, 2_304, 576), Some((64, 8)));
@@ -1269,6 +1381,52 @@ mod tests {
         assert_eq!(sel(DType::F32, 4096, 128, 2_064_384, 4_032, 4_032), Some((64, 8)));
         assert_eq!(sel(DType::F32, 4096, 128, 2_097_152, 4_096, 4_096), Some((64, 16)));
         assert_eq!(sel(DType::F32, 384, 256, 44_237, 576, 144), None);
+        // On the wgmma kernel, with 2^14 pairs, from a fill times the share of busy slots of 13% at n < 256 and
+        // 11.5% at n >= 256 (step 42): uniform 4096^2 (16384 k-blocks of 1024 slots; 256 blocks at n = 128 and 256,
+        // 2048 at n = 4096, 97% busy) at n = 128 from 2_249_196 entries (13.4% full), at n = 256 and 4096 from
+        // 1_989_673 (11.9%); 2^14 pairs at n = 256 with 64 windows of 64 k-blocks (4096 x 1024), not at n = 128;
+        // not n = 64 (20% full: 4096^2 at 80%, above), nor on the mma.sync kernel (31 windows, n = 128).
+        assert_eq!(sel(DType::F32, 4096, 128, 2_249_196, 60_000, 16_384), Some((64, 16)));
+        assert_eq!(sel(DType::F32, 4096, 128, 2_249_195, 60_000, 16_384), None);
+        for n in [256, 4096] {
+            assert_eq!(sel(DType::F32, 4096, n, 1_989_673, 60_000, 16_384), Some((64, 16)), "n = {n}");
+            assert_eq!(sel(DType::F32, 4096, n, 1_989_672, 60_000, 16_384), None, "n = {n}");
+        }
+        assert_eq!(sel(DType::F32, 4096, 256, 629_146, 10_000, 4_096), Some((64, 16)));
+        assert_eq!(sel(DType::F32, 4096, 128, 629_146, 10_000, 4_096), None);
+        assert_eq!(sel(DType::F32, 1984, 128, 2_600_000, 60_000, 15_872), None);
+        // ... counting the share of its waves of 264 the launch keeps busy: 6144 x 3072 (96 windows of 192
+        // k-blocks) 13% full at n = 1024 (768 blocks, 97%), not at n = 256 (192 blocks, 73%) nor n = 512 (384).
+        assert_eq!(sel(DType::F32, 6144, 1024, 2_453_667, 70_000, 18_432), Some((64, 16)));
+        assert_eq!(sel(DType::F32, 6144, 256, 2_453_667, 70_000, 18_432), None);
+        assert_eq!(sel(DType::F32, 6144, 512, 2_453_667, 70_000, 18_432), None);
+        assert!(keeps_its_waves_busy(240, 264) && keeps_its_waves_busy(512, 264) && keeps_its_waves_busy(2048, 264));
+        assert!(!keeps_its_waves_busy(192, 264) && !keeps_its_waves_busy(384, 264) && !keeps_its_waves_busy(0, 264));
+        assert!(keeps_its_waves_busy(198, 264) && !keeps_its_waves_busy(197, 264));
+        assert_eq!(
+            (busy_share(256, 256), busy_share(384, 256), busy_share(0, 264), busy_share(5, 0)),
+            (1.0, 0.75, 0.0, 0.0)
+        );
+        // ... at 16% full (x 0.73 = 11.6%) even on 192 blocks; 10240 x 2048 (160 windows of 128 k-blocks) at n =
+        // 512 (640 blocks, 81% busy) at 14.3% full, not at 12.5%.
+        assert_eq!(sel(DType::F32, 6144, 256, 3_019_899, 70_000, 18_432), Some((64, 16)));
+        assert_eq!(sel(DType::F32, 10_240, 512, 3_000_000, 70_000, 20_480), Some((64, 16)));
+        assert_eq!(sel(DType::F32, 10_240, 512, 2_621_440, 70_000, 20_480), None);
+        // ... and from 18% full with 8192 pairs: the pruned 1536 x 384 at 80%, n = 1024 (576 x 16 pairs), not
+        // at 85% nor at n = 256 (576 x 4).
+        assert_eq!(sel(DType::F32, 1536, 1024, 117_965, 2_304, 576), Some((64, 16)));
+        assert_eq!(sel(DType::F32, 1536, 1024, 100_000, 2_304, 576), None);
+        assert_eq!(sel(DType::F32, 1536, 256, 117_965, 2_304, 576), None);
+        // Without the wgmma kernel (select_tensor_core_with), f32 keeps the mma.sync kernel's rules: 15% full
+        // goes to the tiles, half full to the mma.sync kernel; f16 is the same either way.
+        let without = |dtype, m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
+            select_tensor_core_with(dtype, m, n, nnz, BlockCounts { narrow, wide }, false)
+                .map(|c| (c.window, c.tiles_n))
+        };
+        assert_eq!(without(DType::F32, 4096, 256, 2_516_582, 60_000, 16_384), None);
+        assert_eq!(sel(DType::F32, 4096, 256, 2_516_582, 60_000, 16_384), Some((64, 16)));
+        assert_eq!(without(DType::F32, 4096, 256, 8_388_608, 65_536, 16_384), Some((64, 8)));
+        assert_eq!(without(DType::F16, 4096, 256, 1_677_722, 53_500, 16_384), Some((64, 16)));
         // Not for f64, nnz = 0.
         assert_eq!(sel(DType::F64, 4096, 128, 8_388_608, 65_536, 16_384), None);
         assert_eq!(sel(DType::F16, 10, 64, 0, 0, 0), None);
