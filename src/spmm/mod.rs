@@ -329,8 +329,9 @@ pub fn spmm_kernel<T: Scalar>(
     }
 }
 
-/// C = A * B with [`SpmmKernel::select_for`]'s choice on this device; returns the kernel used. Where it picks the tensor cores
-/// (f16/bf16, f32 in 3xTF32), the first call on a matrix builds its tensor-core blocks (one download of A).
+/// C = A * B with [`SpmmKernel::select_for`]'s choice on this device; returns the kernel used. Where it picks the
+/// tensor cores (f16/bf16, f32 in 3xTF32), the first call on a matrix builds its tensor-core blocks (one download of
+/// A).
 pub fn spmm_auto<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,

@@ -278,7 +278,8 @@ pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 ///   1024, n = 128, 33.9-35.1 vs 41.1-42.6 us; 2048 x 8192, n = 1024, 177.9-181.1 vs 191.8-196.8 us; 2048 x 6144,
 ///   n = 1024, 135.5-137.9 vs 153.3-154.4 us; but 384 blocks of 64, 1.45 waves, against 192 of 128 lose:
 ///   12288 x 1536, n = 128, 0.90x-0.92x, 6144 x 2048, n = 256, 0.87x-0.90x, 1536 x 12288, n = 1024, 0.81x-0.82x;
-///   where both widths split, 128 columns stay faster: 4096^2, n = 256, 46.3-47.2 vs 53.8-54.9 us). C counts as large from [`HALF_WIDE_PAIRS`] (k-block, 64-column slice) pairs at n >= 128;
+///   where both widths split, 128 columns stay faster: 4096^2, n = 256, 46.3-47.2 vs 53.8-54.9 us). C counts as
+///   large from [`HALF_WIDE_PAIRS`] (k-block, 64-column slice) pairs at n >= 128;
 /// - the wide windows on fewer rows too, where n >= 512 (the range measured), their blocks are at least 8% full
 ///   (as above for a large C) and there are at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs:
 ///   since the split ranges are added in clusters (step 9) they beat the narrow windows and the tiles there
@@ -380,12 +381,15 @@ pub fn select_tensor_core_with(
 }
 
 /// f16/bf16: the 64-row windows count C as large (8% full is enough, see [`select_tensor_core`]) at n >= 128
-/// where A's wide k-blocks times n's 64-column slices reach this many, however few the elements of C. Measured on
-/// the H100 (NOTES.md, "SpMM step 42"; every variant, medians of 20 event-timed runs): uniform 2048 x 8192 at n =
-/// 128 (32 windows of 512 k-blocks, 2^15 pairs, C of 2^18 elements) at 8-14% the 64-row windows ran 33.0-33.7 us
-/// in both types against 43.8-53.9 us for the 16-row windows the small C chose and 38.3-62.8 us for the best tile.
+/// where A's wide k-blocks times n's 64-column slices reach this many, however few the elements of C: 2^15 less
+/// 5%, since a uniform matrix at 8-10% leaves a window a few k-blocks short of all its columns (2048 x 8192:
+/// 32634 and 32766 pairs at n = 128). Measured on the H100 (NOTES.md, "SpMM step 42"; every variant, medians of
+/// 20 event-timed runs): uniform 2048 x 8192 at n = 128 (32 windows of up to 512 k-blocks, C of 2^18 elements)
+/// at 8-14% the 64-row windows ran 33.0-33.7 us in both types against 43.8-53.9 us for the 16-row windows the
+/// small C chose and 38.3-62.8 us for the best tile; through the library's choice, 1536 x 12288, 3072 x 8192 and
+/// 1280 x 16384 at n = 128 and 8.5-13% (36,864-49,152 pairs) ran 1.31x-2.32x faster than on the 16-row windows.
 /// (Uniform 2048 x 4096 at n = 128, 2^14 pairs, was not measured and keeps the 16-row windows.)
-pub const HALF_WIDE_PAIRS: usize = 1 << 15;
+pub const HALF_WIDE_PAIRS: usize = 31_000;
 
 /// The f32 (3xTF32) choice of [`select_tensor_core`]: the wide kernel where its 64-row blocks are at least 40%
 /// full; at least a quarter full with at least 8192 (k-block, 64-column slice) pairs of work, or 2048 pairs when
@@ -1283,7 +1287,11 @@ mod tests {
         // ... but not with fewer than 2^19 elements of C and n < 256 (2048 x 128: narrow, a small C).
         assert_eq!(sel(DType::F16, 2048, 128, nnz / 2, narrow / 2, wide / 2), Some((16, 8)));
         // ... unless A has HALF_WIDE_PAIRS (k-block, 64-column slice) pairs at n >= 128: 2048 x 8192 at 92%
-        // (32 windows of 512 k-blocks, 8% full), n = 128, wide; at n = 64 (2^14 pairs) narrow.
+        // (32 windows of 512 k-blocks, 8% full; or 16317, as a uniform draw at 8% has), n = 128, wide; at n = 64
+        // (2^14 pairs) narrow; 15500 k-blocks (31000 pairs) wide, 15499 narrow.
+        assert_eq!(sel(DType::Bf16, 2048, 128, 1_342_144, 48_332, 16_317), Some((64, 16)));
+        assert_eq!(sel(DType::Bf16, 2048, 128, 1_300_000, 48_332, 15_500), Some((64, 16)));
+        assert_eq!(sel(DType::Bf16, 2048, 128, 1_300_000, 48_332, 15_499), Some((16, 8)));
         assert_eq!(sel(DType::Bf16, 2048, 128, 1_342_178, 40_000, 16_384), Some((64, 16)));
         assert_eq!(sel(DType::F16, 2048, 128, 1_342_178, 40_000, 16_384), Some((64, 16)));
         assert_eq!(sel(DType::F16, 2048, 64, 1_342_178, 40_000, 16_384), Some((16, 8)));
