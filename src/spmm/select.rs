@@ -35,6 +35,18 @@ fn fills_its_last_wave(blocks: usize, wave: usize) -> bool {
     blocks <= wave || blocks.saturating_mul(4) >= wave.saturating_mul(3).saturating_mul(blocks.div_ceil(wave))
 }
 
+/// f16/bf16 at n = 128: whether the k = 8 tile's launch (four rows by 64 columns per block) fits in one wave at
+/// the 32 blocks per SM of its 64-register form but not at the 28 of its unbounded form, which then runs a second
+/// wave of a few blocks. Measured on an H200 (132 SMs; NOTES.md, "SpMM step 43"): at 8192 rows (4096 blocks) the
+/// bounded tile ran 1.14x-1.28x faster (uniform 8192 x 2048 at 3% and 6%, 8192 x 4096 at 3%; f16 and bf16: 8192
+/// x 2048 at 6%, f16 31.8 -> 24.8 us); outside the band the unbounded tile was as fast or faster (its time 0.93-0.99
+/// of the bounded one's where both fit one wave, 4096 and 6144 rows; 0.91-1.00 where neither does, 12288 rows).
+/// The H200 has the H100's 132 SMs and registers per SM.
+fn one_wave_if_bounded(m: usize, n: usize) -> bool {
+    let blocks = m.div_ceil(4).saturating_mul(n.div_ceil(64));
+    n == 128 && blocks > 28 * H100_SMS && blocks <= 32 * H100_SMS
+}
+
 #[allow(clippy::too_many_arguments)]
 fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u32, pred: bool) -> SpmmConfig {
     SpmmConfig {
@@ -474,7 +486,9 @@ impl SpmmConfig {
             && m >= 512
             && k.saturating_mul(n) <= LARGEST_SWEPT_B
             && (m <= 2048 || mean > 64.0)
-            && (mean <= 400.0 || (stats.cv < 0.1 && mean <= 1100.0 && k >= 4096 && (1024..=2048).contains(&m)))
+            && (mean <= 400.0
+                || (stats.cv < 0.1 && mean <= 1100.0 && k >= 4096 && (1024..=2048).contains(&m))
+                || (mean <= 820.0 && n == 512 && (2560..=8192).contains(&m)))
             && (m.saturating_mul(n) >= 1 << 20 || (stats.cv < 0.3 && m.saturating_mul(n) >= 1 << 18))
             && fills_its_last_wave(m.div_ceil(2).saturating_mul(n / 128), 16 * H100_SMS)
         {
@@ -495,7 +509,12 @@ impl SpmmConfig {
             // (0.88x-1.02x against the unbounded two-row tile they keep), nor rows of cv 0.18-0.4 (0.76x-1.02x).
             // Up to 1100 entries since step 42 (uniform 2048 x 8192 at 11% and 13%, 901 and 1065 per row, against
             // the warp per row they had: n = 128 66.0 vs 68.8 and 74.8 vs 81.4 us, n = 512 211.3 vs 298.7 and 245.7
-            // vs 339.5 us).
+            // vs 339.5 us). Rows of 400-820 entries in 2560-8192 rows at n = 512 since step 43 (H200; uniform
+            // 2560-8192 x 4096-8192 at 6-11%, means 410-819, against the unbounded two-row tile they had: 1.031x-1.174x
+            // faster on all 8 problems, 1.101x on geometric mean, 4096 x 8192 at 6%: 260.3 vs 221.6 us; through the
+            // library on 5 fresh shapes, 3072-6144 x 4096-8192 at 7-10.5%, 0.995x-1.059x, 1.031x; and at n = 500,
+            // rounded to 512, 4096 x 8192 at 6%: 337.3 -> 267.1 us). Not n = 384 (1.014x-1.117x in the sweep, but
+            // 0.929x-1.044x on the fresh shapes), nor from n = 768 (0.955x-1.084x).
             two_row_tile(dtype)
         } else if short_rows(m, k, n, stats) {
             // Short rows, at most 200,000 entries, n = 128-512: two rows of 16 threads over 128 columns
@@ -590,11 +609,12 @@ impl SpmmConfig {
                     DType::Bf16 if n % 256 == 0 => tile(dtype, 1, 8, 2, 16, 256, 16, false),
                     _ => tile(dtype, 2, 8, 4, 16, 64, 8, n % 64 != 0),
                 }
-            } else if mean <= 600.0 && n % 64 == 0 && n <= 256 && (n > 128 || m >= 16384) {
+            } else if mean <= 600.0 && n % 64 == 0 && n <= 256 && (n > 128 || m >= 16384 || one_wave_if_bounded(m, n)) {
                 // The same k = 8 tile held to 64 registers, 32 blocks per SM instead of 28 (NOTES.md, "SpMM step
                 // 12"): uniform 4096^2 at n = 256, f16 95% 38.9 vs 44.1 us, 98% 18.9 vs 21.4 us, bf16 40.1 vs 48.5
                 // and 19.7 vs 22.9 us; copter2 (55 476 rows) at n = 128 32.4 vs 34.3 us. Not the uniform 4096^2 at
-                // n = 128 (f16 23.1 vs 21.9 us at 95%) nor at n = 4096 (f16 0.510 vs 0.500 ms).
+                // n = 128 (f16 23.1 vs 21.9 us at 95%) nor at n = 4096 (f16 0.510 vs 0.500 ms). At n = 128 also
+                // where only the bounded tile's launch fits in one wave ([`one_wave_if_bounded`]).
                 bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
             } else if mean <= 600.0 {
                 // Uniform 90% n = 4096: 0.955 ms (14.4 TFLOP/s) vs 1.215 ms with the 256-wide tile.
@@ -702,11 +722,14 @@ mod tests {
             "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32"
         );
         // The two-row tile only where its last column tile is at least nine tenths full: 4096 rows of 410 at n =
-        // 500 (512) take it, at n = 100 (128) and 300 (384) the choice at n itself.
+        // 500 (512) take it (held to 128 registers at 512 since step 43), at n = 100 (128) and 300 (384) the
+        // choice at n itself.
         let uniform = RowStats { min: 350, max: 470, mean: 410.0, cv: 0.05, empty_rows: 0 };
         let pick = |n: usize| SpmmConfig::select_with_stats(4096, 4096, n, &uniform, DType::F32).kernel_name();
-        assert_eq!(pick(512), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
-        assert_eq!(pick(500), "spmm_f32_s1d4_y2k16x128w16_u4_pred");
+        assert_eq!(pick(512), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        assert_eq!(pick(500), "spmm_f32_s1d4_y2k16x128w16_u4_pred_lb16");
+        assert_eq!(pick(1024), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(pick(1000), "spmm_f32_s1d4_y2k16x128w16_u4_pred");
         assert_eq!(pick(100), "spmm_f32_s2d4_y4k16x32w8_u4_pred");
         assert_eq!(pick(300), "spmm_f32_s2d4_y4k16x32w8_u4_pred");
         assert!(two_rows_waste_columns(&two_row_tile(DType::F32), 300));
@@ -765,6 +788,19 @@ mod tests {
         assert_ne!(pick(2048, 6144, 1024, 614.0, 0.1), two_rows);
         assert_ne!(pick(1023, 8192, 1024, 491.0, 0.0), two_rows);
         assert_ne!(pick(2049, 8192, 1024, 491.0, 0.0), two_rows);
+        // Rows of 400-820 entries in 2560-8192 rows at n = 512 (step 43), not at other n, more rows or longer
+        // rows; the wave and B bounds still hold.
+        let unbounded = "spmm_f32_s1d4_y2k16x128w16_u4_nopred";
+        assert_eq!(pick(4096, 8192, 512, 492.0, 0.04), two_rows);
+        assert_eq!(pick(2560, 8192, 512, 573.0, 0.04), two_rows);
+        assert_eq!(pick(8192, 4096, 512, 820.0, 0.05), two_rows);
+        assert_eq!(pick(4096, 8192, 384, 492.0, 0.04), unbounded);
+        assert_eq!(pick(4096, 4096, 640, 451.0, 0.05), unbounded);
+        assert_eq!(pick(4096, 4096, 256, 451.0, 0.05), two_rows, "the n <= 256 band of 64-600 entries");
+        assert_eq!(pick(4096, 4096, 512, 821.0, 0.05), unbounded);
+        assert_eq!(pick(2559, 8192, 512, 573.0, 0.04), unbounded);
+        assert_eq!(pick(8193, 4096, 512, 451.0, 0.05), unbounded);
+        assert_eq!(pick(4096, 24577, 512, 451.0, 0.05), unbounded, "B past LARGEST_SWEPT_B");
         // Sizes past any GPU's do not overflow the block counts (a panic in debug builds).
         assert_eq!(pick(usize::MAX / 2, 1, 128, 100.0, 0.1), two_rows);
         // Long uneven rows in 384-1024 rows, n >= 1024: eight warps on one 64-column tile, two blocks per SM,
@@ -944,6 +980,14 @@ mod tests {
         assert_eq!(s(4096, 256, 205.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
         assert_eq!(s(4096, 128, 205.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(55476, 128, 12.7, 0.3), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        // At n = 128 also where only the 64-register form fits one wave: 3697-4224 blocks of four rows (step 43).
+        assert_eq!(s(8192, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(4 * 3697, 128 / 2, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred", "n = 64 unmeasured");
+        assert_eq!(s(2 * 3697, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(2 * 3697 - 2, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        assert_eq!(s(2 * 4224, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(2 * 4224 + 1, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        assert_eq!(s(12288, 128, 82.0, 0.1), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(4096, 192, 205.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
         assert_eq!(s(4096, 200, 205.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_pred");
         // Uniform 90%: n = 128 keeps k = 8, n = 256 takes k = 16 (f16) or the 256-wide tile (bf16).
