@@ -982,7 +982,7 @@ mod tests {
         assert_eq!(s(55476, 128, 12.7, 0.3), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
         // At n = 128 also where only the 64-register form fits one wave: 3697-4224 blocks of four rows (step 43).
         assert_eq!(s(8192, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
-        assert_eq!(s(4 * 3697, 128 / 2, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred", "n = 64 unmeasured");
+        assert_eq!(s(4 * 3697, 64, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred", "n = 64 unmeasured");
         assert_eq!(s(2 * 3697, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
         assert_eq!(s(2 * 3697 - 2, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(2 * 4224, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
