@@ -789,7 +789,8 @@ mod tests {
         assert_ne!(pick(1023, 8192, 1024, 491.0, 0.0), two_rows);
         assert_ne!(pick(2049, 8192, 1024, 491.0, 0.0), two_rows);
         // Rows of 400-820 entries in 2560-8192 rows at n = 512 (step 43), not at other n, more rows or longer
-        // rows; the wave and B bounds still hold.
+        // rows; the B bound still holds (the wave bound never bites there: 5120-16384 blocks fill their last
+        // wave).
         let unbounded = "spmm_f32_s1d4_y2k16x128w16_u4_nopred";
         assert_eq!(pick(4096, 8192, 512, 492.0, 0.04), two_rows);
         assert_eq!(pick(2560, 8192, 512, 573.0, 0.04), two_rows);
