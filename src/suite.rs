@@ -7,6 +7,7 @@ use sprs::CsMat;
 
 use crate::baseline::cublas::Cublas;
 use crate::baseline::cusparse::{Cusparse, CusparseSpmm, SpmmAlg};
+use crate::cpu::oracle::{SpmmReference, Summation, POISON};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::kernels::compiled_spmm_variants_for;
@@ -203,25 +204,30 @@ pub struct BenchOptions {
     pub all_variants: bool,
     /// Skip cuBLAS when the densified A would exceed this many bytes.
     pub cublas_limit_bytes: usize,
+    /// Check every result we time against the f64 oracle ([`Check`]): C poisoned, one run, then the timed runs.
+    pub verify: bool,
 }
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        BenchOptions { warmup: 5, iters: 30, all_variants: true, cublas_limit_bytes: 4 << 30 }
+        BenchOptions { warmup: 5, iters: 30, all_variants: true, cublas_limit_bytes: 4 << 30, verify: false }
     }
 }
 
-/// A timed entry: a name and its median event time, or why it did not run.
+/// A timed entry: a name and its median event time, or why it did not run; and, where the bench verifies, how its
+/// result compared with the f64 oracle.
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub name: String,
     pub ms: std::result::Result<f64, String>,
+    pub check: Option<Check>,
 }
 
-/// The fastest entry that ran.
+/// The fastest entry that ran and did not fail its check.
 pub(crate) fn fastest(entries: &[Entry]) -> Option<&Entry> {
     entries
         .iter()
+        .filter(|e| e.check.as_ref().is_none_or(Check::passed))
         .filter_map(|e| e.ms.as_ref().ok().map(|ms| (e, *ms)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(e, _)| e)
@@ -230,8 +236,89 @@ pub(crate) fn fastest(entries: &[Entry]) -> Option<&Entry> {
 impl Entry {
     /// The median of a timing, or the error that stopped it.
     pub(crate) fn timed(name: String, r: Result<crate::timing::Timings>) -> Entry {
-        Entry { name, ms: r.map(|t| t.median_ms()).map_err(|e| e.to_string()) }
+        Entry { name, ms: r.map(|t| t.median_ms()).map_err(|e| e.to_string()), check: None }
     }
+
+    /// An entry that did not run, and why.
+    pub(crate) fn failed(name: String, why: String) -> Entry {
+        Entry { name, ms: Err(why), check: None }
+    }
+}
+
+/// One result against the f64 oracle ([`SpmmReference`]), with the bound of the way its kernel sums.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// Elements of C outside their bound (an unwritten element keeps the poison and counts here).
+    pub mismatches: usize,
+    /// The largest error over its bound: 0 when exact, infinite for a non-finite mismatch.
+    pub worst: f64,
+    /// The first mismatch, as `C[row][column]: got ..., want ...`.
+    pub first: Option<String>,
+}
+
+impl Check {
+    /// Every element within its bound.
+    pub fn passed(&self) -> bool {
+        self.mismatches == 0
+    }
+
+    /// `got` (C, `n` columns, as stored) against `reference` with `summation`'s bound.
+    pub fn of<T: Scalar>(reference: &SpmmReference, got: &[T], n: usize, summation: Summation) -> Result<Check> {
+        let bound = reference
+            .bound(summation)
+            .ok_or_else(|| Error::Verification(format!("no {summation:?} bound for {} results", T::DTYPE)))?;
+        let cmp = reference.compare(got, summation).expect("the bound exists");
+        // Passing pairs of NaN or Inf count as exact in the comparison, so an infinite error is a mismatch.
+        let worst = if cmp.max_abs_err.is_infinite() {
+            f64::INFINITY
+        } else {
+            got.get(cmp.worst_index).map_or(0.0, |g| {
+                let i = cmp.worst_index;
+                let err = (g.to_f64() - reference.want()[i]).abs();
+                if err == 0.0 {
+                    0.0
+                } else {
+                    err / bound[i]
+                }
+            })
+        };
+        let at = |i: usize| (i / n.max(1), i % n.max(1));
+        let first = cmp.first_mismatch.map(|(i, g, w)| {
+            let (r, c) = at(i);
+            format!("C[{r}][{c}]: got {g:e}, want {w:e}, bound {:.3e}", bound[i])
+        });
+        Ok(Check { mismatches: cmp.mismatches, worst, first })
+    }
+}
+
+/// Poisons C, runs `op` once and checks C against `reference` ([`Check::of`]).
+fn poisoned_run<T: Scalar>(
+    gpu: &Gpu,
+    reference: &SpmmReference,
+    c: &mut DeviceDense<T>,
+    summation: Summation,
+    op: &mut impl FnMut(&mut DeviceDense<T>) -> Result<()>,
+) -> Result<Check> {
+    c.fill(gpu, T::from_f64(POISON))?;
+    op(c)?;
+    Check::of(reference, &c.download(gpu)?, c.cols(), summation)
+}
+
+/// [`time_op`] over `op`, first checked once against `reference` where there is one ([`poisoned_run`]).
+fn measure<T: Scalar>(
+    gpu: &Gpu,
+    opts: &BenchOptions,
+    reference: Option<&SpmmReference>,
+    c: &mut DeviceDense<T>,
+    name: String,
+    summation: Summation,
+    mut op: impl FnMut(&mut DeviceDense<T>) -> Result<()>,
+) -> Entry {
+    let check = match reference.map(|r| poisoned_run(gpu, r, c, summation, &mut op)).transpose() {
+        Ok(check) => check,
+        Err(e) => return Entry::failed(name, e.to_string()),
+    };
+    Entry { check, ..Entry::timed(name, time_op(gpu, opts.warmup, opts.iters, || op(c))) }
 }
 
 /// One problem's figures.
@@ -281,6 +368,8 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     let a = DeviceCsr::upload(gpu, a_host.view())?;
     let b = DeviceDense::upload(gpu, k, n, &b_host)?;
     let mut c = DeviceDense::<T>::zeros(gpu, m, n)?;
+    let reference = opts.verify.then(|| SpmmReference::new(a_host.view(), &b_host, n));
+    let reference = reference.as_ref();
 
     let selected_kernel =
         SpmmKernel::select_for(gpu.info(), m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count());
@@ -288,8 +377,9 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     if opts.all_variants {
         for config in compiled_spmm_variants_for(T::DTYPE) {
             if check_config(config, T::DTYPE, m, k, n).is_ok() {
-                let r = time_op(gpu, opts.warmup, opts.iters, || spmm(gpu, &a, &b, &mut c, config));
-                variants.push(Entry::timed(config.kernel_name(), r));
+                let name = config.kernel_name();
+                let op = |c: &mut DeviceDense<T>| spmm(gpu, &a, &b, c, config);
+                variants.push(measure(gpu, opts, reference, &mut c, name, Summation::Fma, op));
             }
         }
     }
@@ -299,30 +389,41 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
             // The blocks are built once per layout and kept with A; the fill is read from the mma-order ones of the
             // config's window height (the wgmma kernel's hold the same entries in another order).
             let fill = crate::spmm::tensor_core::block_fill(gpu, &a, config.window as usize)?;
-            let r = time_op(gpu, opts.warmup, opts.iters, || spmm_tensor_core(gpu, &a, &b, &mut c, &config));
+            let summation = SpmmKernel::TensorCore(config).summation();
             let plan = crate::spmm::tensor_core::split_plan(gpu, &a, &config, n)?;
+            let name = if plan.ranges == 1 {
+                format!("{config} (blocks {:.1}% full)", 100.0 * fill)
+            } else {
+                let sum = if plan.clusters_fit() { "clusters" } else { "fix-up" };
+                let (ranges, grid, capacity) = (plan.ranges, plan.grid, plan.cluster_capacity);
+                format!(
+                    "{config} (blocks {:.1}% full, {ranges} ranges, {grid} clusters, {capacity} fit: {sum})",
+                    100.0 * fill
+                )
+            };
+            let op = |c: &mut DeviceDense<T>| spmm_tensor_core(gpu, &a, &b, c, &config);
+            variants.push(measure(gpu, opts, reference, &mut c, name, summation, op));
             if plan.ranges == 1 {
-                variants.push(Entry::timed(format!("{config} (blocks {:.1}% full)", 100.0 * fill), r));
                 continue;
             }
-            let sum = if plan.clusters_fit() { "clusters" } else { "fix-up" };
-            let (ranges, grid, capacity) = (plan.ranges, plan.grid, plan.cluster_capacity);
-            let about = format!("blocks {:.1}% full, {ranges} ranges, {grid} clusters, {capacity} fit", 100.0 * fill);
-            variants.push(Entry::timed(format!("{config} ({about}: {sum})"), r));
             // Both ways of adding the ranges, whichever Auto took (clusters only where the device has them).
             for (sum, name) in [(RangeSum::FixUp, "fix-up"), (RangeSum::Cluster, "clusters")] {
                 if sum == RangeSum::Cluster && (!gpu.info().has_clusters() || config.is_wgmma()) {
                     continue;
                 }
-                let r =
-                    time_op(gpu, opts.warmup, opts.iters, || spmm_tensor_core_with(gpu, &a, &b, &mut c, &config, sum));
-                variants.push(Entry::timed(format!("{config}+{name}"), r));
+                let op = |c: &mut DeviceDense<T>| spmm_tensor_core_with(gpu, &a, &b, c, &config, sum);
+                variants.push(measure(gpu, opts, reference, &mut c, format!("{config}+{name}"), summation, op));
             }
         }
     }
-    let selected = Entry::timed(
+    let selected = measure(
+        gpu,
+        opts,
+        reference,
+        &mut c,
         selected_kernel.to_string(),
-        time_op(gpu, opts.warmup, opts.iters, || spmm_kernel(gpu, &a, &b, &mut c, &selected_kernel)),
+        selected_kernel.summation(),
+        |c: &mut DeviceDense<T>| spmm_kernel(gpu, &a, &b, c, &selected_kernel),
     );
     let ours = c.download(gpu)?;
 
@@ -346,10 +447,10 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
 
     let dense_bytes = m * k * std::mem::size_of::<T>();
     let cublas = if dense_bytes > opts.cublas_limit_bytes {
-        Entry {
-            name: "cublas_gemm".into(),
-            ms: Err(format!("skipped: dense A would be {:.1} GiB", dense_bytes as f64 / (1u64 << 30) as f64)),
-        }
+        Entry::failed(
+            "cublas_gemm".into(),
+            format!("skipped: dense A would be {:.1} GiB", dense_bytes as f64 / (1u64 << 30) as f64),
+        )
     } else {
         let r = (|| {
             let lib = Cublas::new(gpu)?;
@@ -397,9 +498,13 @@ pub(crate) fn json_str(s: &str) -> String {
 }
 
 pub(crate) fn json_entry(e: &Entry) -> String {
+    let check = e.check.as_ref().map_or(String::new(), |c| {
+        let worst = if c.worst.is_finite() { c.worst.to_string() } else { "null".into() };
+        format!(",\"check\":{{\"mismatches\":{},\"worst\":{worst}}}", c.mismatches)
+    });
     match &e.ms {
-        Ok(ms) => format!("{{\"name\":{},\"ms\":{ms}}}", json_str(&e.name)),
-        Err(why) => format!("{{\"name\":{},\"error\":{}}}", json_str(&e.name), json_str(why)),
+        Ok(ms) => format!("{{\"name\":{},\"ms\":{ms}{check}}}", json_str(&e.name)),
+        Err(why) => format!("{{\"name\":{},\"error\":{}{check}}}", json_str(&e.name), json_str(why)),
     }
 }
 
@@ -433,6 +538,67 @@ mod tests {
 
     fn data(file: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file)
+    }
+
+    /// A small problem's oracle and the CPU backend's C (FMA-rounded, so within every bound of f32).
+    fn reference_and_c() -> (SpmmReference, Vec<f32>, usize) {
+        let (m, k, n) = (37, 29, 12);
+        let a = gen::uniform_random(m, k, 0.2, 3);
+        let b = gen::dense_matrix(k, n, 4);
+        let mut c = vec![0f32; m * n];
+        crate::cpu::backend::spmm(a.view(), &b, n, &mut c);
+        (SpmmReference::new(a.view(), &b, n), c, n)
+    }
+
+    #[test]
+    fn a_check_passes_a_correct_c_and_names_a_wrong_or_unwritten_element() {
+        let (reference, c, n) = reference_and_c();
+        let ok = Check::of(&reference, &c, n, Summation::Fma).unwrap();
+        assert!(ok.passed() && ok.worst <= 1.0 && ok.first.is_none(), "{ok:?}");
+        assert!(Check::of(&reference, &c, n, Summation::Tf32x3).unwrap().passed());
+        // An element the kernel did not write keeps the poison.
+        let mut unwritten = c.clone();
+        unwritten[5 * n + 7] = POISON as f32;
+        let bad = Check::of(&reference, &unwritten, n, Summation::Fma).unwrap();
+        assert_eq!(bad.mismatches, 1, "{bad:?}");
+        assert!(bad.first.as_deref().unwrap().starts_with("C[5][7]: got -1.2345"), "{bad:?}");
+        assert!(bad.worst > 1.0 && bad.worst.is_finite(), "{bad:?}");
+        // Two elements off by one, in the last row.
+        let mut off = c.clone();
+        let last = off.len() - 1;
+        for i in [last - 1, last] {
+            off[i] = (reference.want()[i] + 1.0) as f32;
+        }
+        let bad = Check::of(&reference, &off, n, Summation::Fma).unwrap();
+        assert_eq!(bad.mismatches, 2, "{bad:?}");
+        assert!(bad.first.as_deref().unwrap().starts_with("C[36][10]:"), "{bad:?}");
+        // NaN where the oracle has a number: infinitely wrong.
+        let mut nan = c.clone();
+        nan[n] = f32::NAN;
+        let bad = Check::of(&reference, &nan, n, Summation::Fma).unwrap();
+        assert!(bad.mismatches == 1 && bad.worst.is_infinite(), "{bad:?}");
+        // f32 has no kernel that sums f16 products: an error, not a pass.
+        assert!(matches!(Check::of(&reference, &c, n, Summation::TensorCoreHalf), Err(Error::Verification(_))));
+    }
+
+    #[test]
+    fn the_fastest_entry_ran_and_passed_its_check() {
+        let check = |mismatches| Some(Check { mismatches, worst: 0.5, first: None });
+        let entries = [
+            Entry { name: "wrong".into(), ms: Ok(1.0), check: check(3) },
+            Entry::failed("error".into(), "out of memory".into()),
+            Entry { name: "right".into(), ms: Ok(2.0), check: check(0) },
+            Entry { name: "unchecked".into(), ms: Ok(3.0), check: None },
+        ];
+        assert_eq!(fastest(&entries).unwrap().name, "right");
+        assert_eq!(fastest(&entries[3..]).unwrap().name, "unchecked");
+        assert!(fastest(&entries[..2]).is_none());
+        // The JSON holds each check; an infinite worst is null.
+        assert_eq!(json_entry(&entries[2]), r#"{"name":"right","ms":2,"check":{"mismatches":0,"worst":0.5}}"#);
+        let nan =
+            Entry { check: Some(Check { mismatches: 1, worst: f64::INFINITY, first: None }), ..entries[0].clone() };
+        assert_eq!(json_entry(&nan), r#"{"name":"wrong","ms":1,"check":{"mismatches":1,"worst":null}}"#);
+        assert_eq!(json_entry(&entries[3]), r#"{"name":"unchecked","ms":3}"#);
     }
 
     #[test]

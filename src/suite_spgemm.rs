@@ -148,12 +148,12 @@ pub fn bench_spgemm(
                     }
                     Err(e) => {
                         cusparse_peak.push(None);
-                        cusparse_entries.push(Entry { name, ms: Err(e.to_string()) });
+                        cusparse_entries.push(Entry::failed(name, e.to_string()));
                     }
                 }
             }
         }
-        Err(e) => cusparse_entries.push(Entry { name: "cuSPARSE".into(), ms: Err(e.to_string()) }),
+        Err(e) => cusparse_entries.push(Entry::failed("cuSPARSE".into(), e.to_string())),
     }
 
     let ours_host = ours_c.download(gpu)?;

@@ -236,7 +236,7 @@ mod tests {
 
     #[test]
     fn json_holds_times_errors_and_escaped_names() {
-        let entry = |name: &str, ms: std::result::Result<f64, String>| Entry { name: name.into(), ms };
+        let entry = |name: &str, ms: std::result::Result<f64, String>| Entry { name: name.into(), ms, check: None };
         let r = SpmvReport {
             problem: "a\"b".into(),
             m: 2,

@@ -150,6 +150,46 @@ fn bench_spmm_runs_the_callers_matrices() {
     }
 }
 
+/// `bench spmm --verify` checks every result it times against the f64 oracle, each on a poisoned C: every compiled
+/// variant that can run each problem, the tensor-core kernels and the selected one, in each element type.
+#[test]
+fn bench_spmm_verify_checks_every_variant_it_times() {
+    for dtype in ["f32", "f16", "bf16"] {
+        let json = std::env::temp_dir().join(format!("tilesparse-cli-verify-{dtype}-{}.json", std::process::id()));
+        let out = tilesparse()
+            .args(["bench", "spmm", "--dtype", dtype, "--matrix", &data("west0479.mtx.gz")])
+            .args(["--gen", "uniform:257x300:0.1", "--gen", "powerlaw:1x64:0.5", "--gen", "pruned:96x384:0.3"])
+            .args(["--n", "40,128", "--verify", "--iters", "1", "--warmup", "0"])
+            .args(["--json", json.to_str().unwrap()])
+            .output()
+            .expect("running tilesparse");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            let no_gpu =
+                ["no CUDA driver", "no CUDA device", "kernels were not compiled"].iter().any(|w| stderr.contains(w));
+            let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
+            assert!(no_gpu && !require, "bench spmm --verify ({dtype}) failed:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+            let _ =
+                writeln!(std::io::stderr(), "SKIP bench_spmm_verify_checks_every_variant_it_times: {}", stderr.trim());
+            return;
+        }
+        let text = std::fs::read_to_string(&json).expect("the JSON report");
+        std::fs::remove_file(&json).ok();
+        assert!(stdout.contains("verify: OK: ") && !stdout.contains("WRONG"), "{dtype}:\n{stdout}");
+        let problems: Vec<&str> = text.lines().filter(|l| l.contains("\"problem\"")).collect();
+        assert_eq!(problems.len(), 8, "{dtype}:\n{text}");
+        for line in problems {
+            // Every entry of ours that ran carries a passing check; cuSPARSE and cuBLAS carry none.
+            let (ours, baselines) = line.split_once("\"cusparse\":").expect("a cuSPARSE list");
+            let ran = ours.matches("\"ms\":").count();
+            let passed = ours.matches("\"check\":{\"mismatches\":0,").count();
+            assert!(ran > 10 && passed == ran, "{dtype}: {passed} of {ran} checked and passing:\n{line}");
+            assert!(!baselines.contains("\"check\""), "{dtype}:\n{line}");
+        }
+    }
+}
+
 /// spmv --dtype f64 keeps the file's values and alpha in f64: y = 0.1 * 0.1 * x exactly as f64 computes it.
 #[test]
 fn spmv_f64_keeps_f64_values_and_scalars() {

@@ -259,6 +259,10 @@ enum BenchCommand {
         /// Widths of B for --matrix and --gen, comma-separated (default 128).
         #[arg(long, value_delimiter = ',')]
         n: Vec<usize>,
+        /// Check every result timed against the f64 CPU oracle (C poisoned, one run, each kernel's error bound);
+        /// a result outside its bound is marked WRONG, left out of "best variant", and fails the command.
+        #[arg(long)]
+        verify: bool,
     },
     /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
     SpgemmSuite {
@@ -291,8 +295,9 @@ fn main() -> ExitCode {
         Command::Spmm(args) => run_spmm(args),
         Command::Spmv(args) => run_spmv(args),
         Command::Bench(BenchCommand::Spmv { suite }) => bench_spmv(suite),
-        Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype, matrices, generated, n }) => {
-            bench_spmm(suite, selected_only, dtype, &matrices, &generated, &n)
+        Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype, matrices, generated, n, verify }) => {
+            let opts = BenchOptions { all_variants: !selected_only, verify, ..Default::default() };
+            bench_spmm(suite, opts, dtype, &matrices, &generated, &n)
         }
         Command::Spgemm(args) => run_spgemm(args),
         Command::Bench(BenchCommand::SpgemmSuite { suite, dense_from }) => bench_spgemm_suite(suite, dense_from),
@@ -722,7 +727,7 @@ fn bench_spmv(args: SuiteArgs) -> Result<()> {
 /// `bench spmm`: the suite, or the caller's matrices (`--matrix`, then `--gen`) at the widths `ns`.
 fn bench_spmm(
     args: SuiteArgs,
-    selected_only: bool,
+    opts: BenchOptions,
     dtype: DType,
     matrices: &[PathBuf],
     generated: &[String],
@@ -750,20 +755,42 @@ fn bench_spmm(
         DType::F64 => return Err(Error::UnsupportedDtype { dtype, op: "spmm (f32, f16, bf16)" }),
     };
     let gpu = Gpu::new(0)?;
-    let opts = BenchOptions { warmup, iters, all_variants: !selected_only, ..Default::default() };
+    let opts = BenchOptions { warmup, iters, ..opts };
     println!(
-        "device: {}; dtype {dtype}; {} problems; median of {iters} event-timed runs after {warmup} warm-ups",
+        "device: {}; dtype {dtype}; {} problems; median of {iters} event-timed runs after {warmup} warm-ups{}",
         gpu.info().name,
-        problems.len()
+        problems.len(),
+        if opts.verify { "; every result timed is first checked against the f64 oracle" } else { "" }
     );
+    let (mut checked, mut wrong, mut worst) = (0usize, Vec::new(), 0.0f64);
     let mut reports = Vec::new();
     for p in &problems {
         let r = bench(&gpu, p, &opts)?;
         println!("\n== {} (m {} k {} n {} nnz {})", r.problem, r.m, r.k, r.n, r.nnz);
-        let line = |e: &suite::Entry| match &e.ms {
-            Ok(ms) => format!("{:<44} {:>10.4} ms {:>9.1} GFLOP/s", e.name, ms, r.gflops(*ms)),
-            Err(why) => format!("{:<44} {why}", e.name),
+        let line = |e: &suite::Entry| {
+            let check = match &e.check {
+                None => String::new(),
+                Some(c) if c.passed() => format!("  ok ({:.2} of its bound)", c.worst),
+                Some(c) => format!(
+                    "  WRONG: {} elements outside their bound; first {}",
+                    c.mismatches,
+                    c.first.as_deref().unwrap_or("-")
+                ),
+            };
+            match &e.ms {
+                Ok(ms) => format!("{:<44} {:>10.4} ms {:>9.1} GFLOP/s{check}", e.name, ms, r.gflops(*ms)),
+                Err(why) => format!("{:<44} {why}{check}", e.name),
+            }
         };
+        for e in r.variants.iter().chain([&r.selected]) {
+            if let Some(c) = &e.check {
+                checked += 1;
+                worst = worst.max(c.worst);
+                if !c.passed() {
+                    wrong.push(format!("{} {}", r.problem, e.name));
+                }
+            }
+        }
         for e in &r.variants {
             println!("  {}", line(e));
         }
@@ -807,7 +834,22 @@ fn bench_spmm(
     if let Some(path) = json {
         write_json(&path, &suite::reports_to_json(&reports))?;
     }
-    Ok(())
+    if !opts.verify {
+        return Ok(());
+    }
+    if wrong.is_empty() {
+        println!(
+            "verify: OK: {checked} results against the f64 oracle, each on a poisoned C; the largest error is {worst:.3} \
+             of its bound"
+        );
+        Ok(())
+    } else {
+        Err(Error::Verification(format!(
+            "{} of {checked} results outside the oracle's bound (marked WRONG above): {}",
+            wrong.len(),
+            wrong.join(", ")
+        )))
+    }
 }
 
 /// The SpGEMM problem of the CLI: A and the right operand, A itself when square, else A^T.

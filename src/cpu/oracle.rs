@@ -3,9 +3,11 @@
 //! Deliberately independent of every optimized path: plain sequential loops over the raw
 //! CSR arrays, f64 accumulation in storage order, no skipping of zeros and no special
 //! cases, so NaN and infinities propagate exactly as IEEE f64 arithmetic makes them
-//! (0 * NaN is NaN, inf + -inf is NaN).
+//! (0 * NaN is NaN, inf + -inf is NaN). The SpMM oracle runs its rows on rayon's threads,
+//! each row one such loop, which gives the same bits as one thread.
 
 use crate::scalar::{DType, Scalar};
+use rayon::prelude::*;
 use sprs::{CsMat, CsMatView};
 
 /// C = A (m x k, CSR) * B (k x n, row-major), returned m x n row-major.
@@ -27,8 +29,8 @@ fn spmm_mapped<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, f: fn(f64) -> f64)
     let indptr = a.proper_indptr();
     let (ind, val) = (a.indices(), a.data());
     let mut c = vec![0.0f64; m * n];
-    for i in 0..m {
-        let c_row = &mut c[i * n..(i + 1) * n];
+    // Rows in parallel: each row is its own sequential loop in storage order, so the bits are those of one thread.
+    c.par_chunks_mut(n.max(1)).take(m).enumerate().for_each(|(i, c_row)| {
         for p in indptr[i]..indptr[i + 1] {
             let av = f(val[p].to_f64());
             let b_row = &b[ind[p] * n..(ind[p] + 1) * n];
@@ -36,7 +38,7 @@ fn spmm_mapped<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, f: fn(f64) -> f64)
                 c_row[j] += av * f(b_row[j].to_f64());
             }
         }
-    }
+    });
     c
 }
 
@@ -332,6 +334,61 @@ pub fn spmm_error_bound_for<T: Scalar>(
 /// [`spmm_error_bound_tc_half`] take.
 pub fn max_finite_abs<T: Scalar>(values: &[T]) -> f64 {
     values.iter().map(|x| x.to_f64().abs()).filter(|x| x.is_finite()).fold(0.0, f64::max)
+}
+
+/// Written into every output before a checked run: a finite value no correct result equals, so an unwritten
+/// element shows up as a mismatch (NaN poison would hide unwritten elements where NaN propagates).
+pub const POISON: f64 = -12345.678;
+
+/// The oracle's C = A * B for one problem and the bound every kind of kernel that can run `T` must meet:
+/// [`spmm`] and [`spmm_abs`] once, then [`spmm_error_bound_for`] for the FMA kernels and for `T`'s tensor-core
+/// summation (3xTF32 for f32, [`Summation::TensorCoreHalf`] for f16 and bf16; none for f64).
+#[derive(Clone, Debug)]
+pub struct SpmmReference {
+    dtype: DType,
+    want: Vec<f64>,
+    fma: Vec<f64>,
+    tensor_cores: Option<(Summation, Vec<f64>)>,
+}
+
+impl SpmmReference {
+    /// The reference for A (CSR) times `b` (k x n, row-major), both as stored in `T`.
+    pub fn new<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize) -> Self {
+        let want = spmm(a, b, n);
+        let abs = spmm_abs(a, b, n);
+        let bound_for = |summation| spmm_error_bound_for(summation, a, b, n, &want, &abs);
+        let tensor_cores = match T::DTYPE {
+            DType::F32 => Some(Summation::Tf32x3),
+            DType::F16 | DType::Bf16 => Some(Summation::TensorCoreHalf),
+            DType::F64 => None,
+        }
+        .map(|summation| (summation, bound_for(summation)));
+        SpmmReference { dtype: T::DTYPE, fma: bound_for(Summation::Fma), tensor_cores, want }
+    }
+
+    /// The oracle's C, row-major.
+    pub fn want(&self) -> &[f64] {
+        &self.want
+    }
+
+    /// The per-element bound of a kernel that sums as `summation`; None where `T` has no such kernel (a
+    /// tensor-core summation of another type).
+    pub fn bound(&self, summation: Summation) -> Option<&[f64]> {
+        match (summation, &self.tensor_cores) {
+            (Summation::Fma, _) => Some(&self.fma),
+            (s, Some((ours, bound))) if s == *ours => Some(bound),
+            _ => None,
+        }
+    }
+
+    /// `got` (as stored, in `T`) against the oracle with `summation`'s bound ([`compare_stored`]); None where
+    /// [`SpmmReference::bound`] has none.
+    pub fn compare<T: Scalar>(&self, got: &[T], summation: Summation) -> Option<Comparison> {
+        assert_eq!(T::DTYPE, self.dtype, "the reference was built for {}", self.dtype);
+        let bound = self.bound(summation)?;
+        let got: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
+        Some(compare_stored(&got, &self.want, bound, self.dtype))
+    }
 }
 
 /// Per-element error bound for C = A * B (f32) computed in 3xTF32 on the tensor cores

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use sprs::{CsMat, CsMatView};
 use tilesparse::cpu::oracle::{self, Summation};
 use tilesparse::kernels::KERNELS_BUILT;
-use tilesparse::{DType, Gpu, Scalar};
+use tilesparse::{Gpu, Scalar};
 
 /// The base of every random input of this test process: `TILESPARSE_SEED` if set, else drawn fresh (from the
 /// clock, the process id and std's randomly keyed hasher), printed once to stderr so that a failing run can be
@@ -50,9 +50,8 @@ pub fn seed_note() -> String {
     format!("TILESPARSE_SEED={}", base_seed())
 }
 
-/// Written into every output before a run: a finite value no correct result equals, so an unwritten
-/// element shows up as a mismatch (NaN poison would hide unwritten elements in NaN-propagation tests).
-pub const POISON: f64 = -12345.678;
+/// Written into every output before a run (`oracle::POISON`).
+pub const POISON: f64 = oracle::POISON;
 
 /// The GPU, or None after a visible skip line. With TILESPARSE_REQUIRE_GPU=1 a missing GPU fails the test.
 pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
@@ -71,48 +70,31 @@ pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
     None
 }
 
-/// The f64 oracle of C = A * B with its elementwise rounding bounds (`oracle::spmm_error_bound_for`), computed once
-/// per problem and checked against any number of results: the FMA kernels' and the tensor cores' of T (their mma
-/// truncates: 3xTF32 for f32, f16/bf16 products).
-pub struct SpmmOracle {
-    want: Vec<f64>,
-    bound: Vec<f64>,
-    /// How T's tensor-core kernels sum, and their bound (None for a type they do not take).
-    tensor_cores: Option<(Summation, Vec<f64>)>,
-}
+/// The f64 oracle of C = A * B with its elementwise rounding bounds (`oracle::SpmmReference`), computed once per
+/// problem and checked against any number of results: the FMA kernels' and the tensor cores' of T (their mma
+/// truncates: 3xTF32 for f32, f16/bf16 products). Each check panics with the first mismatch.
+pub struct SpmmOracle(oracle::SpmmReference);
 
 impl SpmmOracle {
     pub fn new<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize) -> Self {
-        let want = oracle::spmm(a, b, n);
-        let abs = oracle::spmm_abs(a, b, n);
-        let bound_for = |summation| oracle::spmm_error_bound_for(summation, a, b, n, &want, &abs);
-        let tensor_cores = match T::DTYPE {
-            DType::F32 => Some(Summation::Tf32x3),
-            DType::F16 | DType::Bf16 => Some(Summation::TensorCoreHalf),
-            _ => None,
-        }
-        .map(|summation| (summation, bound_for(summation)));
-        SpmmOracle { bound: bound_for(Summation::Fma), tensor_cores, want }
+        SpmmOracle(oracle::SpmmReference::new(a, b, n))
     }
 
-    /// Panics with the first mismatch, against the FMA kernels' bound (the CUDA-core tiles).
+    /// Against the FMA kernels' bound (the CUDA-core tiles).
     pub fn check<T: Scalar>(&self, what: &str, got: &[T]) {
-        self.check_against(what, got, &self.bound);
+        self.check_as(what, got, Summation::Fma);
     }
 
     /// [`SpmmOracle::check`] with the bound that fits `kernel` (`SpmmKernel::summation`).
     pub fn check_kernel<T: Scalar>(&self, what: &str, got: &[T], kernel: &tilesparse::SpmmKernel) {
-        let bound = match (kernel.summation(), &self.tensor_cores) {
-            (Summation::Fma, _) => &self.bound,
-            (summation, Some((ours, bound))) if summation == *ours => bound,
-            (summation, _) => panic!("{what}: {kernel} sums as {summation:?}, which the oracle's inputs cannot"),
-        };
-        self.check_against(what, got, bound);
+        self.check_as(what, got, kernel.summation());
     }
 
-    fn check_against<T: Scalar>(&self, what: &str, got: &[T], bound: &[f64]) {
-        let got64: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
-        let cmp = oracle::compare_stored(&got64, &self.want, bound, T::DTYPE);
+    fn check_as<T: Scalar>(&self, what: &str, got: &[T], summation: Summation) {
+        let cmp = self
+            .0
+            .compare(got, summation)
+            .unwrap_or_else(|| panic!("{what}: sums as {summation:?}, which the oracle's inputs cannot"));
         assert_eq!(
             cmp.mismatches,
             0,
