@@ -158,6 +158,39 @@ pub fn compare_stored(got: &[f64], want: &[f64], bound: &[f64], dtype: DType) ->
     let overflow = overflow_threshold(dtype);
     assert_eq!(got.len(), want.len(), "got and want differ in length");
     assert_eq!(got.len(), bound.len(), "bound differs in length");
+    // Chunks in parallel, merged in order: the same outcome as one pass (the first mismatch, the first element
+    // of the largest ratio).
+    const CHUNK: usize = COMPARE_CHUNK;
+    let parts: Vec<(Comparison, f64)> = got
+        .par_chunks(CHUNK)
+        .zip(want.par_chunks(CHUNK))
+        .zip(bound.par_chunks(CHUNK))
+        .map(|((g, w), b)| compare_chunk(g, w, b, overflow))
+        .collect();
+    let mut out =
+        Comparison { max_abs_err: 0.0, max_rel_err: 0.0, worst_index: 0, mismatches: 0, first_mismatch: None };
+    let mut worst_ratio = 0.0f64;
+    for (c, (part, ratio)) in parts.into_iter().enumerate() {
+        let base = c * CHUNK;
+        out.max_abs_err = out.max_abs_err.max(part.max_abs_err);
+        out.max_rel_err = out.max_rel_err.max(part.max_rel_err);
+        if ratio > worst_ratio {
+            worst_ratio = ratio;
+            out.worst_index = base + part.worst_index;
+        }
+        out.mismatches += part.mismatches;
+        if out.first_mismatch.is_none() {
+            out.first_mismatch = part.first_mismatch.map(|(i, g, w)| (base + i, g, w));
+        }
+    }
+    out
+}
+
+/// The elements [`compare_stored`] gives each thread.
+const COMPARE_CHUNK: usize = 1 << 15;
+
+/// [`compare_stored`] over one stretch of elements (indices from its start), with its largest error / bound.
+fn compare_chunk(got: &[f64], want: &[f64], bound: &[f64], overflow: f64) -> (Comparison, f64) {
     let mut out =
         Comparison { max_abs_err: 0.0, max_rel_err: 0.0, worst_index: 0, mismatches: 0, first_mismatch: None };
     let mut worst_ratio = 0.0f64;
@@ -189,7 +222,7 @@ pub fn compare_stored(got: &[f64], want: &[f64], bound: &[f64], dtype: DType) ->
             out.first_mismatch.get_or_insert((i, g, w));
         }
     }
-    out
+    (out, worst_ratio)
 }
 
 /// gamma(l) = l u / (1 - l u), the classic bound on the relative error of l roundings;
@@ -277,21 +310,18 @@ fn row_bounds(
     row_lengths: &[usize],
     n: usize,
     u_out: f64,
-    row: impl Fn(usize) -> (f64, f64),
+    row: impl Fn(usize) -> (f64, f64) + Sync,
 ) -> Vec<f64> {
     assert_eq!(a_abs_b_abs.len(), row_lengths.len() * n, "|A||B| must be rows x n");
     assert_eq!(c.len(), a_abs_b_abs.len(), "C and |A||B| differ in length");
-    let mut bound = Vec::with_capacity(a_abs_b_abs.len());
-    for (i, &len) in row_lengths.iter().enumerate() {
+    let mut bound = vec![0.0; a_abs_b_abs.len()];
+    bound.par_chunks_mut(n.max(1)).zip(row_lengths).enumerate().for_each(|(i, (out, &len))| {
         let ((g, floor), g64) = (row(len), gamma(len, f64::EPSILON / 2.0));
         let elements = i * n..(i + 1) * n;
-        bound.extend(
-            c[elements.clone()]
-                .iter()
-                .zip(&a_abs_b_abs[elements])
-                .map(|(&c, &ab)| element_bound(c, ab, g, g64, u_out, floor)),
-        );
-    }
+        for ((o, &c), &ab) in out.iter_mut().zip(&c[elements.clone()]).zip(&a_abs_b_abs[elements]) {
+            *o = element_bound(c, ab, g, g64, u_out, floor);
+        }
+    });
     bound
 }
 
@@ -345,7 +375,6 @@ pub const POISON: f64 = -12345.678;
 /// summation (3xTF32 for f32, [`Summation::TensorCoreHalf`] for f16 and bf16; none for f64).
 #[derive(Clone, Debug)]
 pub struct SpmmReference {
-    dtype: DType,
     want: Vec<f64>,
     fma: Vec<f64>,
     tensor_cores: Option<(Summation, Vec<f64>)>,
@@ -363,7 +392,7 @@ impl SpmmReference {
             DType::F64 => None,
         }
         .map(|summation| (summation, bound_for(summation)));
-        SpmmReference { dtype: T::DTYPE, fma: bound_for(Summation::Fma), tensor_cores, want }
+        SpmmReference { fma: bound_for(Summation::Fma), tensor_cores, want }
     }
 
     /// The oracle's C, row-major.
@@ -381,13 +410,12 @@ impl SpmmReference {
         }
     }
 
-    /// `got` (as stored, in `T`) against the oracle with `summation`'s bound ([`compare_stored`]); None where
-    /// [`SpmmReference::bound`] has none.
+    /// `got`, stored as `T`, against the oracle with `summation`'s bound ([`compare_stored`] with `T`'s range, so
+    /// results widened to f64 before the check are held to f64's); None where [`SpmmReference::bound`] has none.
     pub fn compare<T: Scalar>(&self, got: &[T], summation: Summation) -> Option<Comparison> {
-        assert_eq!(T::DTYPE, self.dtype, "the reference was built for {}", self.dtype);
         let bound = self.bound(summation)?;
-        let got: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
-        Some(compare_stored(&got, &self.want, bound, self.dtype))
+        let got: Vec<f64> = got.par_iter().map(|v| v.to_f64()).collect();
+        Some(compare_stored(&got, &self.want, bound, T::DTYPE))
     }
 }
 
@@ -422,12 +450,14 @@ pub fn spmm_error_bound_tf32x3(
 ) -> Vec<f64> {
     assert_eq!(a_abs_b_abs.len(), row_lengths.len() * n, "|A||B| must be rows x n");
     let u32_ = DType::F32.unit_roundoff();
-    let mut bound = Vec::with_capacity(a_abs_b_abs.len());
-    for (i, &len) in row_lengths.iter().enumerate() {
+    let mut bound = vec![0.0; a_abs_b_abs.len()];
+    bound.par_chunks_mut(n.max(1)).zip(row_lengths).enumerate().for_each(|(i, (out, &len))| {
         let coef = 6.0 * 2f64.powi(-22) + 54.0 * 2f64.powi(-23) + gamma(len + 8, u32_) + gamma(len, f64::EPSILON / 2.0);
         let floor = 2f64.powi(-124) * len as f64 * (max_abs_a + max_abs_b + 1.0) + 1e-30;
-        bound.extend(a_abs_b_abs[i * n..(i + 1) * n].iter().map(|&ab| coef * ab + floor));
-    }
+        for (o, &ab) in out.iter_mut().zip(&a_abs_b_abs[i * n..(i + 1) * n]) {
+            *o = coef * ab + floor;
+        }
+    });
     bound
 }
 
@@ -501,6 +531,38 @@ pub fn spmm_error_bound_tc_half(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_comparison_in_chunks_is_the_comparison_in_one_pass() {
+        let len = 3 * COMPARE_CHUNK + 17;
+        let want: Vec<f64> = (0..len).map(|i| (i as f64 * 0.37).sin()).collect();
+        let mut got = want.clone();
+        let mut bound = vec![1e-3; len];
+        let c = COMPARE_CHUNK;
+        got[5] = f64::NAN; // NaN against a number: infinite, a mismatch
+        got[c - 1] += 5e-4; // within its bound, ratio 0.5
+        got[c + 3] += 2e-3; // ratio 2, the first finite mismatch past the first chunk
+        got[2 * c] += 2e-3; // the same ratio again: the first keeps it
+        bound[2 * c + 1] = f64::INFINITY; // a finite pair under an infinite bound fails
+        got[2 * c + 1] += 1.0;
+        got[3 * c + 16] = f64::INFINITY;
+        let (mut nan_want, mut nan_got) = (want.clone(), got.clone());
+        (nan_want[7], nan_got[7]) = (f64::NAN, f64::NAN); // NaN against NaN passes
+        for (g, w) in [(&got, &want), (&nan_got, &nan_want)] {
+            for dtype in [DType::F16, DType::F32, DType::F64] {
+                // Compared as printed, since NaN != NaN.
+                let one_pass = compare_chunk(g, w, &bound, overflow_threshold(dtype)).0;
+                assert_eq!(format!("{:?}", compare_stored(g, w, &bound, dtype)), format!("{one_pass:?}"));
+            }
+        }
+        let r = compare_stored(&got, &want, &bound, DType::F32);
+        assert_eq!((r.mismatches, r.first_mismatch.map(|m| m.0), r.worst_index), (5, Some(5), 5));
+        // Without the NaN the largest ratio is the first of the two at 2.
+        got[5] = want[5];
+        got[3 * c + 16] = want[3 * c + 16];
+        let r = compare_stored(&got, &want, &bound, DType::F32);
+        assert_eq!((r.mismatches, r.first_mismatch.map(|m| m.0), r.worst_index), (3, Some(c + 3), c + 3));
+    }
     use half::f16;
 
     /// [[1, 0*, 2], [], [-1, 3, 0]] where 0* is a stored zero.
