@@ -200,7 +200,8 @@ fn push_widths(
 pub struct BenchOptions {
     pub warmup: usize,
     pub iters: usize,
-    /// Time every compiled variant that can run the problem (else only the selected one).
+    /// Time every compiled tiled variant that can run the problem (else only the selected one). The tensor-core
+    /// kernels that run on the device are timed either way.
     pub all_variants: bool,
     /// Skip cuBLAS when the densified A would exceed this many bytes.
     pub cublas_limit_bytes: usize,

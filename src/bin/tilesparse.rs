@@ -243,7 +243,7 @@ enum BenchCommand {
     Spmm {
         #[command(flatten)]
         suite: SuiteArgs,
-        /// Time only the selected config (not every variant).
+        /// Time the selected config, not every tiled variant (the tensor-core kernels are still timed).
         #[arg(long)]
         selected_only: bool,
         /// Element type: f32, f16 or bf16 (cuSPARSE and cuBLAS get the same type, fp32 compute).
