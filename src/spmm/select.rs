@@ -35,16 +35,18 @@ fn fills_its_last_wave(blocks: usize, wave: usize) -> bool {
     blocks <= wave || blocks.saturating_mul(4) >= wave.saturating_mul(3).saturating_mul(blocks.div_ceil(wave))
 }
 
-/// f16/bf16 at n = 128: whether the k = 8 tile's launch (four rows by 64 columns per block) fits in one wave at
-/// the 32 blocks per SM of its 64-register form but not at the 28 of its unbounded form, which then runs a second
-/// wave of a few blocks. Measured on an H200 (132 SMs; NOTES.md, "SpMM step 43"): at 8192 rows (4096 blocks) the
-/// bounded tile ran 1.14x-1.28x faster (uniform 8192 x 2048 at 3% and 6%, 8192 x 4096 at 3%; f16 and bf16: 8192
-/// x 2048 at 6%, f16 31.8 -> 24.8 us); outside the band the unbounded tile was as fast or faster (its time 0.93-0.99
-/// of the bounded one's where both fit one wave, 4096 and 6144 rows; 0.91-1.00 where neither does, 12288 rows).
-/// The H200 has the H100's 132 SMs and registers per SM.
+/// f16/bf16 at n = 64 and 128: whether the k = 8 tile's launch (four rows by 64 columns per block) fits in one wave
+/// at the 32 blocks per SM of its 64-register form but not at the 28 of its unbounded form, which then runs a
+/// second wave of a few blocks. n = 128, measured on an H200 (132 SMs; NOTES.md, "SpMM step 43"): at 8192 rows
+/// (4096 blocks) the bounded tile ran 1.14x-1.28x faster (uniform 8192 x 2048 at 3% and 6%, 8192 x 4096 at 3%; f16
+/// and bf16: 8192 x 2048 at 6%, f16 31.8 -> 24.8 us); outside the band the unbounded tile was as fast or faster (its
+/// time 0.93-0.99 of the bounded one's where both fit one wave, 4096 and 6144 rows; 0.91-1.00 where neither does,
+/// 12288 rows); on the H100 1.15x-1.30x on four shapes in the band. n = 64, on the H100 (NOTES.md, "SpMM step
+/// 46"): 1.10x-1.17x faster in the band (15000-16383 rows, k 1024-4096, 2-8%; f16 16000 x 2048 at 5%: 24.6 -> 21.1
+/// us), 0.99x-1.01x outside it (12288, 14000 and 17000 rows). The H200 has the H100's 132 SMs and registers per SM.
 fn one_wave_if_bounded(m: usize, n: usize) -> bool {
     let blocks = m.div_ceil(4).saturating_mul(n.div_ceil(64));
-    n == 128 && blocks > 28 * H100_SMS && blocks <= 32 * H100_SMS
+    (n == 64 || n == 128) && blocks > 28 * H100_SMS && blocks <= 32 * H100_SMS
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -613,8 +615,8 @@ impl SpmmConfig {
                 // The same k = 8 tile held to 64 registers, 32 blocks per SM instead of 28 (NOTES.md, "SpMM step
                 // 12"): uniform 4096^2 at n = 256, f16 95% 38.9 vs 44.1 us, 98% 18.9 vs 21.4 us, bf16 40.1 vs 48.5
                 // and 19.7 vs 22.9 us; copter2 (55 476 rows) at n = 128 32.4 vs 34.3 us. Not the uniform 4096^2 at
-                // n = 128 (f16 23.1 vs 21.9 us at 95%) nor at n = 4096 (f16 0.510 vs 0.500 ms). At n = 128 also
-                // where only the bounded tile's launch fits in one wave ([`one_wave_if_bounded`]).
+                // n = 128 (f16 23.1 vs 21.9 us at 95%) nor at n = 4096 (f16 0.510 vs 0.500 ms). At n = 64 and 128
+                // also where only the bounded tile's launch fits in one wave ([`one_wave_if_bounded`]).
                 bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
             } else if mean <= 600.0 {
                 // Uniform 90% n = 4096: 0.955 ms (14.4 TFLOP/s) vs 1.215 ms with the 256-wide tile.
@@ -981,9 +983,15 @@ mod tests {
         assert_eq!(s(4096, 256, 205.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
         assert_eq!(s(4096, 128, 205.0, 0.07), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(55476, 128, 12.7, 0.3), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
-        // At n = 128 also where only the 64-register form fits one wave: 3697-4224 blocks of four rows (step 43).
+        // At n = 64 and 128 also where only the 64-register form fits one wave: 3697-4224 blocks of four rows by 64
+        // columns (steps 43 and 46). At n = 64 the band's top is past 16384 rows, which take it anyway.
         assert_eq!(s(8192, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
-        assert_eq!(s(4 * 3697, 64, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred", "n = 64 unmeasured");
+        assert_eq!(s(4 * 3697, 64, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(4 * 3697 - 4, 64, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        assert_eq!(s(16383, 64, 82.0, 0.1), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(4 * 4224 + 1, 64, 82.0, 0.1), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
+        assert_eq!(s(4 * 3697, 32, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_pred", "not n = 32");
+        assert_eq!(s(2 * 3697, 192, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32", "n = 192: n > 128");
         assert_eq!(s(2 * 3697, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
         assert_eq!(s(2 * 3697 - 2, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(2 * 4224, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
