@@ -216,6 +216,19 @@ fn thirty_two_row_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
     covered && n % 64 == 0 && mean >= 30.0 && !is_skewed(stats) && (1024..=3072).contains(&k)
 }
 
+/// Even rows (cv < 0.1) of 400-820 entries in 2048-8192 rows over k >= 8192, n = 768-1024: the thirty-two-row block
+/// was 1.09x-1.48x faster than the two-row tiles these shapes took (NOTES.md, "SpMM step 47"; uniform 2048-8192 x
+/// 8192 at 5-10%: 8192 x 8192 at 5%, n = 1024, 1308.8 vs 882.1 us; 4096 x 8192 at 6%, n = 768, 507.9 vs 382.9 us).
+/// Not k = 4096-5120 (the two-row tiles won, the block's time 1.02x-1.05x of theirs), mixed at k = 6144 (1.00x-1.15x).
+fn thirty_two_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    (2048..=8192).contains(&m)
+        && (8192..=12288).contains(&k)
+        && (768..=1024).contains(&n)
+        && n % 128 == 0
+        && stats.cv < 0.1
+        && (400.0..=820.0).contains(&stats.mean)
+}
+
 /// Few long rows over a wide B, where the sixteen-row block shares a 64-column tile of B best (NOTES.md, "SpMM
 /// step 13"); at n = 768 only uneven rows in 384-640 rows: cv >= 0.4 and mean >= 100 over k >= 1536, or cv >= 0.75
 /// and mean >= 70 over k 1024-1535 in at most 512 rows (NOTES.md, "SpMM step 20").
@@ -417,6 +430,10 @@ impl SpmmConfig {
             // rows at n <= 1024 (cv 0.9, 384 x 1536 at 10%: 24.4 vs 32.3 us with the sixteen-row block: 12 row
             // blocks leave the SMs waiting on the longest rows), nor even rows past 640 rows (the two-row tile:
             // 1024 x 1024 at 5%, n = 2048, 35.4 vs 38.9 us).
+            thirty_two_row_tile(dtype)
+        } else if thirty_two_rows_large_k(m, k, n, stats) {
+            // Even rows of 400-820 entries over k >= 8192 at n = 768-1024 ([`thirty_two_rows_large_k`]): the
+            // thirty-two-row block, 1.09x-1.48x faster than the two-row tiles on 14 problems on the H100.
             thirty_two_row_tile(dtype)
         } else if uneven_long_rows(m, k, n, stats) {
             // Long, uneven rows over a wide B: eight one-row warps per block on one 64-column tile, two blocks per
@@ -1221,6 +1238,38 @@ mod tests {
         assert!(is_skewed(&RowStats { min: 0, max: 2000, mean: 8.0, cv: 1.9, empty_rows: 0 }));
         assert_eq!(with_max(8192, 128, 8.0, 1.9, 2000).kernel_name(), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
         assert_eq!(sel(8192, 128, 8.0, 2.1), warp);
+    }
+
+    #[test]
+    fn thirty_two_rows_for_even_rows_over_a_large_k() {
+        let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64| {
+            let stats = RowStats { min: 0, max: 0, mean, cv, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
+        };
+        let thirty_two = "spmm_f32_s1d4_y32k16x64w16_u4_nopred";
+        // Step 47's sweep: uniform 2048-8192 x 8192 at 5-10%, n = 768 and 1024.
+        for (m, mean) in [(2048, 573.0), (2560, 573.0), (4096, 410.0), (4096, 819.0), (8192, 410.0), (8192, 573.0)] {
+            for n in [768, 1024] {
+                assert_eq!(pick(m, 8192, n, mean, 0.05), thirty_two, "{m} x 8192, mean {mean}, n = {n}");
+            }
+        }
+        // Each bound, both sides: rows, k, n, the mean, cv.
+        assert_eq!(pick(2048, 12288, 896, 400.0, 0.099), thirty_two);
+        assert_ne!(pick(2047, 8192, 768, 573.0, 0.05), thirty_two);
+        assert_ne!(pick(8193, 8192, 768, 573.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 8191, 768, 573.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 12289, 768, 573.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 8192, 640, 573.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 8192, 1152, 573.0, 0.05), thirty_two);
+        assert_eq!(pick(4096, 8192, 832, 573.0, 0.05), thirty_two, "the choice at 896, 64-wide tiles: no guards");
+        assert_ne!(pick(4096, 8192, 768, 399.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 8192, 768, 821.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 8192, 768, 573.0, 0.1), thirty_two);
+        // k = 4096-6144 keep the two-row tiles (unbounded, or held to 128 registers in 1024-2048 rows).
+        assert_eq!(pick(4096, 4096, 1024, 410.0, 0.05), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(pick(4096, 6144, 768, 614.0, 0.04), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        // n = 1000 takes the choice at 1024, guarded in n.
+        assert_eq!(pick(4096, 8192, 1000, 492.0, 0.05), "spmm_f32_s1d4_y32k16x64w16_u4_pred");
     }
 
     #[test]
