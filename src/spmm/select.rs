@@ -216,10 +216,12 @@ fn thirty_two_row_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
     covered && n % 64 == 0 && mean >= 30.0 && !is_skewed(stats) && (1024..=3072).contains(&k)
 }
 
-/// Even rows (cv < 0.1) of 400-820 entries in 2048-8192 rows over k >= 8192, n = 768-1024: the thirty-two-row block
-/// was 1.09x-1.48x faster than the two-row tiles these shapes took (NOTES.md, "SpMM step 47"; uniform 2048-8192 x
-/// 8192 at 5-10%: 8192 x 8192 at 5%, n = 1024, 1308.8 vs 882.1 us; 4096 x 8192 at 6%, n = 768, 507.9 vs 382.9 us).
-/// Not k = 4096-5120 (the two-row tiles won, the block's time 1.02x-1.05x of theirs), mixed at k = 6144 (1.00x-1.15x).
+/// Even rows (cv < 0.1) of 400-820 entries in 2048-8192 rows over k = 8192-12288 (the largest measured), n =
+/// 768-1024: the thirty-two-row block was 1.09x-1.48x faster than the two-row tiles these shapes took on 18 problems
+/// of two H100 sweeps (NOTES.md, "SpMM step 47"; uniform 2048-8192 x 8192 at 5-10%: 8192 x 8192 at 5%, n = 1024,
+/// 1308.8 vs 882.1 us; 4096 x 8192 at 6%, n = 768, 507.9 vs 382.9 us) and 1.19x-1.48x on 6 fresh shapes (k 8192,
+/// 10240 and 12288). Not k = 4096-5120 (the two-row tiles won, the block's time 1.02x-1.05x of theirs); mixed at k =
+/// 6144 (1.00x-1.15x).
 fn thirty_two_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
     (2048..=8192).contains(&m)
         && (8192..=12288).contains(&k)
@@ -432,8 +434,8 @@ impl SpmmConfig {
             // 1024 x 1024 at 5%, n = 2048, 35.4 vs 38.9 us).
             thirty_two_row_tile(dtype)
         } else if thirty_two_rows_large_k(m, k, n, stats) {
-            // Even rows of 400-820 entries over k >= 8192 at n = 768-1024 ([`thirty_two_rows_large_k`]): the
-            // thirty-two-row block, 1.09x-1.48x faster than the two-row tiles on 14 problems on the H100.
+            // Even rows of 400-820 entries over k = 8192-12288 at n = 768-1024 ([`thirty_two_rows_large_k`]): the
+            // thirty-two-row block, 1.09x-1.48x faster than the two-row tiles on 24 problems on the H100.
             thirty_two_row_tile(dtype)
         } else if uneven_long_rows(m, k, n, stats) {
             // Long, uneven rows over a wide B: eight one-row warps per block on one 64-column tile, two blocks per
