@@ -119,10 +119,24 @@ pub struct Comparison {
     /// The element that most exceeds its bound (largest error / bound; the first
     /// non-finite mismatch if any); 0 when everything is exact.
     pub worst_index: usize,
+    /// Its error / bound: 0 when everything is exact, infinite for a non-finite mismatch under a finite bound.
+    pub worst_ratio: f64,
     /// How many elements fail.
     pub mismatches: usize,
     /// The first failing element as (index, got, want).
     pub first_mismatch: Option<(usize, f64, f64)>,
+}
+
+impl Comparison {
+    /// Nothing compared yet, or every element exact.
+    const EXACT: Comparison = Comparison {
+        max_abs_err: 0.0,
+        max_rel_err: 0.0,
+        worst_index: 0,
+        worst_ratio: 0.0,
+        mismatches: 0,
+        first_mismatch: None,
+    };
 }
 
 /// Element-wise check of `got` against `want`.
@@ -161,21 +175,19 @@ pub fn compare_stored(got: &[f64], want: &[f64], bound: &[f64], dtype: DType) ->
     // Chunks in parallel, merged in order: the same outcome as one pass (the first mismatch, the first element
     // of the largest ratio).
     const CHUNK: usize = COMPARE_CHUNK;
-    let parts: Vec<(Comparison, f64)> = got
+    let parts: Vec<Comparison> = got
         .par_chunks(CHUNK)
         .zip(want.par_chunks(CHUNK))
         .zip(bound.par_chunks(CHUNK))
         .map(|((g, w), b)| compare_chunk(g, w, b, overflow))
         .collect();
-    let mut out =
-        Comparison { max_abs_err: 0.0, max_rel_err: 0.0, worst_index: 0, mismatches: 0, first_mismatch: None };
-    let mut worst_ratio = 0.0f64;
-    for (c, (part, ratio)) in parts.into_iter().enumerate() {
+    let mut out = Comparison::EXACT;
+    for (c, part) in parts.into_iter().enumerate() {
         let base = c * CHUNK;
         out.max_abs_err = out.max_abs_err.max(part.max_abs_err);
         out.max_rel_err = out.max_rel_err.max(part.max_rel_err);
-        if ratio > worst_ratio {
-            worst_ratio = ratio;
+        if part.worst_ratio > out.worst_ratio {
+            out.worst_ratio = part.worst_ratio;
             out.worst_index = base + part.worst_index;
         }
         out.mismatches += part.mismatches;
@@ -189,11 +201,9 @@ pub fn compare_stored(got: &[f64], want: &[f64], bound: &[f64], dtype: DType) ->
 /// The elements [`compare_stored`] gives each thread.
 const COMPARE_CHUNK: usize = 1 << 15;
 
-/// [`compare_stored`] over one stretch of elements (indices from its start), with its largest error / bound.
-fn compare_chunk(got: &[f64], want: &[f64], bound: &[f64], overflow: f64) -> (Comparison, f64) {
-    let mut out =
-        Comparison { max_abs_err: 0.0, max_rel_err: 0.0, worst_index: 0, mismatches: 0, first_mismatch: None };
-    let mut worst_ratio = 0.0f64;
+/// [`compare_stored`] over one stretch of elements (indices from its start).
+fn compare_chunk(got: &[f64], want: &[f64], bound: &[f64], overflow: f64) -> Comparison {
+    let mut out = Comparison::EXACT;
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let (err, pass) = if g.is_finite() && w.is_finite() {
             let err = (g - w).abs();
@@ -213,8 +223,8 @@ fn compare_chunk(got: &[f64], want: &[f64], bound: &[f64], overflow: f64) -> (Co
             out.max_rel_err = out.max_rel_err.max(err / w.abs());
         }
         let ratio = if err == 0.0 { 0.0 } else { err / bound[i] };
-        if ratio > worst_ratio {
-            worst_ratio = ratio;
+        if ratio > out.worst_ratio {
+            out.worst_ratio = ratio;
             out.worst_index = i;
         }
         if !pass {
@@ -222,7 +232,7 @@ fn compare_chunk(got: &[f64], want: &[f64], bound: &[f64], overflow: f64) -> (Co
             out.first_mismatch.get_or_insert((i, g, w));
         }
     }
-    (out, worst_ratio)
+    out
 }
 
 /// gamma(l) = l u / (1 - l u), the classic bound on the relative error of l roundings;
@@ -551,17 +561,19 @@ mod tests {
         for (g, w) in [(&got, &want), (&nan_got, &nan_want)] {
             for dtype in [DType::F16, DType::F32, DType::F64] {
                 // Compared as printed, since NaN != NaN.
-                let one_pass = compare_chunk(g, w, &bound, overflow_threshold(dtype)).0;
+                let one_pass = compare_chunk(g, w, &bound, overflow_threshold(dtype));
                 assert_eq!(format!("{:?}", compare_stored(g, w, &bound, dtype)), format!("{one_pass:?}"));
             }
         }
         let r = compare_stored(&got, &want, &bound, DType::F32);
         assert_eq!((r.mismatches, r.first_mismatch.map(|m| m.0), r.worst_index), (5, Some(5), 5));
+        assert!(r.worst_ratio.is_infinite(), "{r:?}");
         // Without the NaN the largest ratio is the first of the two at 2.
         got[5] = want[5];
         got[3 * c + 16] = want[3 * c + 16];
         let r = compare_stored(&got, &want, &bound, DType::F32);
         assert_eq!((r.mismatches, r.first_mismatch.map(|m| m.0), r.worst_index), (3, Some(c + 3), c + 3));
+        assert!((r.worst_ratio - 2.0).abs() < 1e-9, "{r:?}");
     }
     use half::f16;
 
