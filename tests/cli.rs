@@ -101,6 +101,22 @@ fn bad_arguments_are_clear_errors() {
     assert!(run(&["bench", "spmm", "--gen", "uniform:64x64:0.1", "--n", "0"]).contains("n = 0"));
 }
 
+/// Whether a CLI run that needs the GPU succeeded. Only a machine without a GPU (or a build without kernels) may
+/// fail it, and only when no GPU is required: then it prints a SKIP line for `test` and returns false.
+fn gpu_run_succeeded(test: &str, what: &str, out: &std::process::Output) -> bool {
+    if out.status.success() {
+        return true;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let no_gpu = ["no CUDA driver", "no CUDA device", "kernels were not compiled"].iter().any(|w| stderr.contains(w));
+    let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
+    assert!(no_gpu && !require, "{what} failed:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    // Written to the stderr handle, not with eprintln!, so that the test harness does not capture it.
+    let _ = writeln!(std::io::stderr(), "SKIP {test}: {}", stderr.trim());
+    false
+}
+
 /// `bench spmm --matrix --gen` runs the caller's matrices and generated ones at each width against cuSPARSE and
 /// cuBLAS, table and JSON.
 #[test]
@@ -113,18 +129,10 @@ fn bench_spmm_runs_the_callers_matrices() {
         .args(["--json", json.to_str().unwrap()])
         .output()
         .expect("running tilesparse");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        // Only a machine without a GPU (or a build without kernels) may fail it, and only when no GPU is required.
-        let no_gpu =
-            ["no CUDA driver", "no CUDA device", "kernels were not compiled"].iter().any(|w| stderr.contains(w));
-        let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
-        assert!(no_gpu && !require, "bench spmm --matrix failed:\nstdout:\n{stdout}\nstderr:\n{stderr}");
-        // Written to the stderr handle, not with eprintln!, so that the test harness does not capture it.
-        let _ = writeln!(std::io::stderr(), "SKIP bench_spmm_runs_the_callers_matrices: {}", stderr.trim());
+    if !gpu_run_succeeded("bench_spmm_runs_the_callers_matrices", "bench spmm --matrix", &out) {
         return;
     }
+    let stdout = String::from_utf8_lossy(&out.stdout);
     let text = std::fs::read_to_string(&json).expect("the JSON report");
     std::fs::remove_file(&json).ok();
     assert!(stdout.contains("over 6 problems"), "{stdout}");
@@ -163,17 +171,11 @@ fn bench_spmm_verify_checks_every_variant_it_times() {
             .args(["--json", json.to_str().unwrap()])
             .output()
             .expect("running tilesparse");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() {
-            let no_gpu =
-                ["no CUDA driver", "no CUDA device", "kernels were not compiled"].iter().any(|w| stderr.contains(w));
-            let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
-            assert!(no_gpu && !require, "bench spmm --verify ({dtype}) failed:\nstdout:\n{stdout}\nstderr:\n{stderr}");
-            let _ =
-                writeln!(std::io::stderr(), "SKIP bench_spmm_verify_checks_every_variant_it_times: {}", stderr.trim());
+        let what = format!("bench spmm --verify ({dtype})");
+        if !gpu_run_succeeded("bench_spmm_verify_checks_every_variant_it_times", &what, &out) {
             return;
         }
+        let stdout = String::from_utf8_lossy(&out.stdout);
         let text = std::fs::read_to_string(&json).expect("the JSON report");
         std::fs::remove_file(&json).ok();
         assert!(stdout.contains("verify: OK: ") && !stdout.contains("WRONG"), "{dtype}:\n{stdout}");
