@@ -216,19 +216,26 @@ fn thirty_two_row_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
     covered && n % 64 == 0 && mean >= 30.0 && !is_skewed(stats) && (1024..=3072).contains(&k)
 }
 
-/// Even rows (cv < 0.1) of 400-820 entries in 2048-8192 rows over k = 8192-12288 (the largest measured), n =
-/// 768-1024: the thirty-two-row block was 1.09x-1.48x faster than the two-row tiles these shapes took on 18 problems
-/// of two H100 sweeps (NOTES.md, "SpMM step 47"; uniform 2048-8192 x 8192 at 5-10%: 8192 x 8192 at 5%, n = 1024,
-/// 1308.8 vs 882.1 us; 4096 x 8192 at 6%, n = 768, 507.9 vs 382.9 us) and 1.19x-1.48x on 6 fresh shapes (k 8192,
-/// 10240 and 12288). Not k = 4096-5120 (the two-row tiles won, the block's time 1.02x-1.05x of theirs); mixed at k =
-/// 6144 (1.00x-1.15x).
+/// Even rows (cv < 0.1) of 400-820 entries over a large k, where the thirty-two-row block beat the two-row tiles (or
+/// the warp per row) these shapes took:
+/// - 2048-8192 rows over k = 8192-12288 at n = 768-1024 (NOTES.md, "SpMM step 47"): 1.09x-1.48x on 18 problems of
+///   two H100 sweeps (uniform 2048-8192 x 8192 at 5-10%: 8192 x 8192 at 5%, n = 1024, 1308.8 vs 882.1 us) and
+///   1.19x-1.48x on 6 fresh shapes (k 8192, 10240 and 12288);
+/// - 1024-8192 rows, at most 8.5% dense, at n = 768-3072 over k = 5632-16384, and from n = 1536 over k = 5120 too
+///   (NOTES.md, "SpMM step 48"): 1.03x-1.77x on 39 problems of four H100 sweeps (uniform, n = 768-1024 over k =
+///   5632-16384 and n = 1536-3072 over k = 5120-16384: 2048 x 8192 at 7%, n = 2048, 991.8 vs 589.4 us, 0.76x -> 1.28x
+///   of cuSPARSE) and 1.11x-1.80x on 11 fresh shapes (1536 x 8192 at 7%, n = 3072: 0.71x -> 1.27x of cuSPARSE).
+///
+/// Not k = 5120 at n = 768 (3072 x 5120 at 8%: 0.93x), 10% dense below k = 8192 (0.95x-1.25x), n = 512
+/// (0.91x-1.09x), nor rows of 246 entries (0.94x-1.25x).
 fn thirty_two_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
-    (2048..=8192).contains(&m)
-        && (8192..=12288).contains(&k)
-        && (768..=1024).contains(&n)
-        && n % 128 == 0
-        && stats.cv < 0.1
-        && (400.0..=820.0).contains(&stats.mean)
+    let step_47 = (2048..=8192).contains(&m) && (8192..=12288).contains(&k) && (768..=1024).contains(&n);
+    let least_k = if n >= 1536 { 5120 } else { 5632 };
+    let step_48 = (1024..=8192).contains(&m)
+        && (least_k..=16384).contains(&k)
+        && (768..=3072).contains(&n)
+        && stats.mean <= 0.085 * k as f64;
+    (step_47 || step_48) && n % 128 == 0 && stats.cv < 0.1 && (400.0..=820.0).contains(&stats.mean)
 }
 
 /// Few long rows over a wide B, where the sixteen-row block shares a 64-column tile of B best (NOTES.md, "SpMM
@@ -434,8 +441,8 @@ impl SpmmConfig {
             // 1024 x 1024 at 5%, n = 2048, 35.4 vs 38.9 us).
             thirty_two_row_tile(dtype)
         } else if thirty_two_rows_large_k(m, k, n, stats) {
-            // Even rows of 400-820 entries over k = 8192-12288 at n = 768-1024 ([`thirty_two_rows_large_k`]): the
-            // thirty-two-row block, 1.09x-1.48x faster than the two-row tiles on 24 problems on the H100.
+            // Even rows of 400-820 entries over k = 5120-16384 at n = 768-3072 ([`thirty_two_rows_large_k`]): the
+            // thirty-two-row block, 1.03x-1.80x faster than the tiles chosen before on 74 problems on the H100.
             thirty_two_row_tile(dtype)
         } else if uneven_long_rows(m, k, n, stats) {
             // Long, uneven rows over a wide B: eight one-row warps per block on one 64-column tile, two blocks per
@@ -1255,21 +1262,66 @@ mod tests {
                 assert_eq!(pick(m, 8192, n, mean, 0.05), thirty_two, "{m} x 8192, mean {mean}, n = {n}");
             }
         }
-        // Each bound, both sides: rows, k, n, the mean, cv.
+        // Step 47's bounds, both sides, where step 48's (at most 8.5% dense) does not reach: rows, k, n, the mean, cv.
         assert_eq!(pick(2048, 12288, 896, 400.0, 0.099), thirty_two);
-        assert_ne!(pick(2047, 8192, 768, 573.0, 0.05), thirty_two);
+        assert_eq!(pick(8192, 8192, 1024, 820.0, 0.05), thirty_two);
+        assert_ne!(pick(2047, 8192, 768, 819.0, 0.05), thirty_two);
         assert_ne!(pick(8193, 8192, 768, 573.0, 0.05), thirty_two);
-        assert_ne!(pick(4096, 8191, 768, 573.0, 0.05), thirty_two);
-        assert_ne!(pick(4096, 12289, 768, 573.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 8191, 768, 819.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 8192, 1152, 819.0, 0.05), thirty_two);
         assert_ne!(pick(4096, 8192, 640, 573.0, 0.05), thirty_two);
-        assert_ne!(pick(4096, 8192, 1152, 573.0, 0.05), thirty_two);
         assert_eq!(pick(4096, 8192, 832, 573.0, 0.05), thirty_two, "the choice at 896, 64-wide tiles: no guards");
         assert_ne!(pick(4096, 8192, 768, 399.0, 0.05), thirty_two);
         assert_ne!(pick(4096, 8192, 768, 821.0, 0.05), thirty_two);
         assert_ne!(pick(4096, 8192, 768, 573.0, 0.1), thirty_two);
-        // k = 4096-6144 keep the two-row tiles (unbounded, or held to 128 registers in 1024-2048 rows).
+        // Step 48's sweeps: uniform, n = 768-1024 over k = 5632-16384 and n = 1536-3072 over k = 5120-16384.
+        for (m, k, mean, widths) in [
+            (4096, 6144, 430.0, &[768, 1024, 1536, 2048, 3072][..]),
+            (6144, 6144, 492.0, &[768, 1024]),
+            (2048, 7168, 573.0, &[768, 1024]),
+            (8192, 6656, 466.0, &[768, 1024]),
+            (4096, 7680, 461.0, &[768, 1024]),
+            (4096, 6144, 522.0, &[768, 1024]),
+            (8192, 5632, 422.0, &[768, 1024]),
+            (2048, 16384, 492.0, &[768, 1024, 1536, 2048, 3072]),
+            (4096, 5120, 410.0, &[1536, 2048, 3072]),
+            (1024, 8192, 492.0, &[1536, 2048, 3072]),
+            (4096, 12288, 492.0, &[1536, 2048, 3072]),
+            (2048, 8192, 573.0, &[1536, 2048]),
+            (3072, 8192, 655.0, &[1536, 2048]),
+            (8192, 8192, 410.0, &[1536, 2048]),
+        ] {
+            for &n in widths {
+                assert_eq!(pick(m, k, n, mean, 0.05), thirty_two, "{m} x {k}, mean {mean}, n = {n}");
+            }
+        }
+        // Step 48's bounds, both sides: rows, k, n, the density, the mean, cv.
+        assert_eq!(pick(1024, 8192, 2048, 492.0, 0.05), thirty_two);
+        assert_ne!(pick(1023, 8192, 2048, 492.0, 0.05), thirty_two);
+        assert_eq!(pick(8192, 6144, 1536, 492.0, 0.05), thirty_two);
+        assert_ne!(pick(8193, 6144, 1536, 492.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 5119, 1536, 410.0, 0.05), thirty_two);
+        assert_ne!(pick(3072, 5120, 768, 410.0, 0.05), thirty_two, "k = 5120 at n = 768: 0.93x");
+        assert_ne!(pick(4096, 5631, 1408, 430.0, 0.05), thirty_two);
+        assert_eq!(pick(4096, 5632, 1408, 430.0, 0.05), thirty_two);
+        assert_eq!(pick(4096, 16384, 2048, 492.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 16385, 2048, 492.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 6144, 640, 430.0, 0.05), thirty_two);
+        assert_eq!(pick(4096, 6144, 1152, 430.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 6144, 3200, 430.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 6144, 1024, 523.0, 0.05), thirty_two, "8.51% dense");
+        assert_ne!(pick(4096, 16384, 2048, 399.0, 0.05), thirty_two);
+        assert_eq!(pick(4096, 16384, 2048, 820.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 16384, 2048, 821.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 6144, 2048, 430.0, 0.1), thirty_two);
+        // Outside both: 10% dense below k = 8192, n = 512, rows of 246 entries.
+        assert_eq!(pick(4096, 6144, 1024, 614.0, 0.04), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(pick(3072, 7168, 768, 717.0, 0.04), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_ne!(pick(4096, 8192, 512, 492.0, 0.04), thirty_two);
+        assert_ne!(pick(4096, 8192, 2048, 246.0, 0.04), thirty_two);
+        // k = 4096 keeps the two-row tiles (unbounded, or held to 128 registers in 1024-2048 rows).
         assert_eq!(pick(4096, 4096, 1024, 410.0, 0.05), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
-        assert_eq!(pick(4096, 6144, 768, 614.0, 0.04), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(pick(4096, 4096, 2048, 410.0, 0.05), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
         // n = 1000 takes the choice at 1024, guarded in n.
         assert_eq!(pick(4096, 8192, 1000, 492.0, 0.05), "spmm_f32_s1d4_y32k16x64w16_u4_pred");
     }
