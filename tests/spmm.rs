@@ -11,7 +11,7 @@ use sprs::{CsMat, CsMatView};
 use tilesparse::cpu::oracle;
 use tilesparse::kernels::{compiled_spmm_variants_for, spmm_table};
 use tilesparse::spmm::{
-    block_order, check_config, column_tiles_first, rows_longest_first, splits_rows, spmm_bias_relu,
+    block_order, check_config, column_tiles_first, rows_longest_first, split, splits_rows, spmm_bias_relu,
 };
 use tilesparse::{
     gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, BlockOrder, CsrError,
@@ -846,6 +846,40 @@ fn check_all_split<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, s
     assert!(split > 0, "{what}: no variant split the rows");
     // At least one variant ran (check_all_variants asserts it).
     check_all_variants::<T>(gpu, what, a, n, seed)
+}
+
+/// Rows long for their mean though not skewed (`split::has_long_rows`: longest 257-1024 entries, more than sixteen
+/// times the mean; NOTES.md, "SpMM step 49"): 3000 rows of 0-20 entries and every 100th row of 300-880. In f32 every
+/// variant that walks pieces splits them and every result matches the oracle; f16 and bf16 never split them.
+#[test]
+fn rows_long_for_their_mean_split_in_f32_only() {
+    let Some(gpu) = gpu_or_skip("rows_long_for_their_mean_split_in_f32_only") else { return };
+    let (m, k) = (3000, 4000);
+    let mut rng = gen::Rng::new(seed(75));
+    let mut entries = Vec::new();
+    for r in 0..m {
+        let len = if r % 100 == 3 { 300 + (r / 100) * 20 } else { r % 21 };
+        entries.extend((0..len).map(|j| (r, (r * 7 + j * 3) % k, rng.range(-1.0, 1.0) as f32)));
+    }
+    let a = from_triplets(m, k, &entries);
+    let stats = RowStats::from_indptr(a.indptr().raw_storage());
+    assert!(split::has_long_rows(&stats) && !split::is_skewed(&stats), "{stats:?}");
+    for n in [40, 128] {
+        check_all_split::<f32>(&gpu, &format!("long rows n = {n}"), &a, n, seed(76));
+        assert!(check_none_split::<f16>(&gpu, &a, n) > 0, "long rows f16 n = {n}: no variant can run");
+        assert!(check_none_split::<bf16>(&gpu, &a, n) > 0, "long rows bf16 n = {n}: no variant can run");
+        check_all_variants::<f16>(&gpu, &format!("long rows f16 n = {n}"), &a, n, seed(77));
+        check_all_variants::<bf16>(&gpu, &format!("long rows bf16 n = {n}"), &a, n, seed(78));
+    }
+}
+
+/// Asserts that no compiled variant of `T` that can run A at n splits its rows; returns how many it asked.
+fn check_none_split<T: Scalar>(gpu: &Gpu, a: &CsMat<f32>, n: usize) -> usize {
+    let a_t: CsMat<T> = gen::convert(a);
+    let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
+    let runnable =
+        compiled_spmm_variants_for(T::DTYPE).filter(|c| check_config(c, T::DTYPE, a.rows(), a.cols(), n).is_ok());
+    runnable.map(|config| assert!(!splits_rows(gpu, &a_dev, n, config).unwrap(), "{config} split the rows")).count()
 }
 
 /// The row split (src/spmm/split.rs) on every variant: pieces of long rows write partial rows that the fix-up

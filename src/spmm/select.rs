@@ -1,6 +1,6 @@
 //! The config heuristic: a pure function of the problem, unit-tested, each branch citing NOTES.md.
 
-use super::split::is_skewed;
+use super::split::{has_long_rows, is_skewed};
 use super::SpmmConfig;
 use crate::csr::RowStats;
 use crate::scalar::DType;
@@ -192,6 +192,28 @@ fn row_split_tile_at(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DTyp
         Some(split_row_warp_tile(dtype))
     } else {
         None
+    }
+}
+
+/// The tile for rows whose longest is long for the mean though not skewed ([`has_long_rows`]: 257-1024 entries and
+/// more than sixteen times the mean), f32 at n a multiple of 4: one that walks the row split's pieces, so that no
+/// subwarp walks a whole long row. Power-law matrices (NOTES.md, "SpMM step 49"; 2048-65536 rows, means 4-40, longest
+/// rows 313-1024, n = 32-512, every variant with and without the split): the k = 8 tile at n below 128 (4096 x 1024,
+/// mean 40, longest 1024, n = 32: 37.8 -> 13.8 us), the two rows of 16 threads over 128 columns at n a multiple of 128
+/// (8192 x 2048, mean 12, longest 890, n = 256: 46.2 -> 20.3 us). Where the rows hold more than 350 times the longest
+/// row's entries, the longest is not the critical path and that tile held to 128 registers without the split was
+/// the fastest (65536 x 4096, mean 4, longest 313, n = 256: 86.8 -> 59.1 us; at 276 times, 16384 x 8192, the split
+/// won, 33.9 -> 28.5 us). On 8 fresh power-law matrices at n = 8-1024 (64 problems, through the library): 1.43x
+/// faster on geometric mean (1.00x-2.83x), 0.86x -> 1.23x of cuSPARSE.
+fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
+    if n % 128 != 0 {
+        return k8_tile(dtype, 4, n % 32 != 0);
+    }
+    let unbounded = tile(dtype, 1, 4, 2, 16, 128, 16, false);
+    if m as f64 * stats.mean > 350.0 * stats.max as f64 {
+        bounded(unbounded, 16)
+    } else {
+        unbounded
     }
 }
 
@@ -482,6 +504,10 @@ impl SpmmConfig {
         } else if let Some(config) = row_split_tile(m, k, n, stats, dtype) {
             // Few rows and a small n: two or four subwarps per row ([`row_split_tile`], NOTES.md "SpMM step 29").
             config
+        } else if dv == 4 && has_long_rows(stats) {
+            // Longest rows of 257-1024 entries, more than sixteen times the mean: tiles that split them
+            // ([`long_rows_tile`]).
+            long_rows_tile(m, n, stats, dtype)
         } else if dv == 4
             && n % 128 == 0
             && m <= 2048
@@ -988,10 +1014,15 @@ mod tests {
         assert_eq!(skewed_pick(128), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
         assert_eq!(skewed_pick(32), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
         // Uneven rows too short to split keep the unsplit choices.
-        let uneven = RowStats { min: 1, max: 900, mean: 10.0, cv: 3.6, empty_rows: 0 };
+        let uneven = RowStats { min: 1, max: 250, mean: 10.0, cv: 3.6, empty_rows: 0 };
         let uneven_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &uneven, DType::F32).kernel_name();
         assert_eq!(uneven_pick(128), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(uneven_pick(32), "spmm_f32_s4d4_y4k32x32w8_u4_nopred");
+        // Longer ones, not skewed, take the tiles that split them ([`long_rows_tile`]).
+        let long = RowStats { min: 1, max: 900, mean: 10.0, cv: 3.6, empty_rows: 0 };
+        let long_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &long, DType::F32).kernel_name();
+        assert_eq!(long_pick(128), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "366920 entries > 350 x 900");
+        assert_eq!(long_pick(32), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
     }
 
     #[test]
@@ -1324,6 +1355,34 @@ mod tests {
         assert_eq!(pick(4096, 4096, 2048, 410.0, 0.05), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
         // n = 1000 takes the choice at 1024, guarded in n.
         assert_eq!(pick(4096, 8192, 1000, 492.0, 0.05), "spmm_f32_s1d4_y32k16x64w16_u4_pred");
+    }
+
+    #[test]
+    fn rows_long_for_their_mean_take_tiles_that_split_them() {
+        let pick = |m: usize, n: usize, max: usize, mean: f64| {
+            let stats = RowStats { min: 1, max, mean, cv: 1.3, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, 4096, n, &stats, DType::F32).kernel_name()
+        };
+        let (k8, two_rows) = ("spmm_f32_s1d4_y4k8x32w8_u4_nopred", "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        // Step 49's power-law matrices: the k = 8 tile below n = 128, two rows over 128 columns at its multiples.
+        for (m, max, mean) in [(4096, 472, 12.1), (8192, 890, 12.1), (16384, 890, 11.9), (4096, 1024, 40.1)] {
+            for n in [32, 64, 96] {
+                assert_eq!(pick(m, n, max, mean), k8, "{m} rows, longest {max}, n = {n}");
+            }
+            for n in [128, 256, 512, 1024] {
+                assert_eq!(pick(m, n, max, mean), two_rows, "{m} rows, longest {max}, n = {n}");
+            }
+        }
+        assert_eq!(pick(4096, 100, 472, 12.1), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
+        // More than 350 times the longest row's entries in all: two rows held to 128 registers, unsplit.
+        assert_eq!(pick(65536, 256, 313, 4.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        assert_eq!(pick(32768, 128, 445, 6.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        assert_eq!(pick(16384, 256, 475, 8.0), two_rows, "276 times");
+        // Few rows at n = 32 keep the row split over four subwarps (2048 x 2048, mean 20, longest 473).
+        assert_eq!(pick(2048, 32, 473, 20.0), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
+        // Not long: 256 entries, or sixteen times the mean.
+        assert_ne!(pick(8192, 256, 256, 12.0), two_rows);
+        assert_ne!(pick(8192, 256, 320, 20.0), two_rows);
     }
 
     #[test]

@@ -8,11 +8,12 @@
 
 use super::SpmmConfig;
 use crate::csr::RowStats;
+use crate::DType;
 
 /// Entries per piece: a multiple of every compiled `block_items_k` (8, 16, 32), so pieces are whole tiles.
 pub const PIECE_LEN: usize = 128;
 
-/// The pieces of a matrix whose rows are uneven enough to split (see [`is_skewed`]), host side.
+/// The pieces of a matrix whose rows are uneven enough to split (see [`is_skewed`] and [`has_long_rows`]), host side.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct HostSplit {
     /// Four ints per piece: row, first entry, end entry, partial row (-1: the piece is the whole row).
@@ -41,10 +42,19 @@ pub fn is_skewed(stats: &RowStats) -> bool {
     stats.max > 8 * PIECE_LEN && stats.max as f64 > 8.0 * stats.mean
 }
 
-/// The pieces of every row of `indptr` (None when the matrix is not skewed). Row offsets must fit in i32
-/// (DeviceCsr guarantees it).
+/// Whether a matrix has rows that are long for its mean though not [`is_skewed`]: a longest row of more than two
+/// pieces (256 entries) and more than sixteen times the mean, as power-law rows of a few thousand rows have. The f32
+/// tiles split them too ([`use_split`]): on power-law matrices of 4096-16384 rows with means of 12-40 and longest
+/// rows of 472-1024, at n = 32-256, the tiles chosen before, one subwarp walking the longest row, took 22-47 us where
+/// cuSPARSE took 16-32 (0.44x-0.75x of it; NOTES.md, "SpMM step 49").
+pub fn has_long_rows(stats: &RowStats) -> bool {
+    stats.max > 2 * PIECE_LEN && stats.max as f64 > 16.0 * stats.mean
+}
+
+/// The pieces of every row of `indptr` (None when no row is long enough to split: neither [`is_skewed`] nor
+/// [`has_long_rows`]). Row offsets must fit in i32 (DeviceCsr guarantees it).
 pub(crate) fn plan(indptr: &[usize], stats: &RowStats) -> Option<HostSplit> {
-    if !is_skewed(stats) {
+    if !is_skewed(stats) && !has_long_rows(stats) {
         return None;
     }
     // (length, row, begin, end, partial)
@@ -85,7 +95,11 @@ pub(crate) fn plan(indptr: &[usize], stats: &RowStats) -> Option<HostSplit> {
 /// k = 8 tile split was as fast or faster on all 130 f32 problems, and 1.38x faster on the 66 where counting
 /// every column block had refused the split, 1.04x-2.22x; email-Enron at n = 512: 214 -> 127 us; the same in
 /// f16 and bf16, 1.36x and 1.38x on 34 problems each). Also refused when the partial rows would pass 256 MiB,
-/// and for the variants that do not walk pieces ([`SpmmConfig::walks_pieces`]).
+/// and for the variants that do not walk pieces ([`SpmmConfig::walks_pieces`]). Rows that are only
+/// [`has_long_rows`] are split in f32 alone (the half types were not measured there), and no longest row of 12
+/// tiles or fewer is split: the second launch cost more than it saved there (power-law 3072 x 3072, longest 288,
+/// n = 8 on 32-entry tiles: 10.1 us unsplit, 11.3 split; 1.14x-1.37x faster split from 16 tiles; NOTES.md, "SpMM
+/// step 49"; a skewed matrix's longest row is 32 tiles or more).
 pub fn use_split(
     stats: &RowStats,
     rows: usize,
@@ -100,7 +114,12 @@ pub fn use_split(
     let resident_subwarps = (sm_count.max(1) * 2048 / config.block_width.max(1) as usize) as f64;
     let longest = stats.max as f64 / k;
     let partial_bytes = num_partials.saturating_mul(n).saturating_mul(4);
-    config.walks_pieces() && is_skewed(stats) && longest > 8.0 * tiles / resident_subwarps && partial_bytes <= 256 << 20
+    let splits = is_skewed(stats) || (config.dtype == DType::F32 && has_long_rows(stats));
+    config.walks_pieces()
+        && splits
+        && longest > 12.0
+        && longest > 8.0 * tiles / resident_subwarps
+        && partial_bytes <= 256 << 20
 }
 
 #[cfg(test)]
@@ -154,8 +173,24 @@ mod tests {
     fn even_rows_are_not_split() {
         let indptr: Vec<usize> = (0..=100).map(|r| r * 300).collect(); // 300 per row: long but even
         assert!(plan(&indptr, &stats(&indptr)).is_none());
-        let indptr: Vec<usize> = (0..=100).map(|r| r * 10).chain([1000 + 1024]).collect(); // max 1024: short
+        let indptr: Vec<usize> = (0..=100).map(|r| r * 10).chain([1000 + 256]).collect(); // max 256: short
         assert!(plan(&indptr, &stats(&indptr)).is_none());
+        let indptr: Vec<usize> = (0..=100).map(|r| r * 70).chain([7000 + 1024]).collect(); // 1024, 12.9x the mean 79
+        assert!(plan(&indptr, &stats(&indptr)).is_none());
+    }
+
+    #[test]
+    fn long_rows_of_a_short_mean_are_split_though_not_skewed() {
+        // 100 rows of 10 and one of 257 (mean 12.4): more than two pieces and sixteen times the mean.
+        let indptr: Vec<usize> = (0..=100).map(|r| r * 10).chain([1000 + 257]).collect();
+        let s = stats(&indptr);
+        assert!(has_long_rows(&s) && !is_skewed(&s), "{s:?}");
+        let split = plan(&indptr, &s).unwrap();
+        assert_eq!(split.split_rows, vec![100, 0, 3]);
+        // Each bound: 256 entries is short; at 16 times the mean or less it is not long.
+        let at = |max: usize, mean: f64| has_long_rows(&RowStats { min: 0, max, mean, cv: 1.0, empty_rows: 0 });
+        assert!(at(257, 16.0) && !at(256, 12.0) && !at(320, 20.0) && at(320, 19.9));
+        assert!(at(1024, 40.0), "the band below is_skewed's 1024");
     }
 
     #[test]
@@ -175,6 +210,17 @@ mod tests {
         // A million rows of 2 and a longest of 1100: 138 tiles against 37 per subwarp and column tile; no split.
         let many = RowStats { min: 0, max: 1100, mean: 2.0, cv: 1.0, empty_rows: 0 };
         assert!(is_skewed(&many) && !use_split(&many, 1_000_000, 2_000_000, 32, 2000, &tile(8, 32, 8), 132));
+        // Long rows, not skewed (power-law, 8192 rows of 12, longest 890): split in f32 only.
+        let long = RowStats { min: 1, max: 890, mean: 12.1, cv: 1.5, empty_rows: 0 };
+        assert!(!is_skewed(&long) && has_long_rows(&long));
+        assert!(use_split(&long, 8192, 99_123, 32, 100, &tile(8, 32, 8), 132));
+        let half = SpmmConfig { dtype: DType::F16, ..tile(8, 32, 8) };
+        assert!(!use_split(&long, 8192, 99_123, 32, 100, &half, 132));
+        // At most 12 tiles in the longest row: not split (3072 rows of 12, longest 288 or 384, on 32-entry tiles).
+        let short = |max: usize| RowStats { min: 1, max, mean: 12.0, cv: 1.1, empty_rows: 0 };
+        assert!(!use_split(&short(288), 3072, 36_864, 8, 10, &tile(32, 32, 8), 132));
+        assert!(!use_split(&short(384), 3072, 36_864, 8, 10, &tile(32, 32, 8), 132));
+        assert!(use_split(&short(385), 3072, 36_864, 8, 10, &tile(32, 32, 8), 132));
         // Not skewed: never.
         let even = RowStats { min: 400, max: 420, mean: 410.0, cv: 0.05, empty_rows: 0 };
         assert!(!use_split(&even, 4096, 4096 * 410, 32, 0, &tile(32, 32, 8), 132));
