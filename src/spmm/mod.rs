@@ -258,8 +258,8 @@ impl SpmmKernel {
     }
 
     /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: the row-split tiles where `row_split_tile` (in
-    /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else the
-    /// tensor cores where [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks`
+    /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else for f16/bf16
+    /// rows long for their mean what `long_rows_half` (src/spmm/select.rs) takes, else the tensor cores where [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks`
     /// known), else [`SpmmConfig::select_with_stats`]'s tile. Pure.
     /// This is the choice on a device that runs the warpgroup-mma f32 kernel (an H100); [`SpmmKernel::select_for`]
     /// makes it for a given device.
@@ -305,6 +305,9 @@ impl SpmmKernel {
     ) -> SpmmKernel {
         if let Some(config) = select::row_split_tile(m, k, n, stats, dtype) {
             return SpmmKernel::Tiled(config);
+        }
+        if let Some(kernel) = select::long_rows_half(m, n, stats, dtype, tensor_core_blocks.is_some()) {
+            return kernel;
         }
         let tc =
             tensor_core_blocks.and_then(|counts| tensor_core::select_tensor_core_with(dtype, m, n, nnz, counts, wgmma));
@@ -730,6 +733,51 @@ mod tests {
         let select = |n| SpmmKernel::select(384, 1536, n, 176_947, &stats, DType::F32, counts);
         assert_eq!(select(256), SpmmKernel::Tiled(select::split_row_warp_tile(DType::F32)));
         assert!(matches!(select(1024), SpmmKernel::TensorCore(_)), "{:?}", select(1024));
+    }
+
+    #[test]
+    fn half_types_on_rows_long_for_their_mean_take_the_windows_or_split_tiles() {
+        // Power-law rows (NOTES.md, "SpMM step 50"): longest 890, mean 12 (not skewed; 16x the mean is 192).
+        let stats = crate::csr::RowStats { min: 1, max: 890, mean: 12.0, cv: 1.4, empty_rows: 0 };
+        let counts = Some(tensor_core::BlockCounts { narrow: 100_000, wide: 60_000 });
+        let pick = |m: usize, n: usize, dtype| SpmmKernel::select(m, 2048, n, m * 12, &stats, dtype, counts);
+        let window = |dtype, tiles_n| {
+            SpmmKernel::TensorCore(TensorCoreConfig { dtype, window: tensor_core::WINDOW as u32, tiles_n })
+        };
+        for dtype in [DType::F16, DType::Bf16] {
+            let (k8, two_rows) =
+                (select::tile(dtype, 1, 8, 4, 8, 64, 8, false), select::tile(dtype, 1, 8, 2, 16, 256, 16, false));
+            assert_eq!(pick(65536, 32, dtype), window(dtype, 4));
+            assert_eq!(pick(32768, 64, dtype), window(dtype, 8));
+            assert_eq!(pick(16384, 128, dtype), window(dtype, 8));
+            assert_eq!(pick(32769, 64, dtype), SpmmKernel::Tiled(k8));
+            assert_eq!(pick(16385, 128, dtype), SpmmKernel::Tiled(k8));
+            assert_eq!(pick(8192, 256, dtype), SpmmKernel::Tiled(k8));
+            assert_eq!(pick(16384, 256, dtype), SpmmKernel::Tiled(two_rows));
+            assert_eq!(pick(16384, 320, dtype), SpmmKernel::Tiled(k8), "n = 320: not a multiple of 256");
+            assert_eq!(pick(16384, 200, dtype), SpmmKernel::Tiled(SpmmConfig { predicate_loads: true, ..k8 }));
+            // Without tensor-core counts the windows' shapes fall through to the usual choice; n = 36 is not a
+            // multiple of 8 (the usual choice too).
+            let usual = |m, n| SpmmKernel::Tiled(SpmmConfig::select_with_stats(m, 2048, n, &stats, dtype));
+            assert_eq!(SpmmKernel::select(4096, 2048, 32, 4096 * 12, &stats, dtype, None), usual(4096, 32));
+            assert_eq!(pick(4096, 36, dtype), SpmmKernel::select(4096, 2048, 36, 4096 * 12, &stats, dtype, counts));
+        }
+        // Every tile it gives is valid, compiled and aligned at its n.
+        for (m, n, dtype) in (1..=1100).flat_map(|n| [(8192, n, DType::F16), (16384, n, DType::Bf16)]) {
+            if let Some(SpmmKernel::Tiled(c)) = select::long_rows_half(m, n, &stats, dtype, true) {
+                c.validate().unwrap_or_else(|e| panic!("n = {n}: {c} invalid: {e}"));
+                assert!(crate::kernels::spmm_table().iter().any(|t| t.same_kernel(&c)), "n = {n}: {c} not compiled");
+                assert_eq!(n % c.dense_vector_width as usize, 0, "n = {n}: {c}");
+                assert!(c.predicate_loads || n % c.block_items_x as usize == 0, "n = {n}: {c} without predicates");
+            }
+        }
+        // Not skewed rows only, and not f32.
+        let skewed = crate::csr::RowStats { max: 2000, ..stats };
+        assert!(select::long_rows_half(8192, 128, &skewed, DType::F16, true).is_none());
+        assert!(select::long_rows_half(8192, 128, &stats, DType::F32, true).is_none());
+        assert!(select::long_rows_half(8192, 36, &stats, DType::F16, true).is_none());
+        let short = crate::csr::RowStats { max: 250, ..stats };
+        assert!(select::long_rows_half(8192, 128, &short, DType::F16, true).is_none());
     }
 
     #[test]

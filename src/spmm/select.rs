@@ -50,7 +50,7 @@ fn one_wave_if_bounded(m: usize, n: usize) -> bool {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u32, pred: bool) -> SpmmConfig {
+pub(crate) fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u32, pred: bool) -> SpmmConfig {
     SpmmConfig {
         dtype,
         sparse_vector_width: sv,
@@ -215,6 +215,43 @@ fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmCon
     } else {
         unbounded
     }
+}
+
+/// f16 and bf16 on rows long for their mean though not skewed ([`has_long_rows`]), n a multiple of 8: the 16-row
+/// tensor-core windows, which no subwarp walks a long row through, where they were the fastest, else tiles that split
+/// the long rows. Power-law matrices (NOTES.md, "SpMM step 50"; 4096-65536 rows, means 4-40, longest rows 313-1024, n
+/// = 32-512, every variant with and without the split, both types): the windows at n = 32 (16384 x 1024, mean 12, f16:
+/// 52.7 -> 10.6 us; they are 5.6-8.2% full, below [`super::tensor_core::select_tensor_core`]'s 8%), at n = 64 in up
+/// to 32768 rows and at n = 128 in up to 16384 (8192 x 2048, n = 128: 55.7 -> 13.7 us); past those the k = 8 tile
+/// over 64 columns, split (40960 x 2048, n = 128: 67.6 -> 22.4 us), and from 16384 rows at n a multiple of 256 two
+/// rows of 16 threads over 256 columns, split (65536 x 4096, n = 512: 95.6 -> 71.4 us). None where the build has no
+/// tensor-core counts for A (`tensor_cores` false) and the windows would be the choice, nor in f32.
+pub(crate) fn long_rows_half(
+    m: usize,
+    n: usize,
+    stats: &RowStats,
+    dtype: DType,
+    tensor_cores: bool,
+) -> Option<super::SpmmKernel> {
+    use super::tensor_core::{TensorCoreConfig, WINDOW};
+    if dtype.size() != 2 || n == 0 || n % 8 != 0 || !has_long_rows(stats) || is_skewed(stats) {
+        return None;
+    }
+    let windows = n <= 32 || (n <= 64 && m <= 32768) || (n <= 128 && m <= 16384);
+    if windows {
+        let tiles_n = if n <= 32 { 4 } else { 8 };
+        return tensor_cores.then_some(super::SpmmKernel::TensorCore(TensorCoreConfig {
+            dtype,
+            window: WINDOW as u32,
+            tiles_n,
+        }));
+    }
+    let config = if n % 256 == 0 && m >= 16384 {
+        tile(dtype, 1, 8, 2, 16, 256, 16, false)
+    } else {
+        tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
+    };
+    Some(super::SpmmKernel::Tiled(config))
 }
 
 /// Thirty-two rows of 16 threads on one 64-column tile, k = 16 (one block of 512 threads per SM): the tile for

@@ -8,7 +8,6 @@
 
 use super::SpmmConfig;
 use crate::csr::RowStats;
-use crate::DType;
 
 /// Entries per piece: a multiple of every compiled `block_items_k` (8, 16, 32), so pieces are whole tiles.
 pub const PIECE_LEN: usize = 128;
@@ -43,10 +42,10 @@ pub fn is_skewed(stats: &RowStats) -> bool {
 }
 
 /// Whether a matrix has rows that are long for its mean though not [`is_skewed`]: a longest row of more than two
-/// pieces (256 entries) and more than sixteen times the mean, as power-law rows of a few thousand rows have. The f32
-/// tiles split them too ([`use_split`]): on power-law matrices of 4096-16384 rows with means of 12-40 and longest
+/// pieces (256 entries) and more than sixteen times the mean, as power-law rows of a few thousand rows have. The
+/// tiles split them too ([`use_split`]): in f32 on power-law matrices of 4096-16384 rows with means of 12-40 and longest
 /// rows of 472-1024, at n = 32-256, the tiles chosen before, one subwarp walking the longest row, took 22-47 us where
-/// cuSPARSE took 16-32 (0.44x-0.75x of it; NOTES.md, "SpMM step 49").
+/// cuSPARSE took 16-32 (0.44x-0.75x of it; NOTES.md, "SpMM step 49"); f16 and bf16 the same (step 50).
 pub fn has_long_rows(stats: &RowStats) -> bool {
     stats.max > 2 * PIECE_LEN && stats.max as f64 > 16.0 * stats.mean
 }
@@ -95,8 +94,7 @@ pub(crate) fn plan(indptr: &[usize], stats: &RowStats) -> Option<HostSplit> {
 /// k = 8 tile split was as fast or faster on all 130 f32 problems, and 1.38x faster on the 66 where counting
 /// every column block had refused the split, 1.04x-2.22x; email-Enron at n = 512: 214 -> 127 us; the same in
 /// f16 and bf16, 1.36x and 1.38x on 34 problems each). Also refused when the partial rows would pass 256 MiB,
-/// and for the variants that do not walk pieces ([`SpmmConfig::walks_pieces`]). Rows that are only
-/// [`has_long_rows`] are split in f32 alone (the half types were not measured there), and no longest row of 12
+/// and for the variants that do not walk pieces ([`SpmmConfig::walks_pieces`]). No longest row of 12
 /// tiles or fewer is split: the second launch cost more than it saved there (power-law 3072 x 3072, longest 288,
 /// n = 8 on 32-entry tiles: 10.1 us unsplit, 11.3 split; 1.14x-1.37x faster split from 16 tiles; NOTES.md, "SpMM
 /// step 49"; a skewed matrix's longest row is 32 tiles or more).
@@ -114,7 +112,7 @@ pub fn use_split(
     let resident_subwarps = (sm_count.max(1) * 2048 / config.block_width.max(1) as usize) as f64;
     let longest = stats.max as f64 / k;
     let partial_bytes = num_partials.saturating_mul(n).saturating_mul(4);
-    let splits = is_skewed(stats) || (config.dtype == DType::F32 && has_long_rows(stats));
+    let splits = is_skewed(stats) || has_long_rows(stats);
     config.walks_pieces()
         && splits
         && longest > 12.0
@@ -210,12 +208,12 @@ mod tests {
         // A million rows of 2 and a longest of 1100: 138 tiles against 37 per subwarp and column tile; no split.
         let many = RowStats { min: 0, max: 1100, mean: 2.0, cv: 1.0, empty_rows: 0 };
         assert!(is_skewed(&many) && !use_split(&many, 1_000_000, 2_000_000, 32, 2000, &tile(8, 32, 8), 132));
-        // Long rows, not skewed (power-law, 8192 rows of 12, longest 890): split in f32 only.
+        // Long rows, not skewed (power-law, 8192 rows of 12, longest 890): split, in every type.
         let long = RowStats { min: 1, max: 890, mean: 12.1, cv: 1.5, empty_rows: 0 };
         assert!(!is_skewed(&long) && has_long_rows(&long));
         assert!(use_split(&long, 8192, 99_123, 32, 100, &tile(8, 32, 8), 132));
-        let half = SpmmConfig { dtype: DType::F16, ..tile(8, 32, 8) };
-        assert!(!use_split(&long, 8192, 99_123, 32, 100, &half, 132));
+        let half = SpmmConfig { dtype: crate::DType::F16, ..tile(8, 32, 8) };
+        assert!(use_split(&long, 8192, 99_123, 32, 100, &half, 132));
         // At most 12 tiles in the longest row: not split (3072 rows of 12, longest 288 or 384, on 32-entry tiles).
         let short = |max: usize| RowStats { min: 1, max, mean: 12.0, cv: 1.1, empty_rows: 0 };
         assert!(!use_split(&short(288), 3072, 36_864, 8, 10, &tile(32, 32, 8), 132));
