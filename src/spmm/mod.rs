@@ -259,8 +259,9 @@ impl SpmmKernel {
 
     /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: the row-split tiles where `row_split_tile` (in
     /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else for f16/bf16
-    /// rows long for their mean what `long_rows_half` (src/spmm/select.rs) takes, else the tensor cores where [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks`
-    /// known), else [`SpmmConfig::select_with_stats`]'s tile. Pure.
+    /// rows long for their mean what `long_rows_half` (src/spmm/select.rs) takes, else the tensor cores where
+    /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known), else
+    /// [`SpmmConfig::select_with_stats`]'s tile. Pure.
     /// This is the choice on a device that runs the warpgroup-mma f32 kernel (an H100); [`SpmmKernel::select_for`]
     /// makes it for a given device.
     pub fn select(

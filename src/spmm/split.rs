@@ -43,9 +43,9 @@ pub fn is_skewed(stats: &RowStats) -> bool {
 
 /// Whether a matrix has rows that are long for its mean though not [`is_skewed`]: a longest row of more than two
 /// pieces (256 entries) and more than sixteen times the mean, as power-law rows of a few thousand rows have. The
-/// tiles split them too ([`use_split`]): in f32 on power-law matrices of 4096-16384 rows with means of 12-40 and longest
-/// rows of 472-1024, at n = 32-256, the tiles chosen before, one subwarp walking the longest row, took 22-47 us where
-/// cuSPARSE took 16-32 (0.44x-0.75x of it; NOTES.md, "SpMM step 49"); f16 and bf16 the same (step 50).
+/// tiles split them too ([`use_split`]): in f32 on power-law matrices of 4096-16384 rows with means of 12-40 and
+/// longest rows of 472-1024, at n = 32-256, the tiles chosen before, one subwarp walking the longest row, took 22-47
+/// us where cuSPARSE took 16-32 (0.44x-0.75x of it; NOTES.md, "SpMM step 49"); f16 and bf16 the same (step 50).
 pub fn has_long_rows(stats: &RowStats) -> bool {
     stats.max > 2 * PIECE_LEN && stats.max as f64 > 16.0 * stats.mean
 }
