@@ -777,6 +777,7 @@ mod tests {
         assert!(select::long_rows_half(8192, 128, &skewed, DType::F16, true).is_none());
         assert!(select::long_rows_half(8192, 128, &stats, DType::F32, true).is_none());
         assert!(select::long_rows_half(8192, 36, &stats, DType::F16, true).is_none());
+        assert!(select::long_rows_half(8192, 24, &stats, DType::F16, true).is_none(), "below n = 32: not measured");
         let short = crate::csr::RowStats { max: 250, ..stats };
         assert!(select::long_rows_half(8192, 128, &short, DType::F16, true).is_none());
     }

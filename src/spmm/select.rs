@@ -224,8 +224,9 @@ fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmCon
 /// 52.7 -> 10.6 us; they are 5.6-8.2% full, below [`super::tensor_core::select_tensor_core`]'s 8%), at n = 64 in up
 /// to 32768 rows and at n = 128 in up to 16384 (8192 x 2048, n = 128: 55.7 -> 13.7 us); past those the k = 8 tile
 /// over 64 columns, split (40960 x 2048, n = 128: 67.6 -> 22.4 us), and from 16384 rows at n a multiple of 256 two
-/// rows of 16 threads over 256 columns, split (65536 x 4096, n = 512: 95.6 -> 71.4 us). None where the build has no
-/// tensor-core counts for A (`tensor_cores` false) and the windows would be the choice, nor in f32.
+/// rows of 16 threads over 256 columns, split (65536 x 4096, n = 512: 95.6 -> 71.4 us). None below n = 32 (not
+/// measured), where the build has no tensor-core counts for A (`tensor_cores` false) and the windows would be the
+/// choice, and in f32.
 pub(crate) fn long_rows_half(
     m: usize,
     n: usize,
@@ -234,10 +235,10 @@ pub(crate) fn long_rows_half(
     tensor_cores: bool,
 ) -> Option<super::SpmmKernel> {
     use super::tensor_core::{TensorCoreConfig, WINDOW};
-    if dtype.size() != 2 || n == 0 || n % 8 != 0 || !has_long_rows(stats) || is_skewed(stats) {
+    if dtype.size() != 2 || n < 32 || n % 8 != 0 || !has_long_rows(stats) || is_skewed(stats) {
         return None;
     }
-    let windows = n <= 32 || (n <= 64 && m <= 32768) || (n <= 128 && m <= 16384);
+    let windows = n == 32 || (n <= 64 && m <= 32768) || (n <= 128 && m <= 16384);
     if windows {
         let tiles_n = if n <= 32 { 4 } else { 8 };
         return tensor_cores.then_some(super::SpmmKernel::TensorCore(TensorCoreConfig {
