@@ -209,11 +209,10 @@ fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmCon
     if n % 128 != 0 {
         return k8_tile(dtype, 4, n % 32 != 0);
     }
-    let unbounded = tile(dtype, 1, 4, 2, 16, 128, 16, false);
     if m as f64 * stats.mean > 350.0 * stats.max as f64 {
-        bounded(unbounded, 16)
+        two_row_tile(dtype)
     } else {
-        unbounded
+        tile(dtype, 1, 4, 2, 16, 128, 16, false)
     }
 }
 

@@ -50,10 +50,16 @@ pub fn has_long_rows(stats: &RowStats) -> bool {
     stats.max > 2 * PIECE_LEN && stats.max as f64 > 16.0 * stats.mean
 }
 
-/// The pieces of every row of `indptr` (None when no row is long enough to split: neither [`is_skewed`] nor
-/// [`has_long_rows`]). Row offsets must fit in i32 (DeviceCsr guarantees it).
+/// Whether the split may cut a matrix's rows: [`is_skewed`] or [`has_long_rows`]. [`plan`] cuts them into pieces
+/// at upload, and [`use_split`] then decides launch by launch.
+fn has_rows_to_split(stats: &RowStats) -> bool {
+    is_skewed(stats) || has_long_rows(stats)
+}
+
+/// The pieces of every row of `indptr` (None when no row is long enough to split, [`has_rows_to_split`]). Row
+/// offsets must fit in i32 (DeviceCsr guarantees it).
 pub(crate) fn plan(indptr: &[usize], stats: &RowStats) -> Option<HostSplit> {
-    if !is_skewed(stats) && !has_long_rows(stats) {
+    if !has_rows_to_split(stats) {
         return None;
     }
     // (length, row, begin, end, partial)
@@ -112,9 +118,8 @@ pub fn use_split(
     let resident_subwarps = (sm_count.max(1) * 2048 / config.block_width.max(1) as usize) as f64;
     let longest = stats.max as f64 / k;
     let partial_bytes = num_partials.saturating_mul(n).saturating_mul(4);
-    let splits = is_skewed(stats) || has_long_rows(stats);
     config.walks_pieces()
-        && splits
+        && has_rows_to_split(stats)
         && longest > 12.0
         && longest > 8.0 * tiles / resident_subwarps
         && partial_bytes <= 256 << 20
