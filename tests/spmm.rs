@@ -468,6 +468,45 @@ fn automatic_thirty_two_rows() {
     }
 }
 
+/// f16/bf16 uniform rows over a wide k, whose 16-row tensor-core windows are less than 8% full (src/spmm/select.rs,
+/// `sparse_windows_half`; NOTES.md, "SpMM step 51"): `spmm_auto` runs the tile that replaces the windows, and it
+/// matches the oracle on a poisoned C; rows of 12 entries keep the windows.
+fn automatic_tiles_for_sparse_windows_case<T: Scalar>(gpu: &Gpu) {
+    let cases = [
+        (1024, 16384, 120.0, 32, Some("s1d1_y1k32x32w32_u4_pred")),
+        (4096, 8192, 40.0, 64, Some("s1d8_y4k8x64w8_u4_nopred")),
+        (2048, 8192, 120.0, 64, Some("s4d4_y4k32x32w8_u4_nopred")),
+        (1024, 8192, 40.0, 128, Some("s1d4_y4k8x32w8_u4_pred")),
+        (2048, 4096, 12.0, 32, None),
+    ];
+    for (i, (m, k, mean, n, expected)) in cases.into_iter().enumerate() {
+        let a: CsMat<T> = gen::convert(&gen::uniform_random(m, k, mean / k as f64, seed(140 + i as u64)));
+        let b = dense::<T>(k, n, seed(150 + i as u64));
+        let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+        let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+        let what = format!("{} {m} x {k}, mean {mean}, n = {n}", T::DTYPE);
+        match expected {
+            Some(tile) => assert_eq!(used.to_string(), format!("spmm_{}_{tile}", T::DTYPE.name()), "{what}"),
+            None => assert!(matches!(used, SpmmKernel::TensorCore(_)), "{what}: {used}"),
+        }
+        SpmmOracle::new(a.view(), &b, n).check_kernel(
+            &format!("{what} ({used})"),
+            &c_dev.download(gpu).unwrap(),
+            &used,
+        );
+    }
+}
+
+#[test]
+fn automatic_tiles_for_sparse_windows() {
+    let Some(gpu) = gpu_or_skip("automatic_tiles_for_sparse_windows") else { return };
+    automatic_tiles_for_sparse_windows_case::<f16>(&gpu);
+    automatic_tiles_for_sparse_windows_case::<bf16>(&gpu);
+}
+
 #[test]
 fn a_real_matrix_matches_the_oracle() {
     let Some(gpu) = gpu_or_skip("a_real_matrix_matches_the_oracle") else { return };

@@ -260,7 +260,8 @@ impl SpmmKernel {
     /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: the row-split tiles where `row_split_tile` (in
     /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else for f16/bf16
     /// rows long for their mean what `long_rows_half` (src/spmm/select.rs) takes, else the tensor cores where
-    /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known), else
+    /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known) unless
+    /// `sparse_windows_half` (src/spmm/select.rs) gives a tile for the 16-row windows, else
     /// [`SpmmConfig::select_with_stats`]'s tile. Pure.
     /// This is the choice on a device that runs the warpgroup-mma f32 kernel (an H100); [`SpmmKernel::select_for`]
     /// makes it for a given device.
@@ -310,10 +311,17 @@ impl SpmmKernel {
         if let Some(kernel) = select::long_rows_half(m, n, stats, dtype, tensor_core_blocks.is_some()) {
             return kernel;
         }
-        let tc =
-            tensor_core_blocks.and_then(|counts| tensor_core::select_tensor_core_with(dtype, m, n, nnz, counts, wgmma));
+        let tc = tensor_core_blocks.and_then(|counts| {
+            tensor_core::select_tensor_core_with(dtype, m, n, nnz, counts, wgmma).map(|c| (c, counts))
+        });
         match tc {
-            Some(c) => SpmmKernel::TensorCore(c),
+            Some((c, counts)) if !c.is_wide() => {
+                match select::sparse_windows_half(m, n, stats, dtype, counts.narrow_fill(nnz)) {
+                    Some(config) => SpmmKernel::Tiled(config),
+                    None => SpmmKernel::TensorCore(c),
+                }
+            }
+            Some((c, _)) => SpmmKernel::TensorCore(c),
             None => SpmmKernel::Tiled(SpmmConfig::select_with_stats(m, k, n, stats, dtype)),
         }
     }
@@ -780,6 +788,33 @@ mod tests {
         assert!(select::long_rows_half(8192, 24, &stats, DType::F16, true).is_none(), "below n = 32: not measured");
         let short = crate::csr::RowStats { max: 250, ..stats };
         assert!(select::long_rows_half(8192, 128, &short, DType::F16, true).is_none());
+    }
+
+    #[test]
+    fn half_types_on_sparse_windows_take_tiles() {
+        // Uniform rows over a wide k (NOTES.md, "SpMM step 51"): the 16-row windows are about 6-7% full, and a tile
+        // replaces them where they were chosen for a small C; they stay where the rows are short.
+        for (m, k, mean, seed) in
+            [(4096, 32768, 400, 3), (1024, 16384, 120, 4), (512, 4096, 40, 5), (4096, 4096, 12, 6)]
+        {
+            let a = crate::gen::uniform_random(m, k, mean as f64 / k as f64, seed);
+            let counts = tensor_core::BlockCounts::of(k, a.indptr().raw_storage(), a.indices());
+            let fill = counts.narrow_fill(a.nnz());
+            assert!((0.06..0.08).contains(&fill), "{m} x {k}, mean {mean}: {fill}");
+        }
+        let pick = |m, k, mean: usize, n, seed| {
+            let a = crate::gen::uniform_random(m, k, mean as f64 / k as f64, seed);
+            let (indptr, indices) = (a.indptr().raw_storage().to_vec(), a.indices().to_vec());
+            let stats = crate::csr::RowStats::from_indptr(&indptr);
+            let counts = Some(tensor_core::BlockCounts::of(k, &indptr, &indices));
+            SpmmKernel::select(m, k, n, a.nnz(), &stats, DType::F16, counts).to_string()
+        };
+        // The problems the scan found below cuSPARSE on the windows, and one the rule leaves to them.
+        assert_eq!(pick(4096, 32768, 400, 64, 7), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        assert_eq!(pick(1024, 16384, 120, 32, 8), "spmm_f16_s1d1_y1k32x32w32_u4_pred");
+        assert_eq!(pick(8192, 32768, 400, 32, 9), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");
+        assert_eq!(pick(1024, 4096, 40, 256, 10), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+        assert_eq!(pick(4096, 4096, 12, 32, 11), "spmm_tc_f16_n4", "rows of 12: the windows");
     }
 
     #[test]

@@ -254,6 +254,57 @@ pub(crate) fn long_rows_half(
     Some(super::SpmmKernel::Tiled(config))
 }
 
+/// f16/bf16: the tile that replaces the 16-row tensor-core windows (which [`super::tensor_core::select_tensor_core`]
+/// takes for a small C, m * n < 2^19) where rows of at least 32 entries on average, even ones (cv at most 0.5), fill
+/// the windows' k-blocks to less than 8% (`window_fill`, [`super::tensor_core::BlockCounts::narrow_fill`]): rows that
+/// share few columns, as uniform rows over a k many times their length do. A window then stores about one entry per
+/// column it loads, so it moves the tiles' B and several times their A. At n a multiple of 32 up to 256, where n is 32,
+/// m * n is at most 2^15, or A has at least 1024 rows and m * n is at least 2^17; between those the windows tied or won
+/// (1024 rows at n = 64, 512 at n = 128 and 256: 0.90x-1.06x for the tile). The tile: a warp per row in scalars on up
+/// to 1024 rows at n <= 64; the k = 8 tile over 64 columns from m * n = 2^18 at n >= 64 (over 32 where n is not a
+/// multiple of 64); Sputnik's 32-wide tile on rows of at least 80 entries at n <= 128, but for bf16 at n = 32 from
+/// m * n = 2^18, where it ran 1.16x-1.37x slower than the k = 8 tile over 32 columns (8192 rows); else that k = 8
+/// tile.
+///
+/// Measured on the H100 (NOTES.md, "SpMM step 51"; every variant, f16 and bf16, uniform m = 512-8192, k = 1024-32768,
+/// 12-400 entries per row, n = 32-256 where the windows were chosen): on the 176 problems in the rule the tile ran
+/// 1.21x faster on geometric mean (0.95x-2.14x; f16 8192 x 16384 at 400 per row, n = 32: 60.5 -> 28.1 us; 4096 x
+/// 32768, n = 64: 40.3 -> 29.8 us, where cuSPARSE takes 30.0), within 5% of the fastest variant on all but 5
+/// (0.90x-0.95x); against cuSPARSE 0.93x -> 1.12x on geometric mean. Rows of 12 entries are left to the windows (a
+/// tile up to 1.18x faster there, but on most of step 40's graphs, whose rows are as short, the windows ran up to 1.23x
+/// faster than the tiles), as are blocks 8% full or more.
+pub(crate) fn sparse_windows_half(
+    m: usize,
+    n: usize,
+    stats: &RowStats,
+    dtype: DType,
+    window_fill: f64,
+) -> Option<SpmmConfig> {
+    let c = m.saturating_mul(n);
+    let in_band = n == 32 || c <= 1 << 15 || (m >= 1024 && c >= 1 << 17);
+    if dtype.size() != 2
+        || n % 32 != 0
+        || n > 256
+        || stats.mean < 32.0
+        || stats.cv > 0.5
+        || window_fill >= 0.08
+        || !in_band
+    {
+        return None;
+    }
+    Some(if n <= 64 && m <= 1024 {
+        tile(dtype, 1, 1, 1, 32, 32, 32, true)
+    } else if n >= 64 && c >= 1 << 18 && n % 64 == 0 {
+        tile(dtype, 1, 8, 4, 8, 64, 8, false)
+    } else if n >= 64 && c >= 1 << 18 {
+        k8_tile(dtype, 4, true)
+    } else if stats.mean >= 80.0 && !(dtype == DType::Bf16 && n == 32 && c >= 1 << 18) && n <= 128 {
+        tile(dtype, 4, 4, 4, 32, 32, 8, false)
+    } else {
+        k8_tile(dtype, 4, true)
+    })
+}
+
 /// Thirty-two rows of 16 threads on one 64-column tile, k = 16 (one block of 512 threads per SM): the tile for
 /// [`thirty_two_row_rows`], and one `spmm::block_order` runs column tiles first unless the rows are even.
 pub(crate) fn thirty_two_row_tile(dtype: DType) -> SpmmConfig {
@@ -1420,6 +1471,67 @@ mod tests {
         // Not long: 256 entries, or sixteen times the mean.
         assert_ne!(pick(8192, 256, 256, 12.0), two_rows);
         assert_ne!(pick(8192, 256, 320, 20.0), two_rows);
+    }
+
+    #[test]
+    fn sparse_windows_give_tiles_in_the_measured_band() {
+        let even = |mean: f64| RowStats { min: 0, max: (2.0 * mean) as usize, mean, cv: 0.1, empty_rows: 0 };
+        let pick = |m: usize, n: usize, mean: f64, dtype: DType| {
+            sparse_windows_half(m, n, &even(mean), dtype, 0.066).map(|c| c.kernel_name())
+        };
+        let name = |dtype: DType, tile: &str| Some(format!("spmm_{}_{tile}", dtype.name()));
+        for dtype in [DType::F16, DType::Bf16] {
+            let (warp, k8, k8x64, sputnik) = (
+                name(dtype, "s1d1_y1k32x32w32_u4_pred"),
+                name(dtype, "s1d4_y4k8x32w8_u4_pred"),
+                name(dtype, "s1d8_y4k8x64w8_u4_nopred"),
+                name(dtype, "s4d4_y4k32x32w8_u4_nopred"),
+            );
+            // A warp per row on up to 1024 rows at n <= 64 (n = 64 only up to 512 rows: 1024 is the tie band).
+            assert_eq!(pick(512, 32, 40.0, dtype), warp);
+            assert_eq!(pick(1024, 32, 400.0, dtype), warp);
+            assert_eq!(pick(512, 64, 120.0, dtype), warp);
+            assert_eq!(pick(1024, 64, 120.0, dtype), None, "m * n = 2^16");
+            assert_eq!(pick(512, 128, 120.0, dtype), None, "m * n = 2^16");
+            assert_eq!(pick(512, 256, 120.0, dtype), None, "fewer than 1024 rows");
+            // From m * n = 2^18 at n >= 64 the k = 8 tile over 64 columns, over 32 where n is not a multiple of 64.
+            assert_eq!(pick(4096, 64, 40.0, dtype), k8x64);
+            assert_eq!(pick(2048, 128, 400.0, dtype), k8x64);
+            assert_eq!(pick(1024, 256, 40.0, dtype), k8x64);
+            assert_eq!(pick(2048, 224, 40.0, dtype), k8);
+            // Sputnik's tile on rows of 80 or more at n <= 128, else the k = 8 tile over 32 columns.
+            assert_eq!(pick(2048, 32, 120.0, dtype), sputnik);
+            assert_eq!(pick(1024, 128, 120.0, dtype), sputnik);
+            assert_eq!(pick(2048, 64, 400.0, dtype), sputnik);
+            assert_eq!(pick(2048, 32, 79.0, dtype), k8);
+            assert_eq!(pick(4096, 32, 40.0, dtype), k8);
+            assert_eq!(pick(1024, 128, 40.0, dtype), k8);
+            assert_eq!(pick(2048, 96, 120.0, dtype), sputnik);
+            // Outside it: short, uneven or well-shared rows, n not a multiple of 32 or past 256, f32.
+            assert_eq!(pick(4096, 32, 31.0, dtype), None);
+            let uneven = RowStats { cv: 0.6, ..even(120.0) };
+            assert_eq!(sparse_windows_half(4096, 32, &uneven, dtype, 0.066), None);
+            assert_eq!(sparse_windows_half(4096, 32, &even(120.0), dtype, 0.08), None);
+            assert_eq!(pick(4096, 48, 120.0, dtype), None);
+            assert_eq!(pick(1024, 512, 120.0, dtype), None);
+        }
+        // At n = 32 from m * n = 2^18, bf16 keeps the k = 8 tile on long rows; f16 takes Sputnik's.
+        assert_eq!(pick(8192, 32, 400.0, DType::Bf16), name(DType::Bf16, "s1d4_y4k8x32w8_u4_pred"));
+        assert_eq!(pick(8192, 32, 400.0, DType::F16), name(DType::F16, "s4d4_y4k32x32w8_u4_nopred"));
+        assert_eq!(pick(4096, 32, 400.0, DType::Bf16), name(DType::Bf16, "s4d4_y4k32x32w8_u4_nopred"));
+        assert_eq!(pick(4096, 32, 400.0, DType::F32), None);
+        // Every tile it gives is valid and compiled.
+        for n in (32..=256).step_by(32) {
+            for m in [256, 512, 1024, 2048, 4096, 8192, 16384] {
+                for (mean, dtype) in [(40.0, DType::F16), (120.0, DType::Bf16), (120.0, DType::F16)] {
+                    if let Some(c) = sparse_windows_half(m, n, &even(mean), dtype, 0.05) {
+                        c.validate().unwrap_or_else(|e| panic!("{m} x n = {n}: {c} invalid: {e}"));
+                        assert!(crate::kernels::spmm_table().iter().any(|t| t.same_kernel(&c)), "{c} not compiled");
+                        assert!(c.predicate_loads || n % c.block_items_x as usize == 0, "n = {n}: {c}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

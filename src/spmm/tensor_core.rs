@@ -164,6 +164,14 @@ impl BlockCounts {
             wide: count_blocks(cols, indptr, indices, WIDE_WINDOW),
         }
     }
+
+    /// The share of the 16-row windows' slots that A's `nnz` entries fill (0 where there are no blocks).
+    pub fn narrow_fill(&self, nnz: usize) -> f64 {
+        if self.narrow == 0 {
+            return 0.0;
+        }
+        nnz as f64 / (self.narrow * WINDOW * SLOTS) as f64
+    }
 }
 
 /// How a matrix's tensor-core blocks are laid out: the windows' height and the order of each k-block's values.
@@ -369,7 +377,7 @@ pub fn select_tensor_core_with(
         let tiles_n = if wide_windows * n.div_ceil(128) >= 120 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
-    let fill = nnz as f64 / (counts.narrow * WINDOW * SLOTS) as f64;
+    let fill = counts.narrow_fill(nnz);
     let small = m.saturating_mul(n) < 1 << 19;
     let thin = n <= 32 && fill >= 0.08;
     if fill < min_fill && !small && !thin {
