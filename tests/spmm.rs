@@ -468,6 +468,32 @@ fn automatic_thirty_two_rows() {
     }
 }
 
+/// The thirty-two-row block where its launch is one full wave (`select`'s thirty_two_rows_one_wave; NOTES.md, "SpMM
+/// step 51"): uniform 1024 x 4096 at 40 per row, n = 256, and 512 x 2048 at 20 per row, n = 512, choose it through
+/// `spmm_auto`, and it matches the oracle on a poisoned C.
+#[test]
+fn automatic_thirty_two_rows_one_wave() {
+    let thirty_two = "spmm_f32_s1d4_y32k16x64w16_u4_nopred";
+    let cases = [(1024, 4096, 40.0, 256), (512, 2048, 20.0, 512)];
+    for (m, k, mean, n) in cases {
+        let a = gen::uniform_random(m, k, mean / k as f64, seed(160 + m as u64));
+        let stats = RowStats::from_indptr(&a.indptr().to_proper());
+        assert_eq!(SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name(), thirty_two);
+    }
+    let Some(gpu) = gpu_or_skip("automatic_thirty_two_rows_one_wave") else { return };
+    for (m, k, mean, n) in cases {
+        let a = gen::uniform_random(m, k, mean / k as f64, seed(160 + m as u64));
+        let b = gen::dense_matrix(k, n, seed(170 + m as u64));
+        let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+        let b_dev = DeviceDense::upload(&gpu, k, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
+        c_dev.fill(&gpu, POISON as f32).unwrap();
+        let used = spmm_auto(&gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+        assert_eq!(used.to_string(), thirty_two, "{m} x {k}, n = {n}");
+        check_spmm(&format!("{m} x {k}, n = {n} ({used})"), a.view(), &b, n, &c_dev.download(&gpu).unwrap());
+    }
+}
+
 /// f16/bf16 uniform rows over a wide k, whose 16-row tensor-core windows are less than 8% full (src/spmm/select.rs,
 /// `sparse_windows_half`; NOTES.md, "SpMM step 51"): `spmm_auto` runs the tile that replaces the windows, and it
 /// matches the oracle on a poisoned C; rows of 12 entries keep the windows.

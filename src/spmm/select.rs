@@ -258,21 +258,23 @@ pub(crate) fn long_rows_half(
 /// takes for a small C, m * n < 2^19) where rows of at least 32 entries on average, even ones (cv at most 0.5), fill
 /// the windows' k-blocks to less than 8% (`window_fill`, [`super::tensor_core::BlockCounts::narrow_fill`]): rows that
 /// share few columns, as uniform rows over a k many times their length do. A window then stores about one entry per
-/// column it loads, so it moves the tiles' B and several times their A. At n a multiple of 32 up to 256, where n is 32,
-/// m * n is at most 2^15, or A has at least 1024 rows and m * n is at least 2^17; between those the windows tied or won
-/// (1024 rows at n = 64, 512 at n = 128 and 256: 0.90x-1.06x for the tile). The tile: a warp per row in scalars on up
-/// to 1024 rows at n <= 64; the k = 8 tile over 64 columns from m * n = 2^18 at n >= 64 (over 32 where n is not a
-/// multiple of 64); Sputnik's 32-wide tile on rows of at least 80 entries at n <= 128, but for bf16 at n = 32 from
-/// m * n = 2^18, where it ran 1.16x-1.37x slower than the k = 8 tile over 32 columns (8192 rows); else that k = 8
-/// tile.
+/// column it loads, so it moves the tiles' B and several times their A. At n a multiple of 32 up to 256, where m * n
+/// is at most 2^15, or A has at least 1024 rows and m * n is more than 2^16; between those the windows tied or won
+/// (1280-2048 rows at n = 32, 1024 at n = 64, 512 at n = 128 and 256: 0.90x-1.14x for the tile). The tile: a warp
+/// per row in scalars on up to 1024 rows at n <= 64; the k = 8 tile over 64 columns from m * n = 2^18 at n >= 64
+/// (over 32 where n is not a multiple of 64); Sputnik's 32-wide tile on rows of at least 80 entries at n <= 128, but
+/// for bf16 at n = 32 from m * n = 2^18, where it ran 1.16x-1.37x slower than the k = 8 tile over 32 columns (8192
+/// rows); else that k = 8 tile.
 ///
 /// Measured on the H100 (NOTES.md, "SpMM step 51"; every variant, f16 and bf16, uniform m = 512-8192, k = 1024-32768,
-/// 12-400 entries per row, n = 32-256 where the windows were chosen): on the 176 problems in the rule the tile ran
-/// 1.21x faster on geometric mean (0.95x-2.14x; f16 8192 x 16384 at 400 per row, n = 32: 60.5 -> 28.1 us; 4096 x
-/// 32768, n = 64: 40.3 -> 29.8 us, where cuSPARSE takes 30.0), within 5% of the fastest variant on all but 5
-/// (0.90x-0.95x); against cuSPARSE 0.93x -> 1.12x on geometric mean. Rows of 12 entries are left to the windows (a
-/// tile up to 1.18x faster there, but on most of step 40's graphs, whose rows are as short, the windows ran up to 1.23x
-/// faster than the tiles), as are blocks 8% full or more.
+/// 12-400 entries per row, n = 32-256 where the windows were chosen): on the 160 problems in the rule the tile ran
+/// 1.23x faster on geometric mean (1.00x-2.14x; f16 8192 x 16384 at 400 per row, n = 32: 60.5 -> 28.1 us; 4096 x
+/// 32768, n = 64: 40.3 -> 29.8 us, where cuSPARSE takes 30.0), within 5% of the fastest variant on 156 (0.90x-0.93x
+/// on the rest); against cuSPARSE 0.92x -> 1.13x on geometric mean. Through the library on 122 fresh problems per
+/// type (m 640-8192, k 2560-32768, 36-400 per row, n 32-256, also 96 and 192): f16 1.26x (1.02x-2.04x), bf16 1.24x
+/// (1.01x-1.78x). Rows of 12 entries are left to the windows (a tile up to 1.18x faster there, but on most of step
+/// 40's graphs, whose rows are as short, the windows ran up to 1.23x faster than the tiles), as are blocks 8% full or
+/// more.
 pub(crate) fn sparse_windows_half(
     m: usize,
     n: usize,
@@ -281,7 +283,7 @@ pub(crate) fn sparse_windows_half(
     window_fill: f64,
 ) -> Option<SpmmConfig> {
     let c = m.saturating_mul(n);
-    let in_band = n == 32 || c <= 1 << 15 || (m >= 1024 && c >= 1 << 17);
+    let in_band = c <= 1 << 15 || (m >= 1024 && c > 1 << 16);
     if dtype.size() != 2
         || n % 32 != 0
         || n > 256
@@ -346,6 +348,24 @@ fn thirty_two_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bo
         && (768..=3072).contains(&n)
         && stats.mean <= 0.085 * k as f64;
     (step_47 || step_48) && n % 128 == 0 && stats.cv < 0.1 && (400.0..=820.0).contains(&stats.mean)
+}
+
+/// Even rows (cv at most 0.5) of 16-200 entries over k = 1024-16384 at n = 128, 256 or 512 (a multiple of 128 up to
+/// 512), where the thirty-two-row block's launch, one block of 512 threads per SM, is one wave at least 90% full on
+/// the H100's 132 SMs: 119-132 blocks of 32 rows by 64 columns (2048 rows at n = 128, 1024 at 256, 512 at 512).
+/// Measured on the H100 (NOTES.md, "SpMM step 51"; every f32 variant, uniform 512-3072 x 1024-16384 at 20-160 per
+/// row, n = 128-512): at 128 blocks it ran 1.135x faster on geometric mean than the tiles chosen before (1.005x-1.42x
+/// on 36 problems; 1024 x 4096 at 80 per row, n = 256: 12.5 -> 9.6 us, 0.83x -> 1.08x of cuSPARSE; 512 x 4096 at
+/// 160, n = 512: 19.8 -> 14.0 us), within 6% of the fastest variant. At 96 blocks (0.76x-1.10x), 192 (0.73x-1.00x)
+/// and 256 (0.88x-1.25x) it was not the better choice throughout.
+fn thirty_two_rows_one_wave(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    let blocks = m.div_ceil(32).saturating_mul(n / 64);
+    n % 128 == 0
+        && (128..=512).contains(&n)
+        && (119..=H100_SMS).contains(&blocks)
+        && (1024..=16384).contains(&k)
+        && (16.0..=200.0).contains(&stats.mean)
+        && stats.cv <= 0.5
 }
 
 /// Few long rows over a wide B, where the sixteen-row block shares a 64-column tile of B best (NOTES.md, "SpMM
@@ -553,6 +573,10 @@ impl SpmmConfig {
         } else if thirty_two_rows_large_k(m, k, n, stats) {
             // Even rows of 400-820 entries over k = 5120-16384 at n = 768-3072 ([`thirty_two_rows_large_k`]): the
             // thirty-two-row block, 1.03x-1.80x faster than the tiles chosen before on 74 problems on the H100.
+            thirty_two_row_tile(dtype)
+        } else if thirty_two_rows_one_wave(m, k, n, stats) {
+            // Even rows at n = 128-512 where the thirty-two-row block runs one full wave
+            // ([`thirty_two_rows_one_wave`]): 1.135x faster than the tiles chosen before on 36 problems on the H100.
             thirty_two_row_tile(dtype)
         } else if uneven_long_rows(m, k, n, stats) {
             // Long, uneven rows over a wide B: eight one-row warps per block on one 64-column tile, two blocks per
@@ -1474,6 +1498,39 @@ mod tests {
     }
 
     #[test]
+    fn thirty_two_rows_where_they_fill_one_wave() {
+        let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64| {
+            let stats = RowStats { min: 0, max: (2.0 * mean) as usize, mean, cv, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
+        };
+        let thirty_two = "spmm_f32_s1d4_y32k16x64w16_u4_nopred";
+        // Step 51's sweep: 128 blocks (2048 rows at n = 128, 1024 at 256, 512 at 512), 20-160 per row.
+        for (m, n) in [(2048, 128), (1024, 256), (512, 512)] {
+            for k in [1024, 4096, 16384] {
+                for mean in [20.0, 40.0, 80.0, 160.0] {
+                    let cv = 1.0 / f64::sqrt(mean);
+                    assert_eq!(pick(m, k, n, mean, cv), thirty_two, "{m} x {k}, mean {mean}, n = {n}");
+                }
+            }
+        }
+        // 119-132 blocks; n a multiple of 128 up to 512; k 1024-16384; rows of 16-200, cv at most 0.5.
+        assert_eq!(pick(1056, 4096, 256, 40.0, 0.16), thirty_two);
+        assert_eq!(pick(929, 4096, 256, 40.0, 0.16), thirty_two);
+        assert_eq!(pick(640, 4096, 384, 40.0, 0.16), thirty_two);
+        assert_ne!(pick(1057, 4096, 256, 40.0, 0.16), thirty_two);
+        assert_ne!(pick(928, 4096, 256, 40.0, 0.16), thirty_two);
+        assert_ne!(pick(1536, 4096, 128, 40.0, 0.16), thirty_two, "96 blocks");
+        assert_ne!(pick(1024, 4096, 640, 40.0, 0.16), thirty_two);
+        // n = 192 takes the choice at 256 (`rounded_width`), whose 64-column tiles it fills.
+        assert_eq!(pick(1024, 4096, 192, 40.0, 0.16), thirty_two);
+        assert_ne!(pick(1024, 512, 256, 40.0, 0.16), thirty_two);
+        assert_ne!(pick(1024, 32768, 256, 40.0, 0.16), thirty_two);
+        assert_ne!(pick(1024, 4096, 256, 15.0, 0.26), thirty_two);
+        assert_ne!(pick(1024, 4096, 256, 210.0, 0.07), thirty_two);
+        assert_ne!(pick(1024, 4096, 256, 40.0, 0.6), thirty_two);
+    }
+
+    #[test]
     fn sparse_windows_give_tiles_in_the_measured_band() {
         let even = |mean: f64| RowStats { min: 0, max: (2.0 * mean) as usize, mean, cv: 0.1, empty_rows: 0 };
         let pick = |m: usize, n: usize, mean: f64, dtype: DType| {
@@ -1500,10 +1557,13 @@ mod tests {
             assert_eq!(pick(1024, 256, 40.0, dtype), k8x64);
             assert_eq!(pick(2048, 224, 40.0, dtype), k8);
             // Sputnik's tile on rows of 80 or more at n <= 128, else the k = 8 tile over 32 columns.
-            assert_eq!(pick(2048, 32, 120.0, dtype), sputnik);
+            assert_eq!(pick(4096, 32, 120.0, dtype), sputnik);
+            assert_eq!(pick(2048, 32, 120.0, dtype), None, "1280-2048 rows at n = 32: the windows tied");
+            assert_eq!(pick(1280, 32, 120.0, dtype), None);
+            assert_eq!(pick(1024, 32, 120.0, dtype), warp);
             assert_eq!(pick(1024, 128, 120.0, dtype), sputnik);
             assert_eq!(pick(2048, 64, 400.0, dtype), sputnik);
-            assert_eq!(pick(2048, 32, 79.0, dtype), k8);
+            assert_eq!(pick(4096, 32, 79.0, dtype), k8);
             assert_eq!(pick(4096, 32, 40.0, dtype), k8);
             assert_eq!(pick(1024, 128, 40.0, dtype), k8);
             assert_eq!(pick(2048, 96, 120.0, dtype), sputnik);
