@@ -70,6 +70,16 @@ fn check_kernels<T: Scalar>(
     ran
 }
 
+/// `spmm_auto` on A (rounded to T) times a random B ([`upload_problem`]), C poisoned first, checked against the
+/// oracle with the bound of the kernel it chose; returns that kernel.
+fn check_auto<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> SpmmKernel {
+    let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed);
+    c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+    let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap_or_else(|e| panic!("{what}: {e}"));
+    oracle.check_kernel(&format!("{what} ({used})"), &c_dev.download(gpu).unwrap(), &used);
+    used
+}
+
 /// Every compiled variant of T that can run (m, k, n) on A ([`check_kernels`]); at least one must. Returns the
 /// names of the variants that ran.
 fn check_all_variants<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, seed: u64) -> Vec<String> {
@@ -474,23 +484,19 @@ fn automatic_thirty_two_rows() {
 #[test]
 fn automatic_thirty_two_rows_one_wave() {
     let thirty_two = "spmm_f32_s1d4_y32k16x64w16_u4_nopred";
-    let cases = [(1024, 4096, 40.0, 256), (512, 2048, 20.0, 512)];
-    for (m, k, mean, n) in cases {
-        let a = gen::uniform_random(m, k, mean / k as f64, seed(160 + m as u64));
+    let cases: Vec<(CsMat<f32>, usize)> = [(1024, 4096, 40.0, 256), (512, 2048, 20.0, 512)]
+        .into_iter()
+        .map(|(m, k, mean, n)| (gen::uniform_random(m, k, mean / k as f64, seed(160 + m as u64)), n))
+        .collect();
+    for (a, n) in &cases {
         let stats = RowStats::from_indptr(&a.indptr().to_proper());
-        assert_eq!(SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name(), thirty_two);
+        assert_eq!(SpmmConfig::select_with_stats(a.rows(), a.cols(), *n, &stats, DType::F32).kernel_name(), thirty_two);
     }
     let Some(gpu) = gpu_or_skip("automatic_thirty_two_rows_one_wave") else { return };
-    for (m, k, mean, n) in cases {
-        let a = gen::uniform_random(m, k, mean / k as f64, seed(160 + m as u64));
-        let b = gen::dense_matrix(k, n, seed(170 + m as u64));
-        let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
-        let b_dev = DeviceDense::upload(&gpu, k, n, &b).unwrap();
-        let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
-        c_dev.fill(&gpu, POISON as f32).unwrap();
-        let used = spmm_auto(&gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
-        assert_eq!(used.to_string(), thirty_two, "{m} x {k}, n = {n}");
-        check_spmm(&format!("{m} x {k}, n = {n} ({used})"), a.view(), &b, n, &c_dev.download(&gpu).unwrap());
+    for (a, n) in &cases {
+        let what = format!("{} x {}, n = {n}", a.rows(), a.cols());
+        let used = check_auto::<f32>(&gpu, &what, a, *n, seed(170 + a.rows() as u64));
+        assert_eq!(used.to_string(), thirty_two, "{what}");
     }
 }
 
@@ -506,23 +512,13 @@ fn automatic_tiles_for_sparse_windows_case<T: Scalar>(gpu: &Gpu) {
         (2048, 4096, 12.0, 32, None),
     ];
     for (i, (m, k, mean, n, expected)) in cases.into_iter().enumerate() {
-        let a: CsMat<T> = gen::convert(&gen::uniform_random(m, k, mean / k as f64, seed(140 + i as u64)));
-        let b = dense::<T>(k, n, seed(150 + i as u64));
-        let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
-        let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
-        let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
-        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-        let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+        let a = gen::uniform_random(m, k, mean / k as f64, seed(140 + i as u64));
         let what = format!("{} {m} x {k}, mean {mean}, n = {n}", T::DTYPE);
+        let used = check_auto::<T>(gpu, &what, &a, n, seed(150 + i as u64));
         match expected {
             Some(tile) => assert_eq!(used.to_string(), format!("spmm_{}_{tile}", T::DTYPE.name()), "{what}"),
             None => assert!(matches!(used, SpmmKernel::TensorCore(_)), "{what}: {used}"),
         }
-        SpmmOracle::new(a.view(), &b, n).check_kernel(
-            &format!("{what} ({used})"),
-            &c_dev.download(gpu).unwrap(),
-            &used,
-        );
     }
 }
 
