@@ -500,16 +500,50 @@ fn automatic_thirty_two_rows_one_wave() {
     }
 }
 
+/// f32 power-law rows in 512 rows at n = 256 and 512, the longest past 256 entries but not skewed: `spmm_auto`
+/// runs two warps per row (src/spmm/select.rs, `uneven_few_rows`; NOTES.md, "SpMM step 52") and matches the oracle.
+#[test]
+fn automatic_two_warps_per_uneven_row() {
+    let split = "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2";
+    // Fresh matrices until one has such rows (about one in two has: the others' longest rows are skewed).
+    let a = (0..64)
+        .map(|i| gen::power_law(512, 32768, 110.0, 2.0, seed(180 + i)))
+        .find(|a| {
+            let stats = RowStats::from_indptr(&a.indptr().to_proper());
+            (257..=1024).contains(&stats.max) && stats.cv >= 0.6
+        })
+        .unwrap_or_else(|| panic!("no power-law matrix with a longest row of 257-1024 entries ({})", seed_note()));
+    let stats = RowStats::from_indptr(&a.indptr().to_proper());
+    for n in [256, 512] {
+        assert_eq!(SpmmConfig::select_with_stats(512, 32768, n, &stats, DType::F32).kernel_name(), split, "n = {n}");
+    }
+    let Some(gpu) = gpu_or_skip("automatic_two_warps_per_uneven_row") else { return };
+    for n in [256, 512] {
+        let what = format!("512 x 32768 power-law, longest {}, n = {n}", stats.max);
+        let used = check_auto::<f32>(&gpu, &what, &a, n, seed(190 + n as u64));
+        assert_eq!(used.to_string(), split, "{what}");
+    }
+}
+
 /// f16/bf16 uniform rows over a wide k, whose 16-row tensor-core windows are less than 8% full (src/spmm/select.rs,
 /// `sparse_windows_half`; NOTES.md, "SpMM step 51"): `spmm_auto` runs the tile that replaces the windows, and it
 /// matches the oracle on a poisoned C; rows of 12 entries keep the windows.
+///
+/// At n = 32 in 4096 rows or more windows up to 14% full give way too, the 64-row ones as well, and n = 32 and 96
+/// off the tensor cores take the k = 8 tile over 32 columns (NOTES.md, "SpMM step 52").
 fn automatic_tiles_for_sparse_windows_case<T: Scalar>(gpu: &Gpu) {
+    let k8 = "s1d4_y4k8x32w8_u4_pred";
+    let long_rows_at_32 = if T::DTYPE == DType::F16 { "s4d4_y4k32x32w8_u4_nopred" } else { k8 };
     let cases = [
         (1024, 16384, 120.0, 32, Some("s1d1_y1k32x32w32_u4_pred")),
         (4096, 8192, 40.0, 64, Some("s1d8_y4k8x64w8_u4_nopred")),
         (2048, 8192, 120.0, 64, Some("s4d4_y4k32x32w8_u4_nopred")),
-        (1024, 8192, 40.0, 128, Some("s1d4_y4k8x32w8_u4_pred")),
+        (1024, 8192, 40.0, 128, Some(k8)),
         (2048, 4096, 12.0, 32, None),
+        (16384, 1024, 40.0, 32, Some(k8)),
+        (16384, 1024, 120.0, 32, Some(long_rows_at_32)),
+        (16384, 4096, 24.0, 96, Some(k8)),
+        (16385, 4096, 8.0, 32, Some(k8)),
     ];
     for (i, (m, k, mean, n, expected)) in cases.into_iter().enumerate() {
         let a = gen::uniform_random(m, k, mean / k as f64, seed(140 + i as u64));

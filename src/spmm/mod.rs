@@ -261,7 +261,8 @@ impl SpmmKernel {
     /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else for f16/bf16
     /// rows long for their mean what `long_rows_half` (src/spmm/select.rs) takes, else the tensor cores where
     /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known) unless
-    /// `sparse_windows_half` (src/spmm/select.rs) gives a tile for the 16-row windows, else
+    /// `sparse_windows_half` (src/spmm/select.rs) gives a tile for the 16-row windows (or, at n = 32, the 64-row
+    /// ones), else
     /// [`SpmmConfig::select_with_stats`]'s tile. Pure.
     /// This is the choice on a device that runs the warpgroup-mma f32 kernel (an H100); [`SpmmKernel::select_for`]
     /// makes it for a given device.
@@ -315,7 +316,8 @@ impl SpmmKernel {
             tensor_core::select_tensor_core_with(dtype, m, n, nnz, counts, wgmma).map(|c| (c, counts))
         });
         match tc {
-            Some((c, counts)) if !c.is_wide() => {
+            // The 64-row windows only at n = 32 (`select::THIN_MANY_ROWS_FILL`).
+            Some((c, counts)) if !c.is_wide() || n == 32 => {
                 match select::sparse_windows_half(m, n, stats, dtype, counts.narrow_fill(nnz)) {
                     Some(config) => SpmmKernel::Tiled(config),
                     None => SpmmKernel::TensorCore(c),
@@ -815,6 +817,13 @@ mod tests {
         assert_eq!(pick(8192, 32768, 400, 32, 9), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");
         assert_eq!(pick(1024, 4096, 40, 256, 10), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(pick(4096, 4096, 12, 32, 11), "spmm_tc_f16_n4", "rows of 12: the windows");
+        // n = 32 in 4096 rows or more (step 52): windows up to 14% full give way, the 64-row ones too.
+        assert_eq!(pick(16384, 1024, 40, 32, 12), "spmm_f16_s1d4_y4k8x32w8_u4_pred", "8.2% full, was tc_f16_n4");
+        assert_eq!(pick(16384, 1024, 120, 32, 13), "spmm_f16_s4d4_y4k32x32w8_u4_nopred", "was tc_f16_w64_n16");
+        assert_eq!(pick(4096, 1024, 40, 32, 14), "spmm_f16_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(pick(2048, 1024, 40, 32, 15), "spmm_tc_f16_n4", "fewer rows: the windows");
+        assert!(pick(16384, 1024, 120, 64, 16).starts_with("spmm_tc_f16_w64_"), "n = 64 keeps the 64-row windows");
+        assert!(pick(16384, 256, 40, 32, 17).starts_with("spmm_tc_f16_"), "rows sharing columns: fuller windows");
     }
 
     #[test]

@@ -275,6 +275,9 @@ pub(crate) fn long_rows_half(
 /// (1.01x-1.78x). Rows of 12 entries are left to the windows (a tile up to 1.18x faster there, but on most of step
 /// 40's graphs, whose rows are as short, the windows ran up to 1.23x faster than the tiles), as are blocks 8% full or
 /// more.
+///
+/// At n = 32 in at least 4096 rows the bound on the fill is 14%, and the rule also replaces the 64-row windows
+/// (`SpmmKernel::select` asks it for them at n = 32; [`THIN_MANY_ROWS_FILL`]).
 pub(crate) fn sparse_windows_half(
     m: usize,
     n: usize,
@@ -284,12 +287,13 @@ pub(crate) fn sparse_windows_half(
 ) -> Option<SpmmConfig> {
     let c = m.saturating_mul(n);
     let in_band = c <= 1 << 15 || (m >= 1024 && c > 1 << 16);
+    let fill_bound = if n == 32 && m >= 4096 { THIN_MANY_ROWS_FILL } else { 0.08 };
     if dtype.size() != 2
         || n % 32 != 0
         || n > 256
         || stats.mean < 32.0
         || stats.cv > 0.3
-        || window_fill >= 0.08
+        || window_fill >= fill_bound
         || !in_band
     {
         return None;
@@ -306,6 +310,17 @@ pub(crate) fn sparse_windows_half(
         k8_tile(dtype, 4, true)
     })
 }
+
+/// f16/bf16 at n = 32 in at least 4096 rows: [`sparse_windows_half`] takes the tile over the tensor-core windows (the
+/// 16-row ones, or the 64-row ones that a large C takes) where they are less than this full, not 8%. On even rows of
+/// 32 or more entries there the windows still store little more than an entry per column they load, and a tile keeps
+/// every lane busy. Measured on the H100 (NOTES.md, "SpMM step 52"; every variant, f16 and bf16, uniform rows, the
+/// windows 8.2-13.5% full): against the windows the library chose, the tile ran 1.23x-2.04x faster in 4096-65536
+/// rows of 40 (8192 x 1024, f16: 11.9 -> 7.7 us; 65536 x 1024: 55.8 -> 28.3 us), 1.12x-1.84x on rows of 120 (16384
+/// x 1024, f16, the 64-row windows: 38.8 -> 21.0 us) and 1.20x-1.78x on rows of 400 (4096 and 8192 rows); through
+/// the library on fresh shapes (5000-12288 rows of 90-200, both types), 1.28x-1.61x. The graphs of
+/// `../shared/matrices` fill the 16-row windows to 14-24% at n = 32 and keep them.
+pub(crate) const THIN_MANY_ROWS_FILL: f64 = 0.14;
 
 /// Thirty-two rows of 16 threads on one 64-column tile, k = 16 (one block of 512 threads per SM): the tile for
 /// [`thirty_two_row_rows`], and one `spmm::block_order` runs column tiles first unless the rows are even.
@@ -444,6 +459,27 @@ fn short_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
         && (3.0..=12.0).contains(&stats.mean)
         && m as f64 * stats.mean <= 200_000.0
         && k.saturating_mul(n) <= LARGEST_SWEPT_B
+}
+
+/// f32 in 512-1024 rows of uneven length (cv at least 0.6) averaging 40 or more entries, whose longest row is more
+/// than two pieces (256 entries) but neither skewed nor long enough for the pieces ([`is_skewed`], [`has_long_rows`]),
+/// at n = 256 and 512: two warps per row over 128 columns ([`split_row_warp_tile`]), past the six blocks per SM where
+/// [`row_split_tile`] stops. There a warp per row walks the longest rows alone, and they are the critical path.
+/// Measured on the H100 (NOTES.md, "SpMM step 52"; power-law matrices of 512-2048 rows, k = 4096-32768): every f32
+/// variant on 28 (8 in this rule), then old against new through the library on 24 fresh ones (6 in it); those in
+/// it have means of 43-126 and longest rows of 342-1004. At n = 256 the split ran 1.22x-1.39x faster than the warp
+/// per row chosen before on all 14 (512 x 32768, mean 110, longest 687: 22.3 -> 17.0 us, 0.87x -> 1.14x of
+/// cuSPARSE); at n = 512 1.00x-1.20x on 6. Not past n = 512 (0.82x-1.04x against a warp per row at n = 768 and 1024
+/// on the fresh ones), nor where the pieces split the long rows (0.81x-0.98x against their two rows of 16 threads).
+/// No suite weight has such rows (their rows past 256 entries are even, cv 0.11-0.34).
+fn uneven_few_rows(m: usize, n: usize, stats: &RowStats) -> bool {
+    (512..=1024).contains(&m)
+        && (n == 256 || n == 512)
+        && stats.cv >= 0.6
+        && stats.mean >= 40.0
+        && stats.max > 256
+        && !is_skewed(stats)
+        && !has_long_rows(stats)
 }
 
 /// Whether the k = 8 tiles' one subwarp per row can walk the longest row: at most 256 entries, or long rows the
@@ -608,6 +644,10 @@ impl SpmmConfig {
             // rows past 3072 rows ran 0.88x-1.28x (cv 0.6-0.8: left out). Not k <= 1536 (mean 51-169 there:
             // 0.75x-1.36x, mixed), n = 512 (0.64x-1.51x), nor uniform rows (2048 x 4096 at 5%: 0.76x-0.85x).
             four_row_tile(dtype)
+        } else if uneven_few_rows(m, n, stats) {
+            // Few rows of power-law length, longest past two pieces though not skewed, outside the ranges above:
+            // two warps per row over 128 columns ([`uneven_few_rows`]; 512 x 32768, n = 256: 22.3 -> 17.0 us).
+            split_row_warp_tile(dtype)
         } else if dv == 4 && is_skewed(stats) {
             // Rows long and uneven enough to split (spmm::split): the pieces keep the critical path short, and
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
@@ -782,6 +822,14 @@ impl SpmmConfig {
                 // n = 128 (f16 23.1 vs 21.9 us at 95%) nor at n = 4096 (f16 0.510 vs 0.500 ms). At n = 64 and 128
                 // also where only the bounded tile's launch fits in one wave ([`one_wave_if_bounded`]).
                 bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
+            } else if mean <= 600.0 && (n == 32 || (n == 96 && mean >= 16.0)) {
+                // n = 32, and 96 on rows of 16 or more, where the 64-column tile below would leave half or a
+                // quarter of its lanes idle: the k = 8 tile over 32 columns in 4-element vectors (NOTES.md, "SpMM
+                // step 52"; uniform rows, every variant, then old against new on fresh shapes). n = 32, 16384-65536
+                // rows of 8-120: 1.04x-1.60x faster (65536 x 4096 at 120 per row, f16: 117.1 -> 75.2 us); fresh,
+                // 1.26x-1.46x. n = 96, 8192-40960 rows of 16-90: 1.01x-1.15x; not rows of 10 (0.90x-0.97x), nor the
+                // graphs (case_ACTIVSg70k, rows of 3.4: 0.74x-0.76x), nor n = 160 (0.96x-1.03x).
+                k8_tile(dtype, 4, true)
             } else if mean <= 600.0 {
                 // Uniform 90% n = 4096: 0.955 ms (14.4 TFLOP/s) vs 1.215 ms with the 256-wide tile.
                 tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
@@ -1159,7 +1207,20 @@ mod tests {
         assert_eq!(s(4 * 3697 - 4, 64, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(16383, 64, 82.0, 0.1), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
         assert_eq!(s(4 * 4224 + 1, 64, 82.0, 0.1), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
-        assert_eq!(s(4 * 3697, 32, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_pred", "not n = 32");
+        assert_eq!(s(4 * 3697, 32, 123.0, 0.09), "spmm_f16_s1d4_y4k8x32w8_u4_pred", "n = 32: not the bounded tile");
+        // n = 32 and 96: the k = 8 tile over 32 columns, not the 64-column one with idle lanes (step 52); n = 160
+        // and 224 keep it.
+        for (m, mean) in [(16384, 8.0), (65536, 120.0), (8192, 16.0), (32768, 600.0)] {
+            assert_eq!(s(m, 32, mean, 0.1), "spmm_f16_s1d4_y4k8x32w8_u4_pred", "{m} rows of {mean}");
+            let at_96 =
+                if mean >= 16.0 { "spmm_f16_s1d4_y4k8x32w8_u4_pred" } else { "spmm_f16_s1d8_y4k8x64w8_u4_pred" };
+            assert_eq!(s(m, 96, mean, 0.1), at_96, "{m} rows of {mean}");
+            if mean <= 300.0 {
+                assert_eq!(s(m, 160, mean, 0.1), "spmm_f16_s1d8_y4k8x64w8_u4_pred", "{m} rows of {mean}");
+                assert_eq!(s(m, 224, mean, 0.1), "spmm_f16_s1d8_y4k8x64w8_u4_pred", "{m} rows of {mean}");
+            }
+        }
+        assert_eq!(s(16384, 32, 601.0, 0.1), "spmm_f16_s2d8_y4k16x64w8_u4_pred", "past 600 per row: not measured");
         assert_eq!(s(2 * 3697, 192, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32", "n = 192: n > 128");
         assert_eq!(s(2 * 3697, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_lb32");
         assert_eq!(s(2 * 3697 - 2, 128, 123.0, 0.09), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
@@ -1498,6 +1559,36 @@ mod tests {
     }
 
     #[test]
+    fn uneven_few_rows_take_two_warps_per_row() {
+        let pick = |m: usize, n: usize, max: usize, mean: f64, cv: f64| {
+            let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, 8192, n, &stats, DType::F32).kernel_name()
+        };
+        let split = "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2";
+        // Step 52's power-law matrices: 512-1024 rows, means 57-126, longest 430-1004, cv 0.67-1.03.
+        for (m, max, mean, cv) in [(512, 430, 59.1, 0.77), (512, 687, 110.4, 0.67), (1024, 775, 56.6, 0.92)] {
+            for n in [256, 512] {
+                assert_eq!(pick(m, n, max, mean, cv), split, "{m} rows, longest {max}, n = {n}");
+            }
+            for n in [128, 384, 768, 1024, 320] {
+                assert_ne!(pick(m, n, max, mean, cv), split, "{m} rows, longest {max}, n = {n}");
+            }
+        }
+        assert_ne!(pick(1024, 256, 1006, 45.4, 1.18), split, "long rows: the pieces");
+        assert_ne!(pick(1025, 256, 775, 56.6, 0.92), split, "past 1024 rows");
+        assert_ne!(pick(511, 256, 775, 56.6, 0.92), split, "under 512 rows");
+        assert_ne!(pick(1024, 256, 775, 56.6, 0.59), split, "cv under 0.6");
+        assert_ne!(pick(1024, 256, 256, 39.0, 0.92), split, "longest row of two pieces");
+        assert_ne!(pick(1024, 256, 600, 39.9, 0.92), split, "mean under 40");
+        assert_ne!(pick(1024, 256, 1100, 100.0, 1.2), split, "skewed: the pieces");
+        // Not the suite's pruned weights: their rows past 256 entries are even.
+        let weight = |max: usize, mean: f64, cv: f64| RowStats { min: 1, max, mean, cv, empty_rows: 0 };
+        assert!(!uneven_few_rows(384, 256, &weight(817, 460.8, 0.11)));
+        assert!(!uneven_few_rows(1536, 1024, &weight(268, 115.2, 0.34)));
+        assert!(!uneven_few_rows(384, 1024, &weight(499, 153.6, 0.21)));
+    }
+
+    #[test]
     fn thirty_two_rows_where_they_fill_one_wave() {
         let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64| {
             let stats = RowStats { min: 0, max: (2.0 * mean) as usize, mean, cv, empty_rows: 0 };
@@ -1572,7 +1663,16 @@ mod tests {
             assert_eq!(pick(4096, 32, 31.0, dtype), None);
             let uneven = RowStats { cv: 0.31, ..even(120.0) };
             assert_eq!(sparse_windows_half(4096, 32, &uneven, dtype, 0.066), None);
-            assert_eq!(sparse_windows_half(4096, 32, &even(120.0), dtype, 0.08), None);
+            assert_eq!(sparse_windows_half(2048, 32, &even(40.0), dtype, 0.066), None, "the windows' tie band");
+            assert_eq!(sparse_windows_half(2048, 64, &even(120.0), dtype, 0.08), None);
+            assert_eq!(sparse_windows_half(4096, 64, &even(120.0), dtype, 0.08), None);
+            // At n = 32 in 4096 rows or more the windows give way up to 14% full (step 52).
+            assert_eq!(sparse_windows_half(4096, 32, &even(40.0), dtype, 0.082).map(|c| c.kernel_name()), k8);
+            assert_eq!(sparse_windows_half(65536, 32, &even(40.0), dtype, 0.139).map(|c| c.kernel_name()), k8);
+            assert_eq!(sparse_windows_half(4095, 32, &even(40.0), dtype, 0.082), None);
+            assert_eq!(sparse_windows_half(4096, 32, &even(40.0), dtype, 0.14), None);
+            assert_eq!(sparse_windows_half(4096, 32, &even(31.0), dtype, 0.1), None);
+            assert_eq!(sparse_windows_half(4096, 32, &uneven, dtype, 0.1), None);
             assert_eq!(pick(4096, 48, 120.0, dtype), None);
             assert_eq!(pick(1024, 512, 120.0, dtype), None);
         }
