@@ -463,18 +463,18 @@ fn short_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
 
 /// f32 in 512-1024 rows of uneven length (cv at least 0.6) averaging 40 or more entries, whose longest row is more
 /// than two pieces (256 entries) but neither skewed nor long enough for the pieces ([`is_skewed`], [`has_long_rows`]),
-/// at n = 256 and 512: two warps per row over 128 columns ([`split_row_warp_tile`]), past the six blocks per SM where
+/// at n = 256: two warps per row over 128 columns ([`split_row_warp_tile`]), past the six blocks per SM where
 /// [`row_split_tile`] stops. There a warp per row walks the longest rows alone, and they are the critical path.
 /// Measured on the H100 (NOTES.md, "SpMM step 52"; power-law matrices of 512-2048 rows, k = 4096-32768): every f32
-/// variant on 28 (8 in this rule), then old against new through the library on 24 fresh ones (6 in it); those in
-/// it have means of 43-126 and longest rows of 342-1004. At n = 256 the split ran 1.22x-1.39x faster than the warp
-/// per row chosen before on all 14 (512 x 32768, mean 110, longest 687: 22.3 -> 17.0 us, 0.87x -> 1.14x of
-/// cuSPARSE); at n = 512 1.00x-1.20x on 6. Not past n = 512 (0.82x-1.04x against a warp per row at n = 768 and 1024
-/// on the fresh ones), nor where the pieces split the long rows (0.81x-0.98x against their two rows of 16 threads).
-/// No suite weight has such rows (their rows past 256 entries are even, cv 0.11-0.34).
+/// variant on 28 (8 in this rule), then old against new through the library on 24 fresh ones (6 in it) and on step
+/// 48's scan; those in it have means of 43-126 and longest rows of 342-1004. At n = 256 the split ran 1.22x-1.39x
+/// faster than the warp per row chosen before on all 15 (512 x 32768, mean 110, longest 687: 22.3 -> 17.0 us, 0.87x
+/// -> 1.14x of cuSPARSE). Not n = 512 (0.86x-1.20x), nor past it (0.82x-1.04x at n = 768 and 1024 on the fresh
+/// ones), nor where the pieces split the long rows (0.81x-0.98x against their two rows of 16 threads). No suite
+/// weight has such rows (their rows past 256 entries are even, cv 0.11-0.34).
 fn uneven_few_rows(m: usize, n: usize, stats: &RowStats) -> bool {
     (512..=1024).contains(&m)
-        && (n == 256 || n == 512)
+        && n == 256
         && stats.cv >= 0.6
         && stats.mean >= 40.0
         && stats.max > 256
@@ -1567,10 +1567,8 @@ mod tests {
         let split = "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2";
         // Step 52's power-law matrices: 512-1024 rows, means 57-126, longest 430-1004, cv 0.67-1.03.
         for (m, max, mean, cv) in [(512, 430, 59.1, 0.77), (512, 687, 110.4, 0.67), (1024, 775, 56.6, 0.92)] {
-            for n in [256, 512] {
-                assert_eq!(pick(m, n, max, mean, cv), split, "{m} rows, longest {max}, n = {n}");
-            }
-            for n in [128, 384, 768, 1024, 320] {
+            assert_eq!(pick(m, 256, max, mean, cv), split, "{m} rows, longest {max}, n = 256");
+            for n in [128, 384, 512, 768, 1024, 320] {
                 assert_ne!(pick(m, n, max, mean, cv), split, "{m} rows, longest {max}, n = {n}");
             }
         }
