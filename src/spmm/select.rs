@@ -467,11 +467,12 @@ fn short_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
 /// [`row_split_tile`] stops. There a warp per row walks the longest rows alone, and they are the critical path.
 /// Measured on the H100 (NOTES.md, "SpMM step 52"; power-law matrices of 512-2048 rows, k = 4096-32768): every f32
 /// variant on 28 (8 in this rule), then old against new through the library on 24 fresh ones (6 in it) and on step
-/// 48's scan; those in it have means of 43-126 and longest rows of 342-1004. At n = 256 the split ran 1.22x-1.39x
-/// faster than the warp per row chosen before on all 15 (512 x 32768, mean 110, longest 687: 22.3 -> 17.0 us, 0.87x
-/// -> 1.14x of cuSPARSE). Not n = 512 (0.86x-1.20x), nor past it (0.82x-1.04x at n = 768 and 1024 on the fresh
-/// ones), nor where the pieces split the long rows (0.81x-0.98x against their two rows of 16 threads). No suite
-/// weight has such rows (their rows past 256 entries are even, cv 0.11-0.34).
+/// 48's scan; those in it have means of 41-126 and longest rows of 298-1004. At n = 256 the split ran faster than
+/// the warp per row chosen before on all 16: 1.22x-1.39x on 15 (512 x 32768, mean 110, longest 687: 22.3 -> 17.0 us,
+/// 0.87x -> 1.14x of cuSPARSE) and 1.03x on the scan's 1024 x 32768 (mean 41, longest 298). Not n = 512
+/// (0.86x-1.20x), nor past it (0.82x-1.04x at n = 768 and 1024 on the fresh ones), nor where the pieces split the
+/// long rows (0.81x-0.98x against their two rows of 16 threads). No suite weight has such rows (their rows past 256
+/// entries are even, cv 0.11-0.34).
 fn uneven_few_rows(m: usize, n: usize, stats: &RowStats) -> bool {
     (512..=1024).contains(&m)
         && n == 256
@@ -826,8 +827,8 @@ impl SpmmConfig {
                 // n = 32, and 96 on rows of 16 or more, where the 64-column tile below would leave half or a
                 // quarter of its lanes idle: the k = 8 tile over 32 columns in 4-element vectors (NOTES.md, "SpMM
                 // step 52"; uniform rows, every variant, then old against new on fresh shapes). n = 32, 16384-65536
-                // rows of 8-120: 1.04x-1.60x faster (65536 x 4096 at 120 per row, f16: 117.1 -> 75.2 us); fresh,
-                // 1.26x-1.46x. n = 96, 8192-40960 rows of 16-90: 1.01x-1.15x; not rows of 10 (0.90x-0.97x), nor the
+                // rows of 8-120: 1.04x-1.61x faster (65536 x 4096 at 120 per row, f16: 117.1 -> 75.2 us); fresh,
+                // 1.25x-1.46x. n = 96, 8192-40960 rows of 16-90: 1.01x-1.15x; not rows of 10 (0.90x-0.97x), nor the
                 // graphs (case_ACTIVSg70k, rows of 3.4: 0.74x-0.76x), nor n = 160 (0.96x-1.03x).
                 k8_tile(dtype, 4, true)
             } else if mean <= 600.0 {
