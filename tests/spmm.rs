@@ -500,11 +500,13 @@ fn automatic_thirty_two_rows_one_wave() {
     }
 }
 
-/// f32 power-law rows in 512 rows at n = 256, the longest past 256 entries but not skewed: `spmm_auto`
-/// runs two warps per row (src/spmm/select.rs, `uneven_few_rows`; NOTES.md, "SpMM step 52") and matches the oracle.
+/// f32 power-law rows in 512 rows, the longest past 256 entries but not skewed: `spmm_auto` runs two warps per row at
+/// n = 256 and one at n = 1024 (src/spmm/select.rs, `uneven_few_rows`, `power_law_few_rows_wide_n`; NOTES.md, "SpMM
+/// step 52") and matches the oracle.
 #[test]
-fn automatic_two_warps_per_uneven_row() {
+fn automatic_warps_for_uneven_few_rows() {
     let split = "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2";
+    let warp = "spmm_f32_s1d4_y1k32x128w32_u4_nopred";
     // Fresh matrices until one has such rows (about one in two has: the others' longest rows are skewed).
     let a = (0..64)
         .map(|i| gen::power_law(512, 32768, 110.0, 2.0, seed(180 + i)))
@@ -514,11 +516,16 @@ fn automatic_two_warps_per_uneven_row() {
         })
         .unwrap_or_else(|| panic!("no power-law matrix with a longest row of 257-1024 entries ({})", seed_note()));
     let stats = RowStats::from_indptr(&a.indptr().to_proper());
-    assert_eq!(SpmmConfig::select_with_stats(512, 32768, 256, &stats, DType::F32).kernel_name(), split);
-    let Some(gpu) = gpu_or_skip("automatic_two_warps_per_uneven_row") else { return };
-    let what = format!("512 x 32768 power-law, longest {}, n = 256", stats.max);
-    let used = check_auto::<f32>(&gpu, &what, &a, 256, seed(190));
-    assert_eq!(used.to_string(), split, "{what}");
+    let cases = [(256, split), (1024, warp)];
+    for (n, expected) in cases {
+        assert_eq!(SpmmConfig::select_with_stats(512, 32768, n, &stats, DType::F32).kernel_name(), expected);
+    }
+    let Some(gpu) = gpu_or_skip("automatic_warps_for_uneven_few_rows") else { return };
+    for (n, expected) in cases {
+        let what = format!("512 x 32768 power-law, longest {}, n = {n}", stats.max);
+        let used = check_auto::<f32>(&gpu, &what, &a, n, seed(190 + n as u64));
+        assert_eq!(used.to_string(), expected, "{what}");
+    }
 }
 
 /// f16/bf16 uniform rows over a wide k, whose 16-row tensor-core windows are less than 8% full (src/spmm/select.rs,

@@ -483,6 +483,28 @@ fn uneven_few_rows(m: usize, n: usize, stats: &RowStats) -> bool {
         && !has_long_rows(stats)
 }
 
+/// f32 power-law rows in 512-1024 rows over k >= 4096, averaging 37-140 entries (cv at least 0.6, longest past 256
+/// entries), at n = 1024-2048 (a multiple of 128): one warp per row over 128 columns. The rules above and below were
+/// measured on k <= 3072 (the eight-row tile of [`uneven_long_rows`], step 16) or on even rows (two rows of 16
+/// threads held to 128 registers, step 14), and here they leave the longest rows to one subwarp or a slow block:
+/// measured on the H100 (NOTES.md, "SpMM step 52"; every f32 variant on 32 power-law matrices of 512-1024 rows, k =
+/// 4096-32768, skewed or not, at n = 512-2048, and 18 more at n = 1024), the warp per row ran 1.25x faster than the
+/// choice before on geometric mean over the 33 problems the rule moves at n = 1024 and 1.18x over 31 at n = 2048
+/// (0.95x-3.28x; 512 x 8192, mean 136, longest 5351, n = 1024: 162.2 -> 49.5 us against the eight-row tile; 768 x
+/// 16384, mean 59, n = 2048: 136.4 -> 76.0 us against two rows of 16 threads). Through the library on 16 fresh
+/// matrices at n = 1024, 1280, 1536 and 2048: 1.33x on the 35 problems it moves (1.02x-3.35x), 0.86x -> 1.14x of
+/// cuSPARSE. Not n = 768 (0.90x-1.43x, mixed), nor means of 140 and up, where [`long_uneven_rows_large_k`] was
+/// measured.
+fn power_law_few_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    (512..=1024).contains(&m)
+        && k >= 4096
+        && n % 128 == 0
+        && (1024..=2048).contains(&n)
+        && stats.cv >= 0.6
+        && (37.0..140.0).contains(&stats.mean)
+        && stats.max > 256
+}
+
 /// Whether the k = 8 tiles' one subwarp per row can walk the longest row: at most 256 entries, or long rows the
 /// row split cuts into pieces ([`is_skewed`]), or n past 64, where two or more column tiles of 32 give the SMs other
 /// work meanwhile. A power-law matrix of 40000 rows (mean 7.5, longest 540, not skewed) ran the k = 8 tiles slower
@@ -615,6 +637,11 @@ impl SpmmConfig {
             // Even rows at n = 128-512 where the thirty-two-row block runs one full wave
             // ([`thirty_two_rows_one_wave`]): 1.135x faster than the tiles chosen before on 36 problems on the H100.
             thirty_two_row_tile(dtype)
+        } else if power_law_few_rows_wide_n(m, k, n, stats) {
+            // Few power-law rows over k >= 4096 at n = 1024-2048: a warp per row over 128 columns
+            // ([`power_law_few_rows_wide_n`]; 512 x 8192, mean 136, n = 1024: 162.2 -> 49.5 us from the eight-row
+            // tile below).
+            tile(dtype, 1, 4, 1, 32, 128, 32, false)
         } else if uneven_long_rows(m, k, n, stats) {
             // Long, uneven rows over a wide B: eight one-row warps per block on one 64-column tile, two blocks per
             // SM. Magnitude-pruned Gaussian matrices with row scales exp(sigma N) (cv 0.9-2.1; m 384-1024, k 1536
@@ -1580,6 +1607,24 @@ mod tests {
         assert_ne!(pick(1024, 256, 256, 39.0, 0.92), split, "longest row of two pieces");
         assert_ne!(pick(1024, 256, 600, 39.9, 0.92), split, "mean under 40");
         assert_ne!(pick(1024, 256, 1100, 100.0, 1.2), split, "skewed: the pieces");
+        // n = 1024-2048 over k >= 4096: a warp per row (power_law_few_rows_wide_n), k = 8192 here.
+        let warp = "spmm_f32_s1d4_y1k32x128w32_u4_nopred";
+        for n in [1024, 1152, 1536, 2048] {
+            assert_eq!(pick(512, n, 5351, 135.7, 1.91), warp, "skewed, n = {n}");
+            assert_eq!(pick(768, n, 813, 59.0, 0.98), warp, "n = {n}");
+        }
+        let stats = RowStats { min: 1, max: 813, mean: 59.0, cv: 0.98, empty_rows: 0 };
+        let wide = |m: usize, k: usize, n: usize, stats: &RowStats| power_law_few_rows_wide_n(m, k, n, stats);
+        assert!(wide(768, 4096, 1024, &stats) && wide(512, 32768, 2048, &stats) && wide(1024, 8192, 1920, &stats));
+        assert!(!wide(768, 4095, 1024, &stats), "k under 4096: step 16's domain");
+        assert!(!wide(768, 8192, 768, &stats), "n = 768");
+        assert!(!wide(768, 8192, 2176, &stats), "n = 2176");
+        assert!(!wide(768, 8192, 1088, &stats), "n not a multiple of 128");
+        assert!(!wide(511, 8192, 1024, &stats) && !wide(1025, 8192, 1024, &stats), "512-1024 rows");
+        assert!(!wide(768, 8192, 1024, &RowStats { cv: 0.59, ..stats }));
+        assert!(!wide(768, 8192, 1024, &RowStats { mean: 140.0, ..stats }), "step 17's four-row tile");
+        assert!(!wide(768, 8192, 1024, &RowStats { mean: 36.9, ..stats }));
+        assert!(!wide(768, 8192, 1024, &RowStats { max: 256, ..stats }));
         // Not the suite's pruned weights: their rows past 256 entries are even.
         let weight = |max: usize, mean: f64, cv: f64| RowStats { min: 1, max, mean, cv, empty_rows: 0 };
         assert!(!uneven_few_rows(384, 256, &weight(817, 460.8, 0.11)));
