@@ -509,14 +509,14 @@ fn automatic_warps_for_uneven_few_rows() {
     let warp = "spmm_f32_s1d4_y1k32x128w32_u4_nopred";
     // Fresh matrices until one has such rows (about one in two has: the others' longest rows are skewed). Both
     // rules hold for a longest row of 257-1024 entries, cv 0.6 or more and a mean of 40-139.
-    let a = (0..64)
-        .map(|i| gen::power_law(512, 32768, 110.0, 2.0, seed(180 + i)))
-        .find(|a| {
+    let (a, stats) = (0..64)
+        .map(|i| {
+            let a = gen::power_law(512, 32768, 110.0, 2.0, seed(180 + i));
             let stats = RowStats::from_indptr(&a.indptr().to_proper());
-            (257..=1024).contains(&stats.max) && stats.cv >= 0.6 && (40.0..139.0).contains(&stats.mean)
+            (a, stats)
         })
+        .find(|(_, stats)| (257..=1024).contains(&stats.max) && stats.cv >= 0.6 && (40.0..139.0).contains(&stats.mean))
         .unwrap_or_else(|| panic!("no power-law matrix with a longest row of 257-1024 entries ({})", seed_note()));
-    let stats = RowStats::from_indptr(&a.indptr().to_proper());
     let cases = [(256, split), (1024, warp)];
     for (n, expected) in cases {
         assert_eq!(SpmmConfig::select_with_stats(512, 32768, n, &stats, DType::F32).kernel_name(), expected);
