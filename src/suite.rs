@@ -14,6 +14,7 @@ use crate::kernels::compiled_spmm_variants_for;
 use crate::scalar::Scalar;
 use crate::spmm::{
     check_config, spmm, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, RangeSum, SpmmKernel, TensorCoreConfig,
+    TuneOptions,
 };
 use crate::timing::time_op;
 use crate::{gen, mtx, DeviceCsr, DeviceDense};
@@ -207,11 +208,21 @@ pub struct BenchOptions {
     pub cublas_limit_bytes: usize,
     /// Check every result we time against the f64 oracle ([`Check`]): C poisoned, one run, then the timed runs.
     pub verify: bool,
+    /// Also choose a kernel by timing ([`crate::spmm::spmm_tune`] with its default options) and time that choice as
+    /// the selected one is timed ([`SpmmReport::tuned`]).
+    pub tune: bool,
 }
 
 impl Default for BenchOptions {
     fn default() -> Self {
-        BenchOptions { warmup: 5, iters: 30, all_variants: true, cublas_limit_bytes: 4 << 30, verify: false }
+        BenchOptions {
+            warmup: 5,
+            iters: 30,
+            all_variants: true,
+            cublas_limit_bytes: 4 << 30,
+            verify: false,
+            tune: false,
+        }
     }
 }
 
@@ -325,6 +336,9 @@ pub struct SpmmReport {
     pub cublas: Entry,
     /// max |ours - cuSPARSE| / max |cuSPARSE| for the selected variant: a sanity check, not the test.
     pub agreement: f64,
+    /// Where the bench tunes ([`BenchOptions::tune`]): the tuned kernel timed as `selected` is, and the tuning's
+    /// host time in milliseconds.
+    pub tuned: Option<(Entry, f64)>,
 }
 
 impl SpmmReport {
@@ -343,6 +357,11 @@ impl SpmmReport {
     /// cuSPARSE best time / our selected time.
     pub fn speedup_vs_cusparse(&self) -> Option<f64> {
         Some(self.best_cusparse()?.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
+    }
+    /// cuSPARSE best time / the tuned kernel's time.
+    pub fn tuned_vs_cusparse(&self) -> Option<f64> {
+        let (tuned, _) = self.tuned.as_ref()?;
+        Some(self.best_cusparse()?.ms.as_ref().ok()? / tuned.ms.as_ref().ok()?)
     }
     /// cuBLAS time / our selected time.
     pub fn speedup_vs_cublas(&self) -> Option<f64> {
@@ -416,6 +435,15 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         |c: &mut DeviceDense<T>| spmm_kernel(gpu, &a, &b, c, &selected_kernel),
     );
     let ours = c.download(gpu)?;
+    let tuned = opts.tune.then(|| match crate::spmm::spmm_tune(gpu, &a, &b, &mut c, &TuneOptions::default()) {
+        Ok(t) => {
+            let kernel = t.kernel;
+            let op = |c: &mut DeviceDense<T>| spmm_kernel(gpu, &a, &b, c, &kernel);
+            let entry = measure(gpu, opts, reference, &mut c, kernel.to_string(), kernel.summation(), op);
+            (entry, t.elapsed.as_secs_f64() * 1e3)
+        }
+        Err(e) => (Entry::failed("tuned".into(), e.to_string()), f64::NAN),
+    });
 
     let lib = Cusparse::new(gpu)?;
     let mut cusparse = Vec::new();
@@ -462,6 +490,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         cusparse,
         cublas,
         agreement,
+        tuned,
     })
 }
 
@@ -505,7 +534,7 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
         .map(|r| {
             let list = |v: &[Entry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
             format!(
-                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cublas\":{},\"agreement\":{}}}",
+                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cublas\":{},\"agreement\":{}{}}}",
                 json_str(&r.problem),
                 r.m,
                 r.k,
@@ -515,7 +544,11 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
                 list(&r.variants),
                 list(&r.cusparse),
                 json_entry(&r.cublas),
-                if r.agreement.is_finite() { r.agreement.to_string() } else { "null".into() }
+                if r.agreement.is_finite() { r.agreement.to_string() } else { "null".into() },
+                r.tuned.as_ref().map_or(String::new(), |(e, ms)| {
+                    let ms = if ms.is_finite() { ms.to_string() } else { "null".into() };
+                    format!(",\"tuned\":{},\"tuning_ms\":{ms}", json_entry(e))
+                })
             )
         })
         .collect();

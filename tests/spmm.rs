@@ -10,12 +10,14 @@ use half::{bf16, f16};
 use sprs::{CsMat, CsMatView};
 use tilesparse::cpu::oracle;
 use tilesparse::kernels::{compiled_spmm_variants_for, spmm_table};
+use tilesparse::spmm::tune::tune_candidates;
 use tilesparse::spmm::{
     block_order, check_config, column_tiles_first, rows_longest_first, split, splits_rows, spmm_bias_relu,
 };
 use tilesparse::{
-    gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, BlockOrder, CsrError,
-    DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum, RowStats, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig,
+    gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, spmm_tune, BlockOrder,
+    CsrError, DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum, RowStats, Scalar, SpmmConfig, SpmmKernel,
+    TensorCoreConfig, TuneOptions,
 };
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -565,6 +567,84 @@ fn automatic_tiles_for_sparse_windows() {
     let Some(gpu) = gpu_or_skip("automatic_tiles_for_sparse_windows") else { return };
     automatic_tiles_for_sparse_windows_case::<f16>(&gpu);
     automatic_tiles_for_sparse_windows_case::<bf16>(&gpu);
+}
+
+/// `spmm_tune` on fresh matrices of type T, awkward shapes included. C, poisoned first, holds A * B by the chosen
+/// kernel (checked against the oracle with that kernel's bound, and bit for bit against another run of it), and the
+/// report holds together: the automatic choice is `spmm_auto`'s and one of the candidates, every candidate was
+/// timed or skipped, the finalists include the automatic choice, and the choice replaced it only where a finalist
+/// was faster by the margin.
+fn tuned_kernels_case<T: Scalar>(gpu: &Gpu) {
+    let cases: Vec<(String, CsMat<f32>, usize)> = vec![
+        ("uniform 4096 x 4096 at 5%".into(), gen::uniform_random(4096, 4096, 0.05, seed(200)), 128),
+        ("power-law 1000 x 3000".into(), gen::power_law(1000, 3000, 40.0, 2.0, seed(201)), 33),
+        ("7 x 96, nnz 333".into(), gen::uniform_random_nnz(7, 96, 333, seed(202)), 40),
+        ("one row".into(), gen::uniform_random(1, 500, 0.3, seed(203)), 64),
+        ("no entries".into(), gen::uniform_random_nnz(64, 80, 0, seed(204)), 16),
+    ];
+    let opts = TuneOptions::default();
+    for (i, (what, a, n)) in cases.into_iter().enumerate() {
+        let what = format!("{} {what}, n = {n}", T::DTYPE);
+        let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, &a, n, seed(210 + i as u64));
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        let t = spmm_tune(gpu, &a_dev, &b_dev, &mut c_dev, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let tuned_c = c_dev.download(gpu).unwrap();
+        oracle.check_kernel(&format!("{what}, tuned ({})", t.kernel), &tuned_c, &t.kernel);
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        spmm_kernel(gpu, &a_dev, &b_dev, &mut c_dev, &t.kernel).unwrap();
+        let again = c_dev.download(gpu).unwrap();
+        assert!(
+            tuned_c.iter().zip(&again).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()),
+            "{what}: a second run of {} gave other bits",
+            t.kernel
+        );
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        let auto = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+        assert_eq!(t.automatic, auto, "{what}");
+        let candidates = tune_candidates(gpu.info(), T::DTYPE, a.rows(), a.cols(), n);
+        assert!(candidates.contains(&t.automatic), "{what}: {} is not a candidate", t.automatic);
+        assert!(candidates.contains(&t.kernel), "{what}: {} is not a candidate", t.kernel);
+        assert_eq!(t.screened + t.skipped.len(), candidates.len(), "{what}: {:?}", t.skipped);
+        assert!(t.screened > 1, "{what}: only {} kernels timed", t.screened);
+        assert!(t.finalists.len() <= opts.finalists + 1, "{what}");
+        assert!(t.finalists.windows(2).all(|w| w[0].ms <= w[1].ms), "{what}: finalists not fastest first");
+        let time_of = |k: SpmmKernel| t.finalists.iter().find(|f| f.kernel == k).map(|f| f.ms);
+        assert_eq!(time_of(t.automatic), Some(t.automatic_ms), "{what}: the automatic choice is a finalist");
+        assert_eq!(time_of(t.kernel), Some(t.ms), "{what}: the choice is a finalist");
+        assert!(t.finalists.iter().all(|f| f.ms.is_finite() && f.ms > 0.0), "{what}: {:?}", t.finalists);
+        let beaten = t.automatic_ms * (1.0 - opts.margin);
+        if t.kernel == t.automatic {
+            assert!(t.finalists.iter().all(|f| f.ms > beaten), "{what}: a finalist beat the margin: {:?}", t.finalists);
+        } else {
+            assert!(
+                t.ms <= beaten,
+                "{what}: {} at {} ms replaced {} at {} ms",
+                t.kernel,
+                t.ms,
+                t.automatic,
+                t.automatic_ms
+            );
+            assert_eq!(t.finalists[0].kernel, t.kernel, "{what}: the fastest finalist is chosen");
+        }
+        println!(
+            "{what}: {} ({:.4} ms) over the automatic {} ({:.4} ms), {} timed in {:?}",
+            t.kernel, t.ms, t.automatic, t.automatic_ms, t.screened, t.elapsed
+        );
+    }
+    // Options that cannot measure are refused before anything runs.
+    let (_, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, &gen::uniform_random(8, 8, 0.5, seed(220)), 8, 1);
+    for bad in [TuneOptions { margin: 1.0, ..opts.clone() }, TuneOptions { iters: 0, ..opts.clone() }] {
+        let e = spmm_tune(gpu, &a_dev, &b_dev, &mut c_dev, &bad).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{bad:?}: {e}");
+    }
+}
+
+#[test]
+fn tuned_kernels_match_the_oracle() {
+    let Some(gpu) = gpu_or_skip("tuned_kernels_match_the_oracle") else { return };
+    tuned_kernels_case::<f32>(&gpu);
+    tuned_kernels_case::<f16>(&gpu);
+    tuned_kernels_case::<bf16>(&gpu);
 }
 
 #[test]

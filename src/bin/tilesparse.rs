@@ -11,7 +11,7 @@ use sprs::CsMat;
 use tilesparse::cpu::{backend, oracle};
 use tilesparse::kernels::{compiled_spmm_variants, CUDA_ARCHS, KERNELS_BUILT, NVCC_VERSION};
 use tilesparse::spgemm::{self, DeviceCoo, LadderKernel, SpgemmPlan, SPGEMM_K4_GRID};
-use tilesparse::spmm::{tensor_core, SpmmKernel};
+use tilesparse::spmm::{tensor_core, SpmmKernel, TuneOptions, TunedSpmm};
 use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace};
 use tilesparse::suite::{self, BenchOptions};
 use tilesparse::suite_spgemm;
@@ -135,6 +135,10 @@ struct SpmmArgs {
     /// runs an n that is not a multiple of 8 on copies of B and C padded to one.
     #[arg(long, default_value = "auto")]
     config: String,
+    /// Choose the kernel by timing every one that can run the product on this matrix (`spmm_tune`), then run the
+    /// fastest; it replaces the automatic choice only where it is at least 2% faster. GPU only, with --config auto.
+    #[arg(long)]
+    tune: bool,
     /// Check C against the f64 CPU oracle.
     #[arg(long)]
     verify: bool,
@@ -263,6 +267,9 @@ enum BenchCommand {
         /// a result outside its bound is marked WRONG, left out of "best variant", and fails the command.
         #[arg(long)]
         verify: bool,
+        /// Also choose a kernel by timing (`spmm_tune`, as `spmm --tune` does) and time it beside the selected one.
+        #[arg(long)]
+        tune: bool,
     },
     /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
     SpgemmSuite {
@@ -295,8 +302,8 @@ fn main() -> ExitCode {
         Command::Spmm(args) => run_spmm(args),
         Command::Spmv(args) => run_spmv(args),
         Command::Bench(BenchCommand::Spmv { suite }) => bench_spmv(suite),
-        Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype, matrices, generated, n, verify }) => {
-            let opts = BenchOptions { all_variants: !selected_only, verify, ..Default::default() };
+        Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype, matrices, generated, n, verify, tune }) => {
+            let opts = BenchOptions { all_variants: !selected_only, verify, tune, ..Default::default() };
             bench_spmm(suite, opts, dtype, &matrices, &generated, &n)
         }
         Command::Spgemm(args) => run_spgemm(args),
@@ -439,6 +446,9 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         }
         kernel
     };
+    if args.tune && (auto.is_none() || args.cpu) {
+        return Err(Error::Usage("--tune chooses the kernel on the GPU: it takes neither --config nor --cpu".into()));
+    }
     let gpu = gpu_or_notice(args.cpu);
     let cpu_ran = gpu.is_none();
     let c: Vec<T> = match gpu {
@@ -452,6 +462,13 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
             let mut c_dev = DeviceDense::<T>::zeros(&gpu, m, n)?;
+            let config = if args.tune {
+                let tuned = tilesparse::spmm_tune(&gpu, &a_dev, &b_dev, &mut c_dev, &TuneOptions::default())?;
+                print_tuned(&tuned);
+                tuned.kernel
+            } else {
+                config
+            };
             let t = time_op(&gpu, args.warmup, args.iters, || {
                 tilesparse::spmm_kernel(&gpu, &a_dev, &b_dev, &mut c_dev, &config)
             })?;
@@ -474,6 +491,9 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             c_dev.download(&gpu)?
         }
         None => {
+            if args.tune {
+                eprintln!("notice: --tune times GPU kernels; there are none to choose from on the CPU backend");
+            }
             let len = m.checked_mul(n).ok_or_else(|| Error::TooLarge(format!("C: {m} x {n} elements")))?;
             let mut c = host_vec(len, T::from_f32(-7.5e3), "C")?; // poison: the backend must write every element
             let start = Instant::now();
@@ -501,6 +521,25 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         report_check(&got, &want, &bound, n, T::DTYPE)?;
     }
     Ok(())
+}
+
+/// What `spmm --tune` found: the finalists' times, the choice, and what was skipped.
+fn print_tuned(t: &TunedSpmm) {
+    println!(
+        "tuned: {} kernels timed in {:.0} ms (host time); the finalists, median of their second-round runs:",
+        t.screened,
+        t.elapsed.as_secs_f64() * 1e3
+    );
+    for f in &t.finalists {
+        let tags = [(f.kernel == t.kernel, "chosen"), (f.kernel == t.automatic, "automatic")];
+        let tags: Vec<&str> = tags.iter().filter(|(on, _)| *on).map(|(_, tag)| *tag).collect();
+        let tags = if tags.is_empty() { String::new() } else { format!(" ({})", tags.join(", ")) };
+        println!("  {:<44} {:>10.4} ms{tags}", f.kernel.to_string(), f.ms);
+    }
+    for (kernel, why) in &t.skipped {
+        println!("  skipped {kernel}: {why}");
+    }
+    println!("tuned: {} is {:.2}x the automatic choice's speed", t.kernel, t.speedup());
 }
 
 fn run_spmv(args: SpmvArgs) -> Result<()> {
@@ -781,7 +820,7 @@ fn bench_spmm(
                 Err(why) => format!("{:<44} {why}{check}", e.name),
             }
         };
-        for e in r.variants.iter().chain([&r.selected]) {
+        for e in r.variants.iter().chain([&r.selected]).chain(r.tuned.as_ref().map(|(e, _)| e)) {
             if let Some(c) = &e.check {
                 checked += 1;
                 worst = worst.max(c.worst);
@@ -794,6 +833,9 @@ fn bench_spmm(
             println!("  {}", line(e));
         }
         println!("  selected: {}", line(&r.selected));
+        if let Some((e, ms)) = &r.tuned {
+            println!("  tuned:    {} (tuning took {ms:.0} ms)", line(e));
+        }
         for e in &r.cusparse {
             println!("  {}", line(e));
         }
@@ -808,19 +850,27 @@ fn bench_spmm(
         );
         reports.push(r);
     }
+    let tuned_head = if opts.tune { format!(" {:>10} {:>9}", "tuned ms", "tuned vs") } else { String::new() };
     println!(
-        "\n{:<40} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "\n{:<40} {:>10} {:>10} {:>10} {:>9} {:>9}{tuned_head}",
         "problem", "ours ms", "GFLOP/s", "cusp ms", "vs cusp", "vs cublas"
     );
-    let mut ratios = Vec::new();
+    let (mut ratios, mut tuned_ratios) = (Vec::new(), Vec::new());
     for r in &reports {
         let ours = r.selected.ms.as_ref().ok().copied().unwrap_or(f64::NAN);
         let cusp = r.best_cusparse().and_then(|e| e.ms.as_ref().ok().copied()).unwrap_or(f64::NAN);
         if let Some(s) = r.speedup_vs_cusparse() {
             ratios.push(s);
         }
+        let tuned = r.tuned.as_ref().map_or(String::new(), |(e, _)| {
+            let ms = e.ms.as_ref().ok().copied().unwrap_or(f64::NAN);
+            format!(" {ms:>10.4} {:>8.2}x", cusp / ms)
+        });
+        if let Some(s) = r.tuned_vs_cusparse() {
+            tuned_ratios.push(s);
+        }
         println!(
-            "{:<40} {:>10.4} {:>10.1} {:>10.4} {:>8.2}x {:>9}",
+            "{:<40} {:>10.4} {:>10.1} {:>10.4} {:>8.2}x {:>9}{tuned}",
             r.problem,
             ours,
             r.gflops(ours),
@@ -830,6 +880,10 @@ fn bench_spmm(
         );
     }
     print_geomean(&ratios);
+    if opts.tune {
+        print!("tuned: ");
+        print_geomean(&tuned_ratios);
+    }
     if let Some(path) = json {
         write_json(&path, &suite::reports_to_json(&reports))?;
     }

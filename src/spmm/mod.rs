@@ -4,9 +4,11 @@ mod config;
 mod select;
 pub mod split;
 pub mod tensor_core;
+pub mod tune;
 
 pub use config::SpmmConfig;
 pub use tensor_core::{spmm_tensor_core, spmm_tensor_core_with, RangeSum, TensorCoreConfig};
+pub use tune::{spmm_tune, TuneOptions, TunedSpmm};
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
