@@ -194,6 +194,17 @@ impl Derived {
     }
 }
 
+/// Whether any of `values` is Inf or NaN (in parallel past a million values).
+fn holds_non_finite<T: Scalar>(values: &[T]) -> bool {
+    use rayon::prelude::*;
+    let bad = |v: &T| !v.to_f64().is_finite();
+    if values.len() > 1 << 20 {
+        values.par_iter().any(bad)
+    } else {
+        values.iter().any(bad)
+    }
+}
+
 /// A CSR matrix on the device with 32-bit indices.
 ///
 /// The row statistics and the row swizzle (where SpMM takes the rows longest first) are computed at upload; for a
@@ -212,6 +223,8 @@ pub struct DeviceCsr<T: Scalar> {
     tensor_core: [OnceLock<crate::spmm::tensor_core::DeviceBlocks>; 3],
     /// Their k-block counts ([`crate::spmm::tensor_core::BlockCounts`]), counted at upload for f16, bf16, f32.
     tensor_core_count: Option<crate::spmm::tensor_core::BlockCounts>,
+    /// Whether a stored value is Inf or NaN: known where the values were on the host (uploads), else None.
+    non_finite: Option<bool>,
     /// Distinct for every upload or device build, renewed when a kernel rewrites the structure: what a plan
     /// made from this matrix (e.g. [`crate::SpmvPlan`]) checks that it is used with.
     id: u64,
@@ -276,8 +289,11 @@ impl<T: Scalar> DeviceCsr<T> {
         let to_i32 = |v: &[usize]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
         let row_offsets = upload_slice(gpu, &to_i32(indptr), "uploading CSR row offsets")?;
         let column_indices = upload_slice(gpu, &to_i32(indices), "uploading CSR column indices")?;
+        let non_finite = holds_non_finite(values);
         let values = upload_slice(gpu, values, "uploading CSR values")?;
-        Self::validated(gpu, cols, indptr, indices, (row_offsets, column_indices, values))
+        let mut a = Self::validated(gpu, cols, indptr, indices, (row_offsets, column_indices, values))?;
+        a.non_finite = Some(non_finite);
+        Ok(a)
     }
 
     /// The matrix over device buffers whose structure, `indptr` and `indices` on the host, was validated: the
@@ -302,6 +318,7 @@ impl<T: Scalar> DeviceCsr<T> {
             tensor_core: Default::default(),
             tensor_core_count: (T::DTYPE != crate::DType::F64)
                 .then(|| crate::spmm::tensor_core::BlockCounts::of(cols, indptr, indices)),
+            non_finite: None,
             id: next_id(),
             pattern: OnceLock::new(),
         })
@@ -385,6 +402,7 @@ impl<T: Scalar> DeviceCsr<T> {
             derived: OnceLock::new(),
             tensor_core: Default::default(),
             tensor_core_count: None,
+            non_finite: None,
             id: next_id(),
             pattern: OnceLock::new(),
         }
@@ -409,6 +427,7 @@ impl<T: Scalar> DeviceCsr<T> {
         self.derived = OnceLock::new();
         self.tensor_core = Default::default();
         self.tensor_core_count = None;
+        self.non_finite = None;
         self.id = next_id();
         self.pattern = OnceLock::new();
     }
@@ -416,6 +435,12 @@ impl<T: Scalar> DeviceCsr<T> {
     /// The numbers of k-blocks of the tensor-core SpMM (f16/bf16/f32 matrices uploaded from the host; None otherwise).
     pub fn tensor_core_block_count(&self) -> Option<crate::spmm::tensor_core::BlockCounts> {
         self.tensor_core_count
+    }
+
+    /// Whether A stores an Inf or a NaN: `Some` for a matrix uploaded from the host ([`DeviceCsr::upload`],
+    /// [`DeviceCsr::from_parts`]), whose values were looked at then; None where the values never left the device.
+    pub fn holds_non_finite(&self) -> Option<bool> {
+        self.non_finite
     }
 
     /// The tensor-core SpMM's blocks of this matrix in `layout`, built from one download of it the first time.
@@ -492,7 +517,26 @@ impl<T: Scalar> DeviceCsr<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::pattern_hash;
+    use super::{holds_non_finite, pattern_hash};
+    use half::{bf16, f16};
+
+    #[test]
+    fn non_finite_values_are_found_in_every_type_and_at_every_length() {
+        assert!(!holds_non_finite::<f32>(&[]));
+        assert!(!holds_non_finite(&[1.0f32, -3.0e38, 0.0]));
+        assert!(holds_non_finite(&[1.0f32, f32::NAN]));
+        assert!(holds_non_finite(&[f32::NEG_INFINITY]));
+        // A value past f16's range is Inf once rounded to f16 (case_ACTIVSg70k, pores_1); bf16 keeps f32's range.
+        assert!(holds_non_finite(&[f16::from_f32(1.0), f16::from_f32(7.0e4)]));
+        assert!(!holds_non_finite(&[f16::from_f32(6.5e4), f16::MIN]));
+        assert!(!holds_non_finite(&[bf16::from_f32(7.0e4), bf16::from_f32(3.0e38)]));
+        assert!(holds_non_finite(&[bf16::NAN]));
+        // The parallel path (past 2^20 values), with the one bad value last.
+        let mut long = vec![1.0f64; (1 << 20) + 5];
+        assert!(!holds_non_finite(&long));
+        *long.last_mut().unwrap() = f64::INFINITY;
+        assert!(holds_non_finite(&long));
+    }
 
     #[test]
     fn pattern_hash_tells_apart_patterns_of_the_same_shape_and_count() {

@@ -13,8 +13,8 @@ use crate::gpu::Gpu;
 use crate::kernels::compiled_spmm_variants_for;
 use crate::scalar::Scalar;
 use crate::spmm::{
-    check_config, spmm, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, RangeSum, SpmmKernel, TensorCoreConfig,
-    TuneOptions,
+    auto_kernel, check_config, spmm, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, RangeSum, SpmmKernel,
+    TensorCoreConfig, TuneOptions,
 };
 use crate::timing::time_op;
 use crate::{gen, mtx, DeviceCsr, DeviceDense};
@@ -380,8 +380,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     let reference = opts.verify.then(|| SpmmReference::new(a_host.view(), &b_host, n));
     let reference = reference.as_ref();
 
-    let selected_kernel =
-        SpmmKernel::select_for(gpu.info(), m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count());
+    let selected_kernel = auto_kernel(gpu, &a, n)?;
     let mut variants = Vec::new();
     if opts.all_variants {
         for config in compiled_spmm_variants_for(T::DTYPE) {

@@ -647,6 +647,50 @@ fn tuned_kernels_match_the_oracle() {
     tuned_kernels_case::<bf16>(&gpu);
 }
 
+/// An A that stores Inf or NaN keeps `spmm_auto` off the tensor cores, whose warps would redo every tile it reaches
+/// exactly (`auto_kernel`; NOTES.md, "SpMM step 53"): the real matrices whose values pass f16's range, and a
+/// generated one with one Inf or NaN. The tile taken matches the oracle (Inf and NaN where they belong) on a poisoned
+/// C; the same matrices in bf16 (finite) and the generated one without its bad value keep the tensor cores.
+#[test]
+fn automatic_choice_leaves_the_tensor_cores_where_a_holds_inf_or_nan() {
+    let Some(gpu) = gpu_or_skip("automatic_choice_leaves_the_tensor_cores_where_a_holds_inf_or_nan") else { return };
+    fn case<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, non_finite: bool) {
+        let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed(230 + n as u64));
+        let what = format!("{} {what}, n = {n}", T::DTYPE);
+        assert_eq!(a_dev.holds_non_finite(), Some(non_finite), "{what}");
+        // Without the rule the choice would be the tensor cores, so that the rule is what this test sees.
+        let (m, k) = (a.rows(), a.cols());
+        let stats = a_dev.stats(gpu).unwrap();
+        let blocks = a_dev.tensor_core_block_count();
+        let unruled = SpmmKernel::select_for(gpu.info(), m, k, n, a.nnz(), stats, T::DTYPE, blocks);
+        assert!(matches!(unruled, SpmmKernel::TensorCore(_)), "{what}: {unruled}");
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        let used = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap_or_else(|e| panic!("{what}: {e}"));
+        oracle.check_kernel(&format!("{what} ({used})"), &c_dev.download(gpu).unwrap(), &used);
+        assert_eq!(matches!(used, SpmmKernel::Tiled(_)), non_finite, "{what}: {used}");
+        if !non_finite {
+            assert_eq!(used, unruled, "{what}");
+        }
+    }
+    for file in ["west0479.mtx.gz", "pores_1.mtx.gz", "lund_a.mtx.gz"] {
+        let a = tilesparse::suite::load_matrix(&common::data_path(file)).unwrap();
+        assert!(a.data().iter().any(|v| v.abs() > 65504.0), "{file} has no value past f16's range");
+        for n in [32, 128] {
+            case::<f16>(&gpu, file, &a, n, true);
+            case::<bf16>(&gpu, file, &a, n, false);
+        }
+    }
+    let a = gen::uniform_random(4096, 4096, 0.3, seed(240));
+    case::<f16>(&gpu, "uniform 4096^2 at 30%", &a, 256, false);
+    for (bad, name) in [(f32::INFINITY, "Inf"), (f32::NAN, "NaN")] {
+        let mut with_bad = a.clone();
+        with_bad.data_mut()[123_456] = bad;
+        let what = format!("uniform 4096^2 at 30% with one {name}");
+        case::<f16>(&gpu, &what, &with_bad, 256, true);
+        case::<f32>(&gpu, &what, &with_bad, 256, true);
+    }
+}
+
 #[test]
 fn a_real_matrix_matches_the_oracle() {
     let Some(gpu) = gpu_or_skip("a_real_matrix_matches_the_oracle") else { return };
@@ -1690,6 +1734,8 @@ fn callers_device_buffers_are_wrapped_and_checked() {
     assert_eq!((a_dev.rows(), a_dev.cols(), a_dev.nnz()), (m, k, a.nnz()));
     assert_eq!(a_dev.stats(&gpu).unwrap(), a_up.stats(&gpu).unwrap());
     assert_eq!(a_dev.tensor_core_block_count(), a_up.tensor_core_block_count());
+    // The values never left the device: whether they hold Inf or NaN is not known; the upload looked.
+    assert_eq!((a_dev.holds_non_finite(), a_up.holds_non_finite()), (None, Some(false)));
     let b_dev = DeviceDense::from_slice(&gpu, k, n, up_f32(&b_long)).unwrap();
     let mut c_dev = DeviceDense::from_slice(&gpu, m, n, up_f32(&vec![POISON as f32; m * n])).unwrap();
     assert_eq!(spmm_auto(&gpu, &a_dev, &b_dev, &mut c_dev).unwrap(), kernel);

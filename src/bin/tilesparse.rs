@@ -17,7 +17,7 @@ use tilesparse::suite::{self, BenchOptions};
 use tilesparse::suite_spgemm;
 use tilesparse::suite_spmv::{self, compulsory_bytes};
 use tilesparse::timing::time_op;
-use tilesparse::{gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, RowStats, Scalar, SpmvPlan};
+use tilesparse::{gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, Scalar, SpmvPlan};
 
 #[derive(Parser)]
 #[command(name = "tilesparse", version, about = "GPU sparse-matrix kernels: SpMM, SpGEMM, SpMV")]
@@ -423,15 +423,10 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     let b: Vec<T> = gen::dense_matrix(k, n, args.matrix.seed + 1).into_iter().map(T::from_f32).collect();
     println!("A: {name}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}", a.nnz(), T::DTYPE);
     let flops = 2.0 * a.nnz() as f64 * n as f64;
-    // The config is checked before choosing the device, so a bad one is an error on any machine.
-    // What the automatic choice needs, kept for the device's own choice below.
-    let auto = (args.config == "auto").then(|| {
-        let indptr = a.indptr().to_proper().to_vec();
-        let blocks = (T::DTYPE != DType::F64).then(|| tensor_core::BlockCounts::of(k, &indptr, a.indices()));
-        (RowStats::from_indptr(&indptr), blocks)
-    });
-    let config = if let Some((stats, blocks)) = &auto {
-        SpmmKernel::select(m, k, n, a.nnz(), stats, T::DTYPE, *blocks)
+    // The config is checked before choosing the device, so a bad one is an error on any machine. None: the
+    // automatic choice, made for the device once A is on it (`auto_kernel`).
+    let explicit = if args.config == "auto" {
+        None
     } else {
         let invalid = |rule| Error::InvalidConfig { config: args.config.clone(), rule };
         let kernel: SpmmKernel = args.config.parse().map_err(invalid)?;
@@ -444,30 +439,28 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             Ok(()) | Err(Error::KernelsNotBuilt) => {}
             Err(e) => return Err(e),
         }
-        kernel
+        Some(kernel)
     };
-    if args.tune && (auto.is_none() || args.cpu) {
+    if args.tune && (explicit.is_some() || args.cpu) {
         return Err(Error::Usage("--tune chooses the kernel on the GPU: it takes neither --config nor --cpu".into()));
     }
     let gpu = gpu_or_notice(args.cpu);
-    let cpu_ran = gpu.is_none();
-    let c: Vec<T> = match gpu {
+    // C, and the kernel that computed it (None: the CPU backend).
+    let (c, ran): (Vec<T>, Option<SpmmKernel>) = match gpu {
         Some(gpu) => {
-            // The automatic choice for this device (the mma.sync f32 kernel or the tiles where it has no warpgroup
-            // mma).
-            let config = match &auto {
-                Some((stats, blocks)) => SpmmKernel::select_for(gpu.info(), m, k, n, a.nnz(), stats, T::DTYPE, *blocks),
-                None => config,
-            };
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
             let mut c_dev = DeviceDense::<T>::zeros(&gpu, m, n)?;
-            let config = if args.tune {
-                let tuned = tilesparse::spmm_tune(&gpu, &a_dev, &b_dev, &mut c_dev, &TuneOptions::default())?;
-                print_tuned(&tuned);
-                tuned.kernel
-            } else {
-                config
+            let config = match explicit {
+                Some(kernel) => kernel,
+                None if args.tune => {
+                    let tuned = tilesparse::spmm_tune(&gpu, &a_dev, &b_dev, &mut c_dev, &TuneOptions::default())?;
+                    print_tuned(&tuned);
+                    tuned.kernel
+                }
+                // The automatic choice for this device (the mma.sync f32 kernel or the tiles where it has no
+                // warpgroup mma; no tensor cores where A holds Inf or NaN).
+                None => tilesparse::spmm::auto_kernel(&gpu, &a_dev, n)?,
             };
             let t = time_op(&gpu, args.warmup, args.iters, || {
                 tilesparse::spmm_kernel(&gpu, &a_dev, &b_dev, &mut c_dev, &config)
@@ -488,7 +481,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
                 args.iters,
                 flops / ms / 1e6
             );
-            c_dev.download(&gpu)?
+            (c_dev.download(&gpu)?, Some(config))
         }
         None => {
             if args.tune {
@@ -507,7 +500,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
                 rayon::current_num_threads(),
                 flops / ms / 1e6
             );
-            c
+            (c, None)
         }
     };
     if args.verify {
@@ -515,7 +508,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         // tiles, the CPU backend) or on the tensor cores, whose mma truncates (SpmmKernel::summation).
         let want = oracle::spmm(a.view(), &b, n);
         let abs = oracle::spmm_abs(a.view(), &b, n);
-        let summation = if cpu_ran { oracle::Summation::Fma } else { config.summation() };
+        let summation = ran.map_or(oracle::Summation::Fma, |kernel| kernel.summation());
         let bound = oracle::spmm_error_bound_for(summation, a.view(), &b, n, &want, &abs);
         let got: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
         report_check(&got, &want, &bound, n, T::DTYPE)?;

@@ -345,18 +345,25 @@ pub fn spmm_kernel<T: Scalar>(
     }
 }
 
-/// C = A * B with [`SpmmKernel::select_for`]'s choice on this device; returns the kernel used. Where it picks the
-/// tensor cores (f16/bf16, f32 in 3xTF32), the first call on a matrix builds its tensor-core blocks (one download of
-/// A).
+/// The kernel [`spmm_auto`] runs for A times n columns of B on `gpu`'s device: [`SpmmKernel::select_for`]'s choice
+/// from A's row statistics and tensor-core block counts, with no tensor cores where A stores an Inf or a NaN
+/// ([`DeviceCsr::holds_non_finite`]). Such a value makes every tensor-core warp whose tile it reaches redo that tile
+/// exactly (NOTES.md, "SpMM step 9"), 2.4x-3.0x slower than a tile on the real matrices whose values pass f16's range
+/// (west0479, pores_1, lund_a; step 53), 1.4x on case_ACTIVSg70k with 4 such values.
+pub fn auto_kernel<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, n: usize) -> Result<SpmmKernel> {
+    let blocks = a.tensor_core_block_count().filter(|_| a.holds_non_finite() != Some(true));
+    Ok(SpmmKernel::select_for(gpu.info(), a.rows(), a.cols(), n, a.nnz(), a.stats(gpu)?, T::DTYPE, blocks))
+}
+
+/// C = A * B with [`auto_kernel`]'s choice on this device; returns the kernel used. Where it picks the tensor cores
+/// (f16/bf16, f32 in 3xTF32), the first call on a matrix builds its tensor-core blocks (one download of A).
 pub fn spmm_auto<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
     c: &mut DeviceDense<T>,
 ) -> Result<SpmmKernel> {
-    let (m, k, n) = (a.rows(), a.cols(), b.cols());
-    let kernel =
-        SpmmKernel::select_for(gpu.info(), m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count());
+    let kernel = auto_kernel(gpu, a, b.cols())?;
     spmm_kernel(gpu, a, b, c, &kernel)?;
     Ok(kernel)
 }

@@ -67,6 +67,18 @@ pub(crate) fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u3
     }
 }
 
+/// f16/bf16 rows of 6 entries or fewer on average, not very uneven (cv at most 1), at n = 256-2048 (a multiple of
+/// 256): where the 256-column tile beat the k = 8 tile (NOTES.md, "SpMM step 53").
+fn very_short_rows_wide_n_half(n: usize, stats: &RowStats) -> bool {
+    n % 256 == 0 && n <= 2048 && stats.mean <= 6.0 && stats.cv <= 1.0
+}
+
+/// f16/bf16 rows of 16 entries or fewer on average in 8192 rows or more at n = 512-1024 (a multiple of 64): where
+/// the k = 8 tile held to 64 registers beat the unbounded one (NOTES.md, "SpMM step 53").
+fn short_rows_many_rows_wide_n_half(m: usize, n: usize, stats: &RowStats) -> bool {
+    m >= 8192 && n % 64 == 0 && (512..=1024).contains(&n) && stats.mean <= 16.0
+}
+
 /// `config` compiled with `__launch_bounds__` for `min_occupancy` blocks per SM (its `_lb<N>` variant).
 fn bounded(config: SpmmConfig, min_occupancy: u32) -> SpmmConfig {
     SpmmConfig { launch_bounds: true, min_occupancy, ..config }
@@ -836,7 +848,17 @@ impl SpmmConfig {
             // (bf16) vs 43.1 / 50.1 us with Sputnik's tile (NOTES.md, "SpMM step 4").
             tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
         } else if dv == 8 && stats.cv <= 2.0 && !(m <= HALF_FEW_ROWS && n <= 256) {
-            if mean > 300.0 && mean <= 600.0 && n > 128 && n <= 256 {
+            if very_short_rows_wide_n_half(n, stats) {
+                // Rows of a few entries at n a multiple of 256: two rows of 16 threads over 256 columns, whose
+                // per-row cost (the row's bounds, its few entries) is spread over four times the columns of the
+                // k = 8 tile's (NOTES.md, "SpMM step 53": uniform rows of 4, 512-32768 rows, n = 256-2048,
+                // 1.08x-1.33x on all 12 per type of step 48's scan).
+                tile(dtype, 1, 8, 2, 16, 256, 16, false)
+            } else if short_rows_many_rows_wide_n_half(m, n, stats) {
+                // The k = 8 tile held to 64 registers, as below, at n = 512-1024 on many short rows (NOTES.md,
+                // "SpMM step 53": 1.04x-1.14x, uniform 16384-32768 rows of 12, copter2, wrld_1deg, 4elt).
+                bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
+            } else if mean > 300.0 && mean <= 600.0 && n > 128 && n <= 256 {
                 // Uniform 90% (410 per row), n = 256: the k = 8 tile below runs 0.096-0.102 ms in three runs,
                 // f16 (2, 16, 64, 8) 0.070 ms, bf16 (2, 16, 256, 16) 0.073 ms (NOTES.md, "SpMM step 7").
                 match dtype {

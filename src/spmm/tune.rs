@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use super::tensor_core::{check_tensor_core, wgmma_runs_on, TensorCoreConfig};
-use super::{check_config, spmm_kernel, SpmmKernel};
+use super::{auto_kernel, check_config, spmm_kernel, SpmmKernel};
 use crate::csr::DeviceCsr;
 use crate::dense::DeviceDense;
 use crate::error::{Error, Result};
@@ -61,7 +61,7 @@ pub struct TunedSpmm {
     pub kernel: SpmmKernel,
     /// Its median over the second round, in milliseconds.
     pub ms: f64,
-    /// [`SpmmKernel::select_for`]'s choice, what [`super::spmm_auto`] runs.
+    /// [`auto_kernel`]'s choice, what [`super::spmm_auto`] runs.
     pub automatic: SpmmKernel,
     /// Its median over the second round.
     pub automatic_ms: f64,
@@ -144,8 +144,7 @@ pub fn spmm_tune<T: Scalar>(
         )));
     }
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
-    let automatic =
-        SpmmKernel::select_for(gpu.info(), m, k, n, a.nnz(), a.stats(gpu)?, T::DTYPE, a.tensor_core_block_count());
+    let automatic = auto_kernel(gpu, a, n)?;
     // Shapes and the build are checked by the automatic choice's own run, before anything else is timed.
     spmm_kernel(gpu, a, b, c, &automatic)?;
     let start = Instant::now();
