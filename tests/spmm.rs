@@ -647,6 +647,30 @@ fn tuned_kernels_match_the_oracle() {
     tuned_kernels_case::<bf16>(&gpu);
 }
 
+/// f16/bf16 short rows at a wide n (src/spmm/select.rs, `very_short_rows_wide_n_half`,
+/// `short_rows_many_rows_wide_n_half`; NOTES.md, "SpMM step 53"): `spmm_auto` runs the 256-column tile on rows of
+/// 5 over k = 3000 at n = 512, and the bounded k = 8 tile on 20000 rows of 10 at n = 768; both match the oracle on a
+/// poisoned C.
+fn automatic_tiles_for_short_rows_at_wide_n_case<T: Scalar>(gpu: &Gpu) {
+    let cases = [
+        (12000, 3000, 5.0, 512, "s1d8_y2k16x256w16_u4_nopred"),
+        (20000, 5000, 10.0, 768, "s1d8_y4k8x64w8_u4_nopred_lb32"),
+    ];
+    for (i, (m, k, mean, n, tile)) in cases.into_iter().enumerate() {
+        let a = gen::uniform_random(m, k, mean / k as f64, seed(250 + i as u64));
+        let what = format!("{} {m} x {k}, mean {mean}, n = {n}", T::DTYPE);
+        let used = check_auto::<T>(gpu, &what, &a, n, seed(260 + i as u64));
+        assert_eq!(used.to_string(), format!("spmm_{}_{tile}", T::DTYPE.name()), "{what}");
+    }
+}
+
+#[test]
+fn automatic_tiles_for_short_rows_at_wide_n() {
+    let Some(gpu) = gpu_or_skip("automatic_tiles_for_short_rows_at_wide_n") else { return };
+    automatic_tiles_for_short_rows_at_wide_n_case::<f16>(&gpu);
+    automatic_tiles_for_short_rows_at_wide_n_case::<bf16>(&gpu);
+}
+
 /// An A that stores Inf or NaN keeps `spmm_auto` off the tensor cores, whose warps would redo every tile it reaches
 /// exactly (`auto_kernel`; NOTES.md, "SpMM step 53"): the real matrices whose values pass f16's range, and a
 /// generated one with one Inf or NaN. The tile taken matches the oracle (Inf and NaN where they belong) on a poisoned

@@ -67,10 +67,10 @@ pub(crate) fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u3
     }
 }
 
-/// f16/bf16 rows of 6 entries or fewer on average, not very uneven (cv at most 1), at n = 256-2048 (a multiple of
-/// 256): where the 256-column tile beat the k = 8 tile (NOTES.md, "SpMM step 53").
-fn very_short_rows_wide_n_half(n: usize, stats: &RowStats) -> bool {
-    n % 256 == 0 && n <= 2048 && stats.mean <= 6.0 && stats.cv <= 1.0
+/// f16/bf16 rows of 6 entries or fewer on average, not very uneven (cv at most 1), over k up to 8192, at n =
+/// 256-2048 (a multiple of 256): where the 256-column tile beat the k = 8 tile (NOTES.md, "SpMM step 53").
+fn very_short_rows_wide_n_half(k: usize, n: usize, stats: &RowStats) -> bool {
+    n % 256 == 0 && n <= 2048 && k <= 8192 && stats.mean <= 6.0 && stats.cv <= 1.0
 }
 
 /// f16/bf16 rows of 16 entries or fewer on average in 8192 rows or more at n = 512-1024 (a multiple of 64): where
@@ -598,7 +598,7 @@ impl SpmmConfig {
     /// selection", 2026-11-22).
     pub fn select_with_stats(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
         if dtype.size() == 2 {
-            return Self::select_half(m, n, stats, dtype);
+            return Self::select_half(m, k, n, stats, dtype);
         }
         if let Some(width) = rounded_width(n, dtype) {
             let config = predicated_for(Self::select_f32(m, k, width, stats, dtype), n);
@@ -840,7 +840,7 @@ impl SpmmConfig {
     /// The f16/bf16 choice, widths counted in 16-bit elements (8 = one 16-byte vector). From the first f16 and
     /// bf16 sweep on the H100 (NOTES.md, "Mixed precision"): the short k-tiles win far more often than in fp32
     /// (fewer registers, more blocks per SM), and one warp per row over 256 columns loses everywhere but at 50%.
-    fn select_half(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
+    fn select_half(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
         let mean = stats.mean;
         let dv = widest_dividing(n, &[1, 2, 4, 8]);
         if dv == 8 && n > 32 && is_skewed(stats) {
@@ -848,15 +848,17 @@ impl SpmmConfig {
             // (bf16) vs 43.1 / 50.1 us with Sputnik's tile (NOTES.md, "SpMM step 4").
             tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
         } else if dv == 8 && stats.cv <= 2.0 && !(m <= HALF_FEW_ROWS && n <= 256) {
-            if very_short_rows_wide_n_half(n, stats) {
+            if very_short_rows_wide_n_half(k, n, stats) {
                 // Rows of a few entries at n a multiple of 256: two rows of 16 threads over 256 columns, whose
                 // per-row cost (the row's bounds, its few entries) is spread over four times the columns of the
-                // k = 8 tile's (NOTES.md, "SpMM step 53": uniform rows of 4, 512-32768 rows, n = 256-2048,
-                // 1.08x-1.33x on all 12 per type of step 48's scan).
+                // k = 8 tile's (NOTES.md, "SpMM step 53": uniform rows of 3-6 over k = 512-8192, n = 256-2048,
+                // 1.08x-1.45x; well1850 and add32 at n = 512-1024 1.03x-1.16x; not case_ACTIVSg70k, k = 70000,
+                // 0.93x-0.94x).
                 tile(dtype, 1, 8, 2, 16, 256, 16, false)
             } else if short_rows_many_rows_wide_n_half(m, n, stats) {
                 // The k = 8 tile held to 64 registers, as below, at n = 512-1024 on many short rows (NOTES.md,
-                // "SpMM step 53": 1.04x-1.14x, uniform 16384-32768 rows of 12, copter2, wrld_1deg, 4elt).
+                // "SpMM step 53": uniform rows of 8-14 in 9000-45000 rows, 1.01x-1.14x; copter2 and wrld_1deg
+                // 1.06x-1.13x).
                 bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
             } else if mean > 300.0 && mean <= 600.0 && n > 128 && n <= 256 {
                 // Uniform 90% (410 per row), n = 256: the k = 8 tile below runs 0.096-0.102 ms in three runs,
@@ -921,6 +923,37 @@ impl SpmmConfig {
 mod tests {
     use super::*;
     use crate::kernels::spmm_table;
+
+    #[test]
+    fn half_types_on_short_rows_at_wide_n() {
+        let rows = |mean: f64, cv: f64| RowStats { min: 0, max: (mean * 4.0) as usize, mean, cv, empty_rows: 0 };
+        for dtype in [DType::F16, DType::Bf16] {
+            let sel =
+                |m: usize, k: usize, n: usize, stats: &RowStats| SpmmConfig::select_with_stats(m, k, n, stats, dtype);
+            let wide = tile(dtype, 1, 8, 2, 16, 256, 16, false);
+            let k8_bounded = bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32);
+            let k8 = tile(dtype, 1, 8, 4, 8, 64, 8, false);
+            // Rows of 6 or fewer over k <= 8192 at n = 256-2048, a multiple of 256, cv at most 1: 256 columns.
+            assert_eq!(sel(12000, 3000, 512, &rows(5.0, 0.45)), wide);
+            assert_eq!(sel(3000, 6000, 256, &rows(3.0, 0.6)), wide);
+            assert_eq!(sel(2048, 8192, 2048, &rows(6.0, 1.0)), wide);
+            // Either side of each bound: longer rows, a wider k, n past 2048 or not a multiple of 256, uneven rows.
+            assert_eq!(sel(3000, 6000, 512, &rows(6.5, 0.4)), k8);
+            assert_eq!(sel(3000, 8193, 512, &rows(5.0, 0.45)), k8);
+            assert_eq!(sel(3000, 6000, 4096, &rows(5.0, 0.45)), k8);
+            assert_eq!(sel(3000, 6000, 640, &rows(5.0, 0.45)), k8);
+            assert_eq!(sel(3000, 6000, 512, &rows(5.0, 1.1)), k8);
+            // Rows of 16 or fewer in 8192 rows or more at n = 512-1024 (a multiple of 64): the bounded k = 8 tile,
+            // which rows of 6 over a wide k (case_ACTIVSg70k) get too.
+            assert_eq!(sel(20000, 5000, 768, &rows(10.0, 0.3)), k8_bounded);
+            assert_eq!(sel(8192, 5000, 640, &rows(16.0, 0.3)), k8_bounded);
+            assert_eq!(sel(70000, 70000, 1024, &rows(3.4, 0.38)), k8_bounded);
+            assert_eq!(sel(8191, 5000, 768, &rows(10.0, 0.3)), k8);
+            assert_eq!(sel(20000, 5000, 1088, &rows(10.0, 0.3)), k8);
+            assert_eq!(sel(20000, 5000, 448, &rows(10.0, 0.3)), k8);
+            assert_eq!(sel(20000, 5000, 768, &rows(16.5, 0.3)), k8);
+        }
+    }
 
     #[test]
     fn select_is_valid_tabled_and_aligned_for_every_n() {
