@@ -39,6 +39,39 @@ fn spmm_runs_and_verifies_on_any_machine() {
     }
 }
 
+/// `spmm --tune` times the kernels on the GPU, runs the choice and verifies it with that kernel's bound; without a GPU
+/// it says that it has nothing to choose from and runs the CPU backend. It takes neither --config nor --cpu.
+#[test]
+fn spmm_tune_chooses_on_the_gpu_or_says_why() {
+    let out = tilesparse()
+        .args(["spmm", "--m", "300", "--k", "200", "--density", "0.05", "--n", "64", "--iters", "2", "--tune"])
+        .arg("--verify")
+        .output()
+        .expect("running tilesparse");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stdout.contains("verify: OK"), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let on_gpu = stdout.lines().any(|l| l.starts_with("GPU "));
+    if on_gpu {
+        assert!(stdout.contains("kernels timed in") && stdout.contains("(chosen"), "{stdout}");
+    } else {
+        assert!(std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU run:\n{stdout}\n{stderr}");
+        assert!(stderr.contains("--tune times GPU kernels"), "{stderr}");
+    }
+    for extra in [&["--config", "spmm_f32_s1d1_y4k32x8w8_u4_pred"][..], &["--cpu"][..]] {
+        let out = tilesparse()
+            .args(["spmm", "--m", "64", "--k", "64", "--n", "8", "--tune"])
+            .args(extra)
+            .output()
+            .expect("running tilesparse");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains("--tune chooses the kernel on the GPU"),
+            "{extra:?}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn spmm_cpu_flag_uses_the_cpu_backend() {
     let out = tilesparse()
@@ -118,14 +151,14 @@ fn gpu_run_succeeded(test: &str, what: &str, out: &std::process::Output) -> bool
 }
 
 /// `bench spmm --matrix --gen` runs the caller's matrices and generated ones at each width against cuSPARSE and
-/// cuBLAS, table and JSON.
+/// cuBLAS, table and JSON, with the tuned choice (`--tune`).
 #[test]
 fn bench_spmm_runs_the_callers_matrices() {
     let json = std::env::temp_dir().join(format!("tilesparse-cli-bench-{}.json", std::process::id()));
     let out = tilesparse()
         .args(["bench", "spmm", "--matrix", &data("pores_1.mtx.gz"), "--matrix", &data("west0479.mtx.gz")])
         .args(["--gen", "uniform:100x60:0.1"])
-        .args(["--n", "8,40", "--selected-only", "--iters", "2", "--warmup", "1"])
+        .args(["--n", "8,40", "--selected-only", "--iters", "2", "--warmup", "1", "--tune"])
         .args(["--json", json.to_str().unwrap()])
         .output()
         .expect("running tilesparse");
@@ -135,9 +168,9 @@ fn bench_spmm_runs_the_callers_matrices() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let text = std::fs::read_to_string(&json).expect("the JSON report");
     std::fs::remove_file(&json).ok();
-    assert!(stdout.contains("over 6 problems"), "{stdout}");
+    assert!(stdout.contains("over 6 problems") && stdout.contains("tuned: geometric mean"), "{stdout}");
     // One JSON line per problem, in file then width order, the generated matrix last; each timed its selected
-    // kernel and cuSPARSE.
+    // kernel, its tuned kernel (--tune) and cuSPARSE.
     let lines: Vec<&str> = text.lines().filter(|l| l.contains("\"problem\"")).collect();
     let names = [
         "pores_1_n8",
@@ -153,6 +186,8 @@ fn bench_spmm_runs_the_callers_matrices() {
         assert!(line.starts_with(&format!("{{\"problem\":\"{name}\"")), "{name} expected:\n{line}");
         let selected = line.split("\"selected\":").nth(1).and_then(|r| r.split('}').next()).unwrap_or("");
         assert!(selected.contains("\"ms\":"), "{name}: the selected kernel did not run:\n{line}");
+        let tuned = line.split("\"tuned\":").nth(1).and_then(|r| r.split('}').next()).unwrap_or("");
+        assert!(tuned.contains("\"ms\":") && line.contains("\"tuning_ms\":"), "{name}: not tuned:\n{line}");
         let cusparse = line.split("\"cusparse\":[").nth(1).and_then(|r| r.split(']').next()).unwrap_or("");
         assert!(cusparse.contains("\"ms\":"), "{name}: no cuSPARSE algorithm ran:\n{line}");
     }

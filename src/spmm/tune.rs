@@ -274,5 +274,11 @@ mod tests {
         }
         // f64 has no SpMM kernels.
         assert!(candidates_with(true, DType::F64, 64, 64, 64).is_empty());
+        // A choice can be stored as its name and parsed back.
+        for dtype in [DType::F32, DType::F16, DType::Bf16] {
+            for kernel in candidates_with(true, dtype, 4096, 4096, 256) {
+                assert_eq!(kernel.to_string().parse::<SpmmKernel>(), Ok(kernel), "{kernel}");
+            }
+        }
     }
 }
