@@ -648,7 +648,7 @@ fn tuned_kernels_match_the_oracle() {
 }
 
 /// f16/bf16 short rows at a wide n (src/spmm/select.rs, `very_short_rows_wide_n_half`,
-/// `short_rows_many_rows_wide_n_half`; NOTES.md, "SpMM step 53"): `spmm_auto` runs the 256-column tile on rows of
+/// `short_rows_many_rows_wide_n_half`; NOTES.md, "SpMM step 54"): `spmm_auto` runs the 256-column tile on rows of
 /// 5 over k = 3000 at n = 512, and the bounded k = 8 tile on 20000 rows of 10 at n = 768; both match the oracle on a
 /// poisoned C.
 fn automatic_tiles_for_short_rows_at_wide_n_case<T: Scalar>(gpu: &Gpu) {
@@ -672,7 +672,7 @@ fn automatic_tiles_for_short_rows_at_wide_n() {
 }
 
 /// An A that stores Inf or NaN keeps `spmm_auto` off the tensor cores, whose warps would redo every tile it reaches
-/// exactly (`auto_kernel`; NOTES.md, "SpMM step 53"): the real matrices whose values pass f16's range, and a
+/// exactly (`auto_kernel`; NOTES.md, "SpMM steps 53-54"): the real matrices whose values pass f16's range, and a
 /// generated one with one Inf or NaN. The tile taken matches the oracle (Inf and NaN where they belong) on a poisoned
 /// C; the same matrices in bf16 (finite) and the generated one without its bad value keep the tensor cores.
 #[test]

@@ -68,13 +68,13 @@ pub(crate) fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u3
 }
 
 /// f16/bf16 rows of 6 entries or fewer on average, not very uneven (cv at most 0.8), over k up to 8192, at n =
-/// 256-2048 (a multiple of 256): where the 256-column tile beat the k = 8 tile (NOTES.md, "SpMM step 53").
+/// 256-2048 (a multiple of 256): where the 256-column tile beat the k = 8 tile (NOTES.md, "SpMM steps 53-54").
 fn very_short_rows_wide_n_half(k: usize, n: usize, stats: &RowStats) -> bool {
     n % 256 == 0 && n <= 2048 && k <= 8192 && stats.mean <= 6.0 && stats.cv <= 0.8
 }
 
 /// f16/bf16 rows of 16 entries or fewer on average in 8192 rows or more at n = 512-1024 (a multiple of 64): where
-/// the k = 8 tile held to 64 registers beat the unbounded one (NOTES.md, "SpMM step 53").
+/// the k = 8 tile held to 64 registers beat the unbounded one (NOTES.md, "SpMM steps 53-54").
 fn short_rows_many_rows_wide_n_half(m: usize, n: usize, stats: &RowStats) -> bool {
     m >= 8192 && n % 64 == 0 && (512..=1024).contains(&n) && stats.mean <= 16.0
 }
@@ -851,15 +851,10 @@ impl SpmmConfig {
             if very_short_rows_wide_n_half(k, n, stats) {
                 // Rows of a few entries at n a multiple of 256: two rows of 16 threads over 256 columns, whose
                 // per-row cost (the row's bounds, its few entries) is spread over four times the columns of the
-                // k = 8 tile's (NOTES.md, "SpMM step 53": uniform rows of 3-6 over k = 512-8192, n = 256-2048,
+                // k = 8 tile's (NOTES.md, "SpMM step 54": uniform rows of 3-6 over k = 512-8192, n = 256-2048,
                 // 1.08x-1.45x; well1850 and add32 at n = 512-1024 1.03x-1.16x; not case_ACTIVSg70k, k = 70000,
                 // 0.93x-0.94x, nor power-law rows of 4, cv 0.91, 0.83x-0.85x).
                 tile(dtype, 1, 8, 2, 16, 256, 16, false)
-            } else if short_rows_many_rows_wide_n_half(m, n, stats) {
-                // The k = 8 tile held to 64 registers, as below, at n = 512-1024 on many short rows (NOTES.md,
-                // "SpMM step 53": uniform rows of 8-14 in 9000-45000 rows, 1.01x-1.14x; copter2 and wrld_1deg
-                // 1.06x-1.13x).
-                bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
             } else if mean > 300.0 && mean <= 600.0 && n > 128 && n <= 256 {
                 // Uniform 90% (410 per row), n = 256: the k = 8 tile below runs 0.096-0.102 ms in three runs,
                 // f16 (2, 16, 64, 8) 0.070 ms, bf16 (2, 16, 256, 16) 0.073 ms (NOTES.md, "SpMM step 7").
@@ -867,12 +862,16 @@ impl SpmmConfig {
                     DType::Bf16 if n % 256 == 0 => tile(dtype, 1, 8, 2, 16, 256, 16, false),
                     _ => tile(dtype, 2, 8, 4, 16, 64, 8, n % 64 != 0),
                 }
-            } else if mean <= 600.0 && n % 64 == 0 && n <= 256 && (n > 128 || m >= 16384 || one_wave_if_bounded(m, n)) {
+            } else if (mean <= 600.0 && n % 64 == 0 && n <= 256 && (n > 128 || m >= 16384 || one_wave_if_bounded(m, n)))
+                || short_rows_many_rows_wide_n_half(m, n, stats)
+            {
                 // The same k = 8 tile held to 64 registers, 32 blocks per SM instead of 28 (NOTES.md, "SpMM step
                 // 12"): uniform 4096^2 at n = 256, f16 95% 38.9 vs 44.1 us, 98% 18.9 vs 21.4 us, bf16 40.1 vs 48.5
                 // and 19.7 vs 22.9 us; copter2 (55 476 rows) at n = 128 32.4 vs 34.3 us. Not the uniform 4096^2 at
                 // n = 128 (f16 23.1 vs 21.9 us at 95%) nor at n = 4096 (f16 0.510 vs 0.500 ms). At n = 64 and 128
-                // also where only the bounded tile's launch fits in one wave ([`one_wave_if_bounded`]).
+                // also where only the bounded tile's launch fits in one wave ([`one_wave_if_bounded`]). And at n =
+                // 512-1024 on many short rows (NOTES.md, "SpMM step 54": uniform rows of 8-14 in 9000-45000 rows,
+                // 1.01x-1.14x; copter2 and wrld_1deg 1.06x-1.13x).
                 bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
             } else if mean <= 600.0 && (n == 32 || (n == 96 && mean >= 16.0)) {
                 // n = 32, and 96 on rows of 16 or more, where the 64-column tile below would leave half or a
