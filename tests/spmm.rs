@@ -671,6 +671,58 @@ fn automatic_tiles_for_short_rows_at_wide_n() {
     automatic_tiles_for_short_rows_at_wide_n_case::<bf16>(&gpu);
 }
 
+/// Step 55's choices through `spmm_auto`, against the oracle on a poisoned C: f16/bf16 power-law rows take the
+/// 16-row windows where C is small and the 64-row ones from 7% full; f32 rows of 400 over k = 16384 the
+/// thirty-two-row block at n = 256, many rows of 8 the two-row tile at n = 512.
+fn automatic_choices_of_step_55_case<T: Scalar>(gpu: &Gpu) {
+    let half = T::DTYPE.size() == 2;
+    // (generator, m, k, mean, n, kernel, rows): "uneven" rows of cv 0.8-2.0 neither skewed nor long for their mean,
+    // "long" rows (longest past 256 and 16 times the mean, not skewed), or "any".
+    let cases: &[(&str, usize, usize, f64, usize, &str, &str)] = if half {
+        &[
+            ("powerlaw", 2048, 8192, 4.0, 512, "tc_{t}_n8", "uneven"),
+            ("powerlaw", 1024, 2048, 12.0, 512, "tc_{t}_n8", "long"),
+            ("powerlaw", 4096, 512, 40.0, 512, "tc_{t}_w64_n8", "uneven"),
+        ]
+    } else {
+        &[
+            ("uniform", 2048, 16384, 400.0, 256, "{t}_s1d4_y32k16x64w16_u4_nopred", "any"),
+            ("uniform", 20000, 2048, 8.0, 512, "{t}_s1d4_y2k16x128w16_u4_nopred_lb16", "any"),
+        ]
+    };
+    for (i, &(generator, m, k, mean, n, expect, rows)) in cases.iter().enumerate() {
+        // The power-law generator's tail draws a row long for the mean now and then (1 draw in 8 for the first
+        // shape), or none: draw again until the rows are of the kind the case is for, whose bounds the unit tests
+        // check on both sides.
+        let in_range = |a: &CsMat<f32>| {
+            let s = tilesparse::RowStats::from_indptr(a.indptr().raw_storage());
+            let long = s.max > 256 && s.max as f64 > 16.0 * s.mean;
+            let skewed = s.max > 1024 && s.max as f64 > 8.0 * s.mean;
+            match rows {
+                "uneven" => (0.8..=2.0).contains(&s.cv) && !long && !skewed,
+                "long" => long && !skewed,
+                _ => true,
+            }
+        };
+        let a = (0..20)
+            .map(|t| gen::by_name(generator, m, k, mean / k as f64, seed(270 + 10 * i as u64 + t)).unwrap())
+            .find(in_range)
+            .unwrap_or_else(|| panic!("{generator} {m} x {k}: no draw in the rule's range in 20 ({})", seed_note()));
+        let what = format!("{} {generator} {m} x {k}, mean {mean}, {rows} rows, n = {n} ({})", T::DTYPE, seed_note());
+        let used = check_auto::<T>(gpu, &what, &a, n, seed(280 + i as u64)).to_string();
+        let expect = format!("spmm_{}", expect.replace("{t}", T::DTYPE.name()));
+        assert!(used.starts_with(&expect), "{what}: {used}, not {expect}");
+    }
+}
+
+#[test]
+fn automatic_choices_of_step_55() {
+    let Some(gpu) = gpu_or_skip("automatic_choices_of_step_55") else { return };
+    automatic_choices_of_step_55_case::<f32>(&gpu);
+    automatic_choices_of_step_55_case::<f16>(&gpu);
+    automatic_choices_of_step_55_case::<bf16>(&gpu);
+}
+
 /// An A that stores Inf or NaN keeps `spmm_auto` off the tensor cores, whose warps would redo every tile it reaches
 /// exactly (`auto_kernel`; NOTES.md, "SpMM steps 53-54"): the real matrices whose values pass f16's range, and a
 /// generated one with one Inf or NaN. The tile taken matches the oracle (Inf and NaN where they belong) on a poisoned

@@ -315,7 +315,8 @@ impl SpmmKernel {
             return kernel;
         }
         let tc = tensor_core_blocks.and_then(|counts| {
-            tensor_core::select_tensor_core_with(dtype, m, n, nnz, counts, wgmma).map(|c| (c, counts))
+            let uneven = select::uneven_rows_half(stats, dtype);
+            tensor_core::select_tensor_core_rows(dtype, m, n, nnz, counts, wgmma, uneven).map(|c| (c, counts))
         });
         match tc {
             // The 64-row windows only at n = 32 (`select::THIN_MANY_ROWS_FILL`).
@@ -799,6 +800,62 @@ mod tests {
         assert!(select::long_rows_half(8192, 24, &stats, DType::F16, true).is_none(), "below n = 32: not measured");
         let short = crate::csr::RowStats { max: 250, ..stats };
         assert!(select::long_rows_half(8192, 128, &short, DType::F16, true).is_none());
+    }
+
+    #[test]
+    fn half_types_on_uneven_rows_take_the_windows_where_c_is_small() {
+        // Step 55's sweep (power-law rows, the generator's own matrices): the 16-row windows where C has at most 2^20
+        // elements (2^19 on rows long for their mean), the 64-row ones from 7% full where it has 2^20 or more.
+        let pick = |m, k, mean: f64, seed, n, dtype| {
+            let a = crate::gen::by_name("powerlaw", m, k, mean / k as f64, seed).unwrap();
+            let (indptr, indices) = (a.indptr().raw_storage().to_vec(), a.indices().to_vec());
+            let stats = crate::csr::RowStats::from_indptr(&indptr);
+            let counts = Some(tensor_core::BlockCounts::of(k, &indptr, &indices));
+            SpmmKernel::select(m, k, n, a.nnz(), &stats, dtype, counts).to_string()
+        };
+        for (dtype, t) in [(DType::F16, "f16"), (DType::Bf16, "bf16")] {
+            let (narrow, wide) = (format!("spmm_tc_{t}_n8"), format!("spmm_tc_{t}_w64_n8"));
+            let k8 = format!("spmm_{t}_s1d8_y4k8x64w8_u4_nopred");
+            // Uneven rows, neither skewed nor long for their mean (2048 x 8192, rows of 4: 11.7 -> 9.2 us at n = 512).
+            assert_eq!(pick(2048, 8192, 4.0, 719, 512, dtype), narrow);
+            assert_eq!(pick(4096, 8192, 4.0, 731, 256, dtype), narrow);
+            assert_eq!(pick(4096, 8192, 4.0, 731, 512, dtype), k8, "2^21 elements of C");
+            // Long for their mean (1024 x 2048, rows of 12, longest 461): at 2^18-2^19 elements, not 2^20.
+            assert_eq!(pick(1024, 2048, 12.0, 705, 256, dtype), narrow);
+            assert_eq!(pick(1024, 2048, 12.0, 705, 512, dtype), narrow);
+            assert_eq!(pick(1024, 2048, 12.0, 705, 1024, dtype), k8);
+            // Rows of 40 over k = 512, the 64-row windows 7.7% full: from 2^20 elements the wide windows.
+            assert_eq!(pick(4096, 512, 40.0, 727, 128, dtype), narrow);
+            assert_eq!(pick(4096, 512, 40.0, 727, 512, dtype), wide);
+            assert_eq!(pick(8192, 512, 40.0, 739, 512, dtype), format!("spmm_tc_{t}_w64_n16"));
+        }
+        // The bounds, on made-up counts: cv 0.8-2.0, n = 128-1024, C up to 2^20; the wide windows from 7% and 2^20.
+        let counts = |fill: f64, m: usize| {
+            let wide = m / 64 * 40;
+            tensor_core::BlockCounts { narrow: wide * 3, wide: (wide as f64 * 0.075 / fill) as usize }
+        };
+        let kind = |m: usize, n: usize, cv: f64, wide_fill: f64| {
+            let stats = crate::csr::RowStats { min: 1, max: 100, mean: 10.0, cv, empty_rows: 0 };
+            let nnz = (counts(wide_fill, m).wide as f64 * 64.0 * 16.0 * wide_fill) as usize;
+            match SpmmKernel::select(m, 2048, n, nnz, &stats, DType::F16, Some(counts(wide_fill, m))) {
+                SpmmKernel::TensorCore(c) if c.is_wide() => "wide",
+                SpmmKernel::TensorCore(_) => "narrow",
+                SpmmKernel::Tiled(_) => "tile",
+            }
+        };
+        assert_eq!(kind(4096, 256, 1.0, 0.03), "narrow");
+        assert_eq!(kind(8192, 128, 0.8, 0.03), "narrow");
+        assert_eq!(kind(1024, 1024, 2.0, 0.03), "narrow");
+        assert_eq!(kind(4096, 256, 0.79, 0.03), "tile");
+        assert_eq!(kind(4096, 256, 2.01, 0.03), "tile");
+        assert_eq!(kind(8192, 256, 1.0, 0.03), "tile");
+        assert_eq!(kind(16384, 64, 1.0, 0.03), "tile", "n = 64: not measured");
+        assert_eq!(kind(1024, 1032, 1.0, 0.03), "tile", "n past 1024");
+        assert_eq!(kind(4096, 256, 1.0, 0.072), "wide");
+        assert_eq!(kind(8192, 512, 1.0, 0.072), "wide");
+        assert_eq!(kind(8192, 512, 1.0, 0.068), "tile");
+        assert_eq!(kind(8192, 512, 0.5, 0.072), "tile");
+        assert_eq!(kind(2048, 256, 1.0, 0.072), "narrow", "2^19 elements: the narrow windows");
     }
 
     #[test]

@@ -237,7 +237,9 @@ fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmCon
 /// over 64 columns, split (40960 x 2048, n = 128: 67.6 -> 22.4 us), and from 16384 rows at n a multiple of 256 two
 /// rows of 16 threads over 256 columns, split (65536 x 4096, n = 512: 95.6 -> 71.4 us). None below n = 32 (not
 /// measured), where the build has no tensor-core counts for A (`tensor_cores` false) and the windows would be the
-/// choice, and in f32.
+/// choice, and in f32. Since step 55 also the windows at n up to 1024 wherever C has at most
+/// [`LONG_ROWS_SMALL_C`] elements, and the 256-column tile from 8192 rows at n >= 512 (8192 power-law rows of 4
+/// and 12 over k = 512-32768, n = 512-1024: 1.00x-1.22x over the 64-column k = 8 tile, both types).
 pub(crate) fn long_rows_half(
     m: usize,
     n: usize,
@@ -249,7 +251,10 @@ pub(crate) fn long_rows_half(
     if dtype.size() != 2 || n < 32 || n % 8 != 0 || !has_long_rows(stats) || is_skewed(stats) {
         return None;
     }
-    let windows = n == 32 || (n <= 64 && m <= 32768) || (n <= 128 && m <= 16384);
+    let windows = n == 32
+        || (n <= 64 && m <= 32768)
+        || (n <= 128 && m <= 16384)
+        || (n <= 1024 && m.saturating_mul(n) <= LONG_ROWS_SMALL_C);
     if windows {
         let tiles_n = if n <= 32 { 4 } else { 8 };
         return tensor_cores.then_some(super::SpmmKernel::TensorCore(TensorCoreConfig {
@@ -258,12 +263,27 @@ pub(crate) fn long_rows_half(
             tiles_n,
         }));
     }
-    let config = if n % 256 == 0 && m >= 16384 {
+    let config = if n % 256 == 0 && (m >= 16384 || (m >= 8192 && n >= 512)) {
         tile(dtype, 1, 8, 2, 16, 256, 16, false)
     } else {
         tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
     };
     Some(super::SpmmKernel::Tiled(config))
+}
+
+/// [`long_rows_half`] takes the 16-row windows at n up to 1024 where C has at most this many elements. Measured on
+/// the H100 (NOTES.md, "SpMM step 55"; every variant, f16 and bf16, power-law 1024-8192 rows with longest rows of
+/// 257-930, means 4-40, n = 128-1024): the windows beat the best tile by 1.06x-1.87x on all 30 such problems per
+/// type at 2^17-2^19 elements of C; with 2^20 elements, rows of 40 ran 0.86x-1.14x on the windows against the tiles
+/// that split them.
+pub(crate) const LONG_ROWS_SMALL_C: usize = 1 << 19;
+
+/// f16/bf16 rows uneven enough that the tensor-core windows win in more places ([`super::tensor_core::select_tensor_core_rows`]):
+/// cv 0.8-2.0, as power-law rows have, but neither [`is_skewed`] nor [`has_long_rows`] (those go to the split or to
+/// [`long_rows_half`]). A tile's subwarp walks a row in k = 8 steps of dependent loads, so its longest rows set the
+/// time where C is small; a window walks its k-blocks with every row's entries side by side.
+pub(crate) fn uneven_rows_half(stats: &RowStats, dtype: DType) -> bool {
+    dtype.size() == 2 && (0.8..=2.0).contains(&stats.cv) && !is_skewed(stats) && !has_long_rows(stats)
 }
 
 /// f16/bf16: the tile that replaces the 16-row tensor-core windows (which [`super::tensor_core::select_tensor_core`]
@@ -365,8 +385,14 @@ fn thirty_two_row_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
 ///   5632-16384 and n = 1536-3072 over k = 5120-16384: 2048 x 8192 at 7%, n = 2048, 991.8 vs 589.4 us, 0.76x -> 1.28x
 ///   of cuSPARSE) and 1.11x-1.80x on 11 fresh shapes (1536 x 8192 at 7%, n = 3072: 0.71x -> 1.27x of cuSPARSE).
 ///
-/// Not k = 5120 at n = 768 (3072 x 5120 at 8%: 0.93x), 10% dense below k = 8192 (0.95x-1.25x), n = 512
-/// (0.91x-1.09x), nor rows of 246 entries (0.94x-1.25x).
+/// - 1024-8192 rows over k = 16384-32768 at n = 256-1024 (NOTES.md, "SpMM step 55"; every f32 variant, uniform
+///   rows of 400): 1.08x-1.58x on all 21 problems (1024 x 16384, n = 256: 45.7 -> 28.9 us); through the library on
+///   fresh shapes (1536-8000 x 16384-30000, rows of 390-700) 1.04x-1.47x. At n = 128 the sweep had 0.79x-1.39x
+///   and a fresh shape 0.87x: not taken. The same sweep had rows of 399.5-400.5 over k = 8192 at n = 1024 miss
+///   step 47's bound of 400 by a fraction, at 1.34x-1.43x slower than this block: the bound on the mean is 380.
+///
+/// Not k = 5120 at n = 768 (3072 x 5120 at 8%: 0.93x), 10% dense below k = 8192 (0.95x-1.25x), n = 512 below k =
+/// 16384 (0.91x-1.09x), nor rows of 246 entries (0.94x-1.25x).
 fn thirty_two_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
     let step_47 = (2048..=8192).contains(&m) && (8192..=12288).contains(&k) && (768..=1024).contains(&n);
     let least_k = if n >= 1536 { 5120 } else { 5632 };
@@ -374,7 +400,24 @@ fn thirty_two_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bo
         && (least_k..=16384).contains(&k)
         && (768..=3072).contains(&n)
         && stats.mean <= 0.085 * k as f64;
-    (step_47 || step_48) && n % 128 == 0 && stats.cv < 0.1 && (400.0..=820.0).contains(&stats.mean)
+    let step_55 = (1024..=8192).contains(&m) && (16384..=32768).contains(&k) && (256..=1024).contains(&n);
+    (step_47 || step_48 || step_55) && n % 128 == 0 && stats.cv < 0.1 && (380.0..=820.0).contains(&stats.mean)
+}
+
+/// f32 even rows (cv at most 0.5) of 3-10 entries in 16384-65536 rows over k up to 8192, at n = 256-1024 (a
+/// multiple of 128): two rows of 16 threads over 128 columns ([`two_row_tile`]), where the bounded k = 8 tile was
+/// taken. Measured on the H100 (NOTES.md, "SpMM step 55"; every f32 variant, uniform 16384-65536 x 512-8192 at 8,
+/// 12 and 24 per row, n = 256, 512 and 1024): on rows of 8 the two-row tile ran 1.03x-1.49x faster than the k = 8
+/// tile on all 21 problems it did not already have (k = 512 1.22x-1.49x, 2048 1.13x-1.27x, 8192 1.03x-1.13x); rows
+/// of 12 won only over k = 512 (1.04x-1.26x; 0.88x-0.96x over k = 2048-8192) and rows of 24 lost (0.72x-0.94x).
+/// [`short_rows`] takes the same tile below 200,000 entries at n <= 512.
+fn many_short_even_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    (16384..=65536).contains(&m)
+        && k <= 8192
+        && n % 128 == 0
+        && (256..=1024).contains(&n)
+        && (3.0..=10.0).contains(&stats.mean)
+        && stats.cv <= 0.5
 }
 
 /// Even rows (cv at most 0.3) of 16-200 entries over k = 1024-16384 at n = 128, 256 or 512 (a multiple of 128 up to
@@ -762,7 +805,7 @@ impl SpmmConfig {
             // rounded to 512, 4096 x 8192 at 6%: 337.3 -> 267.1 us). Not n = 384 (1.014x-1.117x in the sweep, but
             // 0.929x-1.044x on the fresh shapes), nor from n = 768 (0.955x-1.084x).
             two_row_tile(dtype)
-        } else if short_rows(m, k, n, stats) {
+        } else if short_rows(m, k, n, stats) || many_short_even_rows(m, k, n, stats) {
             // Short rows, at most 200,000 entries, n = 128-512: two rows of 16 threads over 128 columns
             // ([`short_rows`]).
             two_row_tile(dtype)
@@ -955,6 +998,54 @@ mod tests {
     }
 
     #[test]
+    fn f32_many_short_even_rows_and_n64() {
+        let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64| {
+            let stats = RowStats { min: 0, max: (mean * 2.0) as usize, mean, cv, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
+        };
+        let (two_rows, k8) = ("spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32");
+        // Step 55: rows of 3-10 in 16384-65536 rows over k <= 8192, n = 256-1024 (multiples of 128), cv <= 0.5.
+        for (m, k, n) in [(16384, 512, 1024), (32768, 2048, 256), (65536, 8192, 512), (65536, 512, 768)] {
+            assert_eq!(pick(m, k, n, 8.0, 0.0), two_rows, "{m} x {k}, n = {n}");
+        }
+        assert_eq!(pick(40000, 4000, 384, 3.0, 0.5), two_rows);
+        assert_eq!(pick(40000, 4000, 384, 10.0, 0.0), two_rows);
+        // Either side: rows of 12 or 2.9, uneven rows, k past 8192, too many rows, n = 128 or past 1024.
+        assert_eq!(pick(32768, 2048, 512, 12.0, 0.0), k8);
+        assert_ne!(pick(40000, 4000, 384, 2.9, 0.0), two_rows);
+        assert_ne!(pick(40000, 4000, 384, 8.0, 0.51), two_rows);
+        assert_eq!(pick(32768, 8193, 512, 8.0, 0.0), k8);
+        assert_eq!(pick(65537, 2048, 512, 8.0, 0.0), k8);
+        assert_eq!(pick(65536, 2048, 1152, 8.0, 0.0), k8);
+        assert_eq!(pick(65536, 2048, 128, 8.0, 0.0), k8);
+        // n = 64 keeps two rows of 8 threads over 64 columns for rows of 100 or more (step 55 measured the k = 8 tile
+        // on rows of 110-150 in 9000-20000 rows: 0.80x-1.12x).
+        assert_eq!(pick(16384, 1024, 64, 120.0, 0.0), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
+    }
+
+    #[test]
+    fn half_long_rows_take_the_wide_tile_from_8192_rows_at_n_512() {
+        // Power-law rows long for their mean (longest 349, mean 4): 256 columns from 8192 rows at n >= 512 (step 55),
+        // from 16384 at n = 256 (step 50).
+        let stats = RowStats { min: 0, max: 349, mean: 4.0, cv: 1.44, empty_rows: 0 };
+        for dtype in [DType::F16, DType::Bf16] {
+            let wide = Some(super::super::SpmmKernel::Tiled(tile(dtype, 1, 8, 2, 16, 256, 16, false)));
+            let k8 = Some(super::super::SpmmKernel::Tiled(tile(dtype, 1, 8, 4, 8, 64, 8, false)));
+            assert_eq!(long_rows_half(8192, 512, &stats, dtype, true), wide);
+            assert_eq!(long_rows_half(8192, 1024, &stats, dtype, true), wide);
+            assert_eq!(long_rows_half(8192, 256, &stats, dtype, true), k8);
+            assert_eq!(long_rows_half(8191, 512, &stats, dtype, true), k8);
+            assert_eq!(long_rows_half(16384, 256, &stats, dtype, true), wide);
+            // C of at most 2^19 elements: the windows, at any n up to 1024.
+            let windows = |m, n| {
+                matches!(long_rows_half(m, n, &stats, dtype, true), Some(super::super::SpmmKernel::TensorCore(_)))
+            };
+            assert!(windows(1024, 512) && windows(2048, 256) && windows(512, 1024));
+            assert!(!windows(1024, 1024) && !windows(4096, 256) && !windows(256, 1032));
+        }
+    }
+
+    #[test]
     fn select_is_valid_tabled_and_aligned_for_every_n() {
         // Up to n = 1100: the f32 choice at n rounded up to 1152 must have its predicated twin too.
         for (m, per_row) in [(1000usize, 1usize), (1000, 50), (5000, 300), (4096, 2000), (384, 154), (384, 31)] {
@@ -1097,7 +1188,7 @@ mod tests {
         assert_eq!(pick(4096, 4096, 512, 821.0, 0.05), unbounded);
         assert_eq!(pick(2559, 8192, 512, 573.0, 0.04), unbounded);
         assert_eq!(pick(8193, 4096, 512, 451.0, 0.05), unbounded);
-        assert_eq!(pick(4096, 24577, 512, 451.0, 0.05), unbounded, "B past LARGEST_SWEPT_B");
+        assert_eq!(pick(4096, 32769, 512, 451.0, 0.05), unbounded, "B past LARGEST_SWEPT_B");
         // Sizes past any GPU's do not overflow the block counts (a panic in debug builds).
         assert_eq!(pick(usize::MAX / 2, 1, 128, 100.0, 0.1), two_rows);
         // Long uneven rows in 384-1024 rows, n >= 1024: eight warps on one 64-column tile, two blocks per SM,
@@ -1557,7 +1648,23 @@ mod tests {
         assert_ne!(pick(4096, 8192, 1152, 819.0, 0.05), thirty_two);
         assert_ne!(pick(4096, 8192, 640, 573.0, 0.05), thirty_two);
         assert_eq!(pick(4096, 8192, 832, 573.0, 0.05), thirty_two, "the choice at 896, 64-wide tiles: no guards");
-        assert_ne!(pick(4096, 8192, 768, 399.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 8192, 768, 379.0, 0.05), thirty_two);
+        assert_eq!(pick(4096, 8192, 1024, 399.6, 0.0), thirty_two, "step 55: rows of 400 less a fraction");
+        // Step 55's sweep: uniform rows of 400 over k = 16384-32768 in 1024-8192 rows, n = 128-1024, but not n = 128
+        // in fewer than 2048 rows; both sides of each bound.
+        for (m, k) in [(1024, 16384), (1024, 32768), (2048, 16384), (2048, 32768), (4096, 32768), (8192, 16384)] {
+            for n in [256, 384, 512, 1024] {
+                assert_eq!(pick(m, k, n, 400.3, 0.0), thirty_two, "{m} x {k}, n = {n}");
+            }
+            assert_ne!(pick(m, k, 128, 400.3, 0.0), thirty_two, "{m} x {k}, n = 128");
+        }
+        assert_ne!(pick(1023, 20000, 256, 500.0, 0.02), thirty_two);
+        assert_ne!(pick(8193, 20000, 256, 500.0, 0.02), thirty_two);
+        assert_ne!(pick(4096, 32769, 256, 500.0, 0.02), thirty_two);
+        assert_ne!(pick(4096, 16383, 256, 500.0, 0.02), thirty_two);
+        assert_ne!(pick(4096, 20000, 1152, 500.0, 0.02), thirty_two);
+        assert_ne!(pick(4096, 20000, 256, 500.0, 0.1), thirty_two);
+        assert_ne!(pick(4096, 20000, 256, 821.0, 0.02), thirty_two);
         assert_ne!(pick(4096, 8192, 768, 821.0, 0.05), thirty_two);
         assert_ne!(pick(4096, 8192, 768, 573.0, 0.1), thirty_two);
         // Step 48's sweeps: uniform, n = 768-1024 over k = 5632-16384 and n = 1536-3072 over k = 5120-16384.
@@ -1596,7 +1703,7 @@ mod tests {
         assert_eq!(pick(4096, 6144, 1152, 430.0, 0.05), thirty_two);
         assert_ne!(pick(4096, 6144, 3200, 430.0, 0.05), thirty_two);
         assert_ne!(pick(4096, 6144, 1024, 523.0, 0.05), thirty_two, "8.51% dense");
-        assert_ne!(pick(4096, 16384, 2048, 399.0, 0.05), thirty_two);
+        assert_ne!(pick(4096, 16384, 2048, 379.0, 0.05), thirty_two);
         assert_eq!(pick(4096, 16384, 2048, 820.0, 0.05), thirty_two);
         assert_ne!(pick(4096, 16384, 2048, 821.0, 0.05), thirty_two);
         assert_ne!(pick(4096, 6144, 2048, 430.0, 0.1), thirty_two);

@@ -336,6 +336,23 @@ pub fn select_tensor_core_with(
     counts: BlockCounts,
     wgmma: bool,
 ) -> Option<TensorCoreConfig> {
+    select_tensor_core_rows(dtype, m, n, nnz, counts, wgmma, false)
+}
+
+/// [`select_tensor_core_with`] knowing whether A's rows are uneven in the sense of
+/// [`crate::spmm::select::uneven_rows_half`] (f16/bf16 power-law rows, neither skewed nor long for their mean).
+/// Such rows keep a tile's subwarps waiting on their longest rows, and the windows take them in more places
+/// (NOTES.md, "SpMM step 55"): the 16-row windows where C has at most 2^20 elements at n = 128-1024 (not only
+/// below 2^19), and the 64-row windows from 7% full where C has at least 2^20 elements (not 8%).
+pub(crate) fn select_tensor_core_rows(
+    dtype: DType,
+    m: usize,
+    n: usize,
+    nnz: usize,
+    counts: BlockCounts,
+    wgmma: bool,
+    uneven: bool,
+) -> Option<TensorCoreConfig> {
     if n == 0 || counts.narrow == 0 {
         return None;
     }
@@ -360,7 +377,8 @@ pub fn select_tensor_core_with(
     };
     let pairs = counts.wide.saturating_mul(n.div_ceil(64));
     let large = n >= 256 || m.saturating_mul(n) >= 1 << 19 || (n >= 128 && pairs >= HALF_WIDE_PAIRS);
-    if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large)) && launch(64) >= 128 {
+    let uneven_wide = uneven && wide_fill >= UNEVEN_WIDE_FILL && m.saturating_mul(n) >= 1 << 20;
+    if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large) || uneven_wide) && launch(64) >= 128 {
         // 128 columns per block where that makes 256 blocks, unless only the split into ranges makes them there
         // while 64 columns per block need none and keep three quarters of their waves busy (see the function's
         // documentation).
@@ -378,7 +396,8 @@ pub fn select_tensor_core_with(
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
     let fill = counts.narrow_fill(nnz);
-    let small = m.saturating_mul(n) < 1 << 19;
+    let small =
+        m.saturating_mul(n) < 1 << 19 || (uneven && (128..=1024).contains(&n) && m.saturating_mul(n) <= UNEVEN_SMALL_C);
     let thin = n <= 32 && fill >= 0.08;
     if fill < min_fill && !small && !thin {
         return None;
@@ -387,6 +406,20 @@ pub fn select_tensor_core_with(
     let tiles_n = if n > 32 && windows * n.div_ceil(64) >= 128 { 8 } else { 4 };
     Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n })
 }
+
+/// f16/bf16 on uneven rows ([`select_tensor_core_rows`]): the 16-row windows at n = 128-1024 where C has at most
+/// this many elements, whatever their fill. Measured on the H100 (NOTES.md, "SpMM step 55"; every variant, f16 and
+/// bf16, power-law 1024-8192 x 512-32768 at means of 4-40, cv 0.8-1.7, n = 128-1024): the windows (5.5-10% full)
+/// beat the best tile by 1.13x-1.95x on all 38 such problems per type with at most 2^19 elements of C, and on 16 of
+/// 19 with 2^20 (0.90x-1.71x), against 5 of 12 with 2^21 (0.72x-1.32x), where the tiles keep every SM busy and the
+/// longest row no longer sets the time.
+pub const UNEVEN_SMALL_C: usize = 1 << 20;
+
+/// f16/bf16 on uneven rows ([`select_tensor_core_rows`]): the 64-row windows from this fill where C has at least
+/// 2^20 elements. Measured on the H100 (NOTES.md, "SpMM step 55"; power-law 1024-8192 x 512 at a mean of 37-40,
+/// 7.2-7.8% full, n = 128-1024): against the best tile, 1.29x-1.76x (f16) and 1.41x-1.89x (bf16) on the 10 problems
+/// with 2^20 elements or more; the 16-row windows were faster below that.
+pub const UNEVEN_WIDE_FILL: f64 = 0.07;
 
 /// f16/bf16: the 64-row windows count C as large (8% full is enough, see [`select_tensor_core`]) at n >= 128
 /// where A's wide k-blocks times n's 64-column slices reach this many, however few the elements of C: 2^15 less
