@@ -633,7 +633,12 @@ fn tuned_kernels_case<T: Scalar>(gpu: &Gpu) {
     }
     // Options that cannot measure are refused before anything runs.
     let (_, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, &gen::uniform_random(8, 8, 0.5, seed(220)), 8, 1);
-    for bad in [TuneOptions { margin: 1.0, ..opts.clone() }, TuneOptions { iters: 0, ..opts.clone() }] {
+    for bad in [
+        TuneOptions { margin: 1.0, ..opts.clone() },
+        TuneOptions { iters: 0, ..opts.clone() },
+        TuneOptions { screen_cutoff: 0.99, ..opts.clone() },
+        TuneOptions { screen_cutoff: f64::NAN, ..opts.clone() },
+    ] {
         let e = spmm_tune(gpu, &a_dev, &b_dev, &mut c_dev, &bad).unwrap_err();
         assert!(matches!(e, Error::Usage(_)), "{bad:?}: {e}");
     }

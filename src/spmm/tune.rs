@@ -7,8 +7,9 @@
 //! a few runs of each kernel, and [`TunedSpmm::kernel`] is then passed to [`super::spmm_kernel`]. The choice is
 //! returned, not cached: store it with the matrix (`SpmmKernel` prints and parses as its kernel name).
 //!
-//! Two rounds: every candidate is run `warmup` times and timed `screen_iters` times; the automatic choice and the
-//! `finalists` fastest others are then timed again in `rounds` interleaved rounds of `iters` runs, so that a drift
+//! Two rounds: every candidate is run `warmup` times and timed `screen_iters` times, the automatic choice first; a
+//! candidate whose first timed run takes more than `screen_cutoff` times the fastest median so far is not timed
+//! again in this round. The automatic choice and the `finalists` fastest others are then timed again in `rounds` interleaved rounds of `iters` runs, so that a drift
 //! of the clocks during tuning falls on all of them alike. The automatic choice is kept unless a finalist's median is
 //! at least `margin` faster: a choice is not changed for a difference the timing cannot tell apart.
 
@@ -39,11 +40,15 @@ pub struct TuneOptions {
     pub iters: usize,
     /// The share by which a finalist's median must beat the automatic choice's to replace it (0.02: 2% faster).
     pub margin: f64,
+    /// A candidate whose first timed run takes more than this many times the fastest first-round median so far
+    /// (the automatic choice is screened first) gets no more first-round runs: that run ranks it. Infinity screens
+    /// every candidate in full.
+    pub screen_cutoff: f64,
 }
 
 impl Default for TuneOptions {
     fn default() -> Self {
-        TuneOptions { warmup: 1, screen_iters: 3, finalists: 3, rounds: 3, iters: 7, margin: 0.02 }
+        TuneOptions { warmup: 1, screen_iters: 3, finalists: 3, rounds: 3, iters: 7, margin: 0.02, screen_cutoff: 2.0 }
     }
 }
 
@@ -120,6 +125,12 @@ pub(crate) fn choose(ms: &[f64], margin: f64) -> usize {
     }
 }
 
+/// Whether a candidate whose first timed run took `first_ms` gets no more first-round runs: it took more than
+/// `cutoff` times the fastest first-round median so far. Pure.
+pub(crate) fn screened_out(first_ms: f64, fastest_ms: f64, cutoff: f64) -> bool {
+    first_ms > cutoff * fastest_ms
+}
+
 /// Whether a candidate's failure is one tuning passes over (the kernel cannot run this product on this device now)
 /// rather than one to return.
 fn skippable(e: &Error) -> bool {
@@ -138,9 +149,16 @@ pub fn spmm_tune<T: Scalar>(
     c: &mut DeviceDense<T>,
     opts: &TuneOptions,
 ) -> Result<TunedSpmm> {
-    if !(0.0..1.0).contains(&opts.margin) || opts.screen_iters == 0 || opts.rounds == 0 || opts.iters == 0 {
+    if !(0.0..1.0).contains(&opts.margin)
+        || opts.screen_iters == 0
+        || opts.rounds == 0
+        || opts.iters == 0
+        || opts.screen_cutoff.is_nan()
+        || opts.screen_cutoff < 1.0
+    {
         return Err(Error::Usage(format!(
-            "tuning needs a margin in [0, 1) and at least one timed run per round (got {opts:?})"
+            "tuning needs a margin in [0, 1), a screen cutoff of at least 1 and at least one timed run per round \
+             (got {opts:?})"
         )));
     }
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
@@ -156,14 +174,27 @@ pub fn spmm_tune<T: Scalar>(
             candidates.len() - 1
         }
     };
-    let mut time = |kernel: &SpmmKernel, iters: usize| -> Result<Vec<f64>> {
-        time_op(gpu, opts.warmup, iters, || spmm_kernel(gpu, a, b, c, kernel)).map(|t| t.runs_ms)
+    let mut time_after = |warmup: usize, kernel: &SpmmKernel, iters: usize| -> Result<Vec<f64>> {
+        time_op(gpu, warmup, iters, || spmm_kernel(gpu, a, b, c, kernel)).map(|t| t.runs_ms)
     };
     let mut screened = vec![f64::NAN; candidates.len()];
     let mut skipped = Vec::new();
-    for (i, kernel) in candidates.iter().enumerate() {
-        match time(kernel, opts.screen_iters) {
-            Ok(runs) => screened[i] = median(runs),
+    let mut fastest = f64::INFINITY;
+    // The automatic choice first, so that the cutoff has a time to compare with from the first other candidate.
+    let order = std::iter::once(automatic_at).chain((0..candidates.len()).filter(|&i| i != automatic_at));
+    for i in order {
+        let kernel = &candidates[i];
+        let runs = time_after(opts.warmup, kernel, 1).and_then(|mut runs| {
+            if opts.screen_iters > 1 && !screened_out(runs[0], fastest, opts.screen_cutoff) {
+                runs.extend(time_after(0, kernel, opts.screen_iters - 1)?);
+            }
+            Ok(runs)
+        });
+        match runs {
+            Ok(runs) => {
+                screened[i] = median(runs);
+                fastest = fastest.min(screened[i]);
+            }
             Err(e) if i != automatic_at && skippable(&e) => skipped.push((*kernel, e.to_string())),
             Err(e) => return Err(e),
         }
@@ -172,7 +203,7 @@ pub fn spmm_tune<T: Scalar>(
     let mut runs: Vec<Vec<f64>> = vec![Vec::new(); finalists.len()];
     for _ in 0..opts.rounds {
         for (j, &i) in finalists.iter().enumerate() {
-            runs[j].extend(time(&candidates[i], opts.iters)?);
+            runs[j].extend(time_after(opts.warmup, &candidates[i], opts.iters)?);
         }
     }
     let ms: Vec<f64> = runs.into_iter().map(median).collect();
@@ -217,6 +248,16 @@ mod tests {
         assert_eq!(pick_finalists(&[1.0, 2.0], 1, 5), vec![1, 0]);
         assert_eq!(pick_finalists(&[1.0], 0, 3), vec![0]);
         assert_eq!(pick_finalists(&[f64::NAN, f64::INFINITY], 0, 3), vec![0]);
+    }
+
+    #[test]
+    fn a_candidate_is_screened_out_past_the_cutoff_only() {
+        assert!(!screened_out(2.0, 1.0, 2.0), "exactly twice the fastest is screened in full");
+        assert!(screened_out(2.001, 1.0, 2.0));
+        assert!(!screened_out(0.5, 1.0, 2.0));
+        assert!(!screened_out(1e9, 1.0, f64::INFINITY), "an infinite cutoff screens every candidate in full");
+        assert!(!screened_out(5.0, f64::INFINITY, 2.0), "nothing timed yet: no cutoff");
+        assert!(!screened_out(f64::NAN, 1.0, 2.0));
     }
 
     #[test]
