@@ -584,7 +584,10 @@ fn tuned_kernels_case<T: Scalar>(gpu: &Gpu) {
     ];
     let opts = TuneOptions::default();
     for (i, (what, a, n)) in cases.into_iter().enumerate() {
-        let what = format!("{} {what}, n = {n}", T::DTYPE);
+        // Every other case with the first round's cutoff at any size (by default only from 1 ms per run).
+        let cut = i % 2 == 1;
+        let opts = if cut { TuneOptions { cutoff_from_ms: 0.0, ..opts.clone() } } else { opts.clone() };
+        let what = format!("{} {what}, n = {n}{}", T::DTYPE, if cut { ", screen cutoff" } else { "" });
         let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, &a, n, seed(210 + i as u64));
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         let t = spmm_tune(gpu, &a_dev, &b_dev, &mut c_dev, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -638,6 +641,7 @@ fn tuned_kernels_case<T: Scalar>(gpu: &Gpu) {
         TuneOptions { iters: 0, ..opts.clone() },
         TuneOptions { screen_cutoff: 0.99, ..opts.clone() },
         TuneOptions { screen_cutoff: f64::NAN, ..opts.clone() },
+        TuneOptions { cutoff_from_ms: f64::NAN, ..opts.clone() },
     ] {
         let e = spmm_tune(gpu, &a_dev, &b_dev, &mut c_dev, &bad).unwrap_err();
         assert!(matches!(e, Error::Usage(_)), "{bad:?}: {e}");

@@ -7,9 +7,9 @@
 //! a few runs of each kernel, and [`TunedSpmm::kernel`] is then passed to [`super::spmm_kernel`]. The choice is
 //! returned, not cached: store it with the matrix (`SpmmKernel` prints and parses as its kernel name).
 //!
-//! Two rounds: every candidate is run `warmup` times and timed `screen_iters` times, the automatic choice first; a
-//! candidate whose first timed run takes more than `screen_cutoff` times the fastest median so far is not timed
-//! again in this round. The automatic choice and the `finalists` fastest others are then timed again in `rounds` interleaved rounds of `iters` runs, so that a drift
+//! Two rounds: every candidate is run `warmup` times and timed `screen_iters` times, the automatic choice first;
+//! where that choice takes `cutoff_from_ms` (1 ms) or more, a candidate whose first timed run takes more
+//! than `screen_cutoff` times the fastest median so far is not timed again in this round. The automatic choice and the `finalists` fastest others are then timed again in `rounds` interleaved rounds of `iters` runs, so that a drift
 //! of the clocks during tuning falls on all of them alike. The automatic choice is kept unless a finalist's median is
 //! at least `margin` faster: a choice is not changed for a difference the timing cannot tell apart.
 
@@ -40,15 +40,30 @@ pub struct TuneOptions {
     pub iters: usize,
     /// The share by which a finalist's median must beat the automatic choice's to replace it (0.02: 2% faster).
     pub margin: f64,
-    /// A candidate whose first timed run takes more than this many times the fastest first-round median so far
-    /// (the automatic choice is screened first) gets no more first-round runs: that run ranks it. Infinity screens
-    /// every candidate in full.
+    /// Where the automatic choice's first-round median is at least `cutoff_from_ms`, a candidate whose first timed
+    /// run takes more than this many times the fastest first-round median so far (the automatic choice is screened
+    /// first) gets no more first-round runs: that run ranks it. Infinity screens every candidate in full.
     pub screen_cutoff: f64,
+    /// The automatic choice's first-round median (ms) from which `screen_cutoff` applies (default 1 ms). Below it
+    /// every candidate is screened in one timing call: a second call costs a stream hold of 1-3 ms and a
+    /// synchronization, more than the runs it would save. Measured on the H100 (NOTES.md, "SpMM step 55"): with the
+    /// cutoff at every size, the f32 suite's median tuning time rose from 171 to 307 ms while its longest fell from
+    /// 4.6 to 2.6 s.
+    pub cutoff_from_ms: f64,
 }
 
 impl Default for TuneOptions {
     fn default() -> Self {
-        TuneOptions { warmup: 1, screen_iters: 3, finalists: 3, rounds: 3, iters: 7, margin: 0.02, screen_cutoff: 2.0 }
+        TuneOptions {
+            warmup: 1,
+            screen_iters: 3,
+            finalists: 3,
+            rounds: 3,
+            iters: 7,
+            margin: 0.02,
+            screen_cutoff: 2.0,
+            cutoff_from_ms: 1.0,
+        }
     }
 }
 
@@ -155,6 +170,7 @@ pub fn spmm_tune<T: Scalar>(
         || opts.iters == 0
         || opts.screen_cutoff.is_nan()
         || opts.screen_cutoff < 1.0
+        || opts.cutoff_from_ms.is_nan()
     {
         return Err(Error::Usage(format!(
             "tuning needs a margin in [0, 1), a screen cutoff of at least 1 and at least one timed run per round \
@@ -180,20 +196,26 @@ pub fn spmm_tune<T: Scalar>(
     let mut screened = vec![f64::NAN; candidates.len()];
     let mut skipped = Vec::new();
     let mut fastest = f64::INFINITY;
+    let mut cutoff = false;
     // The automatic choice first, so that the cutoff has a time to compare with from the first other candidate.
     let order = std::iter::once(automatic_at).chain((0..candidates.len()).filter(|&i| i != automatic_at));
     for i in order {
         let kernel = &candidates[i];
-        let runs = time_after(opts.warmup, kernel, 1).and_then(|mut runs| {
-            if opts.screen_iters > 1 && !screened_out(runs[0], fastest, opts.screen_cutoff) {
-                runs.extend(time_after(0, kernel, opts.screen_iters - 1)?);
-            }
-            Ok(runs)
-        });
+        let runs = if cutoff {
+            time_after(opts.warmup, kernel, 1).and_then(|mut runs| {
+                if opts.screen_iters > 1 && !screened_out(runs[0], fastest, opts.screen_cutoff) {
+                    runs.extend(time_after(0, kernel, opts.screen_iters - 1)?);
+                }
+                Ok(runs)
+            })
+        } else {
+            time_after(opts.warmup, kernel, opts.screen_iters)
+        };
         match runs {
             Ok(runs) => {
                 screened[i] = median(runs);
                 fastest = fastest.min(screened[i]);
+                cutoff = cutoff || (i == automatic_at && screened[i] >= opts.cutoff_from_ms);
             }
             Err(e) if i != automatic_at && skippable(&e) => skipped.push((*kernel, e.to_string())),
             Err(e) => return Err(e),
