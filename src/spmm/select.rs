@@ -278,10 +278,11 @@ pub(crate) fn long_rows_half(
 /// that split them.
 pub(crate) const LONG_ROWS_SMALL_C: usize = 1 << 19;
 
-/// f16/bf16 rows uneven enough that the tensor-core windows win in more places ([`super::tensor_core::select_tensor_core_rows`]):
-/// cv 0.8-2.0, as power-law rows have, but neither [`is_skewed`] nor [`has_long_rows`] (those go to the split or to
-/// [`long_rows_half`]). A tile's subwarp walks a row in k = 8 steps of dependent loads, so its longest rows set the
-/// time where C is small; a window walks its k-blocks with every row's entries side by side.
+/// f16/bf16 rows uneven enough that the tensor-core windows win in more places
+/// ([`super::tensor_core::select_tensor_core_rows`]): cv 0.8-2.0, as power-law rows have, but neither [`is_skewed`]
+/// nor [`has_long_rows`] (those go to the split or to [`long_rows_half`]). A tile's subwarp walks a row in k = 8
+/// steps of dependent loads, so its longest rows set the time where C is small; a window walks its k-blocks with
+/// every row's entries side by side.
 pub(crate) fn uneven_rows_half(stats: &RowStats, dtype: DType) -> bool {
     dtype.size() == 2 && (0.8..=2.0).contains(&stats.cv) && !is_skewed(stats) && !has_long_rows(stats)
 }
@@ -1650,8 +1651,8 @@ mod tests {
         assert_eq!(pick(4096, 8192, 832, 573.0, 0.05), thirty_two, "the choice at 896, 64-wide tiles: no guards");
         assert_ne!(pick(4096, 8192, 768, 379.0, 0.05), thirty_two);
         assert_eq!(pick(4096, 8192, 1024, 399.6, 0.0), thirty_two, "step 55: rows of 400 less a fraction");
-        // Step 55's sweep: uniform rows of 400 over k = 16384-32768 in 1024-8192 rows, n = 128-1024, but not n = 128
-        // in fewer than 2048 rows; both sides of each bound.
+        // Step 55's sweep: uniform rows of 400 over k = 16384-32768 in 1024-8192 rows at n = 256-1024, not n = 128;
+        // both sides of each bound.
         for (m, k) in [(1024, 16384), (1024, 32768), (2048, 16384), (2048, 32768), (4096, 32768), (8192, 16384)] {
             for n in [256, 384, 512, 1024] {
                 assert_eq!(pick(m, k, n, 400.3, 0.0), thirty_two, "{m} x {k}, n = {n}");

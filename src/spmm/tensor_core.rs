@@ -413,13 +413,13 @@ pub(crate) fn select_tensor_core_rows(
 /// beat the best tile by 1.13x-1.95x on all 38 such problems per type with at most 2^19 elements of C, and on 16 of
 /// 19 with 2^20 (0.90x-1.71x), against 5 of 12 with 2^21 (0.72x-1.32x), where the tiles keep every SM busy and the
 /// longest row no longer sets the time.
-pub const UNEVEN_SMALL_C: usize = 1 << 20;
+pub(crate) const UNEVEN_SMALL_C: usize = 1 << 20;
 
 /// f16/bf16 on uneven rows ([`select_tensor_core_rows`]): the 64-row windows from this fill where C has at least
 /// 2^20 elements. Measured on the H100 (NOTES.md, "SpMM step 55"; power-law 1024-8192 x 512 at a mean of 37-40,
 /// 7.2-7.8% full, n = 128-1024): against the best tile, 1.29x-1.76x (f16) and 1.41x-1.89x (bf16) on the 10 problems
 /// with 2^20 elements or more; the 16-row windows were faster below that.
-pub const UNEVEN_WIDE_FILL: f64 = 0.07;
+pub(crate) const UNEVEN_WIDE_FILL: f64 = 0.07;
 
 /// f16/bf16: the 64-row windows count C as large (8% full is enough, see [`select_tensor_core`]) at n >= 128
 /// where A's wide k-blocks times n's 64-column slices reach this many, however few the elements of C: 2^15 less

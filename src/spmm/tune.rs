@@ -8,8 +8,9 @@
 //! returned, not cached: store it with the matrix (`SpmmKernel` prints and parses as its kernel name).
 //!
 //! Two rounds: every candidate is run `warmup` times and timed `screen_iters` times, the automatic choice first;
-//! where that choice takes `cutoff_from_ms` (1 ms) or more, a candidate whose first timed run takes more
-//! than `screen_cutoff` times the fastest median so far is not timed again in this round. The automatic choice and the `finalists` fastest others are then timed again in `rounds` interleaved rounds of `iters` runs, so that a drift
+//! where that choice takes `cutoff_from_ms` (1 ms) or more, a candidate whose first timed run takes more than
+//! `screen_cutoff` times the fastest median so far is not timed again in this round. The automatic choice and the
+//! `finalists` fastest others are then timed again in `rounds` interleaved rounds of `iters` runs, so that a drift
 //! of the clocks during tuning falls on all of them alike. The automatic choice is kept unless a finalist's median is
 //! at least `margin` faster: a choice is not changed for a difference the timing cannot tell apart.
 
