@@ -197,26 +197,23 @@ pub fn spmm_tune<T: Scalar>(
     let mut screened = vec![f64::NAN; candidates.len()];
     let mut skipped = Vec::new();
     let mut fastest = f64::INFINITY;
-    let mut cutoff = false;
     // The automatic choice first, so that the cutoff has a time to compare with from the first other candidate.
     let order = std::iter::once(automatic_at).chain((0..candidates.len()).filter(|&i| i != automatic_at));
     for i in order {
         let kernel = &candidates[i];
-        let runs = if cutoff {
-            time_after(opts.warmup, kernel, 1).and_then(|mut runs| {
-                if opts.screen_iters > 1 && !screened_out(runs[0], fastest, opts.screen_cutoff) {
-                    runs.extend(time_after(0, kernel, opts.screen_iters - 1)?);
-                }
-                Ok(runs)
-            })
-        } else {
-            time_after(opts.warmup, kernel, opts.screen_iters)
-        };
+        // With the cutoff (the automatic choice timed, and slow enough: NaN until then), one run decides whether
+        // the rest are taken.
+        let first = if screened[automatic_at] >= opts.cutoff_from_ms { 1 } else { opts.screen_iters };
+        let runs = time_after(opts.warmup, kernel, first).and_then(|mut runs| {
+            if first < opts.screen_iters && !screened_out(runs[0], fastest, opts.screen_cutoff) {
+                runs.extend(time_after(0, kernel, opts.screen_iters - first)?);
+            }
+            Ok(runs)
+        });
         match runs {
             Ok(runs) => {
                 screened[i] = median(runs);
                 fastest = fastest.min(screened[i]);
-                cutoff = cutoff || (i == automatic_at && screened[i] >= opts.cutoff_from_ms);
             }
             Err(e) if i != automatic_at && skippable(&e) => skipped.push((*kernel, e.to_string())),
             Err(e) => return Err(e),
