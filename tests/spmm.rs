@@ -704,9 +704,8 @@ fn automatic_choices_of_step_55_case<T: Scalar>(gpu: &Gpu) {
         // shape), or none: draw again until the rows are of the kind the case is for, whose bounds the unit tests
         // check on both sides.
         let in_range = |a: &CsMat<f32>| {
-            let s = tilesparse::RowStats::from_indptr(a.indptr().raw_storage());
-            let long = s.max > 256 && s.max as f64 > 16.0 * s.mean;
-            let skewed = s.max > 1024 && s.max as f64 > 8.0 * s.mean;
+            let s = RowStats::from_indptr(a.indptr().raw_storage());
+            let (long, skewed) = (split::has_long_rows(&s), split::is_skewed(&s));
             match rows {
                 "uneven" => (0.8..=2.0).contains(&s.cv) && !long && !skewed,
                 "long" => long && !skewed,
