@@ -807,8 +807,8 @@ impl SpmmConfig {
             // 0.929x-1.044x on the fresh shapes), nor from n = 768 (0.955x-1.084x).
             two_row_tile(dtype)
         } else if short_rows(m, k, n, stats) || many_short_even_rows(m, k, n, stats) {
-            // Short rows, at most 200,000 entries, n = 128-512: two rows of 16 threads over 128 columns
-            // ([`short_rows`]).
+            // Short rows, at most 200,000 entries, n = 128-512 ([`short_rows`]), and even rows of 3-10 in 16384-65536
+            // rows at n = 256-1024 ([`many_short_even_rows`]): two rows of 16 threads over 128 columns.
             two_row_tile(dtype)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and rows too
