@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use sprs::{CsMat, CsMatView};
 use tilesparse::cpu::oracle::{self, Summation};
@@ -54,13 +54,19 @@ pub fn seed_note() -> String {
 pub const POISON: f64 = oracle::POISON;
 
 /// The GPU, or None after a visible skip line. With TILESPARSE_REQUIRE_GPU=1 a missing GPU fails the test.
-pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
+///
+/// The GPU comes with this process's GPU turn: libtest runs tests on parallel threads (the README's `cargo test`),
+/// and a GPU test must not share the device with another test's kernels. One exhausts device memory on purpose;
+/// one times device work and bounds the time; the tuner compares timings. CPU-only tests still run in parallel.
+pub fn gpu_or_skip(test: &str) -> Option<TestGpu> {
     let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
     let why = if !KERNELS_BUILT {
         "this build has no kernels (nvcc was missing)".to_string()
     } else {
+        // A test that panicked while it held the turn poisons the lock; the turn is still free to take.
+        let turn = GPU_TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match Gpu::new(0) {
-            Ok(gpu) => return Some(gpu),
+            Ok(gpu) => return Some(TestGpu { gpu, _turn: turn }),
             Err(e) => e.to_string(),
         }
     };
@@ -68,6 +74,23 @@ pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
     // Written to the stderr handle, not with eprintln!, so that the test harness does not capture it.
     let _ = writeln!(std::io::stderr(), "SKIP {test}: {why}");
     None
+}
+
+/// One GPU test at a time in this process ([`gpu_or_skip`]).
+static GPU_TURN: Mutex<()> = Mutex::new(());
+
+/// The GPU handle of one test, holding the process's GPU turn until the test drops it (after the handle: fields
+/// drop in order). It dereferences to [`Gpu`].
+pub struct TestGpu {
+    gpu: Gpu,
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl std::ops::Deref for TestGpu {
+    type Target = Gpu;
+    fn deref(&self) -> &Gpu {
+        &self.gpu
+    }
 }
 
 /// The f64 oracle of C = A * B with its elementwise rounding bounds (`oracle::SpmmReference`), computed once per
