@@ -10,6 +10,7 @@ use half::{bf16, f16};
 use sprs::{CsMat, CsMatView};
 use tilesparse::cpu::oracle;
 use tilesparse::kernels::{compiled_spmm_variants_for, spmm_table};
+use tilesparse::spmm::tensor_core::BlockCounts;
 use tilesparse::spmm::tune::tune_candidates;
 use tilesparse::spmm::{
     block_order, check_config, column_tiles_first, rows_longest_first, split, splits_rows, spmm_bias_relu,
@@ -729,6 +730,58 @@ fn automatic_choices_of_step_55() {
     automatic_choices_of_step_55_case::<f32>(&gpu);
     automatic_choices_of_step_55_case::<f16>(&gpu);
     automatic_choices_of_step_55_case::<bf16>(&gpu);
+}
+
+/// Step 56's choices through `spmm_auto`, against the oracle on a poisoned C (f16 and bf16): skewed power-law rows
+/// whose longest row passes 3072 entries take tiles (a warp per row up to 2^18 entries at n <= 32, the k = 8 tile
+/// past that and at n = 64), those up to 3072 the 16-row windows with 32 columns per warp at n = 64; rows long for
+/// their mean in 1024 rows too; uneven rows in 8192 rows at n = 64 the 16-row windows with 64 columns per warp.
+fn automatic_choices_of_step_56_case<T: Scalar>(gpu: &Gpu) {
+    // (m, k, mean, n, kernel, rows): "skewed+ small" skewed with a longest row past 3072 and at most 2^18 entries,
+    // "skewed+ large" the same past 2^18 entries, "skewed" skewed up to 3072, "long" long for the mean and not
+    // skewed, "uneven" cv 0.8-2.0 and neither, with the 64-row windows under 8% full (else step 42's rule applies).
+    let cases: &[(usize, usize, f64, usize, &str, &str)] = &[
+        (2048, 16384, 85.0, 16, "{t}_s1d1_y1k32x32w32_u4_pred", "skewed+ small"),
+        (4096, 32768, 80.0, 32, "{t}_s1d4_y4k8x32w8_u4_pred", "skewed+ large"),
+        (4096, 32768, 80.0, 64, "{t}_s1d8_y4k8x64w8_u4_nopred", "skewed+ large"),
+        (2048, 2048, 40.0, 64, "tc_{t}_n4", "skewed"),
+        (1024, 8192, 12.0, 64, "tc_{t}_n4", "long"),
+        (8192, 512, 39.0, 64, "tc_{t}_n8", "uneven"),
+    ];
+    for (i, &(m, k, mean, n, expect, rows)) in cases.iter().enumerate() {
+        // The power-law generator draws rows of each kind with some probability (1 in 3 for the first shape): draw
+        // until the rows are of the kind the case is for, whose bounds the unit tests check on both sides.
+        let in_range = |a: &CsMat<f32>| {
+            let s = RowStats::from_indptr(a.indptr().raw_storage());
+            let (long, skewed) = (split::has_long_rows(&s), split::is_skewed(&s));
+            let wide_fill = || {
+                let counts = BlockCounts::of(k, a.indptr().raw_storage(), a.indices());
+                a.nnz() as f64 / (counts.wide * 64 * 16) as f64
+            };
+            match rows {
+                "skewed+ small" => skewed && s.max > 3072 && a.nnz() <= 1 << 18,
+                "skewed+ large" => skewed && s.max > 3072 && a.nnz() > 1 << 18,
+                "skewed" => skewed && s.max <= 3072,
+                "long" => long && !skewed,
+                _ => (0.8..=2.0).contains(&s.cv) && !long && !skewed && wide_fill() < 0.08,
+            }
+        };
+        let a = (0..60)
+            .map(|t| gen::by_name("powerlaw", m, k, mean / k as f64, seed(300 + 100 * i as u64 + t)).unwrap())
+            .find(in_range)
+            .unwrap_or_else(|| panic!("powerlaw {m} x {k}: no draw in the rule's range in 60 ({})", seed_note()));
+        let what = format!("{} powerlaw {m} x {k}, mean {mean}, {rows} rows, n = {n} ({})", T::DTYPE, seed_note());
+        let used = check_auto::<T>(gpu, &what, &a, n, seed(290 + i as u64)).to_string();
+        let expect = format!("spmm_{}", expect.replace("{t}", T::DTYPE.name()));
+        assert!(used.starts_with(&expect), "{what}: {used}, not {expect}");
+    }
+}
+
+#[test]
+fn automatic_choices_of_step_56() {
+    let Some(gpu) = gpu_or_skip("automatic_choices_of_step_56") else { return };
+    automatic_choices_of_step_56_case::<f16>(&gpu);
+    automatic_choices_of_step_56_case::<bf16>(&gpu);
 }
 
 /// An A that stores Inf or NaN keeps `spmm_auto` off the tensor cores, whose warps would redo every tile it reaches

@@ -316,7 +316,16 @@ impl SpmmKernel {
         }
         let tc = tensor_core_blocks.and_then(|counts| {
             let uneven = select::uneven_rows_half(stats, dtype);
-            tensor_core::select_tensor_core_rows(dtype, m, n, nnz, counts, wgmma, uneven).map(|c| (c, counts))
+            let c = tensor_core::select_tensor_core_rows(dtype, m, n, nnz, counts, wgmma, uneven)?;
+            if c.is_wide() {
+                return Some((c, counts));
+            }
+            // The 16-row windows: not on rows too skewed for them, fewer columns per warp on rows long for the mean.
+            if select::too_skewed_for_windows(stats, dtype) {
+                return None;
+            }
+            let tiles_n = select::long_rows_window_tiles_n(m, n, stats, c.tiles_n);
+            Some((TensorCoreConfig { tiles_n, ..c }, counts))
         });
         match tc {
             // The 64-row windows only at n = 32 (`select::THIN_MANY_ROWS_FILL`).
@@ -829,7 +838,7 @@ mod tests {
             assert_eq!(pick(4096, 512, 40.0, 727, 512, dtype), wide);
             assert_eq!(pick(8192, 512, 40.0, 739, 512, dtype), format!("spmm_tc_{t}_w64_n16"));
         }
-        // The bounds, on made-up counts: cv 0.8-2.0, n = 128-1024, C up to 2^20; the wide windows from 7% and 2^20.
+        // The bounds, on made-up counts: cv 0.8-2.0, n = 64-1024, C up to 2^20; the wide windows from 7% and 2^20.
         let counts = |fill: f64, m: usize| {
             let wide = m / 64 * 40;
             tensor_core::BlockCounts { narrow: wide * 3, wide: (wide as f64 * 0.075 / fill) as usize }
@@ -849,13 +858,53 @@ mod tests {
         assert_eq!(kind(4096, 256, 0.79, 0.03), "tile");
         assert_eq!(kind(4096, 256, 2.01, 0.03), "tile");
         assert_eq!(kind(8192, 256, 1.0, 0.03), "tile");
-        assert_eq!(kind(16384, 64, 1.0, 0.03), "tile", "n = 64: not measured");
+        assert_eq!(kind(16384, 64, 1.0, 0.03), "narrow", "n = 64 since step 56");
+        assert_eq!(kind(32768, 64, 1.0, 0.03), "tile", "2^21 elements");
+        assert_eq!(kind(16384, 56, 1.0, 0.03), "tile", "n below 64: not measured");
         assert_eq!(kind(1024, 1032, 1.0, 0.03), "tile", "n past 1024");
         assert_eq!(kind(4096, 256, 1.0, 0.072), "wide");
         assert_eq!(kind(8192, 512, 1.0, 0.072), "wide");
         assert_eq!(kind(8192, 512, 1.0, 0.068), "tile");
         assert_eq!(kind(8192, 512, 0.5, 0.072), "tile");
         assert_eq!(kind(2048, 256, 1.0, 0.072), "narrow", "2^19 elements: the narrow windows");
+        assert_eq!(kind(16384, 64, 1.0, 0.072), "narrow", "the wide windows from n = 128 only (step 56)");
+        assert_eq!(kind(8192, 128, 1.0, 0.072), "wide");
+    }
+
+    #[test]
+    fn wide_windows_take_128_columns_per_block_only_past_n_64() {
+        // Step 56: at n <= 64 a block of 128 columns leaves half its warps without columns.
+        let counts = tensor_core::BlockCounts { narrow: 120_000, wide: 32768 / 64 * 32 };
+        let nnz = counts.wide * 64 * 16 * 3 / 10; // 30% full
+        for (n, tiles_n) in [(8, 8), (32, 8), (64, 8), (128, 16), (256, 16)] {
+            let c = tensor_core::select_tensor_core(DType::F16, 32768, n, nnz, counts).unwrap();
+            assert!(c.is_wide(), "n = {n}: {c}");
+            assert_eq!(c.tiles_n, tiles_n, "n = {n}: {c}");
+        }
+    }
+
+    #[test]
+    fn half_skewed_rows_keep_the_windows_up_to_3072_entries_per_row() {
+        // Step 56 on the generator's power-law matrices: skewed rows whose longest passes 3072 entries leave the
+        // 16-row windows (4096 x 32768, longest 28544: 113.9 -> 24.2 us at n = 64 in f16); a longest row of 1856
+        // keeps them, with 32 columns per warp at n = 64 and 128.
+        let pick = |m, k, mean: f64, seed, n, dtype| {
+            let a = crate::gen::by_name("powerlaw", m, k, mean / k as f64, seed).unwrap();
+            let (indptr, indices) = (a.indptr().raw_storage().to_vec(), a.indices().to_vec());
+            let stats = crate::csr::RowStats::from_indptr(&indptr);
+            assert!(split::is_skewed(&stats), "{m} x {k}: {stats:?}");
+            let counts = Some(tensor_core::BlockCounts::of(k, &indptr, &indices));
+            (stats.max, SpmmKernel::select(m, k, n, a.nnz(), &stats, dtype, counts).to_string())
+        };
+        for (dtype, t) in [(DType::F16, "f16"), (DType::Bf16, "bf16")] {
+            for n in [8, 32, 64, 128] {
+                let (max, used) = pick(4096, 32768, 40.0, 736, n, dtype);
+                assert!(max > select::SKEWED_WINDOW_MAX && !used.contains("_tc_"), "n = {n}: {used}");
+                let (max, used) = pick(2048, 2048, 40.0, 718, n, dtype);
+                assert!(max <= select::SKEWED_WINDOW_MAX, "{max}");
+                assert_eq!(used, format!("spmm_tc_{t}_n4"), "n = {n}");
+            }
+        }
     }
 
     #[test]

@@ -256,7 +256,7 @@ pub(crate) fn long_rows_half(
         || (n <= 128 && m <= 16384)
         || (n <= 1024 && m.saturating_mul(n) <= LONG_ROWS_SMALL_C);
     if windows {
-        let tiles_n = if n <= 32 { 4 } else { 8 };
+        let tiles_n = long_rows_window_tiles_n(m, n, stats, if n <= 32 { 4 } else { 8 });
         return tensor_cores.then_some(super::SpmmKernel::TensorCore(TensorCoreConfig {
             dtype,
             window: WINDOW as u32,
@@ -285,6 +285,41 @@ pub(crate) const LONG_ROWS_SMALL_C: usize = 1 << 19;
 /// every row's entries side by side.
 pub(crate) fn uneven_rows_half(stats: &RowStats, dtype: DType) -> bool {
     dtype.size() == 2 && (0.8..=2.0).contains(&stats.cv) && !is_skewed(stats) && !has_long_rows(stats)
+}
+
+/// f16/bf16 skewed rows ([`is_skewed`]) whose longest row holds more than this many entries take no 16-row
+/// tensor-core windows: the warp of the longest row's window walks its k-blocks, at least one per 16 of its
+/// entries, while the tiles split the row into pieces. Measured on the H100 (NOTES.md, "SpMM step 56"; every
+/// variant, f16 and bf16, 32 skewed power-law matrices of 1024-8192 rows, longest rows 1172-28544, n = 8-128): the
+/// windows' time grew with the longest row, 8-12 us at 1172-2157 entries (the windows the fastest kernel, or within
+/// 3%), 15-19 us at 3855-5925 and 61-70 us at 25385-28544, while the best tile took 12-24 us throughout.
+pub(crate) const SKEWED_WINDOW_MAX: usize = 3072;
+
+/// [`SpmmConfig::select_half`] on rows [`too_skewed_for_windows`] at n <= 32: a warp per row up to this many entries.
+const SKEWED_WARP_PER_ROW_NNZ: f64 = (1 << 18) as f64;
+
+/// Whether f16/bf16 rows are too skewed for the 16-row windows ([`SKEWED_WINDOW_MAX`]).
+pub(crate) fn too_skewed_for_windows(stats: &RowStats, dtype: DType) -> bool {
+    dtype.size() == 2 && is_skewed(stats) && stats.max > SKEWED_WINDOW_MAX
+}
+
+/// The warps per 16-row window (`tiles_n`: 4 for 32 columns per warp, 8 for 64) on f16/bf16 rows long for their
+/// mean ([`is_skewed`] or [`has_long_rows`]) at n = 33-128: 32 columns where the 64-column warps would number at
+/// most 128, or at most 256 where the longest row holds 1024 entries or more; else `tiles_n`. The longest row's
+/// warp walks all its window's k-blocks, so halving its columns halves the critical path, at the cost of loading
+/// A twice. Measured on the H100 (NOTES.md, "SpMM step 56"; every variant, both types): at n = 64, power-law rows
+/// with longest rows of 266-930 in 1024 rows, 32 columns per warp ran 1.05x-1.18x faster than 64; skewed rows with
+/// longest rows of 1202-2157 in 1024-4096 rows at n = 64 and in 1024-2048 rows at n = 128, 1.03x-1.43x; in 4096 rows
+/// of longest rows of 363-909, 64 columns were up to 1.15x faster.
+pub(crate) fn long_rows_window_tiles_n(m: usize, n: usize, stats: &RowStats, tiles_n: u32) -> u32 {
+    use super::tensor_core::WINDOW;
+    let warps_at_64 = m.div_ceil(WINDOW) * n.div_ceil(64);
+    let long = is_skewed(stats) || has_long_rows(stats);
+    if long && (33..=128).contains(&n) && (warps_at_64 <= 128 || (stats.max >= 1024 && warps_at_64 <= 256)) {
+        4
+    } else {
+        tiles_n
+    }
 }
 
 /// f16/bf16: the tile that replaces the 16-row tensor-core windows (which [`super::tensor_core::select_tensor_core`]
@@ -887,7 +922,19 @@ impl SpmmConfig {
     fn select_half(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
         let mean = stats.mean;
         let dv = widest_dividing(n, &[1, 2, 4, 8]);
-        if dv == 8 && n > 32 && is_skewed(stats) {
+        if dv == 8 && n <= 32 && is_skewed(stats) && stats.max > SKEWED_WINDOW_MAX {
+            // Skewed rows too long for the 16-row windows ([`too_skewed_for_windows`]) at n = 8-32: up to 2^18
+            // entries Sputnik's warp per row in scalars (compiled with predicates only), past that the k = 8 tile
+            // over 32 columns; both walk the row split's pieces. On 39 skewed power-law matrices with longest rows
+            // of 3419-28544 (NOTES.md, "SpMM step 56"), each within 1-6% of the best tile on geometric mean at n =
+            // 8, 16 and 32 (22 with at most 2^18 entries, 17 with more); the warp per row ran up to 1.4x slower
+            // than the k = 8 tile on the larger ones.
+            if stats.mean * m as f64 <= SKEWED_WARP_PER_ROW_NNZ {
+                tile(dtype, 1, 1, 1, 32, 32, 32, true)
+            } else {
+                k8_tile(dtype, 4, true)
+            }
+        } else if dv == 8 && n > 32 && is_skewed(stats) {
             // Split rows (spmm::split), n past one 32-wide tile: email-Enron n = 128, 24.4 us (f16) and 25.6 us
             // (bf16) vs 43.1 / 50.1 us with Sputnik's tile (NOTES.md, "SpMM step 4").
             tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
@@ -1044,6 +1091,55 @@ mod tests {
             assert!(windows(1024, 512) && windows(2048, 256) && windows(512, 1024));
             assert!(!windows(1024, 1024) && !windows(4096, 256) && !windows(256, 1032));
         }
+    }
+
+    #[test]
+    fn skewed_half_rows_past_3072_leave_the_windows_for_tiles() {
+        // Step 56: skewed rows (longest past 1024 and eight times the mean) whose longest row holds more than 3072
+        // entries take no 16-row windows; at n <= 32 a warp per row up to 2^18 entries, the k = 8 tile past that.
+        let skewed = |max: usize, mean: f64| RowStats { min: 0, max, mean, cv: 2.5, empty_rows: 0 };
+        for dtype in [DType::F16, DType::Bf16] {
+            assert!(too_skewed_for_windows(&skewed(3073, 40.0), dtype));
+            assert!(!too_skewed_for_windows(&skewed(3072, 40.0), dtype));
+            assert!(!too_skewed_for_windows(&skewed(3073, 400.0), dtype), "not skewed: 3073 < 8 * 400");
+            let warp_per_row = tile(dtype, 1, 1, 1, 32, 32, 32, true);
+            let k8 = k8_tile(dtype, 4, true);
+            for n in [8, 16, 32] {
+                // 4096 rows of 64: 2^18 entries exactly; of 64.1: past it.
+                assert_eq!(SpmmConfig::select_with_stats(4096, 16384, n, &skewed(5000, 64.0), dtype), warp_per_row);
+                assert_eq!(SpmmConfig::select_with_stats(4096, 16384, n, &skewed(5000, 64.1), dtype), k8);
+            }
+            // n = 64: the skewed rows' 64-column k = 8 tile, as before.
+            let c = SpmmConfig::select_with_stats(4096, 16384, 64, &skewed(5000, 64.0), dtype);
+            assert_eq!(c, tile(dtype, 1, 8, 4, 8, 64, 8, false));
+        }
+        assert!(!too_skewed_for_windows(&skewed(30000, 40.0), DType::F32), "f16 and bf16 only");
+    }
+
+    #[test]
+    fn rows_long_for_their_mean_take_32_columns_per_window_warp() {
+        // Step 56: 32 columns per warp of a 16-row window (tiles_n 4) at n = 33-128 where the 64-column warps
+        // would number at most 128, or 256 where the longest row holds 1024 entries or more.
+        let long = RowStats { min: 0, max: 700, mean: 12.0, cv: 1.4, empty_rows: 0 };
+        let skewed = RowStats { min: 0, max: 2000, mean: 40.0, cv: 1.5, empty_rows: 0 };
+        let even = RowStats { min: 0, max: 60, mean: 40.0, cv: 0.3, empty_rows: 0 };
+        assert_eq!(long_rows_window_tiles_n(2048, 64, &long, 8), 4, "128 warps");
+        assert_eq!(long_rows_window_tiles_n(2049, 64, &long, 8), 8);
+        assert_eq!(long_rows_window_tiles_n(1024, 128, &long, 8), 4);
+        assert_eq!(long_rows_window_tiles_n(1025, 128, &long, 8), 8);
+        assert_eq!(long_rows_window_tiles_n(4096, 64, &skewed, 8), 4, "256 warps, longest 2000");
+        assert_eq!(long_rows_window_tiles_n(4097, 64, &skewed, 8), 8);
+        assert_eq!(long_rows_window_tiles_n(2048, 128, &skewed, 8), 4);
+        assert_eq!(long_rows_window_tiles_n(4096, 64, &RowStats { max: 1023, ..skewed }, 8), 8);
+        assert_eq!(long_rows_window_tiles_n(1024, 64, &even, 8), 8, "rows not long for their mean");
+        assert_eq!(long_rows_window_tiles_n(512, 136, &long, 8), 8, "n past 128");
+        assert_eq!(long_rows_window_tiles_n(512, 32, &long, 4), 4);
+        // long_rows_half's windows take it: 1024 rows at n = 64.
+        let windows = |m, n| match long_rows_half(m, n, &long, DType::F16, true) {
+            Some(super::super::SpmmKernel::TensorCore(c)) => c.tiles_n,
+            other => panic!("{m} x n = {n}: {other:?}"),
+        };
+        assert_eq!((windows(1024, 64), windows(4096, 64), windows(1024, 128), windows(2048, 128)), (4, 8, 4, 8));
     }
 
     #[test]

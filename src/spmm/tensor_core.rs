@@ -342,8 +342,8 @@ pub fn select_tensor_core_with(
 /// [`select_tensor_core_with`] knowing whether A's rows are uneven in the sense of
 /// [`crate::spmm::select::uneven_rows_half`] (f16/bf16 power-law rows, neither skewed nor long for their mean).
 /// Such rows keep a tile's subwarps waiting on their longest rows, and the windows take them in more places
-/// (NOTES.md, "SpMM step 55"): the 16-row windows where C has at most 2^20 elements at n = 128-1024 (not only
-/// below 2^19), and the 64-row windows from 7% full where C has at least 2^20 elements (not 8%).
+/// (NOTES.md, "SpMM step 55"): the 16-row windows where C has at most 2^20 elements at n = 64-1024 (not only
+/// below 2^19; n = 64 since step 56), and the 64-row windows from 7% full where C has at least 2^20 elements (not 8%).
 pub(crate) fn select_tensor_core_rows(
     dtype: DType,
     m: usize,
@@ -377,16 +377,17 @@ pub(crate) fn select_tensor_core_rows(
     };
     let pairs = counts.wide.saturating_mul(n.div_ceil(64));
     let large = n >= 256 || m.saturating_mul(n) >= 1 << 19 || (n >= 128 && pairs >= HALF_WIDE_PAIRS);
-    let uneven_wide = uneven && wide_fill >= UNEVEN_WIDE_FILL && m.saturating_mul(n) >= 1 << 20;
+    // From n = 128, where step 55 measured it (at n = 64 the 16-row windows won, NOTES.md "SpMM step 56").
+    let uneven_wide = uneven && n >= 128 && wide_fill >= UNEVEN_WIDE_FILL && m.saturating_mul(n) >= 1 << 20;
     if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large) || uneven_wide) && launch(64) >= 128 {
         // 128 columns per block where that makes 256 blocks, unless only the split into ranges makes them there
         // while 64 columns per block need none and keep three quarters of their waves busy (see the function's
-        // documentation).
+        // documentation). Never at n <= 64, where a block of 128 columns leaves half its warps without columns.
         let grid = |columns: usize| wide_windows * n.div_ceil(columns);
         let unsplit_at_64 = grid(128) < SPLIT_BELOW_BLOCKS
             && grid(64) >= SPLIT_BELOW_BLOCKS
             && keeps_its_waves_busy(grid(64), SPLIT_BELOW_BLOCKS);
-        let tiles_n = if launch(128) >= 256 && !unsplit_at_64 { 16 } else { 8 };
+        let tiles_n = if n > 64 && launch(128) >= 256 && !unsplit_at_64 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
     if m < 1024 && n >= 512 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
@@ -397,7 +398,7 @@ pub(crate) fn select_tensor_core_rows(
     }
     let fill = counts.narrow_fill(nnz);
     let small =
-        m.saturating_mul(n) < 1 << 19 || (uneven && (128..=1024).contains(&n) && m.saturating_mul(n) <= UNEVEN_SMALL_C);
+        m.saturating_mul(n) < 1 << 19 || (uneven && (64..=1024).contains(&n) && m.saturating_mul(n) <= UNEVEN_SMALL_C);
     let thin = n <= 32 && fill >= 0.08;
     if fill < min_fill && !small && !thin {
         return None;
@@ -407,12 +408,13 @@ pub(crate) fn select_tensor_core_rows(
     Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n })
 }
 
-/// f16/bf16 on uneven rows ([`select_tensor_core_rows`]): the 16-row windows at n = 128-1024 where C has at most
+/// f16/bf16 on uneven rows ([`select_tensor_core_rows`]): the 16-row windows at n = 64-1024 where C has at most
 /// this many elements, whatever their fill. Measured on the H100 (NOTES.md, "SpMM step 55"; every variant, f16 and
 /// bf16, power-law 1024-8192 x 512-32768 at means of 4-40, cv 0.8-1.7, n = 128-1024): the windows (5.5-10% full)
 /// beat the best tile by 1.13x-1.95x on all 38 such problems per type with at most 2^19 elements of C, and on 16 of
 /// 19 with 2^20 (0.90x-1.71x), against 5 of 12 with 2^21 (0.72x-1.32x), where the tiles keep every SM busy and the
-/// longest row no longer sets the time.
+/// longest row no longer sets the time. n = 64 since step 56: power-law rows of 39 over k = 512 in 6000-16384 rows
+/// (C of 2^18.6-2^20 elements), 1.59x-2.43x faster than the tile chosen before, in both types.
 pub(crate) const UNEVEN_SMALL_C: usize = 1 << 20;
 
 /// f16/bf16 on uneven rows ([`select_tensor_core_rows`]): the 64-row windows from this fill where C has at least
