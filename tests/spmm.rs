@@ -702,8 +702,8 @@ fn automatic_choices_of_step_55_case<T: Scalar>(gpu: &Gpu) {
     };
     for (i, &(generator, m, k, mean, n, expect, rows)) in cases.iter().enumerate() {
         // The power-law generator's tail draws a row long for the mean now and then (1 draw in 8 for the first
-        // shape), or none: draw again until the rows are of the kind the case is for, whose bounds the unit tests
-        // check on both sides.
+        // shape), or none: the rows must be of the kind the case is for, whose bounds the unit tests check on both
+        // sides.
         let in_range = |a: &CsMat<f32>| {
             let s = RowStats::from_indptr(a.indptr().raw_storage());
             let (long, skewed) = (split::has_long_rows(&s), split::is_skewed(&s));
@@ -713,15 +713,43 @@ fn automatic_choices_of_step_55_case<T: Scalar>(gpu: &Gpu) {
                 _ => true,
             }
         };
-        let a = (0..20)
-            .map(|t| gen::by_name(generator, m, k, mean / k as f64, seed(270 + 10 * i as u64 + t)).unwrap())
-            .find(in_range)
-            .unwrap_or_else(|| panic!("{generator} {m} x {k}: no draw in the rule's range in 20 ({})", seed_note()));
-        let what = format!("{} {generator} {m} x {k}, mean {mean}, {rows} rows, n = {n} ({})", T::DTYPE, seed_note());
-        let used = check_auto::<T>(gpu, &what, &a, n, seed(280 + i as u64)).to_string();
-        let expect = format!("spmm_{}", expect.replace("{t}", T::DTYPE.name()));
-        assert!(used.starts_with(&expect), "{what}: {used}, not {expect}");
+        let draw = Draw { generator, m, k, mean, rows, draws: 20, seeds: 270 + 10 * i as u64 };
+        check_auto_on_a_draw::<T>(gpu, &draw, in_range, n, expect, seed(280 + i as u64));
     }
+}
+
+/// Matrices drawn by [`check_auto_on_a_draw`]: `generator`'s m x k at `mean` entries a row, seeds from `seeds`, up
+/// to `draws` times, until the rows are of the kind `rows` names.
+struct Draw<'a> {
+    generator: &'a str,
+    m: usize,
+    k: usize,
+    mean: f64,
+    rows: &'a str,
+    draws: u64,
+    seeds: u64,
+}
+
+/// Draws A until `in_range` holds (the generators draw rows of each kind with some probability), runs `spmm_auto`
+/// on it at width n against the oracle on a poisoned C, and asserts that the kernel's name starts with `spmm_` and
+/// `expect` ("{t}" standing for T's name).
+fn check_auto_on_a_draw<T: Scalar>(
+    gpu: &Gpu,
+    d: &Draw,
+    in_range: impl Fn(&CsMat<f32>) -> bool,
+    n: usize,
+    expect: &str,
+    b_seed: u64,
+) {
+    let (generator, m, k, mean, rows) = (d.generator, d.m, d.k, d.mean, d.rows);
+    let a = (0..d.draws)
+        .map(|t| gen::by_name(generator, m, k, mean / k as f64, seed(d.seeds + t)).unwrap())
+        .find(|a| in_range(a))
+        .unwrap_or_else(|| panic!("{generator} {m} x {k}: no {rows} rows in {} draws ({})", d.draws, seed_note()));
+    let what = format!("{} {generator} {m} x {k}, mean {mean}, {rows} rows, n = {n} ({})", T::DTYPE, seed_note());
+    let used = check_auto::<T>(gpu, &what, &a, n, b_seed).to_string();
+    let expect = format!("spmm_{}", expect.replace("{t}", T::DTYPE.name()));
+    assert!(used.starts_with(&expect), "{what}: {used}, not {expect}");
 }
 
 #[test]
@@ -749,8 +777,7 @@ fn automatic_choices_of_step_56_case<T: Scalar>(gpu: &Gpu) {
         (8192, 512, 39.0, 64, "tc_{t}_n8", "uneven"),
     ];
     for (i, &(m, k, mean, n, expect, rows)) in cases.iter().enumerate() {
-        // The power-law generator draws rows of each kind with some probability (1 in 3 for the first shape): draw
-        // until the rows are of the kind the case is for, whose bounds the unit tests check on both sides.
+        // Rows of each kind come 1 draw in 3 or more (the first shape); the unit tests check the bounds on both sides.
         let in_range = |a: &CsMat<f32>| {
             let s = RowStats::from_indptr(a.indptr().raw_storage());
             let (long, skewed) = (split::has_long_rows(&s), split::is_skewed(&s));
@@ -766,14 +793,8 @@ fn automatic_choices_of_step_56_case<T: Scalar>(gpu: &Gpu) {
                 _ => (0.8..=2.0).contains(&s.cv) && !long && !skewed && wide_fill() < 0.08,
             }
         };
-        let a = (0..60)
-            .map(|t| gen::by_name("powerlaw", m, k, mean / k as f64, seed(300 + 100 * i as u64 + t)).unwrap())
-            .find(in_range)
-            .unwrap_or_else(|| panic!("powerlaw {m} x {k}: no draw in the rule's range in 60 ({})", seed_note()));
-        let what = format!("{} powerlaw {m} x {k}, mean {mean}, {rows} rows, n = {n} ({})", T::DTYPE, seed_note());
-        let used = check_auto::<T>(gpu, &what, &a, n, seed(290 + i as u64)).to_string();
-        let expect = format!("spmm_{}", expect.replace("{t}", T::DTYPE.name()));
-        assert!(used.starts_with(&expect), "{what}: {used}, not {expect}");
+        let draw = Draw { generator: "powerlaw", m, k, mean, rows, draws: 60, seeds: 300 + 100 * i as u64 };
+        check_auto_on_a_draw::<T>(gpu, &draw, in_range, n, expect, seed(290 + i as u64));
     }
 }
 

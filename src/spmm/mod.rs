@@ -811,17 +811,29 @@ mod tests {
         assert!(select::long_rows_half(8192, 128, &short, DType::F16, true).is_none());
     }
 
+    /// The generator's power-law m x k at `mean` entries a row (seed `seed`): its row statistics, and the kernel
+    /// [`SpmmKernel::select`] takes for it at width n.
+    fn powerlaw_choice(
+        m: usize,
+        k: usize,
+        mean: f64,
+        seed: u64,
+        n: usize,
+        dtype: DType,
+    ) -> (crate::csr::RowStats, String) {
+        let a = crate::gen::by_name("powerlaw", m, k, mean / k as f64, seed).unwrap();
+        let indptr = a.indptr();
+        let stats = crate::csr::RowStats::from_indptr(indptr.raw_storage());
+        let counts = Some(tensor_core::BlockCounts::of(k, indptr.raw_storage(), a.indices()));
+        let used = SpmmKernel::select(m, k, n, a.nnz(), &stats, dtype, counts).to_string();
+        (stats, used)
+    }
+
     #[test]
     fn half_types_on_uneven_rows_take_the_windows_where_c_is_small() {
         // Step 55's sweep (power-law rows, the generator's own matrices): the 16-row windows where C has at most 2^20
         // elements (2^19 on rows long for their mean), the 64-row ones from 7% full where it has 2^20 or more.
-        let pick = |m, k, mean: f64, seed, n, dtype| {
-            let a = crate::gen::by_name("powerlaw", m, k, mean / k as f64, seed).unwrap();
-            let (indptr, indices) = (a.indptr().raw_storage().to_vec(), a.indices().to_vec());
-            let stats = crate::csr::RowStats::from_indptr(&indptr);
-            let counts = Some(tensor_core::BlockCounts::of(k, &indptr, &indices));
-            SpmmKernel::select(m, k, n, a.nnz(), &stats, dtype, counts).to_string()
-        };
+        let pick = |m, k, mean, seed, n, dtype| powerlaw_choice(m, k, mean, seed, n, dtype).1;
         for (dtype, t) in [(DType::F16, "f16"), (DType::Bf16, "bf16")] {
             let (narrow, wide) = (format!("spmm_tc_{t}_n8"), format!("spmm_tc_{t}_w64_n8"));
             let k8 = format!("spmm_{t}_s1d8_y4k8x64w8_u4_nopred");
@@ -888,13 +900,10 @@ mod tests {
         // Step 56 on the generator's power-law matrices: skewed rows whose longest passes 3072 entries leave the
         // 16-row windows (4096 x 32768, longest 28544: 113.9 -> 24.2 us at n = 64 in f16); a longest row of 1856
         // keeps them, with 32 columns per warp at n = 64 and 128.
-        let pick = |m, k, mean: f64, seed, n, dtype| {
-            let a = crate::gen::by_name("powerlaw", m, k, mean / k as f64, seed).unwrap();
-            let (indptr, indices) = (a.indptr().raw_storage().to_vec(), a.indices().to_vec());
-            let stats = crate::csr::RowStats::from_indptr(&indptr);
+        let pick = |m, k, mean, seed, n, dtype| {
+            let (stats, used) = powerlaw_choice(m, k, mean, seed, n, dtype);
             assert!(split::is_skewed(&stats), "{m} x {k}: {stats:?}");
-            let counts = Some(tensor_core::BlockCounts::of(k, &indptr, &indices));
-            (stats.max, SpmmKernel::select(m, k, n, a.nnz(), &stats, dtype, counts).to_string())
+            (stats.max, used)
         };
         for (dtype, t) in [(DType::F16, "f16"), (DType::Bf16, "bf16")] {
             for n in [8, 32, 64, 128] {

@@ -310,7 +310,8 @@ pub(crate) fn too_skewed_for_windows(stats: &RowStats, dtype: DType) -> bool {
 /// A twice. Measured on the H100 (NOTES.md, "SpMM step 56"; every variant, both types): at n = 64, power-law rows
 /// with longest rows of 266-930 in 1024 rows, 32 columns per warp ran 1.05x-1.18x faster than 64; skewed rows with
 /// longest rows of 1202-2157 in 1024-4096 rows at n = 64 and in 1024-2048 rows at n = 128, 1.03x-1.43x; in 4096 rows
-/// of longest rows of 363-909, 64 columns were up to 1.15x faster.
+/// of longest rows of 363-909, 64 columns were up to 1.15x faster. Measured at n = 64 and 128; n = 33-128 by the same
+/// mechanism.
 pub(crate) fn long_rows_window_tiles_n(m: usize, n: usize, stats: &RowStats, tiles_n: u32) -> u32 {
     use super::tensor_core::WINDOW;
     let warps_at_64 = m.div_ceil(WINDOW) * n.div_ceil(64);
@@ -922,7 +923,7 @@ impl SpmmConfig {
     fn select_half(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
         let mean = stats.mean;
         let dv = widest_dividing(n, &[1, 2, 4, 8]);
-        if dv == 8 && n <= 32 && is_skewed(stats) && stats.max > SKEWED_WINDOW_MAX {
+        if dv == 8 && n <= 32 && too_skewed_for_windows(stats, dtype) {
             // Skewed rows too long for the 16-row windows ([`too_skewed_for_windows`]) at n = 8-32: up to 2^18
             // entries Sputnik's warp per row in scalars (compiled with predicates only), past that the k = 8 tile
             // over 32 columns; both walk the row split's pieces. On 39 skewed power-law matrices with longest rows
