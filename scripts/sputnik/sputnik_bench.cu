@@ -310,24 +310,20 @@ static std::string stem(const std::string& path) {
 // values, B and C, fp32 accumulation, 16-bit column indices, rows of even length).
 template <typename T> struct Ty;
 template <> struct Ty<float> {
-  typedef float Value;
-  typedef int Index;
   static constexpr cudaDataType_t kCuda = CUDA_R_32F;
   static constexpr double kOut = 0;  // no rounding of the output past the accumulator's
   static float from(float x) { return x; }
   static float to(float x) { return x; }
   static const char* name() { return "f32"; }
-  static uint8_t poison() { return 0xff; }
+  static uint8_t poison() { return 0xff; }  // all-ones: a NaN
 };
 template <> struct Ty<__half> {
-  typedef half2 Value;
-  typedef short2 Index;
   static constexpr cudaDataType_t kCuda = CUDA_R_16F;
   static constexpr double kOut = 1.0 / 2048;  // rounding of C to f16
   static __half from(float x) { return __float2half_rn(x); }
   static float to(__half x) { return __half2float(x); }
   static const char* name() { return "f16"; }
-  static uint8_t poison() { return 0xff; }
+  static uint8_t poison() { return 0xff; }  // all-ones: a NaN
 };
 
 static cudaError_t sputnik_spmm(int m, int k, int n, int nnz, const int* swz, const float* v, const int* off,
