@@ -1172,6 +1172,55 @@ fn every_variant_walks_rows_of_every_length() {
     }
 }
 
+/// The f16/bf16 residue reads its last step's values and offsets as whole vectors (NOTES.md, "SpMM step 58"), so the
+/// slots past the row's end hold what an earlier tile of the row, or an earlier block, left there. Every value of A
+/// is +Inf and every element of B positive, some +Inf: each nonempty row of C must be +Inf and each empty row 0,
+/// while a stale slot taken as a value (Inf times a zero vector of B) or as an offset (-0 times an Inf of B, or a
+/// load outside B) would give NaN. Rows of every length at every alignment, as in the test above, in every variant.
+#[test]
+fn every_variant_ignores_the_stale_slots_of_its_residue() {
+    let Some(gpu) = gpu_or_skip("every_variant_ignores_the_stale_slots_of_its_residue") else { return };
+    fn case<T: Scalar>(gpu: &Gpu, a: &CsMat<f32>, n: usize) -> Vec<String> {
+        let a: CsMat<T> = gen::convert(a);
+        let b: Vec<T> = dense::<f32>(a.cols(), n, seed(64))
+            .iter()
+            .enumerate()
+            .map(|(i, v)| T::from_f32(if i % 7 == 3 { f32::INFINITY } else { 0.5 + v.abs() }))
+            .collect();
+        let oracle = SpmmOracle::new(a.view(), &b, n);
+        let mut ran = Vec::new();
+        for config in compiled_spmm_variants_for(T::DTYPE) {
+            if check_config(config, T::DTYPE, a.rows(), a.cols(), n).is_err() {
+                continue;
+            }
+            let c = run(gpu, &a, &b, n, config);
+            oracle.check(&format!("stale slots, n = {n}, with {config}"), &c);
+            for r in 0..a.rows() {
+                let want = if a.indptr().outer_inds_sz(r).is_empty() { 0.0 } else { f64::INFINITY };
+                let row = &c[r * n..(r + 1) * n];
+                assert!(row.iter().all(|v| v.to_f64() == want), "{config}: row {r} must be {want} everywhere");
+            }
+            ran.push(config.kernel_name());
+        }
+        ran
+    }
+    let widest = spmm_table().iter().map(|c| c.block_items_k as usize).max().expect("no SpMM variant");
+    let lengths = (3 * widest + 4..).find(|l| (l * (l - 1) / 2) % 2 == 1).unwrap();
+    let mut a = rows_of_lengths(8 * lengths, 2 * lengths + 64, |r| r % lengths, seed(63));
+    a.data_mut().fill(f32::INFINITY);
+    for (dtype, check) in [
+        (DType::F32, case::<f32> as fn(&Gpu, &CsMat<f32>, usize) -> Vec<String>),
+        (DType::F16, case::<f16>),
+        (DType::Bf16, case::<bf16>),
+    ] {
+        let mut ran = BTreeSet::new();
+        for n in [36, 40, 256] {
+            ran.extend(check(&gpu, &a, n));
+        }
+        assert_all_ran("every_variant_ignores_the_stale_slots_of_its_residue", dtype, &ran);
+    }
+}
+
 /// Small enough to run under compute-sanitizer (memcheck, racecheck) in run-all.sh --sanitize: every variant,
 /// misaligned row starts, full tiles plus residues, predicated columns.
 #[test]

@@ -24,7 +24,12 @@ struct DenseTileLoader {
 
   const T* dense_;  // global: B + this block's first column + this thread's first column
 
-  __device__ __forceinline__ explicit DenseTileLoader(const T* dense) : dense_(dense) {}
+  __device__ __forceinline__ explicit DenseTileLoader(const T* dense) : dense_(dense) {
+    // Held in a register pair, opaque to nvcc, a load's address is one IMAD.WIDE from its offset. Otherwise nvcc
+    // rebuilt every address from the parameter bank and a 64-bit column index, four instructions per load and in
+    // the f32 tiles again for each of a thread's vectors (NOTES.md, "SpMM step 58").
+    asm("" : "+l"(dense_));
+  }
 
   /// @brief Loads the fragment for a full tile. With kMasked, entries whose offset is -1 (masked by the
   /// memory aligner) load zeros instead of B.
@@ -46,47 +51,32 @@ struct DenseTileLoader {
     }
   }
 
-  /// Whether the residue issues a step's B loads before its FMAs (residue_mac). For 2-byte elements in vectors
-  /// narrower than 16 bytes nvcc kept the plain loop's guards as branches and waited on each load before the
-  /// next: batched, f16/bf16 at n not a multiple of 8 ran up to 1.7x faster. f32 (whose guards nvcc turns
-  /// into predicates, several loads in flight) lost 1-2% batched, 16-byte half vectors 0.96x-1.08x (NOTES.md
-  /// step 33).
-  static constexpr bool kBatchedResidue = sizeof(T) == 2 && kDV * sizeof(T) < 16;
+  /// Whether the residue takes a step's kResidueUnroll entries together (residue_step: one shared vector load of
+  /// their values and one of their offsets, then all their B loads, then their FMAs) or one by one. For 2-byte
+  /// elements the one-by-one loop spent per entry two shared loads, a branch and the B address (NOTES.md, "SpMM
+  /// step 57"), and in vectors narrower than 16 bytes waited on each load before the next (step 33); taken
+  /// together, f16/bf16 ran 1.01x-1.10x faster (by problem set) where a CUDA-core tile is chosen (step 58). f32,
+  /// whose one-by-one loop nvcc predicates with several loads in flight, lost 1-2% with its loads batched (step
+  /// 33), and with its step's entries together held 20-24 more registers in the k = 8 tiles (step 58).
+  static constexpr bool kVectorResidue = sizeof(T) == 2;
+  static_assert(!kVectorResidue || (Config::kResidueUnroll <= 4 &&
+                                    (Config::kResidueUnroll & (Config::kResidueUnroll - 1)) == 0),
+                "the vector residue loads residue_unroll offsets at once: 1, 2 or 4");
 
-  /// @brief The residue: loads and multiplies `kResidueUnroll` nonzeros per step, so no full fragment is
-  /// needed for the fewer than block_items_k entries left; with kBatchedResidue a step's loads (its values from
-  /// shared memory, then B) all come before its FMAs.
+  /// @brief The residue: the `count` < block_items_k entries left after the full tiles, kResidueUnroll per
+  /// step, so no full fragment is needed.
   __device__ __forceinline__ void residue_mac(int count, const T* values_tile, const int* offsets_tile,
                                               const PredicatesN<Config>& predicates,
                                               float (&accumulator)[kVX * kDV]) const {
     constexpr int kU = Config::kResidueUnroll;
-    for (int k0 = 0; k0 < count; k0 += kU) {
-      if constexpr (kBatchedResidue) {
-        float a[kU];
-        Vec<T, kDV> b[kU][kVX];
-#pragma unroll
-        for (int u = 0; u < kU; ++u) {
-          const bool live = k0 + u < count;
-          // Entries past the residue read slot 0 of the tiles (always written) and load nothing from B.
-          const int k = live ? k0 + u : 0;
-          a[u] = to_float(values_tile[k]);
-          const int offset = offsets_tile[k];
-#pragma unroll
-          for (int v = 0; v < kVX; ++v) {
-            b[u][v] = live && predicates.in_range[v] ? load_global<T, kDV>(dense_ + offset + v * kStride)
-                                                     : zero_vec<T, kDV>();
-          }
-        }
-#pragma unroll
-        for (int u = 0; u < kU; ++u) {
-          if (k0 + u < count) {
-#pragma unroll
-            for (int v = 0; v < kVX; ++v) {
-              if (predicates.in_range[v]) mac_vector(a[u], b[u][v], accumulator + v * kDV);
-            }
-          }
-        }
-      } else {
+    if constexpr (kVectorResidue) {
+      int k0 = 0;
+      for (; k0 + kU <= count; k0 += kU) {
+        residue_step<false>(k0, count, values_tile, offsets_tile, predicates, accumulator);
+      }
+      if (k0 < count) residue_step<true>(k0, count, values_tile, offsets_tile, predicates, accumulator);
+    } else {
+      for (int k0 = 0; k0 < count; k0 += kU) {
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
           const int k = k0 + u;
@@ -106,6 +96,37 @@ struct DenseTileLoader {
   }
 
  private:
+  /// @brief One step of the vector residue: entries k0 .. k0 + kResidueUnroll - 1 of the tiles, all live
+  /// unless kTail. The step's values and offsets come in one shared vector load each: k0 is a multiple of
+  /// kResidueUnroll, which divides block_items_k, so the vectors are aligned and inside the subwarp's tiles.
+  /// In the tail step the slots from `count` on hold stale or unwritten data; their B vectors are not loaded
+  /// but zero, and their value is taken as -0, so they add -0 (which leaves every accumulator, even a -0,
+  /// as it is) and never a NaN from 0 * Inf.
+  template <bool kTail>
+  __device__ __forceinline__ void residue_step(int k0, int count, const T* values_tile, const int* offsets_tile,
+                                               const PredicatesN<Config>& predicates,
+                                               float (&accumulator)[kVX * kDV]) const {
+    constexpr int kU = Config::kResidueUnroll;
+    const Vec<int, kU> offsets = load_shared<int, kU>(offsets_tile + k0);
+    const Vec<T, kU> values = load_shared<T, kU>(values_tile + k0);
+    Vec<T, kDV> b[kU][kVX];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const bool live = !kTail || k0 + u < count;
+#pragma unroll
+      for (int v = 0; v < kVX; ++v) {
+        b[u][v] = zero_vec<T, kDV>();
+        if (live && predicates.in_range[v]) b[u][v] = load_global<T, kDV>(dense_ + offsets.v[u] + v * kStride);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const float a = !kTail || k0 + u < count ? to_float(values.v[u]) : -0.0f;
+#pragma unroll
+      for (int v = 0; v < kVX; ++v) mac_vector(a, b[u][v], accumulator + v * kDV);
+    }
+  }
+
   /// @brief accumulator[e] += a * b[e] for the kDV elements of one dense vector.
   __device__ __forceinline__ static void mac_vector(float a, const Vec<T, kDV>& b, float* accumulator) {
 #pragma unroll
