@@ -1143,6 +1143,19 @@ fn bad_problems_get_typed_errors() {
     assert!(matches!(oob, Err(Error::InvalidCsr(tilesparse::CsrError::ColumnOutOfRange { .. }))));
 }
 
+/// Eight rounds of rows of every length from 0 to `lengths` - 1, the fewest lengths past three tiles of the widest
+/// variant and 3 entries whose sum is odd: each round then starts an odd number of entries after the one before,
+/// so over the eight rounds a length meets every start mod 8 (asserted). Returns A and `lengths`.
+fn rows_of_every_length(seed: u64) -> (CsMat<f32>, usize) {
+    let widest = spmm_table().iter().map(|c| c.block_items_k as usize).max().expect("no SpMM variant");
+    let lengths = (3 * widest + 4..).find(|l| (l * (l - 1) / 2) % 2 == 1).unwrap();
+    let a = rows_of_lengths(8 * lengths, 2 * lengths + 64, |r| r % lengths, seed);
+    let starts: BTreeSet<(usize, usize)> =
+        (0..a.rows()).map(|r| (r % lengths, a.indptr().outer_inds_sz(r).start % 8)).collect();
+    assert_eq!(starts.len(), 8 * lengths, "every length at every alignment");
+    (a, lengths)
+}
+
 /// Rows of every length from 0 to three tiles of the widest k and a few entries more, each length at every
 /// alignment of its row's start (eight rounds of the lengths, whose entries add up to an odd number), on every
 /// compiled variant of each type. So every residue count comes after no full tile, after one (the peeled, masked
@@ -1151,14 +1164,7 @@ fn bad_problems_get_typed_errors() {
 #[test]
 fn every_variant_walks_rows_of_every_length() {
     let Some(gpu) = gpu_or_skip("every_variant_walks_rows_of_every_length") else { return };
-    let widest = spmm_table().iter().map(|c| c.block_items_k as usize).max().expect("no SpMM variant");
-    // The fewest lengths (0, 1, ..., lengths - 1) past three tiles and 3 entries whose sum is odd: each round then
-    // starts an odd number of entries after the one before, so over eight rounds a length meets every start mod 8.
-    let lengths = (3 * widest + 4..).find(|l| (l * (l - 1) / 2) % 2 == 1).unwrap();
-    let a = rows_of_lengths(8 * lengths, 2 * lengths + 64, |r| r % lengths, seed(61));
-    let starts: BTreeSet<(usize, usize)> =
-        (0..a.rows()).map(|r| (r % lengths, a.indptr().outer_inds_sz(r).start % 8)).collect();
-    assert_eq!(starts.len(), 8 * lengths, "every length at every alignment");
+    let (a, lengths) = rows_of_every_length(seed(61));
     for (dtype, check) in [
         (DType::F32, check_all_variants::<f32> as fn(&Gpu, &str, &CsMat<f32>, usize, u64) -> Vec<String>),
         (DType::F16, check_all_variants::<f16>),
@@ -1176,7 +1182,7 @@ fn every_variant_walks_rows_of_every_length() {
 /// slots past the row's end hold what an earlier tile of the row, or an earlier block, left there. Every value of A
 /// is +Inf and every element of B positive, some +Inf: each nonempty row of C must be +Inf and each empty row 0,
 /// while a stale slot taken as a value (Inf times a zero vector of B) or as an offset (-0 times an Inf of B, or a
-/// load outside B) would give NaN. Rows of every length at every alignment, as in the test above, in every variant.
+/// load outside B) would give NaN. Rows of every length at every alignment ([`rows_of_every_length`]), every variant.
 #[test]
 fn every_variant_ignores_the_stale_slots_of_its_residue() {
     let Some(gpu) = gpu_or_skip("every_variant_ignores_the_stale_slots_of_its_residue") else { return };
@@ -1204,9 +1210,7 @@ fn every_variant_ignores_the_stale_slots_of_its_residue() {
         }
         ran
     }
-    let widest = spmm_table().iter().map(|c| c.block_items_k as usize).max().expect("no SpMM variant");
-    let lengths = (3 * widest + 4..).find(|l| (l * (l - 1) / 2) % 2 == 1).unwrap();
-    let mut a = rows_of_lengths(8 * lengths, 2 * lengths + 64, |r| r % lengths, seed(63));
+    let (mut a, _) = rows_of_every_length(seed(63));
     a.data_mut().fill(f32::INFINITY);
     for (dtype, check) in [
         (DType::F32, case::<f32> as fn(&Gpu, &CsMat<f32>, usize) -> Vec<String>),

@@ -57,7 +57,7 @@ struct DenseTileLoader {
   /// step 57"), and in vectors narrower than 16 bytes waited on each load before the next (step 33); taken
   /// together, f16/bf16 ran 1.01x-1.10x faster (by problem set) where a CUDA-core tile is chosen (step 58). f32,
   /// whose one-by-one loop nvcc predicates with several loads in flight, lost 1-2% with its loads batched (step
-  /// 33), and with its step's entries together held 20-24 more registers in the k = 8 tiles (step 58).
+  /// 33), and with its step's entries together held 20-26 more registers in the k = 8 tiles (step 58).
   static constexpr bool kVectorResidue = sizeof(T) == 2;
   static_assert(!kVectorResidue || (Config::kResidueUnroll <= 4 &&
                                     (Config::kResidueUnroll & (Config::kResidueUnroll - 1)) == 0),
