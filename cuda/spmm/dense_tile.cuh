@@ -55,10 +55,14 @@ struct DenseTileLoader {
   /// their values and one of their offsets, then all their B loads, then their FMAs) or one by one. For 2-byte
   /// elements the one-by-one loop spent per entry two shared loads, a branch and the B address (NOTES.md, "SpMM
   /// step 57"), and in vectors narrower than 16 bytes waited on each load before the next (step 33); taken
-  /// together, f16/bf16 ran 1.01x-1.10x faster (by problem set) where a CUDA-core tile is chosen (step 58). f32,
-  /// whose one-by-one loop nvcc predicates with several loads in flight, lost 1-2% with its loads batched (step
-  /// 33), and with its step's entries together held 20-26 more registers in the k = 8 tiles (step 58).
-  static constexpr bool kVectorResidue = sizeof(T) == 2;
+  /// together, f16/bf16 ran 1.01x-1.10x faster (by problem set) where a CUDA-core tile is chosen (step 58).
+  /// f32 takes them together in the k = 32 tiles whose step of B vectors fits in 16 registers: there its
+  /// variants ran 1.024x faster on geometric mean (0.98x-1.07x by variant), and the problems that choose one
+  /// 1.02x (step 59). Its one-by-one loop, which nvcc predicates with several loads in flight, stays in the
+  /// k = 8 and 16 tiles (0.96x-1.02x taken together; the k = 8 tiles held 20-26 more registers) and in the
+  /// k = 32 tiles of 8 floats a B row, bound to 255 registers (0.98x-0.99x).
+  static constexpr bool kVectorResidue =
+      sizeof(T) == 2 || (kK == 32 && Config::kResidueUnroll * kVX * kDV <= 16);
   static_assert(!kVectorResidue || (Config::kResidueUnroll <= 4 &&
                                     (Config::kResidueUnroll & (Config::kResidueUnroll - 1)) == 0),
                 "the vector residue loads residue_unroll offsets at once: 1, 2 or 4");
