@@ -59,8 +59,8 @@ struct DenseTileLoader {
   /// f32 takes them together in the k = 32 tiles whose step of B vectors fits in 16 registers: there its
   /// variants ran 1.024x faster on geometric mean (0.98x-1.07x by variant), and the problems that choose one
   /// 1.02x (step 59). Its one-by-one loop, which nvcc predicates with several loads in flight, stays in the
-  /// k = 8 and 16 tiles (0.96x-1.02x taken together; the k = 8 tiles held 20-26 more registers) and in the
-  /// k = 32 tiles of 8 floats a B row, bound to 255 registers (0.98x-0.99x).
+  /// k = 8 and 16 tiles (0.96x-1.02x by variant with the entries taken together; the k = 8 tiles held 20-26 more
+  /// registers) and in the k = 32 tiles of 8 floats a B row, bound to 255 registers (0.98x-0.99x).
   static constexpr bool kVectorResidue =
       sizeof(T) == 2 || (kK == 32 && Config::kResidueUnroll * kVX * kDV <= 16);
   static_assert(!kVectorResidue || (Config::kResidueUnroll <= 4 &&
