@@ -31,6 +31,7 @@ struct Variant {
     lb: bool,
     mo: u32,
     rs: u32,
+    ct: u32,
 }
 
 include!("src/spmm/kernel_name.rs");
@@ -50,6 +51,7 @@ impl Variant {
             self.lb,
             self.mo,
             self.rs,
+            self.ct,
         )
     }
 }
@@ -63,10 +65,11 @@ fn parse_variants(path: &Path) -> Vec<Variant> {
             continue;
         }
         let f: Vec<&str> = line.split_whitespace().collect();
-        // The twelfth column (row_split) may be left out: 1, Sputnik's one subwarp per row.
+        // The twelfth column (row_split) and the thirteenth (column_tiles) may be left out: 1, Sputnik's one
+        // subwarp per row and one column tile per block.
         assert!(
-            f.len() == 11 || f.len() == 12,
-            "{}:{}: expected 11 or 12 columns, got {}",
+            (11..=13).contains(&f.len()),
+            "{}:{}: expected 11 to 13 columns, got {}",
             path.display(),
             i + 1,
             f.len()
@@ -86,7 +89,8 @@ fn parse_variants(path: &Path) -> Vec<Variant> {
             pred: num(8) != 0,
             lb: num(9) != 0,
             mo: num(10),
-            rs: if f.len() == 12 { num(11) } else { 1 },
+            rs: if f.len() >= 12 { num(11) } else { 1 },
+            ct: if f.len() == 13 { num(12) } else { 1 },
         });
     }
     out
@@ -143,7 +147,7 @@ fn main() {
     for v in &variants {
         let _ = writeln!(
             cu,
-            "TILESPARSE_SPMM_INSTANCE({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
+            "TILESPARSE_SPMM_INSTANCE({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
             v.kernel_name(),
             cxx_type(&v.dtype),
             v.sv,
@@ -156,7 +160,8 @@ fn main() {
             v.pred,
             v.lb,
             v.mo,
-            v.rs
+            v.rs,
+            v.ct
         );
     }
     fs::write(out.join("spmm_instances.cu"), cu).unwrap();
@@ -263,8 +268,8 @@ fn main() {
     for v in &variants {
         let _ = writeln!(
             rs,
-            "    SpmmConfig {{ dtype: {}, sparse_vector_width: {}, dense_vector_width: {}, block_items_y: {}, block_items_k: {}, block_items_x: {}, block_width: {}, residue_unroll: {}, predicate_loads: {}, launch_bounds: {}, min_occupancy: {}, row_split: {} }},",
-            rust_dtype(&v.dtype), v.sv, v.dv, v.y, v.k, v.x, v.w, v.ru, v.pred, v.lb, v.mo, v.rs
+            "    SpmmConfig {{ dtype: {}, sparse_vector_width: {}, dense_vector_width: {}, block_items_y: {}, block_items_k: {}, block_items_x: {}, block_width: {}, residue_unroll: {}, predicate_loads: {}, launch_bounds: {}, min_occupancy: {}, row_split: {}, column_tiles: {} }},",
+            rust_dtype(&v.dtype), v.sv, v.dv, v.y, v.k, v.x, v.w, v.ru, v.pred, v.lb, v.mo, v.rs, v.ct
         );
     }
     rs.push_str("];\n");

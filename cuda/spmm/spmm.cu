@@ -24,9 +24,9 @@ namespace ts {
 template <typename Config, bool kGuarded>
 struct Guarded;
 template <typename T, int sv, int dv, int y, int k, int x, int w, int ru, bool pred, bool lb, int mo, int rs,
-          bool kGuarded>
-struct Guarded<SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs>, kGuarded> {
-  typedef SpmmConfig<T, sv, dv, y, k, x, w, ru, kGuarded, lb, mo, rs> type;
+          int ct, bool kGuarded>
+struct Guarded<SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs, ct>, kGuarded> {
+  typedef SpmmConfig<T, sv, dv, y, k, x, w, ru, kGuarded, lb, mo, rs, ct> type;
 };
 
 /// @brief The row split's shared sums: parts 1.. of each row leave their accumulators here for part 0 (empty
@@ -190,33 +190,13 @@ constexpr bool kSplitGuards = sizeof(typename Config::Scalar) == 4 &&
                                 (is_tile<Config>(1, 4, 8, 8, 32, 8) && Config::kRowSplit == 4) ||
                                 is_tile<Config>(2, 2, 2, 32, 32, 16));
 
-/// @brief The kernel body: the block's (row block, column tile) in its block order, then spmm_tile, guarded in n
-/// where the variant is predicated (and, with kSplitGuards, the column tile is the one n cuts).
-template <typename Config>
-__device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
-  // Shared memory, declared here once for both paths of a predicated variant (in one struct, nvcc gave the half
-  // tiles up to 8 registers more): (block_items_y, block_items_k) tiles, a row of each per subwarp, and the row
-  // split's sums.
-  __shared__ __align__(16) typename Config::Scalar values_tile_array[Config::kBlockItemsY * Config::kBlockItemsK];
-  __shared__ __align__(16) int offsets_tile_array[Config::kBlockItemsY * Config::kBlockItemsK];
-  __shared__ PartSums<Config> part_sums;
-  int row_block = blockIdx.x;
-  int column_tile = blockIdx.y;
-  if (p.block_order != kRowBlocksFirst) {
-    const int tiles = (p.n + Config::kBlockItemsX - 1) / Config::kBlockItemsX;
-    if (p.block_order == kColumnTilesFirst) {
-      row_block = blockIdx.x / tiles;
-      column_tile = blockIdx.x - row_block * tiles;
-    } else if constexpr (Config::kClaimsBlocks) {  // kSmAffine (the host refuses it for the other variants)
-      __shared__ int2 claimed;
-      if (threadIdx.x == 0 && threadIdx.y == 0) claimed = claim_tile_block(p.tile_counters, p.row_blocks, tiles);
-      __syncthreads();
-      row_block = claimed.x;
-      column_tile = claimed.y;
-    }
-  }
-  // Each variant instantiates only the paths it can take (if constexpr): guarded everywhere, guarded only in the
-  // column tile that n cuts (kSplitGuards), or unguarded (no predicates).
+/// @brief One (row block, column tile) of C: spmm_tile, guarded in n where the variant is predicated (and, with
+/// kSplitGuards, the column tile is the one n cuts). Each variant instantiates only the paths it can take (if
+/// constexpr): guarded everywhere, guarded only in the column tile that n cuts, or unguarded (no predicates).
+template <typename Config, typename Sums>
+__device__ __forceinline__ void spmm_column_tile(const SpmmParams& p, int row_block, int column_tile,
+                                                 typename Config::Scalar* values_tile_array, int* offsets_tile_array,
+                                                 Sums& part_sums) {
   using GuardedTile = typename Guarded<Config, true>::type;
   using UnguardedTile = typename Guarded<Config, false>::type;
   if constexpr (Config::kPredicateLoads && !kSplitGuards<Config>) {
@@ -229,6 +209,48 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
     }
   } else {
     spmm_tile<UnguardedTile>(p, row_block, column_tile, values_tile_array, offsets_tile_array, part_sums);
+  }
+}
+
+/// @brief The kernel body: the block's (row block, column tile) in its block order, then spmm_column_tile, on
+/// that column tile or, with kColumnTiles above 1, on each of the block's group of column tiles in turn.
+template <typename Config>
+__device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
+  // Shared memory, declared here once for both paths of a predicated variant (in one struct, nvcc gave the half
+  // tiles up to 8 registers more): (block_items_y, block_items_k) tiles, a row of each per subwarp, and the row
+  // split's sums.
+  __shared__ __align__(16) typename Config::Scalar values_tile_array[Config::kBlockItemsY * Config::kBlockItemsK];
+  __shared__ __align__(16) int offsets_tile_array[Config::kBlockItemsY * Config::kBlockItemsK];
+  __shared__ PartSums<Config> part_sums;
+  int row_block = blockIdx.x;
+  int column_tile = blockIdx.y;  // with kColumnTiles > 1, the first of the block's group of column tiles
+  if (p.block_order != kRowBlocksFirst) {
+    // Column groups of kColumnTiles tiles (the grid's column extent); one group per tile when kColumnTiles is 1.
+    const int groups = (p.n + Config::kBlockItemsX * Config::kColumnTiles - 1) /
+                       (Config::kBlockItemsX * Config::kColumnTiles);
+    if (p.block_order == kColumnTilesFirst) {
+      row_block = blockIdx.x / groups;
+      column_tile = blockIdx.x - row_block * groups;
+    } else if constexpr (Config::kClaimsBlocks) {  // kSmAffine (the host refuses it for the other variants)
+      __shared__ int2 claimed;
+      if (threadIdx.x == 0 && threadIdx.y == 0) claimed = claim_tile_block(p.tile_counters, p.row_blocks, groups);
+      __syncthreads();
+      row_block = claimed.x;
+      column_tile = claimed.y;
+    }
+  }
+  if constexpr (Config::kColumnTiles == 1) {
+    spmm_column_tile<Config>(p, row_block, column_tile, values_tile_array, offsets_tile_array, part_sums);
+  } else {
+    const int tiles = (p.n + Config::kBlockItemsX - 1) / Config::kBlockItemsX;
+    const int first = column_tile * Config::kColumnTiles;
+    const int end = min(first + Config::kColumnTiles, tiles);
+#pragma unroll 1
+    for (int tile = first; tile < end; ++tile) {
+      // The tiles share the block's shared memory: the last one's reads are done before the next one's writes.
+      if (tile != first) __syncthreads();
+      spmm_column_tile<Config>(p, row_block, tile, values_tile_array, offsets_tile_array, part_sums);
+    }
   }
 }
 
@@ -263,7 +285,7 @@ TILESPARSE_SPMM_FIXUP(f16, __half)
 TILESPARSE_SPMM_FIXUP(bf16, __nv_bfloat16)
 
 /// One exported kernel per variant; `name` is SpmmConfig::kernel_name() on the Rust side.
-#define TILESPARSE_SPMM_INSTANCE(name, T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs)                           \
+#define TILESPARSE_SPMM_INSTANCE(name, T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs, ct)                       \
   extern "C" __global__ void __launch_bounds__((y) * (w), (lb) ? (mo) : 1) name(const ts::SpmmParams p) {   \
-    ts::spmm_kernel<ts::SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs>>(p);                        \
+    ts::spmm_kernel<ts::SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs, ct>>(p);                    \
   }

@@ -19,7 +19,8 @@ template <typename Scalar_,            // element type of A, B and C (float, __h
           bool kPredicateLoads_,       // guard loads and stores in n (needed when n % block_items_x != 0)
           bool kLaunchBounds_,         // emit __launch_bounds__ with a min occupancy
           int kMinOccupancy_,          // blocks per SM the compiler must fit when kLaunchBounds_
-          int kRowSplit_>              // subwarps per row (1: Sputnik's one); not a Sputnik parameter
+          int kRowSplit_,              // subwarps per row (1: Sputnik's one); not a Sputnik parameter
+          int kColumnTiles_>           // column tiles per block, taken in turn (1: Sputnik's one); nor is this
 struct SpmmConfig {
   typedef Scalar_ Scalar;
   static constexpr int kSparseVectorWidth = kSparseVectorWidth_;
@@ -36,6 +37,11 @@ struct SpmmConfig {
   /// when its turn comes next), and the block adds the kRowSplit sums in subwarp order (spmm/spmm.cu). Beyond
   /// Sputnik: it puts more loads of one row in flight where few rows are long (NOTES.md, "SpMM step 29").
   static constexpr int kRowSplit = kRowSplit_;
+  /// Column tiles of C each block computes, one after another on the same rows: the grid's column extent is
+  /// ceil(column tiles / kColumnTiles), and the block's last group may hold fewer. On very short rows the
+  /// row's bounds and entries, loaded for the first tile, are L1 hits for the others, and the block's fixed
+  /// costs are paid once (NOTES.md, "SpMM step 60"). Beyond Sputnik.
+  static constexpr int kColumnTiles = kColumnTiles_;
   /// Rows of C per block.
   static constexpr int kRowsPerBlock = kBlockItemsY_ / kRowSplit_;
   /// Whether the kernel can walk the pieces of a row split (spmm/split.rs). Not the launch-bounded variants:
@@ -46,7 +52,8 @@ struct SpmmConfig {
   /// Whether the kernel can run the SM-affine block order (spmm/block_order.cuh): the launch-bounded variants.
   /// In the others the claim's code cost the 128-column tiles 9-31% at n = 4096 even when it did not run
   /// (NOTES.md, "SpMM step 15"). SpmmConfig::claims_blocks in src/spmm/config.rs repeats the rule.
-  static constexpr bool kClaimsBlocks = kLaunchBounds;
+  /// Nor those with column tiles in turn: a claim is one column tile.
+  static constexpr bool kClaimsBlocks = kLaunchBounds && kColumnTiles == 1;
 
   static constexpr int kThreadsPerBlock = kBlockItemsY * kBlockWidth;
   /// Dense vectors each thread loads per row of B (and stores per row of C).
@@ -81,6 +88,7 @@ struct SpmmConfig {
                     (kDenseVectorWidth & (kDenseVectorWidth - 1)) == 0,
                 "vector widths must be powers of two");
   static_assert(kRowSplit >= 1 && kBlockItemsY % kRowSplit == 0, "block_items_y must be a multiple of row_split");
+  static_assert(kColumnTiles >= 1, "column_tiles must be positive");
 };
 
 }  // namespace ts

@@ -9,7 +9,8 @@ include!("kernel_name.rs");
 
 /// One SpMM variant: element type, vector widths, tile shape and code-generation switches.
 ///
-/// Mirrors the C++ template field for field (Sputnik's parameters, and `row_split`, which is not one of them);
+/// Mirrors the C++ template field for field (Sputnik's parameters, and `row_split` and `column_tiles`, which are
+/// not among them);
 /// [`SpmmConfig::validate`] repeats each of its `static_assert`s with the same message, and
 /// [`SpmmConfig::kernel_name`] is the one place a kernel name is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,6 +42,11 @@ pub struct SpmmConfig {
     /// subwarp order, so C has the same bits on every run. More of a long row's loads are then in flight at
     /// once (NOTES.md, "SpMM step 29"). Not in Sputnik, and named `_r{row_split}` only when above 1.
     pub row_split: u32,
+    /// Column tiles of C each block computes, one after another on the same rows (1: Sputnik's one). The grid's
+    /// column extent is then ceil(column tiles / column_tiles). On very short rows the rows' bounds and entries,
+    /// loaded for the first tile, are L1 hits for the others, and the block's fixed costs are paid once (NOTES.md,
+    /// "SpMM step 60"). Not in Sputnik, and named `_c{column_tiles}` only when above 1.
+    pub column_tiles: u32,
 }
 
 impl SpmmConfig {
@@ -70,6 +76,7 @@ impl SpmmConfig {
             self.launch_bounds,
             self.min_occupancy,
             self.row_split,
+            self.column_tiles,
         )
     }
 
@@ -84,9 +91,10 @@ impl SpmmConfig {
     /// Whether the kernel can run the SM-affine block order ([`crate::spmm::BlockOrder::SmAffine`]): the
     /// launch-bounded variants only. Compiled into the others (those that walk pieces), the claim cost the
     /// unbounded 128-column tiles 9-31% at n = 4096 even when it did not run (uniform 4096^2 at 80%, two rows per
-    /// block: 3.01 -> 3.94 ms; NOTES.md, "SpMM step 15"). Repeats `kClaimsBlocks` in cuda/spmm/spmm_config.cuh.
+    /// block: 3.01 -> 3.94 ms; NOTES.md, "SpMM step 15"). Nor those with `column_tiles` above 1: a claim is one
+    /// column tile. Repeats `kClaimsBlocks` in cuda/spmm/spmm_config.cuh.
     pub fn claims_blocks(&self) -> bool {
-        self.launch_bounds
+        self.launch_bounds && self.column_tiles == 1
     }
 
     /// Whether two configs name the same kernel (min_occupancy only matters with launch bounds).
@@ -98,7 +106,7 @@ impl SpmmConfig {
 
     /// Checks every rule of the C++ template, with the same messages as its `static_assert`s.
     pub fn validate(&self) -> Result<(), String> {
-        let (sv, dv, y, k, x, w, ru, rs) = (
+        let (sv, dv, y, k, x, w, ru, rs, ct) = (
             self.sparse_vector_width,
             self.dense_vector_width,
             self.block_items_y,
@@ -107,12 +115,16 @@ impl SpmmConfig {
             self.block_width,
             self.residue_unroll,
             self.row_split,
+            self.column_tiles,
         );
         let rule = |ok: bool, msg: &str| if ok { Ok(()) } else { Err(msg.to_string()) };
         // Host-only rules first, so that the template's rules below never divide by zero.
-        rule(sv > 0 && dv > 0 && y > 0 && k > 0 && x > 0 && w > 0 && ru > 0 && rs > 0, "every size must be positive")?;
+        rule(
+            sv > 0 && dv > 0 && y > 0 && k > 0 && x > 0 && w > 0 && ru > 0 && rs > 0 && ct > 0,
+            "every size must be positive",
+        )?;
         // No tile dimension can pass a block's 1024 threads; the bound also keeps the products below in u32.
-        rule([sv, dv, y, k, x, w, ru, rs].iter().all(|&v| v <= 1024), "every size must be at most 1024")?;
+        rule([sv, dv, y, k, x, w, ru, rs, ct].iter().all(|&v| v <= 1024), "every size must be at most 1024")?;
         rule(!self.launch_bounds || self.min_occupancy > 0, "min_occupancy must be positive with launch_bounds")?;
         rule(self.dtype != DType::F64, "SpMM kernels store f32, f16 or bf16")?;
         let elem = self.dtype.size() as u32;
@@ -132,6 +144,8 @@ impl SpmmConfig {
         rule(elem * sv <= 16 && elem * dv <= 16, "a vector access moves at most 16 bytes")?;
         rule(sv.is_power_of_two() && dv.is_power_of_two(), "vector widths must be powers of two")?;
         rule(y % rs == 0, "block_items_y must be a multiple of row_split")?;
+        // Repeats the template's rule; "every size must be positive" above already catches 0.
+        rule(ct >= 1, "column_tiles must be positive")?;
         rule(k % 4 == 0, "block_items_k must be a multiple of 4")?;
         Ok(())
     }
@@ -147,12 +161,13 @@ impl FromStr for SpmmConfig {
     type Err = String;
 
     /// Parses a kernel name (the `spmm_` prefix is optional), e.g. `f32_s4d4_y4k32x32w8_u4_pred_lb8` or
-    /// `f32_s1d4_y4k32x128w32_u4_nopred_r4`.
+    /// `f32_s1d4_y4k32x128w32_u4_nopred_r4` or `f32_s1d4_y2k16x128w16_u4_nopred_c4_lb16`.
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("cannot parse config '{s}': expected e.g. spmm_f32_s4d4_y4k32x32w8_u4_pred[_r2][_lb8]");
+        let bad =
+            || format!("cannot parse config '{s}': expected e.g. spmm_f32_s4d4_y4k32x32w8_u4_pred[_r2][_c4][_lb8]");
         let body = s.strip_prefix("spmm_").unwrap_or(s);
         let parts: Vec<&str> = body.split('_').collect();
-        if !(5..=7).contains(&parts.len()) {
+        if !(5..=8).contains(&parts.len()) {
             return Err(bad());
         }
         let dtype: DType = parts[0].parse()?;
@@ -176,7 +191,8 @@ impl FromStr for SpmmConfig {
             "nopred" => false,
             _ => return Err(bad()),
         };
-        // Then `_r{row_split}` (only above 1, as kernel_name writes it) and `_lb{min_occupancy}`, in that order.
+        // Then `_r{row_split}` and `_c{column_tiles}` (only above 1, as kernel_name writes them) and
+        // `_lb{min_occupancy}`, in that order.
         let mut rest = &parts[5..];
         let mut suffix = |prefix: &str| -> Result<Option<u32>, String> {
             match rest.first().and_then(|p| p.strip_prefix(prefix)) {
@@ -188,6 +204,7 @@ impl FromStr for SpmmConfig {
             }
         };
         let row_split = suffix("r")?.unwrap_or(1);
+        let column_tiles = suffix("c")?.unwrap_or(1);
         let lb = suffix("lb")?;
         if !rest.is_empty() {
             return Err(bad());
@@ -209,6 +226,7 @@ impl FromStr for SpmmConfig {
             launch_bounds,
             min_occupancy,
             row_split,
+            column_tiles,
         })
     }
 }

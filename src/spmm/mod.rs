@@ -65,6 +65,7 @@ fn nearest_compiled(config: &SpmmConfig) -> String {
             + u32::from(c.predicate_loads != config.predicate_loads)
             + u32::from(c.launch_bounds != config.launch_bounds)
             + 2 * d(c.row_split, config.row_split)
+            + 2 * d(c.column_tiles, config.column_tiles)
     };
     let mut candidates: Vec<&SpmmConfig> =
         compiled_spmm_variants().iter().filter(|c| c.dtype == config.dtype).collect();
@@ -523,7 +524,8 @@ pub fn block_order(
     sm_count: usize,
 ) -> BlockOrder {
     let row_blocks = items.div_ceil(config.rows_per_block() as usize);
-    let column_tiles = n.div_ceil(config.block_items_x as usize);
+    // The grid's column extent: groups of config.column_tiles column tiles (one tile each for most variants).
+    let column_tiles = n.div_ceil(config.block_items_x as usize).div_ceil(config.column_tiles as usize);
     // A predicated twin runs as its tile does in every column tile that n does not cut: the same order.
     let tile = SpmmConfig { predicate_loads: false, ..*config };
     // Both tiles are launch-bounded, so they never walk pieces: items are rows.
@@ -612,8 +614,11 @@ fn launch<T: Scalar>(
     if items > i32::MAX as usize - config.rows_per_block() as usize {
         return Err(Error::TooLarge(format!("{items} rows or row pieces: the SpMM kernel counts them in 32 bits")));
     }
-    let (row_blocks, column_tiles) =
-        (items.div_ceil(config.rows_per_block() as usize), n.div_ceil(config.block_items_x as usize));
+    // The grid's column extent: groups of config.column_tiles column tiles (one tile each for most variants).
+    let (row_blocks, column_tiles) = (
+        items.div_ceil(config.rows_per_block() as usize),
+        n.div_ceil(config.block_items_x as usize).div_ceil(config.column_tiles as usize),
+    );
     let order = match order {
         Some(order) => order,
         None => {
@@ -673,7 +678,8 @@ fn launch<T: Scalar>(
     // were validated at upload (sorted in-range columns, monotone offsets, 32-bit sizes), B is k x n and C is
     // m x n with n a multiple of the dense vector width (aligned vector accesses), k * n fits in i32, and the
     // grid covers exactly m rows (or the split's pieces, which cover every row once, each piece within its
-    // row) and n columns, in every block order (the 1-D ones: row_blocks * column_tiles < 2^31 blocks, checked
+    // row) and n columns (each block its group of config.column_tiles column tiles, the last group cut at n's
+    // last tile), in every block order (the 1-D ones: row_blocks * column_tiles < 2^31 blocks, checked
     // above, decoded or claimed by the kernel as the same pairs, each once; SM-affine: `tile_counters` holds
     // column_tiles + 1 zero ints, this launch's alone under the guard); partial rows are num_partials x n f32.
     // All buffers outlive the launch on this stream.
@@ -751,6 +757,33 @@ mod tests {
             Err("block_items_y must be a multiple of row_split".to_string())
         );
         assert_eq!(SpmmConfig { row_split: 0, ..split }.validate(), Err("every size must be positive".to_string()));
+    }
+
+    #[test]
+    fn column_tile_names_parse_and_validate() {
+        let in_turn: SpmmConfig = "spmm_f32_s1d4_y4k8x32w8_u4_nopred_c8_lb32".parse().unwrap();
+        assert_eq!((in_turn.column_tiles, in_turn.row_split, in_turn.min_occupancy), (8, 1, 32));
+        assert_eq!(in_turn.kernel_name(), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_c8_lb32");
+        // The claim of the SM-affine order is one column tile: not for these variants.
+        assert!(in_turn.validate().is_ok() && !in_turn.claims_blocks());
+        assert!(SpmmConfig { column_tiles: 1, ..in_turn }.claims_blocks());
+        let both: SpmmConfig = "f32_s1d4_y8k8x32w8_u4_nopred_r4_c2".parse().unwrap();
+        assert_eq!((both.row_split, both.column_tiles, both.launch_bounds), (4, 2, false));
+        assert_eq!(both.kernel_name(), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4_c2");
+        // `_c1` is read as Sputnik's one tile per block; the suffixes keep their order.
+        let plain: SpmmConfig = "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32".parse().unwrap();
+        assert_eq!("spmm_f32_s1d4_y4k8x32w8_u4_nopred_c1_lb32".parse::<SpmmConfig>(), Ok(plain));
+        for bad in [
+            "f32_s1d4_y4k8x32w8_u4_nopred_lb32_c8",
+            "f32_s1d4_y4k8x32w8_u4_nopred_c8_r2",
+            "f32_s1d4_y4k8x32w8_u4_nopred_cx",
+        ] {
+            assert!(bad.parse::<SpmmConfig>().is_err(), "{bad}");
+        }
+        assert_eq!(
+            SpmmConfig { column_tiles: 0, ..in_turn }.validate(),
+            Err("every size must be positive".to_string())
+        );
     }
 
     #[test]

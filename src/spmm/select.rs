@@ -64,6 +64,7 @@ pub(crate) fn tile(dtype: DType, sv: u32, dv: u32, y: u32, k: u32, x: u32, w: u3
         launch_bounds: false,
         min_occupancy: 8,
         row_split: 1,
+        column_tiles: 1,
     }
 }
 
@@ -606,6 +607,37 @@ fn longest_row_is_short_enough(n: usize, stats: &RowStats) -> bool {
     stats.max <= 256 || is_skewed(stats) || n > 64
 }
 
+/// f32 very short rows (at most 6 entries on average, cv at most 1, none past 64) in 16384 rows or more: tiles that
+/// take up to eight column tiles in turn per block ([`in_turn`]). Over k > 8192 the k = 8 tile over 32 columns, at n
+/// = 128-2048 (a multiple of 32); over k <= 8192 two rows of 16 threads over 128 columns, at n = 256-2048 (a multiple
+/// of 128). A block per column tile pays a chain of loads (the rows' bounds, then their entries, then B) for a few
+/// entries' work; in turn, the bounds and entries of the tiles after the first are L1 hits and the block's fixed
+/// costs are paid once. Measured on the H200 (NOTES.md, "SpMM step 60"; every f32 variant on uniform rows of 2-6
+/// in 16384-131072 rows over k = 4096-131072, banded rows of 5 and case_ACTIVSg70k, n = 128-2048): 1.27x faster
+/// than the tiles chosen before on the 24 problems over k > 8192 (1.03x-1.43x; case_ACTIVSg70k at n = 512: 174.1 ->
+/// 136.0 us, 0.92x -> 1.17x of cuSPARSE), 1.41x of cuSPARSE's best (1.11x before), 1.13x at worst (0.85x before).
+/// Over k = 4096 the two-row tile in turn won from n = 256 (1.05x-1.11x over the two-row tile) and lost at n = 128
+/// (9.7 vs 9.5 us). The two-row
+/// tile in turn was as fast over k > 8192 on geometric mean, faster where B's rows are shared by neighbouring rows
+/// (case_ACTIVSg70k at n = 512: 115.4 us; banded rows) and slower on uniform ones (16384 rows of 6, n = 2048: 169.2
+/// vs 130.0 us): the row statistics do not tell them apart. Not rows of 8 (65536 of 8: 0.87x-1.03x), nor power-law
+/// rows (cv 2, longest 1384: 3-8x slower, the longest row walked once per column tile).
+fn very_short_rows_many_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
+    let rows = m >= 16384 && stats.mean <= 6.0 && stats.cv <= 1.0 && stats.max <= 64;
+    if rows && k > 8192 && n % 32 == 0 && (128..=2048).contains(&n) {
+        Some(in_turn(bounded(k8_tile(DType::F32, 4, false), 32)))
+    } else if rows && k <= 8192 && n % 128 == 0 && (256..=2048).contains(&n) {
+        Some(in_turn(two_row_tile(DType::F32)))
+    } else {
+        None
+    }
+}
+
+/// `config` taking up to eight column tiles in turn per block (`SpmmConfig::column_tiles`).
+fn in_turn(config: SpmmConfig) -> SpmmConfig {
+    SpmmConfig { column_tiles: 8, ..config }
+}
+
 /// The shapes where the k = 8 tile over 32 columns in narrow vectors or scalars wins in f32 at n <= 16, n = 2 mod 4
 /// and odd n, and in f16/bf16 at odd n: 4096 rows or more of at most 20 entries on average, whose longest row the
 /// tile can walk ([`longest_row_is_short_enough`]; NOTES.md, "SpMM step 32").
@@ -649,6 +681,8 @@ fn predicated_for(config: SpmmConfig, n: usize) -> SpmmConfig {
     if n % config.block_items_x as usize == 0 {
         return config;
     }
+    // No variant that takes column tiles in turn is compiled with predicates: its one-tile twin is.
+    let config = SpmmConfig { column_tiles: 1, ..config };
     let k8 = k8_tile(config.dtype, 4, false);
     let config = if config.same_kernel(&bounded(k8, 32)) { k8 } else { config };
     SpmmConfig { predicate_loads: true, ..config }
@@ -708,6 +742,10 @@ impl SpmmConfig {
             tile(dtype, 4, 1, 4, 32, 8, 8, n % 8 != 0)
         } else if n <= 16 {
             tile(dtype, 4, dv.min(2), 4, 32, 16, 8, n % 16 != 0)
+        } else if let Some(config) = very_short_rows_many_rows(m, k, n, stats) {
+            // Very short rows in many rows: column tiles in turn ([`very_short_rows_many_rows`]; case_ACTIVSg70k at
+            // n = 512: 174.1 -> 136.0 us on the H200).
+            config
         } else if thirty_two_row_rows(m, k, n, stats) {
             // 256-1024 rows over n = 768-3072: thirty-two rows of 16 threads per block on one 64-column tile,
             // twice the rows of the sixteen-row block sharing each row of B it brings into L1 (cuSPARSE's ALG3
@@ -1057,7 +1095,7 @@ mod tests {
         for (m, k, n) in [(16384, 512, 1024), (32768, 2048, 256), (65536, 8192, 512), (65536, 512, 768)] {
             assert_eq!(pick(m, k, n, 8.0, 0.0), two_rows, "{m} x {k}, n = {n}");
         }
-        assert_eq!(pick(40000, 4000, 384, 3.0, 0.5), two_rows);
+        assert_eq!(pick(40000, 4000, 384, 3.0, 0.5), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_c8_lb16"); // step 60
         assert_eq!(pick(40000, 4000, 384, 10.0, 0.0), two_rows);
         // Either side: rows of 12 or 2.9, uneven rows, k past 8192, too many rows, n = 128 or past 1024.
         assert_eq!(pick(32768, 2048, 512, 12.0, 0.0), k8);
@@ -1146,7 +1184,9 @@ mod tests {
     #[test]
     fn select_is_valid_tabled_and_aligned_for_every_n() {
         // Up to n = 1100: the f32 choice at n rounded up to 1152 must have its predicated twin too.
-        for (m, per_row) in [(1000usize, 1usize), (1000, 50), (5000, 300), (4096, 2000), (384, 154), (384, 31)] {
+        for (m, per_row) in
+            [(1000usize, 1usize), (1000, 50), (5000, 300), (4096, 2000), (384, 154), (384, 31), (70000, 3)]
+        {
             for (n, cv) in (1..=1100usize).flat_map(|n| [(n, 0.0), (n, 3.0)]) {
                 // cv 3 with a 5000-entry row: skewed enough to split for the shorter means.
                 let max = if cv > 0.0 { 5000 } else { per_row };
@@ -1683,6 +1723,8 @@ mod tests {
         let sel = |m: usize, n: usize, mean: f64, cv: f64| with_max(m, n, mean, cv, (mean * 2.0) as usize);
         let (two, k8) = (two_row_tile(DType::F32), bounded(k8_tile(DType::F32, 4, false), 32));
         let warp = tile(DType::F32, 1, 4, 1, 32, 128, 32, false);
+        // From 16384 rows, rows of 6 or fewer take their column tiles in turn (step 60).
+        let k8_in_turn = in_turn(k8);
         // wrld_1deg (15260 rows of 7.3, cv 0.19), 4elt (7434 of 11.6), add32 (4960 of 4.8, cv 0.76), well1850 (1850
         // of 4.7, cv 0.10; k = 712).
         for (m, mean, cv) in [(15260, 7.3, 0.19), (7434, 11.6, 0.16), (4960, 4.8, 0.76), (1850, 4.7, 0.1)] {
@@ -1700,15 +1742,22 @@ mod tests {
             (2049, 128, 8.0, 1.5, two, "2049 rows, cv 1.5"),
             (25000, 128, 8.0, 0.3, two, "200,000 entries"),
             (25001, 128, 8.0, 0.3, k8, "200,008 entries"),
-            (32768, 128, 6.0, 0.3, two, "32768 rows"),
-            (32769, 128, 6.0, 0.3, k8, "32769 rows"),
-            (24000, 512, 4.0, 0.3, two, "B of 12.3M elements"),
-            (32000, 512, 4.0, 0.3, k8, "B of 16.4M elements, past the largest swept"),
+            (16383, 128, 6.0, 0.3, two, "16383 rows"),
+            (32768, 128, 6.0, 0.3, k8_in_turn, "32768 rows of 6: in turn"),
+            (32769, 128, 6.1, 0.3, k8, "32769 rows of 6.1"),
+            (16383, 512, 4.0, 0.3, two, "B of 8.4M elements"),
+            (24000, 512, 4.0, 0.3, k8_in_turn, "24000 rows of 4 over k = 24000: in turn"),
+            (32000, 512, 4.0, 1.01, k8, "B of 16.4M elements, past the largest swept; cv past 1"),
             (55476, 128, 12.7, 0.33, k8, "copter2"),
-            (70000, 128, 3.38, 0.38, k8, "case_ACTIVSg70k: 236,636 entries"),
+            (70000, 128, 3.38, 0.38, k8_in_turn, "case_ACTIVSg70k: in turn"),
+            (70000, 512, 3.38, 0.38, k8_in_turn, "case_ACTIVSg70k at n = 512: in turn"),
+            (70000, 2048, 3.38, 0.38, k8_in_turn, "case_ACTIVSg70k at n = 2048: in turn"),
+            (70000, 2176, 3.38, 0.38, k8, "n = 2176: not in turn"),
+            (70000, 96, 3.38, 0.38, k8, "n = 96: not in turn"),
             (8192, 128, 12.0, 0.3, two, "mean 12"),
             (8192, 128, 12.1, 0.3, k8, "mean 12.1"),
             (8192, 128, 3.0, 0.3, two, "mean 3"),
+            (8192, 512, 3.0, 0.3, two, "mean 3 in 8192 rows: not in turn"),
             (8192, 128, 2.9, 0.3, k8, "mean 2.9"),
             (8192, 640, 8.0, 0.3, k8, "n = 640"),
             (8192, 64, 8.0, 0.3, k8, "n = 64"),
@@ -1722,6 +1771,48 @@ mod tests {
         assert!(is_skewed(&RowStats { min: 0, max: 2000, mean: 8.0, cv: 1.9, empty_rows: 0 }));
         assert_eq!(with_max(8192, 128, 8.0, 1.9, 2000).kernel_name(), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
         assert_eq!(sel(8192, 128, 8.0, 2.1), warp);
+    }
+
+    #[test]
+    fn column_tiles_in_turn_for_very_short_rows() {
+        let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64, max: usize| {
+            let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0 };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32)
+        };
+        let k8 = in_turn(bounded(k8_tile(DType::F32, 4, false), 32));
+        let two = in_turn(two_row_tile(DType::F32));
+        assert_eq!(
+            (k8.kernel_name().as_str(), two.kernel_name().as_str()),
+            ("spmm_f32_s1d4_y4k8x32w8_u4_nopred_c8_lb32", "spmm_f32_s1d4_y2k16x128w16_u4_nopred_c8_lb16")
+        );
+        // case_ACTIVSg70k (70,000 rows of 3.38, cv 0.38, longest 17) at every width the rule covers.
+        for n in [128, 160, 256, 512, 1024, 2048] {
+            assert_eq!(pick(70000, 70000, n, 3.38, 0.38, 17), k8, "n = {n}");
+        }
+        // Over k <= 8192 the two-row tile, from n = 256.
+        for n in [256, 512, 2048] {
+            assert_eq!(pick(16384, 4096, n, 4.1, 0.07, 5), two, "k = 4096, n = {n}");
+        }
+        assert_eq!(pick(16384, 8192, 256, 4.0, 0.0, 5), two);
+        assert_eq!(pick(16384, 8193, 256, 4.0, 0.0, 5), k8);
+        // Either side of each bound.
+        let outside = [
+            (16383, 32768, 512, 4.0, 0.0, 5, "16383 rows"),
+            (16384, 32768, 512, 6.1, 0.0, 8, "mean 6.1"),
+            (16384, 32768, 512, 4.0, 1.01, 30, "cv 1.01"),
+            (16384, 32768, 512, 4.0, 0.5, 65, "longest row 65"),
+            (16384, 32768, 96, 4.0, 0.0, 5, "n = 96"),
+            (16384, 32768, 2080, 4.0, 0.0, 5, "n = 2080"),
+            (16384, 32768, 100, 4.0, 0.0, 5, "n = 100, not a multiple of 32"),
+            (16384, 4096, 128, 4.1, 0.07, 5, "k = 4096 at n = 128"),
+            (16384, 4096, 384 + 32, 4.1, 0.07, 5, "k = 4096 at n = 416"),
+        ];
+        for (m, k, n, mean, cv, max, why) in outside {
+            assert_eq!(pick(m, k, n, mean, cv, max).column_tiles, 1, "{why}");
+        }
+        for (m, k, n, mean, cv, max) in [(16384, 32768, 512, 6.0, 1.0, 64), (131072, 131072, 2048, 2.0, 0.04, 3)] {
+            assert_eq!(pick(m, k, n, mean, cv, max), k8, "{m} x {k}, n = {n}");
+        }
     }
 
     #[test]
