@@ -617,11 +617,10 @@ fn longest_row_is_short_enough(n: usize, stats: &RowStats) -> bool {
 /// than the tiles chosen before on the 24 problems over k > 8192 (1.03x-1.43x; case_ACTIVSg70k at n = 512: 174.1 ->
 /// 136.0 us, 0.92x -> 1.17x of cuSPARSE), 1.41x of cuSPARSE's best (1.11x before), 1.13x at worst (0.85x before).
 /// Over k = 4096 the two-row tile in turn won from n = 256 (1.05x-1.11x over the two-row tile) and lost at n = 128
-/// (9.7 vs 9.5 us). The two-row
-/// tile in turn was as fast over k > 8192 on geometric mean, faster where B's rows are shared by neighbouring rows
-/// (case_ACTIVSg70k at n = 512: 115.4 us; banded rows) and slower on uniform ones (16384 rows of 6, n = 2048: 169.2
-/// vs 130.0 us): the row statistics do not tell them apart. Not rows of 8 (65536 of 8: 0.87x-1.03x), nor power-law
-/// rows (cv 2, longest 1384: 3-8x slower, the longest row walked once per column tile).
+/// (9.7 vs 9.5 us). The two-row tile in turn was as fast over k > 8192 on geometric mean, faster where B's rows are
+/// shared by neighbouring rows (case_ACTIVSg70k at n = 512: 115.4 us; banded rows) and slower on uniform ones (16384
+/// rows of 6, n = 2048: 169.2 vs 130.0 us): the row statistics do not tell them apart. Not rows of 8 (65536 of 8:
+/// 0.87x-1.03x), nor power-law rows (cv 2, longest 1384: 3-8x slower, the longest row walked once per column tile).
 fn very_short_rows_many_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let rows = m >= 16384 && stats.mean <= 6.0 && stats.cv <= 1.0 && stats.max <= 64;
     if rows && k > 8192 && n % 32 == 0 && (128..=2048).contains(&n) {
@@ -1742,12 +1741,14 @@ mod tests {
             (2049, 128, 8.0, 1.5, two, "2049 rows, cv 1.5"),
             (25000, 128, 8.0, 0.3, two, "200,000 entries"),
             (25001, 128, 8.0, 0.3, k8, "200,008 entries"),
-            (16383, 128, 6.0, 0.3, two, "16383 rows"),
+            (32768, 128, 6.1, 0.3, two, "32768 rows"),
+            (32769, 128, 6.1, 0.3, k8, "32769 rows"),
+            (24000, 512, 4.0, 1.01, two, "B of 12.3M elements"),
+            (32000, 512, 4.0, 1.01, k8, "B of 16.4M elements, past the largest swept"),
+            // Rows of 6 or fewer (cv up to 1) from 16384 rows take column tiles in turn (step 60).
+            (16383, 128, 6.0, 0.3, two, "16383 rows of 6"),
             (32768, 128, 6.0, 0.3, k8_in_turn, "32768 rows of 6: in turn"),
-            (32769, 128, 6.1, 0.3, k8, "32769 rows of 6.1"),
-            (16383, 512, 4.0, 0.3, two, "B of 8.4M elements"),
             (24000, 512, 4.0, 0.3, k8_in_turn, "24000 rows of 4 over k = 24000: in turn"),
-            (32000, 512, 4.0, 1.01, k8, "B of 16.4M elements, past the largest swept; cv past 1"),
             (55476, 128, 12.7, 0.33, k8, "copter2"),
             (70000, 128, 3.38, 0.38, k8_in_turn, "case_ACTIVSg70k: in turn"),
             (70000, 512, 3.38, 0.38, k8_in_turn, "case_ACTIVSg70k at n = 512: in turn"),
