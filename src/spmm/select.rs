@@ -620,7 +620,8 @@ fn longest_row_is_short_enough(n: usize, stats: &RowStats) -> bool {
 /// (9.7 vs 9.5 us). The two-row tile in turn was as fast over k > 8192 on geometric mean, faster where B's rows are
 /// shared by neighbouring rows (case_ACTIVSg70k at n = 512: 115.4 us; banded rows) and slower on uniform ones (16384
 /// rows of 6, n = 2048: 169.2 vs 130.0 us): the row statistics do not tell them apart. Not rows of 8 (65536 of 8:
-/// 0.87x-1.03x), nor power-law rows (cv 2, longest 1384: 3-8x slower, the longest row walked once per column tile).
+/// 0.87x-1.03x), nor power-law rows (cv 2, longest 1384: 2.4x-7.7x slower, the longest row walked once per column
+/// tile).
 fn very_short_rows_many_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let rows = m >= 16384 && stats.mean <= 6.0 && stats.cv <= 1.0 && stats.max <= 64;
     if rows && k > 8192 && n % 32 == 0 && (128..=2048).contains(&n) {
