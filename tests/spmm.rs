@@ -1180,10 +1180,10 @@ fn every_variant_walks_rows_of_every_length() {
 
 /// The f16/bf16 residue, and f32's in the k = 32 tiles, reads its last step's values and offsets as whole vectors
 /// (NOTES.md, "SpMM steps 58-59"), so the slots past the row's end hold what an earlier tile of the row, or an
-/// earlier block, left there. Every value of A
-/// is +Inf and every element of B positive, some +Inf: each nonempty row of C must be +Inf and each empty row 0,
-/// while a stale slot taken as a value (Inf times a zero vector of B) or as an offset (-0 times an Inf of B, or a
-/// load outside B) would give NaN. Rows of every length at every alignment ([`rows_of_every_length`]), every variant.
+/// earlier block, left there. Every value of A is +Inf and every element of B positive, some +Inf: each nonempty
+/// row of C must be +Inf and each empty row 0, while a stale slot taken as a value (Inf times a zero vector of B) or
+/// as an offset (-0 times an Inf of B, or a load outside B) would give NaN. Rows of every length at every alignment
+/// ([`rows_of_every_length`]), every variant.
 #[test]
 fn every_variant_ignores_the_stale_slots_of_its_residue() {
     let Some(gpu) = gpu_or_skip("every_variant_ignores_the_stale_slots_of_its_residue") else { return };

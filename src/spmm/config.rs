@@ -60,6 +60,12 @@ impl SpmmConfig {
         self.block_items_y / self.row_split.max(1)
     }
 
+    /// The tile kernel's grid extent over n columns: groups of `column_tiles` column tiles of `block_items_x`
+    /// (one tile each for most variants). `spmm_kernel` in cuda/spmm/spmm.cu decodes the same groups.
+    pub(crate) fn column_groups(&self, n: usize) -> usize {
+        n.div_ceil(self.block_items_x as usize).div_ceil(self.column_tiles.max(1) as usize)
+    }
+
     /// The exported kernel name, e.g. `spmm_f32_s4d4_y4k32x32w8_u4_pred` (built by `kernel_name.rs`, which
     /// build.rs includes too).
     pub fn kernel_name(&self) -> String {
@@ -144,8 +150,7 @@ impl SpmmConfig {
         rule(elem * sv <= 16 && elem * dv <= 16, "a vector access moves at most 16 bytes")?;
         rule(sv.is_power_of_two() && dv.is_power_of_two(), "vector widths must be powers of two")?;
         rule(y % rs == 0, "block_items_y must be a multiple of row_split")?;
-        // Repeats the template's rule; "every size must be positive" above already catches 0.
-        rule(ct >= 1, "column_tiles must be positive")?;
+        // The template's "column_tiles must be positive" is "every size must be positive" above.
         rule(k % 4 == 0, "block_items_k must be a multiple of 4")?;
         Ok(())
     }

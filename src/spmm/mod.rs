@@ -524,8 +524,7 @@ pub fn block_order(
     sm_count: usize,
 ) -> BlockOrder {
     let row_blocks = items.div_ceil(config.rows_per_block() as usize);
-    // The grid's column extent: groups of config.column_tiles column tiles (one tile each for most variants).
-    let column_tiles = n.div_ceil(config.block_items_x as usize).div_ceil(config.column_tiles as usize);
+    let column_tiles = config.column_groups(n);
     // A predicated twin runs as its tile does in every column tile that n does not cut: the same order.
     let tile = SpmmConfig { predicate_loads: false, ..*config };
     // Both tiles are launch-bounded, so they never walk pieces: items are rows.
@@ -614,11 +613,7 @@ fn launch<T: Scalar>(
     if items > i32::MAX as usize - config.rows_per_block() as usize {
         return Err(Error::TooLarge(format!("{items} rows or row pieces: the SpMM kernel counts them in 32 bits")));
     }
-    // The grid's column extent: groups of config.column_tiles column tiles (one tile each for most variants).
-    let (row_blocks, column_tiles) = (
-        items.div_ceil(config.rows_per_block() as usize),
-        n.div_ceil(config.block_items_x as usize).div_ceil(config.column_tiles as usize),
-    );
+    let (row_blocks, column_tiles) = (items.div_ceil(config.rows_per_block() as usize), config.column_groups(n));
     let order = match order {
         Some(order) => order,
         None => {
