@@ -89,7 +89,17 @@ pub struct RowStats {
     /// Coefficient of variation (standard deviation / mean); 0 for an empty matrix.
     pub cv: f64,
     pub empty_rows: usize,
+    /// How much neighbouring rows share columns: over each window of [`LOCALITY_WINDOW`] consecutive rows, the
+    /// distinct columns of its entries, summed over the windows and divided by the entries (1 where no two rows
+    /// of a window share a column, 1 / 4096 where all rows hold the same ones; 1 for an empty matrix). The rows of
+    /// B that a window's rows read are its distinct columns. None where only the row pointer was looked at
+    /// ([`RowStats::from_indptr`]); [`RowStats::of_csr`] and the statistics of a [`DeviceCsr`] have it.
+    pub columns_per_entry: Option<f64>,
 }
+
+/// The window of [`RowStats::columns_per_entry`]: 4096 rows, on the order of the rows the SpMM tiles have in
+/// flight on the GPU at once (NOTES.md, "SpMM step 61").
+pub const LOCALITY_WINDOW: usize = 4096;
 
 impl RowStats {
     /// Statistics of the row lengths of a CSR row pointer.
@@ -109,8 +119,52 @@ impl RowStats {
         }
         let mean = sum / rows as f64;
         let var = (sum_sq / rows as f64 - mean * mean).max(0.0);
-        RowStats { min, max, mean, cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 }, empty_rows: empty }
+        let cv = if mean > 0.0 { var.sqrt() / mean } else { 0.0 };
+        RowStats { min, max, mean, cv, empty_rows: empty, columns_per_entry: None }
     }
+
+    /// [`RowStats::from_indptr`] and [`RowStats::columns_per_entry`] of a CSR structure (`indices` holds at
+    /// least `indptr`'s last offset; each row's columns distinct, as a validated matrix's are).
+    pub fn of_csr(indptr: &[usize], indices: &[usize]) -> RowStats {
+        RowStats { columns_per_entry: Some(columns_per_entry(indptr, indices)), ..RowStats::from_indptr(indptr) }
+    }
+}
+
+/// [`RowStats::columns_per_entry`], the windows in parallel: each window's columns marked in a bitmap up to its
+/// largest column where that is at most 64 columns per entry, else sorted and counted.
+fn columns_per_entry(indptr: &[usize], indices: &[usize]) -> f64 {
+    use rayon::prelude::*;
+    let rows = indptr.len().saturating_sub(1);
+    let nnz = indptr.last().copied().unwrap_or(0);
+    if nnz == 0 {
+        return 1.0;
+    }
+    let distinct: usize = (0..rows.div_ceil(LOCALITY_WINDOW))
+        .into_par_iter()
+        .map(|w| {
+            let (r0, r1) = (w * LOCALITY_WINDOW, ((w + 1) * LOCALITY_WINDOW).min(rows));
+            let window = &indices[indptr[r0]..indptr[r1]];
+            let span = window.iter().max().map_or(0, |&c| c + 1);
+            if span <= 64 * window.len() {
+                let mut seen = vec![0u64; span.div_ceil(64)];
+                window
+                    .iter()
+                    .filter(|&&c| {
+                        let (word, bit) = (c / 64, 1u64 << (c % 64));
+                        let new = seen[word] & bit == 0;
+                        seen[word] |= bit;
+                        new
+                    })
+                    .count()
+            } else {
+                let mut cols = window.to_vec();
+                cols.sort_unstable();
+                cols.dedup();
+                cols.len()
+            }
+        })
+        .sum();
+    distinct as f64 / nnz as f64
 }
 
 /// Rows ordered by descending length (ties by row index), so that long rows start first and short rows
@@ -172,8 +226,8 @@ pub(crate) struct DeviceSplit {
 }
 
 impl Derived {
-    fn from_indptr(gpu: &Gpu, indptr: &[usize], dtype: crate::DType) -> Result<Self> {
-        let stats = RowStats::from_indptr(indptr);
+    fn of(gpu: &Gpu, indptr: &[usize], indices: &[usize], dtype: crate::DType) -> Result<Self> {
+        let stats = RowStats::of_csr(indptr, indices);
         let rows = indptr.len().saturating_sub(1);
         let swizzled_rows = if crate::spmm::rows_longest_first(&stats, rows, dtype) {
             Some(upload_slice(gpu, &swizzled_rows(indptr), "uploading the row swizzle")?)
@@ -306,7 +360,7 @@ impl<T: Scalar> DeviceCsr<T> {
         (row_offsets, column_indices, values): (CudaSlice<i32>, CudaSlice<i32>, CudaSlice<T>),
     ) -> Result<Self> {
         let derived = OnceLock::new();
-        let _ = derived.set(Derived::from_indptr(gpu, indptr, T::DTYPE)?);
+        let _ = derived.set(Derived::of(gpu, indptr, indices, T::DTYPE)?);
         Ok(DeviceCsr {
             rows: indptr.len() - 1,
             cols,
@@ -408,16 +462,21 @@ impl<T: Scalar> DeviceCsr<T> {
         }
     }
 
-    /// The statistics and the swizzle, computed from one download of the row pointer the first time.
+    /// The statistics and the swizzle, computed from one download of the row pointer and the column indices the
+    /// first time (the indices for [`RowStats::columns_per_entry`], so that a matrix built on the device gets the
+    /// statistics, and the kernel choices, that its upload would).
     pub(crate) fn derived(&self, gpu: &Gpu) -> Result<&Derived> {
         self.check_gpu(gpu, "the sparse matrix")?;
         if let Some(d) = self.derived.get() {
             return Ok(d);
         }
-        let offsets =
-            gpu.stream().clone_dtoh(&self.row_offsets).map_err(Error::driver("reading back CSR row offsets", 0))?;
+        let stream = gpu.stream();
+        let offsets = stream.clone_dtoh(&self.row_offsets).map_err(Error::driver("reading back CSR row offsets", 0))?;
+        let columns =
+            stream.clone_dtoh(&self.column_indices).map_err(Error::driver("reading back CSR column indices", 0))?;
         let indptr: Vec<usize> = offsets.iter().take(self.rows + 1).map(|&o| o as usize).collect();
-        let _ = self.derived.set(Derived::from_indptr(gpu, &indptr, T::DTYPE)?);
+        let indices: Vec<usize> = columns.iter().take(self.nnz).map(|&c| c as usize).collect();
+        let _ = self.derived.set(Derived::of(gpu, &indptr, &indices, T::DTYPE)?);
         Ok(self.derived.get().expect("set just above"))
     }
 
@@ -508,8 +567,8 @@ impl<T: Scalar> DeviceCsr<T> {
     pub fn nnz(&self) -> usize {
         self.nnz
     }
-    /// Row-length statistics: computed at upload, or (for a matrix built on the device) from one download of
-    /// the row pointer on first use.
+    /// Row statistics: computed at upload, or (for a matrix built on the device) from one download of the row
+    /// pointer and the column indices on first use.
     pub fn stats(&self, gpu: &Gpu) -> Result<&RowStats> {
         Ok(&self.derived(gpu)?.stats)
     }
@@ -536,6 +595,28 @@ mod tests {
         assert!(!holds_non_finite(&long));
         *long.last_mut().unwrap() = f64::INFINITY;
         assert!(holds_non_finite(&long));
+    }
+
+    #[test]
+    fn columns_per_entry_counts_distinct_columns_per_window() {
+        use super::{RowStats, LOCALITY_WINDOW as W};
+        // Every row holds the same three columns: 3 distinct per window of W rows, 3 W entries.
+        let rows = 2 * W;
+        let indptr: Vec<usize> = (0..=rows).map(|r| 3 * r).collect();
+        let same: Vec<usize> = (0..rows).flat_map(|_| [1, 5, 9]).collect();
+        let s = RowStats::of_csr(&indptr, &same);
+        assert_eq!(s.columns_per_entry, Some(2.0 * 3.0 / (3 * rows) as f64));
+        assert_eq!((s.mean, s.max), (3.0, 3), "the row statistics are from_indptr's");
+        // Rows with columns of their own: 1. A window boundary counts a column again: W + 1 rows sharing column 0
+        // have 2 distinct columns in 2 windows.
+        let own: Vec<usize> = (0..3 * rows).collect();
+        assert_eq!(RowStats::of_csr(&indptr, &own).columns_per_entry, Some(1.0));
+        let indptr: Vec<usize> = (0..=W + 1).collect();
+        assert_eq!(RowStats::of_csr(&indptr, &vec![0; W + 1]).columns_per_entry, Some(2.0 / (W + 1) as f64));
+        // Empty matrices and rows: 1, and none from the row pointer alone.
+        assert_eq!(RowStats::of_csr(&[0, 0, 0], &[]).columns_per_entry, Some(1.0));
+        assert_eq!(RowStats::of_csr(&[0], &[]).columns_per_entry, Some(1.0));
+        assert_eq!(RowStats::from_indptr(&[0, 2]).columns_per_entry, None);
     }
 
     #[test]

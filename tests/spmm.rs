@@ -2081,3 +2081,43 @@ fn spmm_refuses_another_handles_operands() {
     spmm(&other, &a_other, &b_other, &mut c_other, &config).unwrap();
     check_spmm("the other handle", a.view(), &b, n, &c_other.download(&other).unwrap());
 }
+
+/// Step 61: where neighbouring rows share columns ([`RowStats::columns_per_entry`]) `spmm_auto` takes the tiles in
+/// turn on rows of 7 in 65536 rows, checked against the oracle; the same rows permuted at random share none and keep
+/// one column tile per block. A matrix built on the device (C = A I by the SpGEMM) gets the statistics, and so the
+/// kernel, of its upload: the lazy statistics read the column indices back too.
+#[test]
+fn automatic_tiles_in_turn_where_rows_share_columns() {
+    let m: usize = 65536;
+    let mut rng = gen::Rng::new(seed(151));
+    let mut banded = Vec::new();
+    for r in 0..m {
+        banded.extend((r.saturating_sub(3)..(r + 4).min(m)).map(|c| (r, c, rng.range(-1.0, 1.0) as f32)));
+    }
+    // A random permutation of rows and columns alike (Fisher-Yates on the generator's stream).
+    let mut perm: Vec<usize> = (0..m).collect();
+    for i in (1..m).rev() {
+        perm.swap(i, rng.below(i + 1));
+    }
+    let permuted: Vec<(usize, usize, f32)> = banded.iter().map(|&(r, c, v)| (perm[r], perm[c], v)).collect();
+    let (banded, permuted) = (from_triplets(m, m, &banded), from_triplets(m, m, &permuted));
+    let shared = RowStats::of_csr(banded.indptr().raw_storage(), banded.indices());
+    let spread = RowStats::of_csr(permuted.indptr().raw_storage(), permuted.indices());
+    let (c_shared, c_spread) = (shared.columns_per_entry.unwrap(), spread.columns_per_entry.unwrap());
+    assert!(c_shared < 0.2 && c_spread > 0.8, "columns per entry {c_shared:.3} and {c_spread:.3}");
+    assert!(shared.cv <= 0.2 && (shared.mean - 7.0).abs() < 0.01, "{shared:?}");
+    let k8_in_turn = "spmm_f32_s1d4_y4k8x32w8_u4_nopred_c8_lb32";
+    assert_eq!(SpmmConfig::select_with_stats(m, m, 256, &shared, DType::F32).kernel_name(), k8_in_turn);
+    assert_eq!(SpmmConfig::select_with_stats(m, m, 256, &spread, DType::F32).column_tiles, 1);
+    let Some(gpu) = gpu_or_skip("automatic_tiles_in_turn_where_rows_share_columns") else { return };
+    let used = check_auto::<f32>(&gpu, "rows of 7 sharing columns, n = 256", &banded, 256, seed(152));
+    assert_eq!(used.to_string(), k8_in_turn);
+    let used = check_auto::<f32>(&gpu, "rows of 7 permuted, n = 256", &permuted, 256, seed(153));
+    assert!(matches!(used, SpmmKernel::Tiled(c) if c.column_tiles == 1), "{used}");
+    // The device-built copy: C = A I.
+    let a_dev = DeviceCsr::upload(&gpu, banded.view()).unwrap();
+    let eye = DeviceCsr::upload(&gpu, CsMat::<f32>::eye(m).view()).unwrap();
+    let c_dev = tilesparse::spgemm(&gpu, &a_dev, &eye).unwrap();
+    assert_eq!(c_dev.stats(&gpu).unwrap(), a_dev.stats(&gpu).unwrap());
+    assert_eq!(a_dev.stats(&gpu).unwrap(), &shared);
+}

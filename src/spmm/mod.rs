@@ -786,7 +786,8 @@ mod tests {
         // The pruned 384 x 1536 at 70% (176947 entries, 576 64-row k-blocks, 30% full): the tensor cores at n = 256
         // before the row split (18.8 us), the row split's two warps per row now (16.3 us; NOTES.md, "SpMM step 29");
         // the tensor cores still at n = 1024.
-        let stats = crate::csr::RowStats { min: 342, max: 817, mean: 460.8, cv: 0.14, empty_rows: 0 };
+        let stats =
+            crate::csr::RowStats { min: 342, max: 817, mean: 460.8, cv: 0.14, empty_rows: 0, columns_per_entry: None };
         let counts = Some(tensor_core::BlockCounts { narrow: 2304, wide: 576 });
         let select = |n| SpmmKernel::select(384, 1536, n, 176_947, &stats, DType::F32, counts);
         assert_eq!(select(256), SpmmKernel::Tiled(select::split_row_warp_tile(DType::F32)));
@@ -796,7 +797,8 @@ mod tests {
     #[test]
     fn half_types_on_rows_long_for_their_mean_take_the_windows_or_split_tiles() {
         // Power-law rows (NOTES.md, "SpMM step 50"): longest 890, mean 12 (not skewed; 16x the mean is 192).
-        let stats = crate::csr::RowStats { min: 1, max: 890, mean: 12.0, cv: 1.4, empty_rows: 0 };
+        let stats =
+            crate::csr::RowStats { min: 1, max: 890, mean: 12.0, cv: 1.4, empty_rows: 0, columns_per_entry: None };
         let counts = Some(tensor_core::BlockCounts { narrow: 100_000, wide: 60_000 });
         let pick = |m: usize, n: usize, dtype| SpmmKernel::select(m, 2048, n, m * 12, &stats, dtype, counts);
         let window = |dtype, tiles_n| {
@@ -884,7 +886,8 @@ mod tests {
             tensor_core::BlockCounts { narrow: wide * 3, wide: (wide as f64 * 0.075 / fill) as usize }
         };
         let kind = |m: usize, n: usize, cv: f64, wide_fill: f64| {
-            let stats = crate::csr::RowStats { min: 1, max: 100, mean: 10.0, cv, empty_rows: 0 };
+            let stats =
+                crate::csr::RowStats { min: 1, max: 100, mean: 10.0, cv, empty_rows: 0, columns_per_entry: None };
             let nnz = (counts(wide_fill, m).wide as f64 * 64.0 * 16.0 * wide_fill) as usize;
             match SpmmKernel::select(m, 2048, n, nnz, &stats, DType::F16, Some(counts(wide_fill, m))) {
                 SpmmKernel::TensorCore(c) if c.is_wide() => "wide",

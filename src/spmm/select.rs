@@ -619,15 +619,43 @@ fn longest_row_is_short_enough(n: usize, stats: &RowStats) -> bool {
 /// Over k = 4096 the two-row tile in turn won from n = 256 (1.05x-1.11x over the two-row tile) and lost at n = 128
 /// (9.7 vs 9.5 us). The two-row tile in turn was as fast over k > 8192 on geometric mean, faster where B's rows are
 /// shared by neighbouring rows (case_ACTIVSg70k at n = 512: 115.4 us; banded rows) and slower on uniform ones (16384
-/// rows of 6, n = 2048: 169.2 vs 130.0 us): the row statistics do not tell them apart. Not rows of 8 (65536 of 8:
-/// 0.87x-1.03x), nor power-law rows (cv 2, longest 1384: 2.4x-7.7x slower, the longest row walked once per column
-/// tile).
+/// rows of 6, n = 2048: 169.2 vs 130.0 us). Not rows of 8 in random columns (65536 of 8: 0.87x-1.03x), nor power-law
+/// rows (cv 2, longest 1384: 2.4x-7.7x slower, the longest row walked once per column tile).
+///
+/// Where neighbouring rows share columns ([`RowStats::columns_per_entry`], over k > 8192), the rows of B that the
+/// rows in flight read stay in L2, and the tiles in turn win on longer rows too. Measured on the H200 (NOTES.md,
+/// "SpMM step 61"; every f32 variant on 36 generated matrices of 16384 and 65536 rows, even and Poisson rows of 3-10
+/// in columns within 32 or 1024 of the diagonal or anywhere, and on meshes and graphs in their own order and
+/// permuted at random, n = 128-2048), against the choice before:
+/// - even rows (cv <= 0.2) of 6 or fewer, at most 0.4 distinct columns per entry, n = 1024-2048: the two-row tile in
+///   turn, 1.064x faster on 17 problems (1.03x-1.11x);
+/// - even rows of 6-10, at most 0.5 distinct columns per entry: the k = 8 tile in turn, 1.145x on 53 problems
+///   (0.995x-1.39x; a 40^3 seven-point stencil at n = 2048: 622.0 -> 448.1 us, 1.10x -> 1.52x of cuSPARSE);
+/// - uneven rows of 6-10 (cv > 0.2), at most 0.3 distinct columns per entry, n = 256-2048: the two-row tile in turn,
+///   1.226x on 16 problems (0.98x-1.44x). The k = 8 tile in turn gains little there: rows past 8 entries take it two
+///   steps.
+///
+/// Rows of 7 in random columns lose in turn (65536 rows, and the stencil permuted at random: 0.92x-0.97x from n =
+/// 256), hence the bounds on shared columns. Over all 198 problems of those sets in the rule's rows, the bounds
+/// here give 1.060x; bounds from 0.4 to 0.6 (even rows) and 0.2 to 0.4 (uneven ones) give 1.054x-1.060x.
 fn very_short_rows_many_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
-    let rows = m >= 16384 && stats.mean <= 6.0 && stats.cv <= 1.0 && stats.max <= 64;
-    if rows && k > 8192 && n % 32 == 0 && (128..=2048).contains(&n) {
-        Some(in_turn(bounded(k8_tile(DType::F32, 4, false), 32)))
-    } else if rows && k <= 8192 && n % 128 == 0 && (256..=2048).contains(&n) {
-        Some(in_turn(two_row_tile(DType::F32)))
+    let rows = m >= 16384 && stats.cv <= 1.0 && stats.max <= 64;
+    let shared = |most: f64| stats.columns_per_entry.is_some_and(|c| c <= most);
+    let even = stats.cv <= 0.2;
+    let k8_in_turn = in_turn(bounded(k8_tile(DType::F32, 4, false), 32));
+    let two_rows_in_turn = in_turn(two_row_tile(DType::F32));
+    let (some_n, wide_n) = (n % 32 == 0 && (128..=2048).contains(&n), n % 128 == 0 && (256..=2048).contains(&n));
+    if !rows {
+        None
+    } else if stats.mean <= 6.0 && k > 8192 && some_n {
+        let shared_wide = even && shared(0.4) && n >= 1024 && n % 128 == 0;
+        Some(if shared_wide { two_rows_in_turn } else { k8_in_turn })
+    } else if stats.mean <= 6.0 && k <= 8192 && wide_n {
+        Some(two_rows_in_turn)
+    } else if stats.mean <= 10.0 && k > 8192 && even && shared(0.5) && some_n {
+        Some(k8_in_turn)
+    } else if stats.mean <= 10.0 && k > 8192 && !even && shared(0.3) && wide_n {
+        Some(two_rows_in_turn)
     } else {
         None
     }
@@ -701,7 +729,7 @@ impl SpmmConfig {
     /// mean row length. [`SpmmConfig::select_with_stats`] also sees how uneven the rows are.
     pub fn select(m: usize, k: usize, n: usize, nnz: usize, dtype: DType) -> SpmmConfig {
         let mean = nnz as f64 / m.max(1) as f64;
-        let stats = RowStats { min: 0, max: 0, mean, cv: 0.0, empty_rows: 0 };
+        let stats = RowStats { min: 0, max: 0, mean, cv: 0.0, empty_rows: 0, columns_per_entry: None };
         Self::select_with_stats(m, k, n, &stats, dtype)
     }
 
@@ -714,13 +742,24 @@ impl SpmmConfig {
         if dtype.size() == 2 {
             return Self::select_half(m, k, n, stats, dtype);
         }
+        let here = || Self::select_f32(m, k, n, stats, dtype);
         if let Some(width) = rounded_width(n, dtype) {
-            let config = predicated_for(Self::select_f32(m, k, width, stats, dtype), n);
+            let config = Self::select_f32(m, k, width, stats, dtype);
+            // Tiles in turn that n cuts would run as their one-tile twin, guarded: where the choice at n itself takes
+            // tiles in turn that n fills (the k = 8 tile over 32 columns where the rounding gave the two-row tile,
+            // step 61's rows sharing columns at n = 1024-2048), that one keeps the gain of running in turn.
+            if config.column_tiles > 1 && n % config.block_items_x as usize != 0 {
+                let own = here();
+                if own.column_tiles > 1 && n % own.block_items_x as usize == 0 {
+                    return own;
+                }
+            }
+            let config = predicated_for(config, n);
             if !two_rows_waste_columns(&config, n) {
                 return config;
             }
         }
-        Self::select_f32(m, k, n, stats, dtype)
+        here()
     }
 
     /// The f32 choice at n itself.
@@ -743,8 +782,9 @@ impl SpmmConfig {
         } else if n <= 16 {
             tile(dtype, 4, dv.min(2), 4, 32, 16, 8, n % 16 != 0)
         } else if let Some(config) = very_short_rows_many_rows(m, k, n, stats) {
-            // Very short rows in many rows: column tiles in turn ([`very_short_rows_many_rows`]; case_ACTIVSg70k at
-            // n = 512: 174.1 -> 136.0 us on the H200).
+            // Very short rows in many rows, and rows of up to 10 that share columns with their neighbours: column
+            // tiles in turn ([`very_short_rows_many_rows`]; case_ACTIVSg70k at n = 512: 174.1 -> 136.0 us, a 40^3
+            // seven-point stencil at n = 2048: 622.0 -> 448.1 us, on the H200).
             config
         } else if thirty_two_row_rows(m, k, n, stats) {
             // 256-1024 rows over n = 768-3072: thirty-two rows of 16 threads per block on one 64-column tile,
@@ -1055,7 +1095,14 @@ mod tests {
 
     #[test]
     fn half_types_on_short_rows_at_wide_n() {
-        let rows = |mean: f64, cv: f64| RowStats { min: 0, max: (mean * 4.0) as usize, mean, cv, empty_rows: 0 };
+        let rows = |mean: f64, cv: f64| RowStats {
+            min: 0,
+            max: (mean * 4.0) as usize,
+            mean,
+            cv,
+            empty_rows: 0,
+            columns_per_entry: None,
+        };
         for dtype in [DType::F16, DType::Bf16] {
             let sel =
                 |m: usize, k: usize, n: usize, stats: &RowStats| SpmmConfig::select_with_stats(m, k, n, stats, dtype);
@@ -1087,7 +1134,8 @@ mod tests {
     #[test]
     fn f32_many_short_even_rows_and_n64() {
         let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64| {
-            let stats = RowStats { min: 0, max: (mean * 2.0) as usize, mean, cv, empty_rows: 0 };
+            let stats =
+                RowStats { min: 0, max: (mean * 2.0) as usize, mean, cv, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
         };
         let (two_rows, k8) = ("spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32");
@@ -1114,7 +1162,7 @@ mod tests {
     fn half_long_rows_take_the_wide_tile_from_8192_rows_at_n_512() {
         // Power-law rows long for their mean (longest 349, mean 4): 256 columns from 8192 rows at n >= 512 (step 55),
         // from 16384 at n = 256 (step 50).
-        let stats = RowStats { min: 0, max: 349, mean: 4.0, cv: 1.44, empty_rows: 0 };
+        let stats = RowStats { min: 0, max: 349, mean: 4.0, cv: 1.44, empty_rows: 0, columns_per_entry: None };
         for dtype in [DType::F16, DType::Bf16] {
             let wide = Some(super::super::SpmmKernel::Tiled(tile(dtype, 1, 8, 2, 16, 256, 16, false)));
             let k8 = Some(super::super::SpmmKernel::Tiled(tile(dtype, 1, 8, 4, 8, 64, 8, false)));
@@ -1136,7 +1184,8 @@ mod tests {
     fn skewed_half_rows_past_3072_leave_the_windows_for_tiles() {
         // Step 56: skewed rows (longest past 1024 and eight times the mean) whose longest row holds more than 3072
         // entries take no 16-row windows; at n <= 32 a warp per row up to 2^18 entries, the k = 8 tile past that.
-        let skewed = |max: usize, mean: f64| RowStats { min: 0, max, mean, cv: 2.5, empty_rows: 0 };
+        let skewed =
+            |max: usize, mean: f64| RowStats { min: 0, max, mean, cv: 2.5, empty_rows: 0, columns_per_entry: None };
         for dtype in [DType::F16, DType::Bf16] {
             assert!(too_skewed_for_windows(&skewed(3073, 40.0), dtype));
             assert!(!too_skewed_for_windows(&skewed(3072, 40.0), dtype));
@@ -1159,9 +1208,9 @@ mod tests {
     fn rows_long_for_their_mean_take_32_columns_per_window_warp() {
         // Step 56: 32 columns per warp of a 16-row window (tiles_n 4) at n = 33-128 where the 64-column warps
         // would number at most 128, or 256 where the longest row holds 1024 entries or more.
-        let long = RowStats { min: 0, max: 700, mean: 12.0, cv: 1.4, empty_rows: 0 };
-        let skewed = RowStats { min: 0, max: 2000, mean: 40.0, cv: 1.5, empty_rows: 0 };
-        let even = RowStats { min: 0, max: 60, mean: 40.0, cv: 0.3, empty_rows: 0 };
+        let long = RowStats { min: 0, max: 700, mean: 12.0, cv: 1.4, empty_rows: 0, columns_per_entry: None };
+        let skewed = RowStats { min: 0, max: 2000, mean: 40.0, cv: 1.5, empty_rows: 0, columns_per_entry: None };
+        let even = RowStats { min: 0, max: 60, mean: 40.0, cv: 0.3, empty_rows: 0, columns_per_entry: None };
         assert_eq!(long_rows_window_tiles_n(2048, 64, &long, 8), 4, "128 warps");
         assert_eq!(long_rows_window_tiles_n(2049, 64, &long, 8), 8);
         assert_eq!(long_rows_window_tiles_n(1024, 128, &long, 8), 4);
@@ -1190,7 +1239,7 @@ mod tests {
             for (n, cv) in (1..=1100usize).flat_map(|n| [(n, 0.0), (n, 3.0)]) {
                 // cv 3 with a 5000-entry row: skewed enough to split for the shorter means.
                 let max = if cv > 0.0 { 5000 } else { per_row };
-                let stats = RowStats { min: 0, max, mean: per_row as f64, cv, empty_rows: 0 };
+                let stats = RowStats { min: 0, max, mean: per_row as f64, cv, empty_rows: 0, columns_per_entry: None };
                 for dtype in [DType::F32, DType::F16, DType::Bf16] {
                     let c = SpmmConfig::select_with_stats(m, 1000, n, &stats, dtype);
                     c.validate().unwrap_or_else(|e| panic!("n={n}: {c} invalid: {e}"));
@@ -1222,7 +1271,7 @@ mod tests {
         assert_eq!(rounded_width(100, DType::Bf16), None);
         // The pruned 384 x 1536 at 98% (mean 30.7, longest 300): the four-way row split of n = 128 at n = 100,
         // guarded; that of 32 at n = 20; the two-way split of n = 256 at n = 200.
-        let pruned = RowStats { min: 4, max: 300, mean: 30.7, cv: 0.9, empty_rows: 0 };
+        let pruned = RowStats { min: 4, max: 300, mean: 30.7, cv: 0.9, empty_rows: 0, columns_per_entry: None };
         let sel = |m: usize, n: usize, stats: &RowStats| SpmmConfig::select_with_stats(m, 1536, n, stats, DType::F32);
         let k8 = SpmmConfig { predicate_loads: true, ..split_row_k8_tile(DType::F32) };
         assert_eq!(sel(384, 100, &pruned), k8);
@@ -1233,7 +1282,7 @@ mod tests {
         assert_eq!(sel(1536, 500, &pruned).kernel_name(), "spmm_f32_s1d4_y1k32x128w32_u4_pred");
         // The k = 8 tile held to 64 registers at the rounded width runs unbounded where n needs the guards
         // (copter2 at n = 36), as it is where it does not (n = 160: the choice at 256, 32 columns a tile).
-        let copter2 = RowStats { min: 1, max: 40, mean: 12.7, cv: 0.33, empty_rows: 0 };
+        let copter2 = RowStats { min: 1, max: 40, mean: 12.7, cv: 0.33, empty_rows: 0, columns_per_entry: None };
         assert_eq!(
             SpmmConfig::select_with_stats(55476, 55476, 64, &copter2, DType::F32).kernel_name(),
             "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32"
@@ -1249,7 +1298,7 @@ mod tests {
         // The two-row tile only where its last column tile is at least nine tenths full: 4096 rows of 410 at n =
         // 500 (512) take it (held to 128 registers at 512 since step 43), at n = 100 (128) and 300 (384) the
         // choice at n itself.
-        let uniform = RowStats { min: 350, max: 470, mean: 410.0, cv: 0.05, empty_rows: 0 };
+        let uniform = RowStats { min: 350, max: 470, mean: 410.0, cv: 0.05, empty_rows: 0, columns_per_entry: None };
         let pick = |n: usize| SpmmConfig::select_with_stats(4096, 4096, n, &uniform, DType::F32).kernel_name();
         assert_eq!(pick(512), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
         assert_eq!(pick(500), "spmm_f32_s1d4_y2k16x128w16_u4_pred_lb16");
@@ -1283,7 +1332,7 @@ mod tests {
         // even rows, and a last wave of 2112 blocks at least three quarters full; not B past 3072 x 4096, short
         // rows (mean <= 64) past 2048 rows, or rows past 400 entries.
         let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64| {
-            let stats = RowStats { min: 0, max: 0, mean, cv, empty_rows: 0 };
+            let stats = RowStats { min: 0, max: 0, mean, cv, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
         };
         let two_rows = "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16";
@@ -1341,7 +1390,7 @@ mod tests {
         assert_eq!(pick(384, 3072, 1024, 307.0, 0.9), "spmm_f32_s1d2_y16k32x64w32_u4_nopred");
         // In the sixteen-row block's range, rows long enough to split (max > 1024 and 8 x mean) go to the eight
         // rows too: 768 x 3072 at 10%, cv 1.4, n = 2048, 158 us (sixteen rows: 167; the split: 225).
-        let split_long = RowStats { min: 0, max: 3072, mean: 307.0, cv: 1.41, empty_rows: 0 };
+        let split_long = RowStats { min: 0, max: 3072, mean: 307.0, cv: 1.41, empty_rows: 0, columns_per_entry: None };
         assert_eq!(SpmmConfig::select_with_stats(768, 3072, 2048, &split_long, DType::F32).kernel_name(), eight_rows);
         // Unsplit, those rows now go to the four-row tile (k >= 2048, below).
         assert_eq!(pick(768, 3072, 2048, 307.0, 1.41), "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8");
@@ -1449,7 +1498,7 @@ mod tests {
         assert_ne!(pick(512, 1536, 1024, 29.0, 0.3), thirty_two);
         assert_ne!(pick(512, 3073, 3072, 300.0, 0.3), thirty_two, "k past the sweep's");
         assert_ne!(pick(512, 1023, 1024, 150.0, 0.3), thirty_two, "k below the sweep's");
-        let split_long = RowStats { min: 0, max: 2000, mean: 154.0, cv: 0.4, empty_rows: 0 };
+        let split_long = RowStats { min: 0, max: 2000, mean: 154.0, cv: 0.4, empty_rows: 0, columns_per_entry: None };
         assert_ne!(SpmmConfig::select_with_stats(512, 1536, 1024, &split_long, DType::F32).kernel_name(), thirty_two);
         let f16 =
             SpmmConfig::select_with_stats(384, 1536, 1024, &RowStats { max: 0, cv: 0.21, ..split_long }, DType::F16);
@@ -1480,17 +1529,17 @@ mod tests {
         assert_eq!(s(4096, 4096, 4096 * 410), "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
         assert_eq!(s(4096, 4096, 4096 * 2048), "spmm_f32_s4d4_y4k32x64w8_u4_nopred_lb8");
         assert_eq!(s(4096, 100, 4096 * 410), "spmm_f32_s2d4_y4k16x32w8_u4_pred");
-        let skewed = RowStats { min: 1, max: 1383, mean: 10.0, cv: 3.6, empty_rows: 0 }; // email-Enron
+        let skewed = RowStats { min: 1, max: 1383, mean: 10.0, cv: 3.6, empty_rows: 0, columns_per_entry: None }; // email-Enron
         let skewed_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &skewed, DType::F32).kernel_name();
         assert_eq!(skewed_pick(128), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
         assert_eq!(skewed_pick(32), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
         // Uneven rows too short to split keep the unsplit choices.
-        let uneven = RowStats { min: 1, max: 250, mean: 10.0, cv: 3.6, empty_rows: 0 };
+        let uneven = RowStats { min: 1, max: 250, mean: 10.0, cv: 3.6, empty_rows: 0, columns_per_entry: None };
         let uneven_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &uneven, DType::F32).kernel_name();
         assert_eq!(uneven_pick(128), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         assert_eq!(uneven_pick(32), "spmm_f32_s4d4_y4k32x32w8_u4_nopred");
         // Longer ones, not skewed, take the tiles that split them ([`long_rows_tile`]).
-        let long = RowStats { min: 1, max: 900, mean: 10.0, cv: 3.6, empty_rows: 0 };
+        let long = RowStats { min: 1, max: 900, mean: 10.0, cv: 3.6, empty_rows: 0, columns_per_entry: None };
         let long_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &long, DType::F32).kernel_name();
         assert_eq!(long_pick(128), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "366920 entries > 350 x 900");
         assert_eq!(long_pick(32), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
@@ -1498,12 +1547,12 @@ mod tests {
 
     #[test]
     fn half_selection_follows_its_sweep() {
-        let enron = RowStats { min: 1, max: 1383, mean: 10.0, cv: 3.6, empty_rows: 0 };
+        let enron = RowStats { min: 1, max: 1383, mean: 10.0, cv: 3.6, empty_rows: 0, columns_per_entry: None };
         let split_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &enron, DType::Bf16).kernel_name();
         assert_eq!(split_pick(128), "spmm_bf16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(split_pick(32), "spmm_bf16_s4d4_y4k32x32w8_u4_nopred");
         let s = |m: usize, n: usize, mean: f64, cv: f64| {
-            let stats = RowStats { min: 0, max: 0, mean, cv, empty_rows: 0 };
+            let stats = RowStats { min: 0, max: 0, mean, cv, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, 4096, n, &stats, DType::F16).kernel_name()
         };
         assert_eq!(s(4096, 4096, 410.0, 0.05), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
@@ -1543,7 +1592,7 @@ mod tests {
         // Uniform 90%: n = 128 keeps k = 8, n = 256 takes k = 16 (f16) or the 256-wide tile (bf16).
         assert_eq!(s(4096, 128, 410.0, 0.05), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
         assert_eq!(s(4096, 256, 410.0, 0.05), "spmm_f16_s2d8_y4k16x64w8_u4_nopred");
-        let stats = RowStats { min: 0, max: 0, mean: 410.0, cv: 0.05, empty_rows: 0 };
+        let stats = RowStats { min: 0, max: 0, mean: 410.0, cv: 0.05, empty_rows: 0, columns_per_entry: None };
         assert_eq!(
             SpmmConfig::select_with_stats(4096, 4096, 256, &stats, DType::Bf16).kernel_name(),
             "spmm_bf16_s1d8_y2k16x256w16_u4_nopred"
@@ -1603,7 +1652,7 @@ mod tests {
             (DType::Bf16, 2000, 300, 26.0, "spmm_bf16_s4d4_y4k32x32w8_u4_pred"),
             (DType::Bf16, 2000, 150, 26.0, "spmm_bf16_s2d2_y2k32x32w16_u4_pred"),
         ] {
-            let stats = RowStats { min: 0, max: 0, mean, cv: 0.3, empty_rows: 0 };
+            let stats = RowStats { min: 0, max: 0, mean, cv: 0.3, empty_rows: 0, columns_per_entry: None };
             let got = SpmmConfig::select_with_stats(m, m, n, &stats, dtype).kernel_name();
             assert_eq!(got, want, "{dtype}, m = {m}, n = {n}, mean {mean}");
         }
@@ -1621,12 +1670,12 @@ mod tests {
             (DType::Bf16, 100, 540, "spmm_bf16_s1d4_y4k8x32w8_u4_pred"),
             (DType::Bf16, 20, 1383, "spmm_bf16_s1d4_y4k8x32w8_u4_pred"),
         ] {
-            let stats = RowStats { min: 0, max, mean: 7.5, cv: 1.4, empty_rows: 0 };
+            let stats = RowStats { min: 0, max, mean: 7.5, cv: 1.4, empty_rows: 0, columns_per_entry: None };
             let got = SpmmConfig::select_with_stats(40000, 40000, n, &stats, dtype).kernel_name();
             assert_eq!(got, want, "{dtype}, n = {n}, longest {max}");
         }
         for dtype in [DType::F16, DType::Bf16] {
-            let stats = RowStats { min: 0, max: 44, mean: 12.7, cv: 0.3, empty_rows: 0 };
+            let stats = RowStats { min: 0, max: 44, mean: 12.7, cv: 0.3, empty_rows: 0, columns_per_entry: None };
             let pick = |m: usize, n: usize| SpmmConfig::select_with_stats(m, m, n, &stats, dtype).kernel_name();
             assert_eq!(pick(55476, 33), format!("spmm_{dtype}_s1d1_y4k8x32w8_u4_pred"));
             assert_eq!(pick(4095, 33), format!("spmm_{dtype}_s1d1_y1k32x32w32_u4_pred"));
@@ -1636,7 +1685,8 @@ mod tests {
 
     #[test]
     fn row_split_tiles_for_few_rows_and_small_n() {
-        let rows = |mean: f64, max: usize| RowStats { min: 0, max, mean, cv: 0.6, empty_rows: 0 };
+        let rows =
+            |mean: f64, max: usize| RowStats { min: 0, max, mean, cv: 0.6, empty_rows: 0, columns_per_entry: None };
         let sel = |m: usize, n: usize, stats: &RowStats| SpmmConfig::select_with_stats(m, 384, n, stats, DType::F32);
         let (k8, warp) = (split_row_k8_tile(DType::F32), split_row_warp_tile(DType::F32));
         assert_eq!(k8.kernel_name(), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
@@ -1717,7 +1767,7 @@ mod tests {
     #[test]
     fn two_row_tile_for_short_rows() {
         let with_max = |m: usize, n: usize, mean: f64, cv: f64, max: usize| {
-            let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0 };
+            let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, m, n, &stats, DType::F32)
         };
         let sel = |m: usize, n: usize, mean: f64, cv: f64| with_max(m, n, mean, cv, (mean * 2.0) as usize);
@@ -1770,7 +1820,7 @@ mod tests {
         assert_ne!(sel(8192, 192, 8.0, 0.3), two, "n = 192");
         // Skewed rows keep their pieces on the k = 8 tile (email-Enron has 367,662 entries anyway), and rows of cv
         // past 2 a warp per row.
-        assert!(is_skewed(&RowStats { min: 0, max: 2000, mean: 8.0, cv: 1.9, empty_rows: 0 }));
+        assert!(is_skewed(&RowStats { min: 0, max: 2000, mean: 8.0, cv: 1.9, empty_rows: 0, columns_per_entry: None }));
         assert_eq!(with_max(8192, 128, 8.0, 1.9, 2000).kernel_name(), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
         assert_eq!(sel(8192, 128, 8.0, 2.1), warp);
     }
@@ -1778,7 +1828,7 @@ mod tests {
     #[test]
     fn column_tiles_in_turn_for_very_short_rows() {
         let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64, max: usize| {
-            let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0 };
+            let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32)
         };
         let k8 = in_turn(bounded(k8_tile(DType::F32, 4, false), 32));
@@ -1818,9 +1868,57 @@ mod tests {
     }
 
     #[test]
+    fn column_tiles_in_turn_where_rows_share_columns() {
+        // Step 61: the rows' columns per entry over 4096-row windows decide on rows of 6-10, and on even rows of 6 or
+        // fewer at n = 1024-2048.
+        let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64, max: usize, columns: Option<f64>| {
+            let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: columns };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32)
+        };
+        let k8 = in_turn(bounded(k8_tile(DType::F32, 4, false), 32));
+        let two = in_turn(two_row_tile(DType::F32));
+        // The 40^3 seven-point stencil in its own order (0.255) at every width the rule covers, and permuted (0.833).
+        for n in [128, 160, 256, 512, 1024, 2048] {
+            assert_eq!(pick(64000, 64000, n, 6.85, 0.06, 7, Some(0.255)), k8, "n = {n}");
+            assert_eq!(pick(64000, 64000, n, 6.85, 0.06, 7, Some(0.833)).column_tiles, 1, "n = {n}");
+            assert_eq!(pick(64000, 64000, n, 6.85, 0.06, 7, None).column_tiles, 1, "n = {n}, not known");
+        }
+        // Uneven rows of 7 sharing columns: the two-row tile in turn from n = 256; not at n = 128.
+        for n in [256, 512, 1024, 2048] {
+            assert_eq!(pick(65536, 65536, n, 7.0, 0.35, 20, Some(0.14)), two, "n = {n}");
+        }
+        assert_eq!(pick(65536, 65536, 128, 7.0, 0.35, 20, Some(0.14)).column_tiles, 1);
+        // Even rows of 6 or fewer sharing columns: the two-row tile in turn at n = 1024-2048, the k = 8 tile below.
+        for (n, expect) in [(128, k8), (512, k8), (992, k8), (1024, two), (2048, two)] {
+            assert_eq!(pick(65536, 65536, n, 5.0, 0.0, 5, Some(0.2)), expect, "n = {n}");
+        }
+        assert_eq!(pick(65536, 65536, 1024, 5.0, 0.0, 5, Some(0.41)), k8, "0.41 columns per entry");
+        assert_eq!(pick(65536, 65536, 1024, 5.0, 0.21, 9, Some(0.2)), k8, "cv 0.21");
+        assert_eq!(pick(65536, 65536, 1024, 5.0, 0.0, 5, None), k8, "not known: step 60's choice");
+        // Either side of each bound.
+        assert_eq!(pick(65536, 65536, 512, 10.0, 0.2, 10, Some(0.5)), k8);
+        assert_eq!(pick(16384, 16384, 512, 7.0, 0.0, 7, Some(0.47)), k8, "16384 rows in random columns");
+        assert_eq!(pick(65536, 65536, 512, 7.0, 0.35, 20, Some(0.3)), two);
+        let outside = [
+            (65536, 65536, 512, 10.1, 0.0, 11, Some(0.1), "mean 10.1"),
+            (65536, 65536, 512, 7.0, 0.0, 7, Some(0.51), "0.51 columns per entry, even rows"),
+            (65536, 65536, 512, 7.0, 0.35, 20, Some(0.31), "0.31 columns per entry, uneven rows"),
+            (16383, 16383, 512, 7.0, 0.0, 7, Some(0.1), "16383 rows"),
+            (65536, 8192, 512, 7.0, 0.0, 7, Some(0.1), "k = 8192"),
+            (65536, 65536, 512, 7.0, 1.01, 40, Some(0.1), "cv 1.01"),
+            (65536, 65536, 512, 7.0, 0.2, 65, Some(0.1), "longest row 65"),
+            (65536, 65536, 2080, 7.0, 0.0, 7, Some(0.1), "n = 2080"),
+            (65536, 65536, 320, 7.0, 0.35, 20, Some(0.1), "uneven rows at n = 320"),
+        ];
+        for (m, k, n, mean, cv, max, columns, why) in outside {
+            assert_eq!(pick(m, k, n, mean, cv, max, columns).column_tiles, 1, "{why}");
+        }
+    }
+
+    #[test]
     fn thirty_two_rows_for_even_rows_over_a_large_k() {
         let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64| {
-            let stats = RowStats { min: 0, max: 0, mean, cv, empty_rows: 0 };
+            let stats = RowStats { min: 0, max: 0, mean, cv, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
         };
         let thirty_two = "spmm_f32_s1d4_y32k16x64w16_u4_nopred";
@@ -1913,7 +2011,7 @@ mod tests {
     #[test]
     fn rows_long_for_their_mean_take_tiles_that_split_them() {
         let pick = |m: usize, n: usize, max: usize, mean: f64| {
-            let stats = RowStats { min: 1, max, mean, cv: 1.3, empty_rows: 0 };
+            let stats = RowStats { min: 1, max, mean, cv: 1.3, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, 4096, n, &stats, DType::F32).kernel_name()
         };
         let (k8, two_rows) = ("spmm_f32_s1d4_y4k8x32w8_u4_nopred", "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
@@ -1941,7 +2039,7 @@ mod tests {
     #[test]
     fn uneven_few_rows_take_two_warps_per_row() {
         let pick = |m: usize, n: usize, max: usize, mean: f64, cv: f64| {
-            let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0 };
+            let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, 8192, n, &stats, DType::F32).kernel_name()
         };
         let split = "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2";
@@ -1965,7 +2063,7 @@ mod tests {
             assert_eq!(pick(512, n, 5351, 135.7, 1.91), warp, "skewed, n = {n}");
             assert_eq!(pick(768, n, 813, 59.0, 0.98), warp, "n = {n}");
         }
-        let stats = RowStats { min: 1, max: 813, mean: 59.0, cv: 0.98, empty_rows: 0 };
+        let stats = RowStats { min: 1, max: 813, mean: 59.0, cv: 0.98, empty_rows: 0, columns_per_entry: None };
         let wide = |m: usize, k: usize, n: usize, stats: &RowStats| power_law_few_rows_wide_n(m, k, n, stats);
         assert!(wide(768, 4096, 1024, &stats) && wide(512, 32768, 2048, &stats) && wide(1024, 8192, 1920, &stats));
         assert!(!wide(768, 4095, 1024, &stats), "k under 4096: step 16's domain");
@@ -1978,7 +2076,8 @@ mod tests {
         assert!(!wide(768, 8192, 1024, &RowStats { mean: 36.9, ..stats }));
         assert!(!wide(768, 8192, 1024, &RowStats { max: 256, ..stats }));
         // Not the suite's pruned weights: their rows past 256 entries are even.
-        let weight = |max: usize, mean: f64, cv: f64| RowStats { min: 1, max, mean, cv, empty_rows: 0 };
+        let weight =
+            |max: usize, mean: f64, cv: f64| RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
         assert!(!uneven_few_rows(384, 256, &weight(817, 460.8, 0.11)));
         assert!(!uneven_few_rows(1536, 1024, &weight(268, 115.2, 0.34)));
         assert!(!uneven_few_rows(384, 1024, &weight(499, 153.6, 0.21)));
@@ -1987,7 +2086,8 @@ mod tests {
     #[test]
     fn thirty_two_rows_where_they_fill_one_wave() {
         let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64| {
-            let stats = RowStats { min: 0, max: (2.0 * mean) as usize, mean, cv, empty_rows: 0 };
+            let stats =
+                RowStats { min: 0, max: (2.0 * mean) as usize, mean, cv, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
         };
         let thirty_two = "spmm_f32_s1d4_y32k16x64w16_u4_nopred";
@@ -2020,7 +2120,14 @@ mod tests {
 
     #[test]
     fn sparse_windows_give_tiles_in_the_measured_band() {
-        let even = |mean: f64| RowStats { min: 0, max: (2.0 * mean) as usize, mean, cv: 0.1, empty_rows: 0 };
+        let even = |mean: f64| RowStats {
+            min: 0,
+            max: (2.0 * mean) as usize,
+            mean,
+            cv: 0.1,
+            empty_rows: 0,
+            columns_per_entry: None,
+        };
         let pick = |m: usize, n: usize, mean: f64, dtype: DType| {
             sparse_windows_half(m, n, &even(mean), dtype, 0.066).map(|c| c.kernel_name())
         };

@@ -191,7 +191,9 @@ mod tests {
         let split = plan(&indptr, &s).unwrap();
         assert_eq!(split.split_rows, vec![100, 0, 3]);
         // Each bound: 256 entries is short; at 16 times the mean or less it is not long.
-        let at = |max: usize, mean: f64| has_long_rows(&RowStats { min: 0, max, mean, cv: 1.0, empty_rows: 0 });
+        let at = |max: usize, mean: f64| {
+            has_long_rows(&RowStats { min: 0, max, mean, cv: 1.0, empty_rows: 0, columns_per_entry: None })
+        };
         assert!(at(257, 16.0) && !at(256, 12.0) && !at(320, 20.0) && at(320, 19.9));
         assert!(at(1024, 40.0), "the band below is_skewed's 1024");
     }
@@ -202,7 +204,7 @@ mod tests {
             format!("f32_s1d4_y{}k{k}x{x}w{w}_u4_nopred", 32 / w.min(32)).parse().unwrap()
         };
         // email-Enron: 36692 rows, 367662 entries, longest 1383.
-        let s = RowStats { min: 0, max: 1383, mean: 10.02, cv: 3.6, empty_rows: 0 };
+        let s = RowStats { min: 0, max: 1383, mean: 10.02, cv: 3.6, empty_rows: 0, columns_per_entry: None };
         let (rows, nnz) = (36692, 367_662);
         assert!(use_split(&s, rows, nnz, 32, 2000, &tile(8, 32, 8), 132));
         assert!(use_split(&s, rows, nnz, 128, 2000, &tile(8, 32, 8), 132));
@@ -211,21 +213,21 @@ mod tests {
         // n = 4096: 128 column blocks, but each column tile still waits on the longest row; split.
         assert!(use_split(&s, rows, nnz, 4096, 2000, &tile(8, 32, 8), 132));
         // A million rows of 2 and a longest of 1100: 138 tiles against 37 per subwarp and column tile; no split.
-        let many = RowStats { min: 0, max: 1100, mean: 2.0, cv: 1.0, empty_rows: 0 };
+        let many = RowStats { min: 0, max: 1100, mean: 2.0, cv: 1.0, empty_rows: 0, columns_per_entry: None };
         assert!(is_skewed(&many) && !use_split(&many, 1_000_000, 2_000_000, 32, 2000, &tile(8, 32, 8), 132));
         // Long rows, not skewed (power-law, 8192 rows of 12, longest 890): split, in every type.
-        let long = RowStats { min: 1, max: 890, mean: 12.1, cv: 1.5, empty_rows: 0 };
+        let long = RowStats { min: 1, max: 890, mean: 12.1, cv: 1.5, empty_rows: 0, columns_per_entry: None };
         assert!(!is_skewed(&long) && has_long_rows(&long));
         assert!(use_split(&long, 8192, 99_123, 32, 100, &tile(8, 32, 8), 132));
         let half = SpmmConfig { dtype: crate::DType::F16, ..tile(8, 32, 8) };
         assert!(use_split(&long, 8192, 99_123, 32, 100, &half, 132));
         // At most 12 tiles in the longest row: not split (3072 rows of 12, longest 288 or 384, on 32-entry tiles).
-        let short = |max: usize| RowStats { min: 1, max, mean: 12.0, cv: 1.1, empty_rows: 0 };
+        let short = |max: usize| RowStats { min: 1, max, mean: 12.0, cv: 1.1, empty_rows: 0, columns_per_entry: None };
         assert!(!use_split(&short(288), 3072, 36_864, 8, 10, &tile(32, 32, 8), 132));
         assert!(!use_split(&short(384), 3072, 36_864, 8, 10, &tile(32, 32, 8), 132));
         assert!(use_split(&short(385), 3072, 36_864, 8, 10, &tile(32, 32, 8), 132));
         // Not skewed: never.
-        let even = RowStats { min: 400, max: 420, mean: 410.0, cv: 0.05, empty_rows: 0 };
+        let even = RowStats { min: 400, max: 420, mean: 410.0, cv: 0.05, empty_rows: 0, columns_per_entry: None };
         assert!(!use_split(&even, 4096, 4096 * 410, 32, 0, &tile(32, 32, 8), 132));
         // Partial rows past 256 MiB: refused.
         assert!(!use_split(&s, rows, nnz, 32, 3 << 20, &tile(8, 32, 8), 132));
