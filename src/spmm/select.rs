@@ -742,24 +742,23 @@ impl SpmmConfig {
         if dtype.size() == 2 {
             return Self::select_half(m, k, n, stats, dtype);
         }
-        let here = || Self::select_f32(m, k, n, stats, dtype);
         if let Some(width) = rounded_width(n, dtype) {
-            let config = Self::select_f32(m, k, width, stats, dtype);
-            // Tiles in turn that n cuts would run as their one-tile twin, guarded: where the choice at n itself takes
-            // tiles in turn that n fills (the k = 8 tile over 32 columns where the rounding gave the two-row tile,
-            // step 61's rows sharing columns at n = 1024-2048), that one keeps the gain of running in turn.
+            let mut config = Self::select_f32(m, k, width, stats, dtype);
             if config.column_tiles > 1 && n % config.block_items_x as usize != 0 {
-                let own = here();
-                if own.column_tiles > 1 && n % own.block_items_x as usize == 0 {
-                    return own;
-                }
+                // Tiles in turn that n cuts run as their one-tile twin, guarded ([`predicated_for`]). The choices for
+                // rows that share columns ([`very_short_rows_many_rows`]) were measured at widths their tiles fill;
+                // at a width the rounding reaches, the choice without them. Rows of 8 sharing columns at n = 992 (a
+                // geometric graph and local Poisson rows; NOTES.md, "SpMM step 61"): the two-row tile, guarded, ran
+                // 0.90x and 0.94x of the k = 8 tile the rule gives without them.
+                let unshared = RowStats { columns_per_entry: None, ..stats.clone() };
+                config = Self::select_f32(m, k, width, &unshared, dtype);
             }
             let config = predicated_for(config, n);
             if !two_rows_waste_columns(&config, n) {
                 return config;
             }
         }
-        here()
+        Self::select_f32(m, k, n, stats, dtype)
     }
 
     /// The f32 choice at n itself.
@@ -1888,6 +1887,11 @@ mod tests {
             assert_eq!(pick(65536, 65536, n, 7.0, 0.35, 20, Some(0.14)), two, "n = {n}");
         }
         assert_eq!(pick(65536, 65536, 128, 7.0, 0.35, 20, Some(0.14)).column_tiles, 1);
+        // At a width the rounding reaches (992 -> 1024), the choice without the shared columns: not the two-row tile
+        // guarded in n.
+        let unshared = pick(65536, 65536, 992, 7.0, 0.35, 20, None);
+        assert_eq!(pick(65536, 65536, 992, 7.0, 0.35, 20, Some(0.14)), unshared);
+        assert_eq!(unshared.kernel_name(), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32");
         // Even rows of 6 or fewer sharing columns: the two-row tile in turn at n = 1024-2048, the k = 8 tile below.
         for (n, expect) in [(128, k8), (512, k8), (992, k8), (1024, two), (2048, two)] {
             assert_eq!(pick(65536, 65536, n, 5.0, 0.0, 5, Some(0.2)), expect, "n = {n}");
