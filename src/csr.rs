@@ -80,7 +80,8 @@ pub fn validate(
     Ok(())
 }
 
-/// Row-length statistics, computed once at upload; production kernels choose their work split from them.
+/// Row statistics (the rows' lengths, and how much neighbouring rows share columns), computed once at upload;
+/// production kernels choose their work split from them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RowStats {
     pub min: usize,

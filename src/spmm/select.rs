@@ -632,8 +632,8 @@ fn longest_row_is_short_enough(n: usize, stats: &RowStats) -> bool {
 /// - even rows of 6-10, at most 0.5 distinct columns per entry: the k = 8 tile in turn, 1.145x on 53 problems
 ///   (0.995x-1.39x; a 40^3 seven-point stencil at n = 2048: 622.0 -> 448.1 us, 1.10x -> 1.52x of cuSPARSE);
 /// - uneven rows of 6-10 (cv > 0.2), at most 0.3 distinct columns per entry, n = 256-2048: the two-row tile in turn,
-///   1.226x on 16 problems (0.98x-1.44x). The k = 8 tile in turn gains little there: rows past 8 entries take it two
-///   steps.
+///   1.226x on 16 problems (0.98x-1.44x). The k = 8 tile in turn ran 0.95x-1.06x of the k = 8 tile there; rows past 8
+///   entries take it two steps of 8.
 ///
 /// Rows of 7 in random columns lose in turn (65536 rows, and the stencil permuted at random: 0.92x-0.97x from n =
 /// 256), hence the bounds on shared columns. Over all 198 problems of those sets in the rule's rows, the bounds
