@@ -4,6 +4,8 @@
 usage: locality-matrices.py permuted SHARED_MATRICES OUT   real matrices permuted at random, 2D/3D stencils (s74)
        locality-matrices.py sweep OUT                      36 generated matrices the rule was fitted on (s75)
        locality-matrices.py validation OUT                 11 matrices the rule was checked on, not fitted (s76)
+       locality-matrices.py fewer-rows OUT                 20 generated matrices of 8192 and 12288 rows (s78)
+       locality-matrices.py fewer-rows-validation OUT      8 matrices of 9000-15000 rows, not fitted (s79)
 
 Needs numpy. Each set draws from its own seeded generator, in the order below, so a set comes out the same every
 time. `sweep` takes about 25 s, the others 10 s.
@@ -111,6 +113,34 @@ def sweep_set(out):
                     write(f"{out}/loc_{m}_{dist}{mean}_h{h if h else 'none'}.mtx", m, m, r, c, v)
 
 
+def fewer_rows_set(out):
+    seed = 7800
+    for m in [8192, 12288]:
+        for dist, means in [('even', [5, 7, 10]), ('pois', [3.4, 7])]:
+            for mean in means:
+                for h in [32, None]:
+                    seed += 1
+                    r, c = local_rows(np.random.default_rng(seed), m, mean, dist, h)
+                    v = np.random.default_rng(seed).uniform(-1, 1, len(r))
+                    write(f"{out}/few_{m}_{dist}{mean}_h{h if h else 'none'}.mtx", m, m, r, c, v)
+
+
+def fewer_rows_validation_set(out):
+    """m x k with k != m allowed: columns within h of the row's place scaled to k."""
+    seed = 7900
+    for m, k, mean, dist, h in [(10000, 10000, 4, 'even', 64), (14000, 14000, 6, 'even', None), (9000, 9000, 8, 'pois', 128),
+                                (15000, 15000, 9, 'even', 16), (12000, 50000, 5, 'pois', None), (11000, 11000, 3, 'even', None),
+                                (13000, 13000, 7, 'pois', None), (10000, 10000, 10, 'pois', 512)]:
+        seed += 1
+        rng = np.random.default_rng(seed)
+        if k == m:
+            r, c = local_rows(rng, m, mean, dist, h)
+        else:
+            r, c = local_rows(rng, m, mean, dist, None)
+            c = (c * k) // m + rng.integers(0, k // m, len(c))
+        write(f"{out}/fv_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
+
+
 def validation_set(out):
     rng = np.random.default_rng(76076)
 
@@ -155,6 +185,10 @@ if __name__ == '__main__':
         permuted_set(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3 and sys.argv[1] == 'sweep':
         sweep_set(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == 'fewer-rows':
+        fewer_rows_set(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == 'fewer-rows-validation':
+        fewer_rows_validation_set(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == 'validation':
         validation_set(sys.argv[2])
     else:

@@ -661,6 +661,27 @@ fn very_short_rows_many_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> 
     }
 }
 
+/// f32 short rows (at most 10 entries on average, cv at most 1, none past 64) in 8192-16383 rows at n = 1024-2048
+/// (a multiple of 128), where [`short_rows`] (n <= 512) stops and the k = 8 tile was taken: the k = 8 tile in turn on
+/// even rows (cv <= 0.2) or rows that seldom pass 8 entries (mean (1 + cv) <= 8), else two rows of 16 threads over
+/// 128 columns. In these rows a window of rows in flight covers much of B, whether or not neighbouring rows share
+/// columns, and [`RowStats::columns_per_entry`] does not tell the two apart. Measured on the H200 (NOTES.md, "SpMM
+/// step 61"; every f32 variant on 20 generated matrices of 8192 and 12288 rows, even rows of 5, 7 and 10 and
+/// Poisson rows of 3.4 and 7, columns within 32 of the diagonal or anywhere, and wrld_1deg in both orders; n = 1024
+/// and 2048): 1.213x faster than the k = 8 tile on the 44 problems it moved (0.98x-1.50x; wrld_1deg at n = 2048:
+/// 152.5 -> 130.6 us), 1.194x over all 48. The two-row tile in turn was faster still on some (up to 1.15x on
+/// wrld_1deg) and up to 1.28x slower on others, in both orders; at n = 512 the rule would lose (0.99x on 24).
+fn short_rows_fewer_rows_wide_n(m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
+    let rows = (8192..16384).contains(&m) && stats.mean <= 10.0 && stats.cv <= 1.0 && stats.max <= 64;
+    if !(rows && n % 128 == 0 && (1024..=2048).contains(&n)) {
+        None
+    } else if stats.cv <= 0.2 || stats.mean * (1.0 + stats.cv) <= 8.0 {
+        Some(in_turn(bounded(k8_tile(DType::F32, 4, false), 32)))
+    } else {
+        Some(two_row_tile(DType::F32))
+    }
+}
+
 /// `config` taking up to eight column tiles in turn per block (`SpmmConfig::column_tiles`).
 fn in_turn(config: SpmmConfig) -> SpmmConfig {
     SpmmConfig { column_tiles: 8, ..config }
@@ -784,6 +805,10 @@ impl SpmmConfig {
             // Very short rows in many rows, and rows of up to 10 that share columns with their neighbours: column
             // tiles in turn ([`very_short_rows_many_rows`]; case_ACTIVSg70k at n = 512: 174.1 -> 136.0 us, a 40^3
             // seven-point stencil at n = 2048: 622.0 -> 448.1 us, on the H200).
+            config
+        } else if let Some(config) = short_rows_fewer_rows_wide_n(m, n, stats) {
+            // Short rows in 8192-16383 rows at n = 1024-2048 ([`short_rows_fewer_rows_wide_n`]; wrld_1deg at n =
+            // 2048: 152.5 -> 130.6 us on the H200).
             config
         } else if thirty_two_row_rows(m, k, n, stats) {
             // 256-1024 rows over n = 768-3072: thirty-two rows of 16 threads per block on one 64-column tile,
@@ -1864,6 +1889,36 @@ mod tests {
         for (m, k, n, mean, cv, max) in [(16384, 32768, 512, 6.0, 1.0, 64), (131072, 131072, 2048, 2.0, 0.04, 3)] {
             assert_eq!(pick(m, k, n, mean, cv, max), k8, "{m} x {k}, n = {n}");
         }
+    }
+
+    #[test]
+    fn short_rows_in_fewer_rows_at_wide_n() {
+        let pick = |m: usize, n: usize, mean: f64, cv: f64, max: usize| {
+            let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: None };
+            SpmmConfig::select_with_stats(m, m, n, &stats, DType::F32)
+        };
+        let k8 = in_turn(bounded(k8_tile(DType::F32, 4, false), 32));
+        // wrld_1deg (15,260 rows of 7.34, cv 0.19, longest 8), Poisson rows of 3.4 and of 7.
+        for n in [1024, 1152, 2048] {
+            assert_eq!(pick(15260, n, 7.34, 0.19, 8), k8, "n = {n}");
+            assert_eq!(pick(8192, n, 3.4, 0.46, 12), k8, "n = {n}, mean (1 + cv) 4.96");
+            assert_eq!(pick(12288, n, 7.0, 0.35, 20), two_row_tile(DType::F32), "n = {n}, mean (1 + cv) 9.45");
+        }
+        assert_eq!(pick(16383, 1024, 10.0, 0.2, 10), k8);
+        assert_eq!(pick(8192, 1024, 6.0, 0.33, 20), k8, "mean (1 + cv) 7.98");
+        let outside = [
+            (8191, 1024, 7.0, 0.0, 7, "8191 rows"),
+            (12288, 896, 7.0, 0.0, 7, "n = 896"),
+            (12288, 2176, 7.0, 0.0, 7, "n = 2176"),
+            (12288, 1024, 10.1, 0.0, 11, "mean 10.1"),
+            (12288, 1024, 7.0, 1.01, 40, "cv 1.01"),
+            (12288, 1024, 7.0, 0.2, 65, "longest row 65"),
+        ];
+        for (m, n, mean, cv, max, why) in outside {
+            assert_ne!(pick(m, n, mean, cv, max), k8, "{why}");
+        }
+        // n = 1000 rounds to 1024 and cuts the tile: its one-tile form, guarded, as the k = 8 tile was before.
+        assert_eq!(pick(15260, 1000, 7.34, 0.19, 8).kernel_name(), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
     }
 
     #[test]
