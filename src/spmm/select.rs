@@ -669,7 +669,8 @@ fn very_short_rows_many_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> 
 /// step 61"; every f32 variant on 20 generated matrices of 8192 and 12288 rows, even rows of 5, 7 and 10 and
 /// Poisson rows of 3.4 and 7, columns within 32 of the diagonal or anywhere, and wrld_1deg in both orders; n = 1024
 /// and 2048): 1.213x faster than the k = 8 tile on the 44 problems it moved (0.98x-1.50x; wrld_1deg at n = 2048:
-/// 152.5 -> 130.6 us), 1.194x over all 48. The two-row tile in turn was faster still on some (up to 1.15x on
+/// 152.5 -> 130.6 us), 1.194x over all 48; on 8 matrices not used to fit it (9000-15000 rows, n = 1024-2048) 1.226x
+/// on the 21 problems it moved (0.99x-1.54x). The two-row tile in turn was faster still on some (up to 1.15x on
 /// wrld_1deg) and up to 1.28x slower on others, in both orders; at n = 512 the rule would lose (0.99x on 24).
 fn short_rows_fewer_rows_wide_n(m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let rows = (8192..16384).contains(&m) && stats.mean <= 10.0 && stats.cv <= 1.0 && stats.max <= 64;
