@@ -101,28 +101,24 @@ def local_rows(rng, m, mean, dist, h):
     return np.concatenate(rows), np.concatenate(cols)
 
 
-def sweep_set(out):
-    seed = 750
-    for m in [16384, 65536]:
-        for dist, means in [('even', [3, 5, 7, 10]), ('pois', [3.4, 7])]:
+def generated_set(out, prefix, seed, ms, groups, hs):
+    """m x m for each m in `ms`, each (dist, means) in `groups` and each h in `hs`, seeds from `seed` + 1 in turn."""
+    for m in ms:
+        for dist, means in groups:
             for mean in means:
-                for h in [32, 1024, None]:
+                for h in hs:
                     seed += 1
                     r, c = local_rows(np.random.default_rng(seed), m, mean, dist, h)
                     v = np.random.default_rng(seed).uniform(-1, 1, len(r))
-                    write(f"{out}/loc_{m}_{dist}{mean}_h{h if h else 'none'}.mtx", m, m, r, c, v)
+                    write(f"{out}/{prefix}_{m}_{dist}{mean}_h{h if h else 'none'}.mtx", m, m, r, c, v)
+
+
+def sweep_set(out):
+    generated_set(out, 'loc', 750, [16384, 65536], [('even', [3, 5, 7, 10]), ('pois', [3.4, 7])], [32, 1024, None])
 
 
 def fewer_rows_set(out):
-    seed = 7800
-    for m in [8192, 12288]:
-        for dist, means in [('even', [5, 7, 10]), ('pois', [3.4, 7])]:
-            for mean in means:
-                for h in [32, None]:
-                    seed += 1
-                    r, c = local_rows(np.random.default_rng(seed), m, mean, dist, h)
-                    v = np.random.default_rng(seed).uniform(-1, 1, len(r))
-                    write(f"{out}/few_{m}_{dist}{mean}_h{h if h else 'none'}.mtx", m, m, r, c, v)
+    generated_set(out, 'few', 7800, [8192, 12288], [('even', [5, 7, 10]), ('pois', [3.4, 7])], [32, None])
 
 
 def fewer_rows_validation_set(out):
