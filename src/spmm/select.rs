@@ -661,8 +661,9 @@ fn very_short_rows_many_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> 
     }
 }
 
-/// f32 short rows (at most 10 entries on average, cv at most 1, none past 64) in 8192-16383 rows at n = 1024-2048
-/// (a multiple of 128), where [`short_rows`] (n <= 512) stops and the k = 8 tile was taken: the k = 8 tile in turn on
+/// f32 short rows (at most 10 entries on average, cv at most 1, none past 64) in 8192-16383 rows over k >= 8192 (as
+/// measured: k = 8192-50000) at n = 1024-2048 (a multiple of 128), where [`short_rows`] (n <= 512) stops and the k = 8
+/// tile was taken: the k = 8 tile in turn on
 /// even rows (cv <= 0.2) or rows that seldom pass 8 entries (mean (1 + cv) <= 8), else two rows of 16 threads over
 /// 128 columns. In these rows a window of rows in flight covers much of B, whether or not neighbouring rows share
 /// columns, and [`RowStats::columns_per_entry`] does not tell the two apart. Measured on the H200 (NOTES.md, "SpMM
@@ -672,8 +673,8 @@ fn very_short_rows_many_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> 
 /// 152.5 -> 130.6 us), 1.194x over all 48; on 8 matrices not used to fit it (9000-15000 rows, n = 1024-2048) 1.226x
 /// on the 21 problems it moved (0.99x-1.54x). The two-row tile in turn was faster still on some (up to 1.15x on
 /// wrld_1deg) and up to 1.28x slower on others, in both orders; at n = 512 the rule would lose (0.99x on 24).
-fn short_rows_fewer_rows_wide_n(m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
-    let rows = (8192..16384).contains(&m) && stats.mean <= 10.0 && stats.cv <= 1.0 && stats.max <= 64;
+fn short_rows_fewer_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
+    let rows = (8192..16384).contains(&m) && k >= 8192 && stats.mean <= 10.0 && stats.cv <= 1.0 && stats.max <= 64;
     if !(rows && n % 128 == 0 && (1024..=2048).contains(&n)) {
         None
     } else if stats.cv <= 0.2 || stats.mean * (1.0 + stats.cv) <= 8.0 {
@@ -807,7 +808,7 @@ impl SpmmConfig {
             // tiles in turn ([`very_short_rows_many_rows`]; case_ACTIVSg70k at n = 512: 174.1 -> 136.0 us, a 40^3
             // seven-point stencil at n = 2048: 622.0 -> 448.1 us, on the H200).
             config
-        } else if let Some(config) = short_rows_fewer_rows_wide_n(m, n, stats) {
+        } else if let Some(config) = short_rows_fewer_rows_wide_n(m, k, n, stats) {
             // Short rows in 8192-16383 rows at n = 1024-2048 ([`short_rows_fewer_rows_wide_n`]; wrld_1deg at n =
             // 2048: 152.5 -> 130.6 us on the H200).
             config
@@ -1918,6 +1919,9 @@ mod tests {
         for (m, n, mean, cv, max, why) in outside {
             assert_ne!(pick(m, n, mean, cv, max), k8, "{why}");
         }
+        let even_rows = RowStats { min: 7, max: 7, mean: 7.0, cv: 0.0, empty_rows: 0, columns_per_entry: None };
+        assert_eq!(SpmmConfig::select_with_stats(12288, 8192, 1024, &even_rows, DType::F32), k8);
+        assert_ne!(SpmmConfig::select_with_stats(12288, 8191, 1024, &even_rows, DType::F32), k8, "k = 8191");
         // n = 1000 rounds to 1024 and cuts the tile: its one-tile form, guarded, as the k = 8 tile was before.
         assert_eq!(pick(15260, 1000, 7.34, 0.19, 8).kernel_name(), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
     }
