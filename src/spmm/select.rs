@@ -642,20 +642,18 @@ fn very_short_rows_many_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> 
     let rows = m >= 16384 && stats.cv <= 1.0 && stats.max <= 64;
     let shared = |most: f64| stats.columns_per_entry.is_some_and(|c| c <= most);
     let even = stats.cv <= 0.2;
-    let k8_in_turn = in_turn(bounded(k8_tile(DType::F32, 4, false), 32));
-    let two_rows_in_turn = in_turn(two_row_tile(DType::F32));
     let (some_n, wide_n) = (n % 32 == 0 && (128..=2048).contains(&n), n % 128 == 0 && (256..=2048).contains(&n));
     if !rows {
         None
     } else if stats.mean <= 6.0 && k > 8192 && some_n {
         let shared_wide = even && shared(0.4) && n >= 1024 && n % 128 == 0;
-        Some(if shared_wide { two_rows_in_turn } else { k8_in_turn })
+        Some(if shared_wide { two_row_tile_in_turn() } else { k8_tile_in_turn() })
     } else if stats.mean <= 6.0 && k <= 8192 && wide_n {
-        Some(two_rows_in_turn)
+        Some(two_row_tile_in_turn())
     } else if stats.mean <= 10.0 && k > 8192 && even && shared(0.5) && some_n {
-        Some(k8_in_turn)
+        Some(k8_tile_in_turn())
     } else if stats.mean <= 10.0 && k > 8192 && !even && shared(0.3) && wide_n {
-        Some(two_rows_in_turn)
+        Some(two_row_tile_in_turn())
     } else {
         None
     }
@@ -678,7 +676,7 @@ fn short_rows_fewer_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) 
     if !(rows && n % 128 == 0 && (1024..=2048).contains(&n)) {
         None
     } else if stats.cv <= 0.2 || stats.mean * (1.0 + stats.cv) <= 8.0 {
-        Some(in_turn(bounded(k8_tile(DType::F32, 4, false), 32)))
+        Some(k8_tile_in_turn())
     } else {
         Some(two_row_tile(DType::F32))
     }
@@ -687,6 +685,17 @@ fn short_rows_fewer_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) 
 /// `config` taking up to eight column tiles in turn per block (`SpmmConfig::column_tiles`).
 fn in_turn(config: SpmmConfig) -> SpmmConfig {
     SpmmConfig { column_tiles: 8, ..config }
+}
+
+/// The f32 k = 8 tile over 32 columns, held to 64 registers, taking column tiles in turn
+/// (`spmm_f32_s1d4_y4k8x32w8_u4_nopred_c8_lb32`).
+fn k8_tile_in_turn() -> SpmmConfig {
+    in_turn(bounded(k8_tile(DType::F32, 4, false), 32))
+}
+
+/// The f32 two-row tile ([`two_row_tile`]) taking column tiles in turn (`spmm_f32_s1d4_y2k16x128w16_u4_nopred_c8_lb16`).
+fn two_row_tile_in_turn() -> SpmmConfig {
+    in_turn(two_row_tile(DType::F32))
 }
 
 /// The shapes where the k = 8 tile over 32 columns in narrow vectors or scalars wins in f32 at n <= 16, n = 2 mod 4
@@ -1857,8 +1866,8 @@ mod tests {
             let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32)
         };
-        let k8 = in_turn(bounded(k8_tile(DType::F32, 4, false), 32));
-        let two = in_turn(two_row_tile(DType::F32));
+        let k8 = k8_tile_in_turn();
+        let two = two_row_tile_in_turn();
         assert_eq!(
             (k8.kernel_name().as_str(), two.kernel_name().as_str()),
             ("spmm_f32_s1d4_y4k8x32w8_u4_nopred_c8_lb32", "spmm_f32_s1d4_y2k16x128w16_u4_nopred_c8_lb16")
@@ -1899,7 +1908,7 @@ mod tests {
             let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: None };
             SpmmConfig::select_with_stats(m, m, n, &stats, DType::F32)
         };
-        let k8 = in_turn(bounded(k8_tile(DType::F32, 4, false), 32));
+        let k8 = k8_tile_in_turn();
         // wrld_1deg (15,260 rows of 7.34, cv 0.19, longest 8), Poisson rows of 3.4 and of 7.
         for n in [1024, 1152, 2048] {
             assert_eq!(pick(15260, n, 7.34, 0.19, 8), k8, "n = {n}");
@@ -1934,8 +1943,8 @@ mod tests {
             let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: columns };
             SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32)
         };
-        let k8 = in_turn(bounded(k8_tile(DType::F32, 4, false), 32));
-        let two = in_turn(two_row_tile(DType::F32));
+        let k8 = k8_tile_in_turn();
+        let two = two_row_tile_in_turn();
         // The 40^3 seven-point stencil in its own order (0.255) at every width the rule covers, and permuted (0.833).
         for n in [128, 160, 256, 512, 1024, 2048] {
             assert_eq!(pick(64000, 64000, n, 6.85, 0.06, 7, Some(0.255)), k8, "n = {n}");
