@@ -1248,18 +1248,16 @@ fn sanitizer_spmm_every_variant_small() {
     check_every_order::<f16>(&gpu, "sanitizer orders f16", &skewed, 136, seed(60));
 }
 
-/// Column tiles in turn (`SpmmConfig::column_tiles`; NOTES.md, "SpMM step 60"): every compiled variant that takes
-/// them, at n of one tile (a group cut short), of a full group and three tiles more (a partial last group), and of
-/// two full groups, in both grid orders, against the oracle and bit for bit against its one-tile twin where that
-/// is compiled (each tile's arithmetic is the same). Rows of 0-40 entries (full tiles and residues, so the shared
-/// tiles are rewritten between column tiles), empty rows and a dense row, and rows of 1-5 over a wide k. The
-/// SM-affine order is refused with a typed error. Small enough for compute-sanitizer (run-all.sh --sanitize).
+/// Column tiles in turn (`SpmmConfig::column_tiles`; NOTES.md, "SpMM steps 60 and 62"): every compiled variant that
+/// takes them, in each storage type, at n of one tile (a group cut short), of a full group and three tiles more (a
+/// partial last group), and of two full groups, in both grid orders, against the oracle and bit for bit against its
+/// one-tile twin where that is compiled (each tile's arithmetic is the same). Rows of 0-40 entries (full tiles and
+/// residues, so the shared tiles are rewritten between column tiles), empty rows and a dense row, and rows of 1-5 over
+/// a wide k. The SM-affine order is refused with a typed error. Small enough for compute-sanitizer (run-all.sh
+/// --sanitize).
 #[test]
 fn sanitizer_column_tiles_in_turn_match_their_tile() {
     let Some(gpu) = gpu_or_skip("sanitizer_column_tiles_in_turn_match_their_tile") else { return };
-    let in_turn: Vec<SpmmConfig> =
-        compiled_spmm_variants_for(DType::F32).filter(|c| c.column_tiles > 1).copied().collect();
-    assert!(!in_turn.is_empty(), "no compiled f32 variant takes column tiles in turn");
     let cases: Vec<(&str, CsMat<f32>)> = vec![
         ("rows of 0-40", rows_of_lengths(67, 300, |r| (r * 7) % 41, 141)),
         (
@@ -1271,19 +1269,30 @@ fn sanitizer_column_tiles_in_turn_match_their_tile() {
         ),
         ("rows of 1-5", rows_of_lengths(301, 5000, |r| 1 + r % 5, 144)),
     ];
+    check_in_turn::<f32>(&gpu, &cases);
+    check_in_turn::<f16>(&gpu, &cases);
+    check_in_turn::<bf16>(&gpu, &cases);
+}
+
+/// [`sanitizer_column_tiles_in_turn_match_their_tile`] for one storage type: asserts that some compiled variant of
+/// it takes column tiles in turn.
+fn check_in_turn<T: Scalar>(gpu: &Gpu, cases: &[(&str, CsMat<f32>)]) {
+    let in_turn: Vec<SpmmConfig> =
+        compiled_spmm_variants_for(T::DTYPE).filter(|c| c.column_tiles > 1).copied().collect();
+    assert!(!in_turn.is_empty(), "no compiled {} variant takes column tiles in turn", T::DTYPE);
     for config in &in_turn {
         let tile = SpmmConfig { column_tiles: 1, ..*config };
-        let tile_compiled = compiled_spmm_variants_for(DType::F32).any(|c| c.same_kernel(&tile));
+        let tile_compiled = compiled_spmm_variants_for(T::DTYPE).any(|c| c.same_kernel(&tile));
         let (x, t) = (config.block_items_x as usize, config.column_tiles as usize);
         for n in [x, x * (t + 3), 2 * x * t] {
-            for (what, a) in &cases {
-                let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<f32>(&gpu, a, n, seed(145));
+            for (what, a) in cases {
+                let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed(145));
                 for order in [BlockOrder::RowBlocksFirst, BlockOrder::ColumnTilesFirst] {
                     let mut run = |config: &SpmmConfig| {
-                        c_dev.fill(&gpu, POISON as f32).unwrap();
-                        spmm_in_order(&gpu, &a_dev, &b_dev, &mut c_dev, config, order)
+                        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+                        spmm_in_order(gpu, &a_dev, &b_dev, &mut c_dev, config, order)
                             .unwrap_or_else(|e| panic!("{what}, n = {n}: {config} {order:?}: {e}"));
-                        c_dev.download(&gpu).unwrap()
+                        c_dev.download(gpu).unwrap()
                     };
                     let c = run(config);
                     let label = format!("{what}, n = {n}, {config}, {order:?}");
@@ -1291,12 +1300,12 @@ fn sanitizer_column_tiles_in_turn_match_their_tile() {
                     if tile_compiled {
                         let one = run(&tile);
                         assert!(
-                            c.iter().zip(&one).all(|(x, y)| x.to_bits() == y.to_bits()),
+                            c.iter().zip(&one).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()),
                             "{label}: bits differ from {tile}"
                         );
                     }
                 }
-                let err = spmm_in_order(&gpu, &a_dev, &b_dev, &mut c_dev, config, BlockOrder::SmAffine).unwrap_err();
+                let err = spmm_in_order(gpu, &a_dev, &b_dev, &mut c_dev, config, BlockOrder::SmAffine).unwrap_err();
                 assert!(matches!(err, Error::Unsupported { .. }), "{what}: {config} SmAffine: {err}");
             }
         }
@@ -2121,3 +2130,4 @@ fn automatic_tiles_in_turn_where_rows_share_columns() {
     assert_eq!(c_dev.stats(&gpu).unwrap(), a_dev.stats(&gpu).unwrap());
     assert_eq!(a_dev.stats(&gpu).unwrap(), &shared);
 }
+
