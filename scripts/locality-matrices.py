@@ -6,6 +6,7 @@ usage: locality-matrices.py permuted SHARED_MATRICES OUT   real matrices permute
        locality-matrices.py validation OUT                 11 matrices the rule was checked on, not fitted (s76)
        locality-matrices.py fewer-rows OUT                 20 generated matrices of 8192 and 12288 rows (s78)
        locality-matrices.py fewer-rows-validation OUT      8 matrices of 9000-15000 rows, not fitted (s79)
+       locality-matrices.py half-validation OUT            8 matrices of 18000-200000 rows for f16/bf16 (step 62, s82)
 
 Needs numpy. Each set draws from its own seeded generator, in the order below, so a set comes out the same every
 time. `sweep` takes about 25 s, the others 10 s.
@@ -176,6 +177,25 @@ def validation_set(out):
         put(f'val_{m}_{dist}{mean}_h{h}', m, *local_rows(rng, m, mean, dist, h))
 
 
+def half_validation_set(out):
+    """Step 62's fresh matrices for the f16/bf16 tiles in turn, m x k with k != m allowed: columns within h of the
+    row's place scaled to k (h None: anywhere)."""
+    seed = 8100
+    for m, k, mean, dist, h in [(20000, 50000, 5, 'even', None), (100000, 12000, 4, 'pois', None),
+                                (40000, 9000, 3, 'even', 64), (24000, 24000, 6.5, 'pois', 256),
+                                (200000, 200000, 2.5, 'pois', None), (50000, 50000, 7, 'even', None),
+                                (30000, 30000, 8, 'even', None), (18000, 18000, 7.5, 'pois', 32)]:
+        seed += 1
+        rng = np.random.default_rng(seed)
+        r, c = local_rows(rng, m, mean, dist, h)
+        if k != m:
+            c = np.minimum((c * k) // m + rng.integers(0, max(1, k // m), len(c)), k - 1)
+            o = np.lexsort((c, r))
+            keep = np.ones(len(r), bool)
+            keep[1:] = (r[o][1:] != r[o][:-1]) | (c[o][1:] != c[o][:-1])
+            r, c = r[o][keep], c[o][keep]
+        write(f"{out}/hv_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
+
 if __name__ == '__main__':
     if len(sys.argv) == 4 and sys.argv[1] == 'permuted':
         permuted_set(sys.argv[2], sys.argv[3])
@@ -185,6 +205,8 @@ if __name__ == '__main__':
         fewer_rows_set(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == 'fewer-rows-validation':
         fewer_rows_validation_set(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == 'half-validation':
+        half_validation_set(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == 'validation':
         validation_set(sys.argv[2])
     else:

@@ -2131,3 +2131,20 @@ fn automatic_tiles_in_turn_where_rows_share_columns() {
     assert_eq!(a_dev.stats(&gpu).unwrap(), &shared);
 }
 
+/// Step 62: f16 and bf16 rows of 1-7 in 20000 rows over k = 30000 take the k = 8 tile four column tiles in turn under
+/// `spmm_auto`, at n of a group cut short (128: two tiles), of a group and a tile (320) and of two groups (512),
+/// checked against the oracle on a poisoned C.
+#[test]
+fn automatic_half_tiles_in_turn_on_very_short_rows() {
+    let (m, k) = (20000, 30000);
+    let a = rows_of_lengths(m, k, |r| 1 + (r * 5) % 7, 161);
+    let stats = RowStats::of_csr(a.indptr().raw_storage(), a.indices());
+    assert!(stats.mean <= 7.0 && stats.cv <= 1.0 && stats.max <= 64, "{stats:?}");
+    let Some(gpu) = gpu_or_skip("automatic_half_tiles_in_turn_on_very_short_rows") else { return };
+    for n in [128, 320, 512] {
+        let used = check_auto::<f16>(&gpu, &format!("f16 rows of 1-7, n = {n}"), &a, n, seed(162));
+        assert_eq!(used.to_string(), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
+        let used = check_auto::<bf16>(&gpu, &format!("bf16 rows of 1-7, n = {n}"), &a, n, seed(163));
+        assert_eq!(used.to_string(), "spmm_bf16_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
+    }
+}

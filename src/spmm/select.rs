@@ -698,6 +698,31 @@ fn two_row_tile_in_turn() -> SpmmConfig {
     in_turn(two_row_tile(DType::F32))
 }
 
+/// f16/bf16 very short rows (at most 7 entries on average, cv at most 1, none past 64) in 16384 rows or more, over k
+/// past 8192, at n = 128-2048 (a multiple of 64): the k = 8 tile over 64 columns, held to 64 registers, taking four
+/// column tiles in turn per block ([`half_k8_tile_in_turn`]), for the reasons of [`very_short_rows_many_rows`]. In
+/// half precision a row's B loads are half the bytes of f32's, so the chain of loads before them weighs more, and
+/// the tiles in turn won whether or not neighbouring rows share columns. Measured on the H200 (NOTES.md, "SpMM step
+/// 62"; every f16 variant on the 36 generated matrices of step 61, 16384 and 65536 rows of 3-10 in columns near the
+/// diagonal or anywhere, and on case_ACTIVSg70k, n = 128-2048): on the 155 problems of rows of 3-7 the four-tile
+/// twin ran 1.21x faster than the tiles chosen before (1.01x-1.50x; case_ACTIVSg70k at n = 512: 91.7 -> 75.4 us),
+/// 1.60x -> 1.94x of cuSPARSE's best, within 0.6% of each problem's fastest variant on geometric mean. Eight tiles
+/// in turn ran 1.016x slower on geometric mean (up to 1.18x on random columns), the 256-column tile four in turn
+/// 1.29x slower. Rows of 10 lost in turn at n <= 512 (0.90x-1.0x), hence the bound on the mean. On 19 matrices
+/// not used to fit it (stencils and a geometric graph in their own order and permuted, rows of 2.5-9 in 18000-200000
+/// rows over k = 9000-200000), 55 of 95 f16 problems moved, 1.22x faster (0.94x-1.63x), 1.64x -> 2.00x of
+/// cuSPARSE's best; bf16 on 11 of them, 27 of 33, 1.19x (0.93x-1.58x).
+fn very_short_rows_many_rows_half(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    let rows = m >= 16384 && stats.mean <= 7.0 && stats.cv <= 1.0 && stats.max <= 64;
+    rows && k > 8192 && n % 64 == 0 && (128..=2048).contains(&n)
+}
+
+/// The f16/bf16 k = 8 tile over 64 columns, held to 64 registers, taking four column tiles in turn
+/// (`spmm_{f16,bf16}_s1d8_y4k8x64w8_u4_nopred_c4_lb32`).
+fn half_k8_tile_in_turn(dtype: DType) -> SpmmConfig {
+    SpmmConfig { column_tiles: 4, ..bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32) }
+}
+
 /// The shapes where the k = 8 tile over 32 columns in narrow vectors or scalars wins in f32 at n <= 16, n = 2 mod 4
 /// and odd n, and in f16/bf16 at odd n: 4096 rows or more of at most 20 entries on average, whose longest row the
 /// tile can walk ([`longest_row_is_short_enough`]; NOTES.md, "SpMM step 32").
@@ -1052,6 +1077,8 @@ impl SpmmConfig {
             // Split rows (spmm::split), n past one 32-wide tile: email-Enron n = 128, 24.4 us (f16) and 25.6 us
             // (bf16) vs 43.1 / 50.1 us with Sputnik's tile (NOTES.md, "SpMM step 4").
             tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
+        } else if dv == 8 && very_short_rows_many_rows_half(m, k, n, stats) {
+            half_k8_tile_in_turn(dtype)
         } else if dv == 8 && stats.cv <= 2.0 && !(m <= HALF_FEW_ROWS && n <= 256) {
             if very_short_rows_wide_n_half(k, n, stats) {
                 // Rows of a few entries at n a multiple of 256: two rows of 16 threads over 256 columns, whose
@@ -1154,15 +1181,47 @@ mod tests {
             assert_eq!(sel(3000, 6000, 4096, &rows(5.0, 0.45)), k8);
             assert_eq!(sel(3000, 6000, 640, &rows(5.0, 0.45)), k8);
             assert_eq!(sel(3000, 6000, 512, &rows(5.0, 0.85)), k8);
-            // Rows of 16 or fewer in 8192 rows or more at n = 512-1024 (a multiple of 64): the bounded k = 8 tile,
-            // which rows of 6 over a wide k (case_ACTIVSg70k) get too.
+            // Rows of 16 or fewer in 8192 rows or more at n = 512-1024 (a multiple of 64): the bounded k = 8 tile (rows
+            // of 7 or fewer over k > 8192 take it in turn: step 62).
             assert_eq!(sel(20000, 5000, 768, &rows(10.0, 0.3)), k8_bounded);
             assert_eq!(sel(8192, 5000, 640, &rows(16.0, 0.3)), k8_bounded);
-            assert_eq!(sel(70000, 70000, 1024, &rows(3.4, 0.38)), k8_bounded);
+            assert_eq!(sel(20000, 5000, 640, &rows(6.0, 0.38)), k8_bounded);
             assert_eq!(sel(8191, 5000, 768, &rows(10.0, 0.3)), k8);
             assert_eq!(sel(20000, 5000, 1088, &rows(10.0, 0.3)), k8);
             assert_eq!(sel(20000, 5000, 448, &rows(10.0, 0.3)), k8);
             assert_eq!(sel(20000, 5000, 768, &rows(16.5, 0.3)), k8);
+        }
+    }
+
+    #[test]
+    fn half_very_short_rows_in_many_rows_take_tiles_in_turn() {
+        let rows =
+            |mean: f64, cv: f64, max: usize| RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: None };
+        for dtype in [DType::F16, DType::Bf16] {
+            let sel = |m: usize, k: usize, n: usize, stats: &RowStats| {
+                SpmmConfig::select_with_stats(m, k, n, stats, dtype).kernel_name()
+            };
+            let in_turn = format!("spmm_{dtype}_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
+            // Step 62: 16384 rows or more of at most 7 (cv <= 1, none past 64) over k > 8192, n = 128-2048 (% 64).
+            for (m, k, n) in [(16384, 8193, 128), (70000, 70000, 512), (65536, 16384, 2048), (131072, 131072, 192)] {
+                assert_eq!(sel(m, k, n, &rows(3.4, 0.38, 14)), in_turn, "{m} x {k}, n = {n}");
+            }
+            assert_eq!(sel(40000, 40000, 1024, &rows(7.0, 1.0, 64)), in_turn);
+            // Either side of each bound: fewer rows, k <= 8192, longer, more uneven or longer rows at most, n past
+            // 2048, below 128 or not a multiple of 64.
+            let others = [
+                (16383, 40000, 512, rows(5.0, 0.4, 20)),
+                (40000, 8192, 512, rows(5.0, 0.4, 20)),
+                (40000, 40000, 512, rows(7.1, 0.4, 20)),
+                (40000, 40000, 512, rows(5.0, 1.01, 20)),
+                (40000, 40000, 512, rows(5.0, 0.4, 65)),
+                (40000, 40000, 2112, rows(5.0, 0.4, 20)),
+                (40000, 40000, 64, rows(5.0, 0.4, 20)),
+                (40000, 40000, 544, rows(5.0, 0.4, 20)),
+            ];
+            for (m, k, n, stats) in &others {
+                assert_ne!(sel(*m, *k, *n, stats), in_turn, "{m} x {k}, n = {n}, {stats:?}");
+            }
         }
     }
 
