@@ -196,6 +196,7 @@ def half_validation_set(out):
             r, c = r[o][keep], c[o][keep]
         write(f"{out}/hv_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
 
+
 if __name__ == '__main__':
     if len(sys.argv) == 4 and sys.argv[1] == 'permuted':
         permuted_set(sys.argv[2], sys.argv[3])
