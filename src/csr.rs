@@ -465,20 +465,32 @@ impl<T: Scalar> DeviceCsr<T> {
 
     /// The statistics and the swizzle, computed from one download of the row pointer and the column indices the
     /// first time (the indices for [`RowStats::columns_per_entry`], so that a matrix built on the device gets the
-    /// statistics, and the kernel choices, that its upload would).
+    /// statistics, and the kernel choices, that its upload would). The same download gives [`DeviceCsr::pattern`]
+    /// its fingerprint, so that a later plan does not read the structure back again.
     pub(crate) fn derived(&self, gpu: &Gpu) -> Result<&Derived> {
         self.check_gpu(gpu, "the sparse matrix")?;
         if let Some(d) = self.derived.get() {
             return Ok(d);
         }
-        let stream = gpu.stream();
-        let offsets = stream.clone_dtoh(&self.row_offsets).map_err(Error::driver("reading back CSR row offsets", 0))?;
-        let columns =
-            stream.clone_dtoh(&self.column_indices).map_err(Error::driver("reading back CSR column indices", 0))?;
-        let indptr: Vec<usize> = offsets.iter().take(self.rows + 1).map(|&o| o as usize).collect();
-        let indices: Vec<usize> = columns.iter().take(self.nnz).map(|&c| c as usize).collect();
+        let (offsets, columns) = self.read_structure(gpu)?;
+        let _ = self.pattern.get_or_init(|| pattern_hash(self.rows, self.cols, &offsets, &columns));
+        let indptr: Vec<usize> = offsets.iter().map(|&o| o as usize).collect();
+        let indices: Vec<usize> = columns.iter().map(|&c| c as usize).collect();
         let _ = self.derived.set(Derived::of(gpu, &indptr, &indices, T::DTYPE)?);
         Ok(self.derived.get().expect("set just above"))
+    }
+
+    /// The row pointer (rows + 1 entries) and the column indices (nnz), read back from the device: the used part
+    /// only, as both buffers may be longer (an empty one is padded to one element).
+    fn read_structure(&self, gpu: &Gpu) -> Result<(Vec<i32>, Vec<i32>)> {
+        let stream = gpu.stream();
+        let mut offsets =
+            stream.clone_dtoh(&self.row_offsets).map_err(Error::driver("reading back CSR row offsets", 0))?;
+        let mut columns =
+            stream.clone_dtoh(&self.column_indices).map_err(Error::driver("reading back CSR column indices", 0))?;
+        offsets.truncate(self.rows + 1);
+        columns.truncate(self.nnz);
+        Ok((offsets, columns))
     }
 
     /// Drops the statistics and the swizzle after a kernel rewrote the row pointer; they are recomputed on use.
@@ -524,19 +536,14 @@ impl<T: Scalar> DeviceCsr<T> {
     }
 
     /// The fingerprint of this matrix's structure ([`pattern_hash`]): one download of the row pointer and the
-    /// column indices the first time.
+    /// column indices the first time, unless [`DeviceCsr::derived`] read them back first.
     pub(crate) fn pattern(&self, gpu: &Gpu) -> Result<u64> {
         self.check_gpu(gpu, "the sparse matrix")?;
         if let Some(&h) = self.pattern.get() {
             return Ok(h);
         }
-        let stream = gpu.stream();
-        let offsets = stream.clone_dtoh(&self.row_offsets).map_err(Error::driver("reading back CSR row offsets", 0))?;
-        let indices =
-            stream.clone_dtoh(&self.column_indices).map_err(Error::driver("reading back CSR column indices", 0))?;
-        // Both buffers hold at least one element (an empty one is padded): hash the used part only.
-        let h = pattern_hash(self.rows, self.cols, &offsets[..self.rows + 1], &indices[..self.nnz]);
-        Ok(*self.pattern.get_or_init(|| h))
+        let (offsets, columns) = self.read_structure(gpu)?;
+        Ok(*self.pattern.get_or_init(|| pattern_hash(self.rows, self.cols, &offsets, &columns)))
     }
 
     /// This matrix's identity (see the field).
