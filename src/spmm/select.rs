@@ -74,10 +74,13 @@ fn very_short_rows_wide_n_half(k: usize, n: usize, stats: &RowStats) -> bool {
     n % 256 == 0 && n <= 2048 && k <= 8192 && stats.mean <= 6.0 && stats.cv <= 0.8
 }
 
-/// f16/bf16 rows of 16 entries or fewer on average in 8192 rows or more at n = 512-1024 (a multiple of 64): where
-/// the k = 8 tile held to 64 registers beat the unbounded one (NOTES.md, "SpMM steps 53-54").
+/// f16/bf16 rows of 16 entries or fewer on average in 8192 rows or more at n = 512-2048 (a multiple of 64): where
+/// the k = 8 tile held to 64 registers beat the unbounded one (NOTES.md, "SpMM steps 53-54" for n = 512-1024; step
+/// 62 for n = 2048, where the unbounded tile ran 1.02x-1.10x slower on rows of 10-12.7 in 15260-65536 rows, and on
+/// 16 matrices not used to fit, rows of 3-9 in 9000-100000 rows at n = 1536 and 2048, 30 of 32 f16 problems moved,
+/// 1.06x faster, 1.0x-1.09x).
 fn short_rows_many_rows_wide_n_half(m: usize, n: usize, stats: &RowStats) -> bool {
-    m >= 8192 && n % 64 == 0 && (512..=1024).contains(&n) && stats.mean <= 16.0
+    m >= 8192 && n % 64 == 0 && (512..=2048).contains(&n) && stats.mean <= 16.0
 }
 
 /// `config` compiled with `__launch_bounds__` for `min_occupancy` blocks per SM (its `_lb<N>` variant).
@@ -1102,8 +1105,8 @@ impl SpmmConfig {
                 // and 19.7 vs 22.9 us; copter2 (55 476 rows) at n = 128 32.4 vs 34.3 us. Not the uniform 4096^2 at
                 // n = 128 (f16 23.1 vs 21.9 us at 95%) nor at n = 4096 (f16 0.510 vs 0.500 ms). At n = 64 and 128
                 // also where only the bounded tile's launch fits in one wave ([`one_wave_if_bounded`]). And at n =
-                // 512-1024 on many short rows (NOTES.md, "SpMM step 54": uniform rows of 8-14 in 9000-45000 rows,
-                // 1.01x-1.14x; copter2 and wrld_1deg 1.06x-1.13x).
+                // 512-2048 on many short rows (NOTES.md, "SpMM step 54": uniform rows of 8-14 in 9000-45000 rows,
+                // 1.01x-1.14x; copter2 and wrld_1deg 1.06x-1.13x; step 62 at n = 2048).
                 bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
             } else if mean <= 600.0 && (n == 32 || (n == 96 && mean >= 16.0)) {
                 // n = 32, and 96 on rows of 16 or more, where the 64-column tile below would leave half or a
@@ -1181,13 +1184,14 @@ mod tests {
             assert_eq!(sel(3000, 6000, 4096, &rows(5.0, 0.45)), k8);
             assert_eq!(sel(3000, 6000, 640, &rows(5.0, 0.45)), k8);
             assert_eq!(sel(3000, 6000, 512, &rows(5.0, 0.85)), k8);
-            // Rows of 16 or fewer in 8192 rows or more at n = 512-1024 (a multiple of 64): the bounded k = 8 tile (rows
+            // Rows of 16 or fewer in 8192 rows or more at n = 512-2048 (a multiple of 64): the bounded k = 8 tile (rows
             // of 7 or fewer over k > 8192 take it in turn: step 62).
             assert_eq!(sel(20000, 5000, 768, &rows(10.0, 0.3)), k8_bounded);
             assert_eq!(sel(8192, 5000, 640, &rows(16.0, 0.3)), k8_bounded);
             assert_eq!(sel(20000, 5000, 640, &rows(6.0, 0.38)), k8_bounded);
             assert_eq!(sel(8191, 5000, 768, &rows(10.0, 0.3)), k8);
-            assert_eq!(sel(20000, 5000, 1088, &rows(10.0, 0.3)), k8);
+            assert_eq!(sel(20000, 5000, 2048, &rows(10.0, 0.3)), k8_bounded);
+            assert_eq!(sel(20000, 5000, 2112, &rows(10.0, 0.3)), k8);
             assert_eq!(sel(20000, 5000, 448, &rows(10.0, 0.3)), k8);
             assert_eq!(sel(20000, 5000, 768, &rows(16.5, 0.3)), k8);
         }
