@@ -76,7 +76,7 @@ fn very_short_rows_wide_n_half(k: usize, n: usize, stats: &RowStats) -> bool {
 
 /// f16/bf16 rows of 16 entries or fewer on average in 8192 rows or more at n = 512-2048 (a multiple of 64): where
 /// the k = 8 tile held to 64 registers beat the unbounded one (NOTES.md, "SpMM steps 53-54" for n = 512-1024; step
-/// 62 for n = 2048, where the unbounded tile ran 1.02x-1.10x slower on rows of 10-12.7 in 15260-65536 rows, and on
+/// 62 for n = 2048, where the unbounded tile ran 1.02x-1.10x slower on rows of 10-12.7 in 7434-65536 rows, and on
 /// 16 matrices not used to fit, rows of 3-9 in 9000-100000 rows at n = 1536 and 2048, 30 of 32 f16 problems moved,
 /// 1.06x faster, 1.0x-1.09x).
 fn short_rows_many_rows_wide_n_half(m: usize, n: usize, stats: &RowStats) -> bool {
