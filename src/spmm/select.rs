@@ -685,20 +685,20 @@ fn short_rows_fewer_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) 
     }
 }
 
-/// `config` taking up to eight column tiles in turn per block (`SpmmConfig::column_tiles`).
-fn in_turn(config: SpmmConfig) -> SpmmConfig {
-    SpmmConfig { column_tiles: 8, ..config }
+/// `config` taking up to `tiles` column tiles in turn per block (`SpmmConfig::column_tiles`).
+fn in_turn(config: SpmmConfig, tiles: u32) -> SpmmConfig {
+    SpmmConfig { column_tiles: tiles, ..config }
 }
 
 /// The f32 k = 8 tile over 32 columns, held to 64 registers, taking column tiles in turn
 /// (`spmm_f32_s1d4_y4k8x32w8_u4_nopred_c8_lb32`).
 fn k8_tile_in_turn() -> SpmmConfig {
-    in_turn(bounded(k8_tile(DType::F32, 4, false), 32))
+    in_turn(bounded(k8_tile(DType::F32, 4, false), 32), 8)
 }
 
 /// The f32 two-row tile ([`two_row_tile`]) taking column tiles in turn (`spmm_f32_s1d4_y2k16x128w16_u4_nopred_c8_lb16`).
 fn two_row_tile_in_turn() -> SpmmConfig {
-    in_turn(two_row_tile(DType::F32))
+    in_turn(two_row_tile(DType::F32), 8)
 }
 
 /// f16/bf16 very short rows (at most 7 entries on average, cv at most 1, none past 64) in 16384 rows or more, over k
@@ -723,7 +723,7 @@ fn very_short_rows_many_rows_half(m: usize, k: usize, n: usize, stats: &RowStats
 /// The f16/bf16 k = 8 tile over 64 columns, held to 64 registers, taking four column tiles in turn
 /// (`spmm_{f16,bf16}_s1d8_y4k8x64w8_u4_nopred_c4_lb32`).
 fn half_k8_tile_in_turn(dtype: DType) -> SpmmConfig {
-    SpmmConfig { column_tiles: 4, ..bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32) }
+    in_turn(bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32), 4)
 }
 
 /// The shapes where the k = 8 tile over 32 columns in narrow vectors or scalars wins in f32 at n <= 16, n = 2 mod 4
@@ -1872,7 +1872,7 @@ mod tests {
         let (two, k8) = (two_row_tile(DType::F32), bounded(k8_tile(DType::F32, 4, false), 32));
         let warp = tile(DType::F32, 1, 4, 1, 32, 128, 32, false);
         // From 16384 rows, rows of 6 or fewer take their column tiles in turn (step 60).
-        let k8_in_turn = in_turn(k8);
+        let k8_in_turn = k8_tile_in_turn();
         // wrld_1deg (15260 rows of 7.3, cv 0.19), 4elt (7434 of 11.6), add32 (4960 of 4.8, cv 0.76), well1850 (1850
         // of 4.7, cv 0.10; k = 712).
         for (m, mean, cv) in [(15260, 7.3, 0.19), (7434, 11.6, 0.16), (4960, 4.8, 0.76), (1850, 4.7, 0.1)] {
