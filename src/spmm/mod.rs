@@ -1112,4 +1112,96 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len());
     }
+
+    /// A log-uniform integer in lo..=hi.
+    fn log_uniform(rng: &mut crate::gen::Rng, lo: usize, hi: usize) -> usize {
+        (rng.range((lo as f64).ln(), ((hi + 1) as f64).ln()).exp() as usize).clamp(lo, hi)
+    }
+
+    #[test]
+    fn every_automatic_choice_can_run_its_product() {
+        // Each rule's bounds are unit-tested at their edges (src/spmm/select.rs); this walks random shapes and
+        // statistics across all of them at once and checks that whatever is picked can run the product. m and k
+        // go to 2^18, n to 4200 in every residue the rules look at; rows go from none to dense, even to skewed,
+        // sharing columns or not, with tensor-core block counts or without, on a device with the warpgroup mma
+        // and one without. A tile must be valid, in the variant table, of the element type, with a dense vector
+        // width that divides n and predicates where n cuts its column tiles (what `check_config` refuses with an
+        // error at launch); a tensor-core kernel must be compiled for the type and run on the device.
+        use crate::csr::RowStats;
+        use crate::kernels::KERNELS_BUILT;
+        let mut rng = crate::gen::Rng::new(0x5e1e_c7ed);
+        let mut chosen = std::collections::BTreeSet::new();
+        let mut draws = 0;
+        while draws < 30_000 {
+            let m = log_uniform(&mut rng, 1, 1 << 18);
+            let k = log_uniform(&mut rng, 1, 1 << 18);
+            let n = match rng.below(4) {
+                0 => 1 + rng.below(64),
+                1 => 4 * log_uniform(&mut rng, 1, 1050),
+                2 => 32 * (1 + rng.below(130)),
+                _ => log_uniform(&mut rng, 1, 4200),
+            };
+            if k * n > i32::MAX as usize || m * n > i32::MAX as usize {
+                continue;
+            }
+            draws += 1;
+            let longest = k.min(20_000);
+            let nnz = if rng.below(20) == 0 {
+                0
+            } else {
+                let mean = rng.range(0.05f64.ln(), (longest as f64).ln()).exp();
+                ((mean * m as f64).round() as usize).max(1)
+            };
+            let mean = nnz as f64 / m as f64;
+            let cv = match rng.below(4) {
+                0 => 0.0,
+                1 => rng.range(0.0, 0.3),
+                2 => rng.range(0.0, 2.0),
+                _ => rng.range(0.0, 6.0),
+            };
+            let max = if nnz == 0 {
+                0
+            } else {
+                ((mean * (1.0 + cv * rng.range(0.0, 30.0))).ceil() as usize).clamp(mean.ceil() as usize, longest.max(1))
+            };
+            let min = if nnz == 0 { 0 } else { rng.below(mean.floor() as usize + 1) };
+            let empty_rows = if min == 0 { rng.below(m - (nnz > 0) as usize + 1) } else { 0 };
+            let columns_per_entry = (rng.below(3) != 0).then(|| rng.range((1.0f64 / 4096.0).ln(), 0.0).exp());
+            let stats = RowStats { min, max, mean, cv, empty_rows, columns_per_entry };
+            let counts = (rng.below(3) != 0).then(|| {
+                let narrow = if nnz == 0 { 0 } else { (nnz as f64 / rng.range(1.0, 256.0)).ceil() as usize };
+                tensor_core::BlockCounts { narrow, wide: narrow.div_ceil(1 + rng.below(4)) }
+            });
+            for dtype in [DType::F32, DType::F16, DType::Bf16] {
+                for wgmma in [true, false] {
+                    let kernel = SpmmKernel::select_with(wgmma, m, k, n, nnz, &stats, dtype, counts);
+                    let what =
+                        format!("{kernel} for {m} x {k} x {n}, {nnz} entries, {stats:?}, {counts:?}, wgmma {wgmma}");
+                    match kernel {
+                        SpmmKernel::Tiled(c) => {
+                            c.validate().unwrap_or_else(|e| panic!("{what}: invalid: {e}"));
+                            assert!(spmm_table().iter().any(|t| t.same_kernel(&c)), "{what}: not in variants.txt");
+                            assert_eq!(c.dtype, dtype, "{what}");
+                            assert_eq!(n % c.dense_vector_width as usize, 0, "{what}: the vector does not divide n");
+                            assert!(c.predicate_loads || n % c.block_items_x as usize == 0, "{what}: n cuts a tile");
+                            if KERNELS_BUILT {
+                                check_config(&c, dtype, m, k, n).unwrap_or_else(|e| panic!("{what}: {e}"));
+                            }
+                        }
+                        SpmmKernel::TensorCore(c) => {
+                            assert!(TensorCoreConfig::all(dtype).contains(&c), "{what}: not compiled");
+                            assert!(wgmma || !c.is_wgmma(), "{what}: the device has no warpgroup mma");
+                            if KERNELS_BUILT {
+                                tensor_core::check_tensor_core(&c, dtype, m, n)
+                                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                            }
+                        }
+                    }
+                    chosen.insert(kernel.to_string());
+                }
+            }
+        }
+        // The walk reaches most rules: the tiles and tensor-core kernels it chose, of every type.
+        assert!(chosen.len() >= 70, "only {} kernels chosen: {chosen:?}", chosen.len());
+    }
 }
