@@ -2148,3 +2148,78 @@ fn automatic_half_tiles_in_turn_on_very_short_rows() {
         assert_eq!(used.to_string(), "spmm_bf16_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
     }
 }
+
+/// A log-uniform integer in lo..=hi.
+fn log_uniform(rng: &mut gen::Rng, lo: usize, hi: usize) -> usize {
+    (rng.range((lo as f64).ln(), ((hi + 1) as f64).ln()).exp() as usize).clamp(lo, hi)
+}
+
+/// A's rows in a random order (neighbouring rows then seldom share columns).
+fn shuffled_rows(a: &CsMat<f32>, seed: u64) -> CsMat<f32> {
+    let mut order: Vec<usize> = (0..a.rows()).collect();
+    let mut rng = gen::Rng::new(seed);
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    let (mut indptr, mut indices, mut values) = (vec![0], Vec::with_capacity(a.nnz()), Vec::with_capacity(a.nnz()));
+    for &r in &order {
+        let row = a.outer_view(r).unwrap();
+        indices.extend_from_slice(row.indices());
+        values.extend_from_slice(row.data());
+        indptr.push(indices.len());
+    }
+    CsMat::new((a.rows(), a.cols()), indptr, indices, values)
+}
+
+/// `spmm_auto` on fresh random shapes of T, each against the oracle on a poisoned C. The tests above check each
+/// rule's choice where it was measured; this draws what no one picked: m and k of 1-80000, 0.3-600 entries a row (4e6 in all)
+/// of uniform, power-law or banded rows (some emptied, some in a shuffled order), n of 1-2048 in every residue,
+/// so that the kernels run where the rules' bounds meet. Returns the kernels chosen, for the summary line.
+fn automatic_choice_on_random_shapes_case<T: Scalar>(gpu: &Gpu, draws: usize, tag: u64) -> BTreeSet<String> {
+    let mut rng = gen::Rng::new(seed(tag));
+    let mut chosen = BTreeSet::new();
+    for draw in 0..draws {
+        let m = log_uniform(&mut rng, 1, 80_000);
+        let k = log_uniform(&mut rng, 1, 80_000);
+        // At most 4e6 entries in all.
+        let most = (k.min(600) as f64).min(4e6 / m as f64).max(0.3);
+        let mean = rng.range(0.3f64.ln(), most.ln()).exp().min(k as f64);
+        let generator = ["uniform", "powerlaw", "banded"][rng.below(3)];
+        let mut a = gen::by_name(generator, m, k, mean / k as f64, seed(tag + 1 + draw as u64)).unwrap();
+        if rng.below(4) == 0 {
+            a = gen::with_empty_rows(&a, rng.range(0.05, 0.5), seed(tag + 200 + draw as u64));
+        }
+        if rng.below(4) == 0 {
+            a = shuffled_rows(&a, seed(tag + 400 + draw as u64));
+        }
+        let mut n = match rng.below(4) {
+            0 => 1 + rng.below(64),
+            1 => 4 * log_uniform(&mut rng, 1, 512),
+            2 => 32 * (1 + rng.below(64)),
+            _ => log_uniform(&mut rng, 1, 2048),
+        };
+        // The f64 oracle's work and C's size stay under 4e7 (a few tenths of a second each).
+        while n > 1 && (a.nnz().max(m) * n > 40_000_000) {
+            n /= 2;
+        }
+        let what =
+            format!("{} draw {draw}: {generator} {m} x {k}, {} entries, n = {n} ({})", T::DTYPE, a.nnz(), seed_note());
+        chosen.insert(check_auto::<T>(gpu, &what, &a, n, seed(tag + 600 + draw as u64)).to_string());
+    }
+    chosen
+}
+
+#[test]
+fn automatic_choice_on_random_shapes_matches_the_oracle() {
+    let Some(gpu) = gpu_or_skip("automatic_choice_on_random_shapes_matches_the_oracle") else { return };
+    let f32s = automatic_choice_on_random_shapes_case::<f32>(&gpu, 40, 2000);
+    let f16s = automatic_choice_on_random_shapes_case::<f16>(&gpu, 40, 3000);
+    let bf16s = automatic_choice_on_random_shapes_case::<bf16>(&gpu, 40, 4000);
+    eprintln!(
+        "automatic_choice_on_random_shapes: {} f32, {} f16, {} bf16 kernels chosen ({})",
+        f32s.len(),
+        f16s.len(),
+        bf16s.len(),
+        seed_note()
+    );
+}
