@@ -7,6 +7,7 @@ usage: locality-matrices.py permuted SHARED_MATRICES OUT   real matrices permute
        locality-matrices.py fewer-rows OUT                 20 generated matrices of 8192 and 12288 rows (s78)
        locality-matrices.py fewer-rows-validation OUT      8 matrices of 9000-15000 rows, not fitted (s79)
        locality-matrices.py half-validation OUT            8 matrices of 18000-200000 rows for f16/bf16 (step 62, s82)
+       locality-matrices.py half-fewer-rows-validation OUT 10 matrices of 8500-16000 rows for f16/bf16 (step 63, s89)
 
 Needs numpy. Each set draws from its own seeded generator, in the order below, so a set comes out the same every
 time. `sweep` takes about 25 s, the others 10 s.
@@ -197,6 +198,31 @@ def half_validation_set(out):
         write(f"{out}/hv_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
 
 
+def half_fewer_rows_validation_set(out):
+    """Step 63's fresh matrices for the f16/bf16 tiles in turn in 8192-16383 rows: stencils in their own order (two
+    also permuted at random) and m x k rows as in `half_validation_set`."""
+    rng = np.random.default_rng(8300)
+    for name, (m, r, c) in [('st2d5_100', stencil((100, 100), FIVE)), ('st2d5_120', stencil((120, 120), FIVE)),
+                            ('st3d7_22', stencil((22, 22, 22), SEVEN)), ('st3d7_24', stencil((24, 24, 24), SEVEN))]:
+        write(f'{out}/hf_{name}.mtx', m, m, r, c, rng.uniform(-1, 1, len(r)))
+        if name in ('st2d5_120', 'st3d7_22'):
+            p = rng.permutation(m)
+            write(f'{out}/hf_{name}_perm.mtx', m, m, p[r], p[c], rng.uniform(-1, 1, len(r)))
+    seed = 8310
+    for m, k, mean, dist, h in [(9000, 30000, 4, 'even', None), (16000, 16000, 6, 'pois', 128),
+                                (12000, 60000, 3, 'pois', None), (8500, 8500, 7.5, 'even', None)]:
+        seed += 1
+        rng = np.random.default_rng(seed)
+        r, c = local_rows(rng, m, mean, dist, h)
+        if k != m:
+            c = np.minimum((c * k) // m + rng.integers(0, max(1, k // m), len(c)), k - 1)
+            o = np.lexsort((c, r))
+            keep = np.ones(len(r), bool)
+            keep[1:] = (r[o][1:] != r[o][:-1]) | (c[o][1:] != c[o][:-1])
+            r, c = r[o][keep], c[o][keep]
+        write(f"{out}/hf_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
+
+
 if __name__ == '__main__':
     if len(sys.argv) == 4 and sys.argv[1] == 'permuted':
         permuted_set(sys.argv[2], sys.argv[3])
@@ -208,6 +234,8 @@ if __name__ == '__main__':
         fewer_rows_validation_set(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == 'half-validation':
         half_validation_set(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == 'half-fewer-rows-validation':
+        half_fewer_rows_validation_set(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == 'validation':
         validation_set(sys.argv[2])
     else:

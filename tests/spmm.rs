@@ -2133,7 +2133,8 @@ fn automatic_tiles_in_turn_where_rows_share_columns() {
 
 /// Step 62: f16 and bf16 rows of 1-7 in 20000 rows over k = 30000 take the k = 8 tile four column tiles in turn under
 /// `spmm_auto`, at n of a group cut short (128: two tiles), of a group and a tile (320) and of two groups (512),
-/// checked against the oracle on a poisoned C.
+/// checked against the oracle on a poisoned C; step 63: rows of 2-10 in 12000 rows at n = 1024, 1088 (four groups
+/// and a tile) and 2048.
 #[test]
 fn automatic_half_tiles_in_turn_on_very_short_rows() {
     let (m, k) = (20000, 30000);
@@ -2145,6 +2146,16 @@ fn automatic_half_tiles_in_turn_on_very_short_rows() {
         let used = check_auto::<f16>(&gpu, &format!("f16 rows of 1-7, n = {n}"), &a, n, seed(162));
         assert_eq!(used.to_string(), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
         let used = check_auto::<bf16>(&gpu, &format!("bf16 rows of 1-7, n = {n}"), &a, n, seed(163));
+        assert_eq!(used.to_string(), "spmm_bf16_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
+    }
+    // Step 63: 8192-16383 rows at n = 1024-2048.
+    let a = rows_of_lengths(12000, 12000, |r| 2 + (r * 3) % 9, 164);
+    let stats = RowStats::of_csr(a.indptr().raw_storage(), a.indices());
+    assert!(stats.mean <= 7.5 && stats.cv <= 1.0 && stats.max <= 64, "{stats:?}");
+    for n in [1024, 1088, 2048] {
+        let used = check_auto::<f16>(&gpu, &format!("f16 12000 rows of 2-10, n = {n}"), &a, n, seed(165));
+        assert_eq!(used.to_string(), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
+        let used = check_auto::<bf16>(&gpu, &format!("bf16 12000 rows of 2-10, n = {n}"), &a, n, seed(166));
         assert_eq!(used.to_string(), "spmm_bf16_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
     }
 }

@@ -720,6 +720,21 @@ fn very_short_rows_many_rows_half(m: usize, k: usize, n: usize, stats: &RowStats
     rows && k > 8192 && n % 64 == 0 && (128..=2048).contains(&n)
 }
 
+/// f16/bf16 very short rows in fewer rows at a wide n: 8192-16383 rows of at most 7.5 entries on average (cv at
+/// most 1, none past 64) over k of 8192 or more, at n = 1024-2048 (a multiple of 64): the tile of
+/// [`very_short_rows_many_rows_half`] ([`half_k8_tile_in_turn`]). Measured on the H200 (NOTES.md, "SpMM step 63";
+/// every f16 variant at n = 128-2048 and every bf16 one at n = 128, 512 and 2048 on step 61's 20 matrices of 8192
+/// and 12288 rows, even rows of 5, 7 and 10 and Poisson rows of 3.4 and 7, columns within 32 or anywhere, and on
+/// wrld_1deg, 15,260 rows of 7.3, in its own order and permuted): at n = 1024-2048 the tiles in turn ran 1.147x
+/// faster than the choice (1.03x-1.37x, 36 problems) in f16 and 1.111x (1.01x-1.33x, 18) in bf16, none slower. At
+/// n = 512 they lost in bf16 on 8192 rows (0.90x-0.96x), at n <= 256 on Poisson rows in f16 (0.76x-0.97x), and
+/// rows of 10 lost at n = 256-2048 (0.89x-0.98x; once 1.04x at n = 2048), as in many rows. Under 8192 rows (add32, 4elt) it is not taken:
+/// 0.79x-1.18x.
+fn very_short_rows_fewer_rows_wide_n_half(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    let rows = (8192..16384).contains(&m) && stats.mean <= 7.5 && stats.cv <= 1.0 && stats.max <= 64;
+    rows && k >= 8192 && n % 64 == 0 && (1024..=2048).contains(&n)
+}
+
 /// The f16/bf16 k = 8 tile over 64 columns, held to 64 registers, taking four column tiles in turn
 /// (`spmm_{f16,bf16}_s1d8_y4k8x64w8_u4_nopred_c4_lb32`).
 fn half_k8_tile_in_turn(dtype: DType) -> SpmmConfig {
@@ -1080,7 +1095,10 @@ impl SpmmConfig {
             // Split rows (spmm::split), n past one 32-wide tile: email-Enron n = 128, 24.4 us (f16) and 25.6 us
             // (bf16) vs 43.1 / 50.1 us with Sputnik's tile (NOTES.md, "SpMM step 4").
             tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
-        } else if dv == 8 && very_short_rows_many_rows_half(m, k, n, stats) {
+        } else if dv == 8
+            && (very_short_rows_many_rows_half(m, k, n, stats)
+                || very_short_rows_fewer_rows_wide_n_half(m, k, n, stats))
+        {
             half_k8_tile_in_turn(dtype)
         } else if dv == 8 && stats.cv <= 2.0 && !(m <= HALF_FEW_ROWS && n <= 256) {
             if very_short_rows_wide_n_half(k, n, stats) {
@@ -1222,6 +1240,27 @@ mod tests {
                 (40000, 40000, 2112, rows(5.0, 0.4, 20)),
                 (40000, 40000, 64, rows(5.0, 0.4, 20)),
                 (40000, 40000, 544, rows(5.0, 0.4, 20)),
+            ];
+            for (m, k, n, stats) in &others {
+                assert_ne!(sel(*m, *k, *n, stats), in_turn, "{m} x {k}, n = {n}, {stats:?}");
+            }
+            // Step 63: 8192-16383 rows of at most 7.5 (cv <= 1, none past 64) over k >= 8192, n = 1024-2048 (% 64);
+            // wrld_1deg's statistics first.
+            for (m, k, n) in [(15260, 15260, 1024), (8192, 8192, 2048), (16383, 50000, 1088), (12288, 12288, 1536)] {
+                assert_eq!(sel(m, k, n, &rows(7.34, 0.19, 8)), in_turn, "{m} x {k}, n = {n}");
+            }
+            assert_eq!(sel(10000, 10000, 2048, &rows(7.5, 1.0, 64)), in_turn);
+            // Either side: fewer rows, k under 8192, longer, more uneven or longer rows at most, n under 1024, past
+            // 2048 or not a multiple of 64.
+            let others = [
+                (8191, 40000, 1024, rows(5.0, 0.4, 20)),
+                (12000, 8191, 1024, rows(5.0, 0.4, 20)),
+                (12000, 12000, 1024, rows(7.6, 0.4, 20)),
+                (12000, 12000, 1024, rows(5.0, 1.01, 20)),
+                (12000, 12000, 1024, rows(5.0, 0.4, 65)),
+                (12000, 12000, 960, rows(5.0, 0.4, 20)),
+                (12000, 12000, 2112, rows(5.0, 0.4, 20)),
+                (12000, 12000, 1056, rows(5.0, 0.4, 20)),
             ];
             for (m, k, n, stats) in &others {
                 assert_ne!(sel(*m, *k, *n, stats), in_turn, "{m} x {k}, n = {n}, {stats:?}");
