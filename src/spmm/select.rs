@@ -728,8 +728,9 @@ fn very_short_rows_many_rows_half(m: usize, k: usize, n: usize, stats: &RowStats
 /// wrld_1deg, 15,260 rows of 7.3, in its own order and permuted): at n = 1024-2048 the tiles in turn ran 1.147x
 /// faster than the choice (1.03x-1.37x, 36 problems) in f16 and 1.111x (1.01x-1.33x, 18) in bf16, none slower. At
 /// n = 512 they lost in bf16 on 8192 rows (0.90x-0.96x), at n <= 256 on Poisson rows in f16 (0.76x-0.97x), and
-/// rows of 10 lost at n = 256-2048 (0.89x-0.98x; once 1.04x at n = 2048), as in many rows. Under 8192 rows (add32, 4elt) it is not taken:
-/// 0.79x-1.18x.
+/// rows of 10 lost at n = 256-2048 (15 of 16, 0.88x-0.99x), as in many rows. Under 8192 rows (add32, 4elt): 0.79x-
+/// 1.18x, not taken. On 18 matrices not used to fit (stencils, rows of 3-10 in 8500-16000 rows), 42 of 54 problems
+/// moved per type, f16 1.161x faster (1.03x-1.43x), bf16 1.134x (1.01x-1.39x).
 fn very_short_rows_fewer_rows_wide_n_half(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
     let rows = (8192..16384).contains(&m) && stats.mean <= 7.5 && stats.cv <= 1.0 && stats.max <= 64;
     rows && k >= 8192 && n % 64 == 0 && (1024..=2048).contains(&n)
