@@ -2134,7 +2134,7 @@ fn automatic_tiles_in_turn_where_rows_share_columns() {
 /// Step 62: f16 and bf16 rows of 1-7 in 20000 rows over k = 30000 take the k = 8 tile four column tiles in turn under
 /// `spmm_auto`, at n of a group cut short (128: two tiles), of a group and a tile (320) and of two groups (512),
 /// checked against the oracle on a poisoned C; step 63: rows of 2-10 in 12000 rows at n = 1024, 1088 (four groups
-/// and a tile) and 2048.
+/// and a tile) and 2048; step 64: the same at n = 256 and 512 on the 256-column tile.
 #[test]
 fn automatic_half_tiles_in_turn_on_very_short_rows() {
     let (m, k) = (20000, 30000);
@@ -2157,6 +2157,13 @@ fn automatic_half_tiles_in_turn_on_very_short_rows() {
         assert_eq!(used.to_string(), "spmm_f16_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
         let used = check_auto::<bf16>(&gpu, &format!("bf16 12000 rows of 2-10, n = {n}"), &a, n, seed(166));
         assert_eq!(used.to_string(), "spmm_bf16_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
+    }
+    // Step 64: at n = 256 and 512 the same rows take the 256-column tile.
+    for n in [256, 512] {
+        let used = check_auto::<f16>(&gpu, &format!("f16 12000 rows of 2-10, n = {n}"), &a, n, seed(167));
+        assert_eq!(used.to_string(), "spmm_f16_s1d8_y2k16x256w16_u4_nopred");
+        let used = check_auto::<bf16>(&gpu, &format!("bf16 12000 rows of 2-10, n = {n}"), &a, n, seed(168));
+        assert_eq!(used.to_string(), "spmm_bf16_s1d8_y2k16x256w16_u4_nopred");
     }
 }
 

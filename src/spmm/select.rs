@@ -74,6 +74,15 @@ fn very_short_rows_wide_n_half(k: usize, n: usize, stats: &RowStats) -> bool {
     n % 256 == 0 && n <= 2048 && k <= 8192 && stats.mean <= 6.0 && stats.cv <= 0.8
 }
 
+/// f16/bf16 very short rows in 8192-16383 rows (at most 7.5 entries on average, cv at most 1) at n = 256 and 512,
+/// over any k: the 256-column tile of [`very_short_rows_wide_n_half`] too. Measured on the H200 (NOTES.md, "SpMM
+/// step 64"; the sweep of [`very_short_rows_fewer_rows_wide_n_half`]): where the k = 8 tile held to 64 registers was
+/// the choice (k past 8192, or rows of 6-7.5), the 256-column tile ran 1.04x-1.28x faster in f16 (1.11x on 28
+/// problems; wrld_1deg 1.11x-1.18x) and 1.10x-1.37x in bf16 at n = 512 (1.18x on 14). Rows of 10 are left out.
+fn very_short_rows_fewer_rows_half(m: usize, n: usize, stats: &RowStats) -> bool {
+    (8192..16384).contains(&m) && (n == 256 || n == 512) && stats.mean <= 7.5 && stats.cv <= 1.0
+}
+
 /// f16/bf16 rows of 16 entries or fewer on average in 8192 rows or more at n = 512-2048 (a multiple of 64): where
 /// the k = 8 tile held to 64 registers beat the unbounded one (NOTES.md, "SpMM steps 53-54" for n = 512-1024; step
 /// 62 for n = 2048, where the unbounded tile ran 1.02x-1.10x slower on rows of 10-12.7 in 7434-65536 rows, and on
@@ -1102,7 +1111,7 @@ impl SpmmConfig {
         {
             half_k8_tile_in_turn(dtype)
         } else if dv == 8 && stats.cv <= 2.0 && !(m <= HALF_FEW_ROWS && n <= 256) {
-            if very_short_rows_wide_n_half(k, n, stats) {
+            if very_short_rows_wide_n_half(k, n, stats) || very_short_rows_fewer_rows_half(m, n, stats) {
                 // Rows of a few entries at n a multiple of 256: two rows of 16 threads over 256 columns, whose
                 // per-row cost (the row's bounds, its few entries) is spread over four times the columns of the
                 // k = 8 tile's (NOTES.md, "SpMM step 54": uniform rows of 3-6 over k = 512-8192, n = 256-2048,
@@ -1265,6 +1274,23 @@ mod tests {
             ];
             for (m, k, n, stats) in &others {
                 assert_ne!(sel(*m, *k, *n, stats), in_turn, "{m} x {k}, n = {n}, {stats:?}");
+            }
+            // Step 64: at n = 256 and 512 the same rows take the 256-column tile, over any k.
+            let wide = format!("spmm_{dtype}_s1d8_y2k16x256w16_u4_nopred");
+            for (m, k, n) in [(15260, 15260, 256), (8192, 8192, 512), (16383, 50000, 512), (12288, 4096, 256)] {
+                assert_eq!(sel(m, k, n, &rows(7.34, 0.19, 8)), wide, "{m} x {k}, n = {n}");
+            }
+            assert_eq!(sel(10000, 10000, 512, &rows(7.5, 1.0, 64)), wide);
+            for (m, k, n, stats) in [
+                (8191, 40000, 512, rows(7.0, 0.4, 20)),
+                (16384, 40000, 512, rows(7.0, 0.4, 20)),
+                (12000, 12000, 512, rows(7.6, 0.4, 20)),
+                (12000, 12000, 512, rows(7.0, 1.01, 20)),
+                (12000, 12000, 768, rows(7.0, 0.4, 20)),
+                (12000, 12000, 128, rows(7.0, 0.4, 20)),
+                (12000, 12000, 320, rows(7.0, 0.4, 20)),
+            ] {
+                assert_ne!(sel(m, k, n, &stats), wide, "{m} x {k}, n = {n}, {stats:?}");
             }
         }
     }
