@@ -8,6 +8,8 @@ usage: locality-matrices.py permuted SHARED_MATRICES OUT   real matrices permute
        locality-matrices.py fewer-rows-validation OUT      8 matrices of 9000-15000 rows, not fitted (s79)
        locality-matrices.py half-validation OUT            8 matrices of 18000-200000 rows for f16/bf16 (step 62, s82)
        locality-matrices.py half-fewer-rows-validation OUT 10 matrices of 8500-16000 rows for f16/bf16 (step 63, s89)
+       locality-matrices.py few-rows OUT                   20 generated matrices of 4096 and 6144 rows (step 65, s91)
+       locality-matrices.py few-rows-validation OUT        8 matrices of 4500-7900 rows, not fitted (step 65, s91)
 
 Needs numpy. Each set draws from its own seeded generator, in the order below, so a set comes out the same every
 time. `sweep` takes about 25 s, the others 10 s.
@@ -223,6 +225,35 @@ def half_fewer_rows_validation_set(out):
         write(f"{out}/hf_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
 
 
+def few_rows_set(out):
+    generated_set(out, 'fr', 9100, [4096, 6144], [('even', [5, 8, 12]), ('pois', [4, 10])], [32, None])
+
+
+def few_rows_validation_set(out):
+    """Stencils of 4900-6400 points in their own order (one also permuted), and m x k rows as in
+    `half_validation_set`."""
+    rng = np.random.default_rng(9200)
+    for name, (m, r, c) in [('st2d5_70', stencil((70, 70), FIVE)), ('st2d9_75', stencil((75, 75), NINE)),
+                            ('st3d7_18', stencil((18, 18, 18), SEVEN))]:
+        write(f'{out}/frv_{name}.mtx', m, m, r, c, rng.uniform(-1, 1, len(r)))
+        if name == 'st3d7_18':
+            p = rng.permutation(m)
+            write(f'{out}/frv_{name}_perm.mtx', m, m, p[r], p[c], rng.uniform(-1, 1, len(r)))
+    seed = 9210
+    for m, k, mean, dist, h in [(6000, 20000, 6, 'pois', None), (5000, 5000, 10, 'even', 64),
+                                (7900, 7900, 12, 'pois', None), (4500, 30000, 4, 'even', None)]:
+        seed += 1
+        rng = np.random.default_rng(seed)
+        r, c = local_rows(rng, m, mean, dist, h)
+        if k != m:
+            c = np.minimum((c * k) // m + rng.integers(0, max(1, k // m), len(c)), k - 1)
+            o = np.lexsort((c, r))
+            keep = np.ones(len(r), bool)
+            keep[1:] = (r[o][1:] != r[o][:-1]) | (c[o][1:] != c[o][:-1])
+            r, c = r[o][keep], c[o][keep]
+        write(f"{out}/frv_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
+
+
 if __name__ == '__main__':
     if len(sys.argv) == 4 and sys.argv[1] == 'permuted':
         permuted_set(sys.argv[2], sys.argv[3])
@@ -236,6 +267,10 @@ if __name__ == '__main__':
         half_validation_set(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == 'half-fewer-rows-validation':
         half_fewer_rows_validation_set(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == 'few-rows':
+        few_rows_set(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == 'few-rows-validation':
+        few_rows_validation_set(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == 'validation':
         validation_set(sys.argv[2])
     else:

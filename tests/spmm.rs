@@ -659,12 +659,13 @@ fn tuned_kernels_match_the_oracle() {
 
 /// f16/bf16 short rows at a wide n (src/spmm/select.rs, `very_short_rows_wide_n_half`,
 /// `short_rows_many_rows_wide_n_half`; NOTES.md, "SpMM step 54"): `spmm_auto` runs the 256-column tile on rows of
-/// 5 over k = 3000 at n = 512, and the bounded k = 8 tile on 20000 rows of 10 at n = 768; both match the oracle on a
-/// poisoned C.
+/// 5 over k = 3000 at n = 512, and the bounded k = 8 tile on 20000 rows of 10 at n = 768 and (step 65) on 6000 rows
+/// of 10 at n = 1024; each matches the oracle on a poisoned C.
 fn automatic_tiles_for_short_rows_at_wide_n_case<T: Scalar>(gpu: &Gpu) {
     let cases = [
         (12000, 3000, 5.0, 512, "s1d8_y2k16x256w16_u4_nopred"),
         (20000, 5000, 10.0, 768, "s1d8_y4k8x64w8_u4_nopred_lb32"),
+        (6000, 6000, 10.0, 1024, "s1d8_y4k8x64w8_u4_nopred_lb32"),
     ];
     for (i, (m, k, mean, n, tile)) in cases.into_iter().enumerate() {
         let a = gen::uniform_random(m, k, mean / k as f64, seed(250 + i as u64));
