@@ -180,14 +180,10 @@ def validation_set(out):
         put(f'val_{m}_{dist}{mean}_h{h}', m, *local_rows(rng, m, mean, dist, h))
 
 
-def half_validation_set(out):
-    """Step 62's fresh matrices for the f16/bf16 tiles in turn, m x k with k != m allowed: columns within h of the
-    row's place scaled to k (h None: anywhere)."""
-    seed = 8100
-    for m, k, mean, dist, h in [(20000, 50000, 5, 'even', None), (100000, 12000, 4, 'pois', None),
-                                (40000, 9000, 3, 'even', 64), (24000, 24000, 6.5, 'pois', 256),
-                                (200000, 200000, 2.5, 'pois', None), (50000, 50000, 7, 'even', None),
-                                (30000, 30000, 8, 'even', None), (18000, 18000, 7.5, 'pois', 32)]:
+def rect_rows(out, prefix, seed, shapes):
+    """For each (m, k, mean, dist, h) in `shapes`, seeds from `seed` + 1 in turn: `local_rows` of m rows, columns
+    within h of the row's place scaled to k (h None: anywhere), written as PREFIX_MxK_DISTMEAN_hH.mtx."""
+    for m, k, mean, dist, h in shapes:
         seed += 1
         rng = np.random.default_rng(seed)
         r, c = local_rows(rng, m, mean, dist, h)
@@ -197,12 +193,20 @@ def half_validation_set(out):
             keep = np.ones(len(r), bool)
             keep[1:] = (r[o][1:] != r[o][:-1]) | (c[o][1:] != c[o][:-1])
             r, c = r[o][keep], c[o][keep]
-        write(f"{out}/hv_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
+        write(f"{out}/{prefix}_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
+
+
+def half_validation_set(out):
+    """Step 62's fresh matrices for the f16/bf16 tiles in turn (`rect_rows`)."""
+    rect_rows(out, 'hv', 8100, [(20000, 50000, 5, 'even', None), (100000, 12000, 4, 'pois', None),
+                                (40000, 9000, 3, 'even', 64), (24000, 24000, 6.5, 'pois', 256),
+                                (200000, 200000, 2.5, 'pois', None), (50000, 50000, 7, 'even', None),
+                                (30000, 30000, 8, 'even', None), (18000, 18000, 7.5, 'pois', 32)])
 
 
 def half_fewer_rows_validation_set(out):
     """Step 63's fresh matrices for the f16/bf16 tiles in turn in 8192-16383 rows: stencils in their own order (two
-    also permuted at random) and m x k rows as in `half_validation_set`."""
+    also permuted at random) and m x k rows (`rect_rows`)."""
     rng = np.random.default_rng(8300)
     for name, (m, r, c) in [('st2d5_100', stencil((100, 100), FIVE)), ('st2d5_120', stencil((120, 120), FIVE)),
                             ('st3d7_22', stencil((22, 22, 22), SEVEN)), ('st3d7_24', stencil((24, 24, 24), SEVEN))]:
@@ -210,19 +214,8 @@ def half_fewer_rows_validation_set(out):
         if name in ('st2d5_120', 'st3d7_22'):
             p = rng.permutation(m)
             write(f'{out}/hf_{name}_perm.mtx', m, m, p[r], p[c], rng.uniform(-1, 1, len(r)))
-    seed = 8310
-    for m, k, mean, dist, h in [(9000, 30000, 4, 'even', None), (16000, 16000, 6, 'pois', 128),
-                                (12000, 60000, 3, 'pois', None), (8500, 8500, 7.5, 'even', None)]:
-        seed += 1
-        rng = np.random.default_rng(seed)
-        r, c = local_rows(rng, m, mean, dist, h)
-        if k != m:
-            c = np.minimum((c * k) // m + rng.integers(0, max(1, k // m), len(c)), k - 1)
-            o = np.lexsort((c, r))
-            keep = np.ones(len(r), bool)
-            keep[1:] = (r[o][1:] != r[o][:-1]) | (c[o][1:] != c[o][:-1])
-            r, c = r[o][keep], c[o][keep]
-        write(f"{out}/hf_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
+    rect_rows(out, 'hf', 8310, [(9000, 30000, 4, 'even', None), (16000, 16000, 6, 'pois', 128),
+                                (12000, 60000, 3, 'pois', None), (8500, 8500, 7.5, 'even', None)])
 
 
 def few_rows_set(out):
@@ -230,8 +223,7 @@ def few_rows_set(out):
 
 
 def few_rows_validation_set(out):
-    """Stencils of 4900-6400 points in their own order (one also permuted), and m x k rows as in
-    `half_validation_set`."""
+    """Stencils of 4900-6400 points in their own order (one also permuted), and m x k rows (`rect_rows`)."""
     rng = np.random.default_rng(9200)
     for name, (m, r, c) in [('st2d5_70', stencil((70, 70), FIVE)), ('st2d9_75', stencil((75, 75), NINE)),
                             ('st3d7_18', stencil((18, 18, 18), SEVEN))]:
@@ -239,19 +231,8 @@ def few_rows_validation_set(out):
         if name == 'st3d7_18':
             p = rng.permutation(m)
             write(f'{out}/frv_{name}_perm.mtx', m, m, p[r], p[c], rng.uniform(-1, 1, len(r)))
-    seed = 9210
-    for m, k, mean, dist, h in [(6000, 20000, 6, 'pois', None), (5000, 5000, 10, 'even', 64),
-                                (7900, 7900, 12, 'pois', None), (4500, 30000, 4, 'even', None)]:
-        seed += 1
-        rng = np.random.default_rng(seed)
-        r, c = local_rows(rng, m, mean, dist, h)
-        if k != m:
-            c = np.minimum((c * k) // m + rng.integers(0, max(1, k // m), len(c)), k - 1)
-            o = np.lexsort((c, r))
-            keep = np.ones(len(r), bool)
-            keep[1:] = (r[o][1:] != r[o][:-1]) | (c[o][1:] != c[o][:-1])
-            r, c = r[o][keep], c[o][keep]
-        write(f"{out}/frv_{m}x{k}_{dist}{mean}_h{h if h else 'none'}.mtx", m, k, r, c, rng.uniform(-1, 1, len(r)))
+    rect_rows(out, 'frv', 9210, [(6000, 20000, 6, 'pois', None), (5000, 5000, 10, 'even', 64),
+                                 (7900, 7900, 12, 'pois', None), (4500, 30000, 4, 'even', None)])
 
 
 if __name__ == '__main__':

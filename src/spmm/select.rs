@@ -1237,69 +1237,90 @@ mod tests {
     fn half_very_short_rows_in_many_rows_take_tiles_in_turn() {
         let rows =
             |mean: f64, cv: f64, max: usize| RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: None };
+        let (wrld_1deg, short) = (rows(7.34, 0.19, 8), rows(5.0, 0.4, 20));
         for dtype in [DType::F16, DType::Bf16] {
-            let sel = |m: usize, k: usize, n: usize, stats: &RowStats| {
-                SpmmConfig::select_with_stats(m, k, n, stats, dtype).kernel_name()
+            // `kernel` for each problem of `takes`, not for each of `not` (either side of each bound).
+            type Problem = (usize, usize, usize, RowStats);
+            let check = |kernel: &str, takes: &[Problem], not: &[Problem]| {
+                for (m, k, n, stats) in takes {
+                    let got = SpmmConfig::select_with_stats(*m, *k, *n, stats, dtype).kernel_name();
+                    assert_eq!(got, kernel, "{m} x {k}, n = {n}, {stats:?}");
+                }
+                for (m, k, n, stats) in not {
+                    let got = SpmmConfig::select_with_stats(*m, *k, *n, stats, dtype).kernel_name();
+                    assert_ne!(got, kernel, "{m} x {k}, n = {n}, {stats:?}");
+                }
             };
             let in_turn = format!("spmm_{dtype}_s1d8_y4k8x64w8_u4_nopred_c4_lb32");
             // Step 62: 16384 rows or more of at most 7 (cv <= 1, none past 64) over k > 8192, n = 128-2048 (% 64).
-            for (m, k, n) in [(16384, 8193, 128), (70000, 70000, 512), (65536, 16384, 2048), (131072, 131072, 192)] {
-                assert_eq!(sel(m, k, n, &rows(3.4, 0.38, 14)), in_turn, "{m} x {k}, n = {n}");
-            }
-            assert_eq!(sel(40000, 40000, 1024, &rows(7.0, 1.0, 64)), in_turn);
-            // Either side of each bound: fewer rows, k <= 8192, longer, more uneven or longer rows at most, n past
-            // 2048, below 128 or not a multiple of 64.
-            let others = [
-                (16383, 40000, 512, rows(5.0, 0.4, 20)),
-                (40000, 8192, 512, rows(5.0, 0.4, 20)),
-                (40000, 40000, 512, rows(7.1, 0.4, 20)),
-                (40000, 40000, 512, rows(5.0, 1.01, 20)),
-                (40000, 40000, 512, rows(5.0, 0.4, 65)),
-                (40000, 40000, 2112, rows(5.0, 0.4, 20)),
-                (40000, 40000, 64, rows(5.0, 0.4, 20)),
-                (40000, 40000, 544, rows(5.0, 0.4, 20)),
-            ];
-            for (m, k, n, stats) in &others {
-                assert_ne!(sel(*m, *k, *n, stats), in_turn, "{m} x {k}, n = {n}, {stats:?}");
-            }
-            // Step 63: 8192-16383 rows of at most 7.5 (cv <= 1, none past 64) over k >= 8192, n = 1024-2048 (% 64);
-            // wrld_1deg's statistics first.
-            for (m, k, n) in [(15260, 15260, 1024), (8192, 8192, 2048), (16383, 50000, 1088), (12288, 12288, 1536)] {
-                assert_eq!(sel(m, k, n, &rows(7.34, 0.19, 8)), in_turn, "{m} x {k}, n = {n}");
-            }
-            assert_eq!(sel(10000, 10000, 2048, &rows(7.5, 1.0, 64)), in_turn);
-            // Either side: fewer rows, k under 8192, longer, more uneven or longer rows at most, n under 1024, past
-            // 2048 or not a multiple of 64.
-            let others = [
-                (8191, 40000, 1024, rows(5.0, 0.4, 20)),
-                (12000, 8191, 1024, rows(5.0, 0.4, 20)),
-                (12000, 12000, 1024, rows(7.6, 0.4, 20)),
-                (12000, 12000, 1024, rows(5.0, 1.01, 20)),
-                (12000, 12000, 1024, rows(5.0, 0.4, 65)),
-                (12000, 12000, 960, rows(5.0, 0.4, 20)),
-                (12000, 12000, 2112, rows(5.0, 0.4, 20)),
-                (12000, 12000, 1056, rows(5.0, 0.4, 20)),
-            ];
-            for (m, k, n, stats) in &others {
-                assert_ne!(sel(*m, *k, *n, stats), in_turn, "{m} x {k}, n = {n}, {stats:?}");
-            }
-            // Step 64: at n = 256 and 512 the same rows take the 256-column tile, over any k.
-            let wide = format!("spmm_{dtype}_s1d8_y2k16x256w16_u4_nopred");
-            for (m, k, n) in [(15260, 15260, 256), (8192, 8192, 512), (16383, 50000, 512), (12288, 4096, 256)] {
-                assert_eq!(sel(m, k, n, &rows(7.34, 0.19, 8)), wide, "{m} x {k}, n = {n}");
-            }
-            assert_eq!(sel(10000, 10000, 512, &rows(7.5, 1.0, 64)), wide);
-            for (m, k, n, stats) in [
-                (8191, 40000, 512, rows(7.0, 0.4, 20)),
-                (16384, 40000, 512, rows(7.0, 0.4, 20)),
-                (12000, 12000, 512, rows(7.6, 0.4, 20)),
-                (12000, 12000, 512, rows(7.0, 1.01, 20)),
-                (12000, 12000, 768, rows(7.0, 0.4, 20)),
-                (12000, 12000, 128, rows(7.0, 0.4, 20)),
-                (12000, 12000, 320, rows(7.0, 0.4, 20)),
-            ] {
-                assert_ne!(sel(m, k, n, &stats), wide, "{m} x {k}, n = {n}, {stats:?}");
-            }
+            // Not: fewer rows, k <= 8192, longer, more uneven or longer rows at most, n past 2048, below 128 or not
+            // a multiple of 64.
+            let pois = rows(3.4, 0.38, 14);
+            check(
+                &in_turn,
+                &[
+                    (16384, 8193, 128, pois.clone()),
+                    (70000, 70000, 512, pois.clone()),
+                    (65536, 16384, 2048, pois.clone()),
+                    (131072, 131072, 192, pois),
+                    (40000, 40000, 1024, rows(7.0, 1.0, 64)),
+                ],
+                &[
+                    (16383, 40000, 512, short.clone()),
+                    (40000, 8192, 512, short.clone()),
+                    (40000, 40000, 512, rows(7.1, 0.4, 20)),
+                    (40000, 40000, 512, rows(5.0, 1.01, 20)),
+                    (40000, 40000, 512, rows(5.0, 0.4, 65)),
+                    (40000, 40000, 2112, short.clone()),
+                    (40000, 40000, 64, short.clone()),
+                    (40000, 40000, 544, short.clone()),
+                ],
+            );
+            // Step 63: 8192-16383 rows of at most 7.5 (cv <= 1, none past 64) over k >= 8192, n = 1024-2048 (% 64).
+            // Not: fewer rows, k under 8192, longer, more uneven or longer rows at most, n under 1024, past 2048 or
+            // not a multiple of 64.
+            check(
+                &in_turn,
+                &[
+                    (15260, 15260, 1024, wrld_1deg.clone()),
+                    (8192, 8192, 2048, wrld_1deg.clone()),
+                    (16383, 50000, 1088, wrld_1deg.clone()),
+                    (12288, 12288, 1536, wrld_1deg.clone()),
+                    (10000, 10000, 2048, rows(7.5, 1.0, 64)),
+                ],
+                &[
+                    (8191, 40000, 1024, short.clone()),
+                    (12000, 8191, 1024, short.clone()),
+                    (12000, 12000, 1024, rows(7.6, 0.4, 20)),
+                    (12000, 12000, 1024, rows(5.0, 1.01, 20)),
+                    (12000, 12000, 1024, rows(5.0, 0.4, 65)),
+                    (12000, 12000, 960, short.clone()),
+                    (12000, 12000, 2112, short.clone()),
+                    (12000, 12000, 1056, short.clone()),
+                ],
+            );
+            // Step 64: at n = 256 and 512 the same rows take the 256-column tile, over any k. Not: fewer or more
+            // rows, longer or more uneven rows, another n.
+            let seven = rows(7.0, 0.4, 20);
+            check(
+                &format!("spmm_{dtype}_s1d8_y2k16x256w16_u4_nopred"),
+                &[
+                    (15260, 15260, 256, wrld_1deg.clone()),
+                    (8192, 8192, 512, wrld_1deg.clone()),
+                    (16383, 50000, 512, wrld_1deg.clone()),
+                    (12288, 4096, 256, wrld_1deg.clone()),
+                    (10000, 10000, 512, rows(7.5, 1.0, 64)),
+                ],
+                &[
+                    (8191, 40000, 512, seven.clone()),
+                    (16384, 40000, 512, seven.clone()),
+                    (12000, 12000, 512, rows(7.6, 0.4, 20)),
+                    (12000, 12000, 512, rows(7.0, 1.01, 20)),
+                    (12000, 12000, 768, seven.clone()),
+                    (12000, 12000, 128, seven.clone()),
+                    (12000, 12000, 320, seven),
+                ],
+            );
         }
     }
 
