@@ -235,24 +235,15 @@ def few_rows_validation_set(out):
                                  (7900, 7900, 12, 'pois', None), (4500, 30000, 4, 'even', None)])
 
 
+SETS = {'sweep': sweep_set, 'validation': validation_set, 'fewer-rows': fewer_rows_set,
+        'fewer-rows-validation': fewer_rows_validation_set, 'half-validation': half_validation_set,
+        'half-fewer-rows-validation': half_fewer_rows_validation_set, 'few-rows': few_rows_set,
+        'few-rows-validation': few_rows_validation_set}
+
 if __name__ == '__main__':
     if len(sys.argv) == 4 and sys.argv[1] == 'permuted':
         permuted_set(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 3 and sys.argv[1] == 'sweep':
-        sweep_set(sys.argv[2])
-    elif len(sys.argv) == 3 and sys.argv[1] == 'fewer-rows':
-        fewer_rows_set(sys.argv[2])
-    elif len(sys.argv) == 3 and sys.argv[1] == 'fewer-rows-validation':
-        fewer_rows_validation_set(sys.argv[2])
-    elif len(sys.argv) == 3 and sys.argv[1] == 'half-validation':
-        half_validation_set(sys.argv[2])
-    elif len(sys.argv) == 3 and sys.argv[1] == 'half-fewer-rows-validation':
-        half_fewer_rows_validation_set(sys.argv[2])
-    elif len(sys.argv) == 3 and sys.argv[1] == 'few-rows':
-        few_rows_set(sys.argv[2])
-    elif len(sys.argv) == 3 and sys.argv[1] == 'few-rows-validation':
-        few_rows_validation_set(sys.argv[2])
-    elif len(sys.argv) == 3 and sys.argv[1] == 'validation':
-        validation_set(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] in SETS:
+        SETS[sys.argv[1]](sys.argv[2])
     else:
         sys.exit(__doc__)
