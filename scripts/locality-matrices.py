@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The matrices of NOTES.md "SpMM steps 61-65" (which rows share B's rows; short rows in f16/bf16), written as Matrix Market files into OUT.
+"""The matrices of NOTES.md "SpMM steps 61-65" (which rows share B's rows; short rows in f16/bf16), written as
+Matrix Market files into OUT.
 
 usage: locality-matrices.py permuted SHARED_MATRICES OUT   real matrices permuted at random, 2D/3D stencils (s74)
        locality-matrices.py sweep OUT                      36 generated matrices the rule was fitted on (s75)
