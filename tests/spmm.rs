@@ -2191,9 +2191,9 @@ fn shuffled_rows(a: &CsMat<f32>, seed: u64) -> CsMat<f32> {
 }
 
 /// `spmm_auto` on fresh random shapes of T, each against the oracle on a poisoned C. The tests above check each
-/// rule's choice where it was measured; this draws what no one picked: m and k of 1-80000, 0.3-600 entries a row (4e6 in all)
-/// of uniform, power-law or banded rows (some emptied, some in a shuffled order), n of 1-2048 in every residue,
-/// so that the kernels run where the rules' bounds meet. Returns the kernels chosen, for the summary line.
+/// rule's choice where it was measured; this draws what no one picked: m and k of 1-80000, 0.3-600 entries a row
+/// (4e6 in all) of uniform, power-law or banded rows (some emptied, some in a shuffled order), n of 1-2048 in every
+/// residue, so that the kernels run where the rules' bounds meet. Returns the kernels chosen, for the summary line.
 fn automatic_choice_on_random_shapes_case<T: Scalar>(gpu: &Gpu, draws: usize, tag: u64) -> BTreeSet<String> {
     let mut rng = gen::Rng::new(seed(tag));
     let mut chosen = BTreeSet::new();

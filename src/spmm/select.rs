@@ -1121,7 +1121,8 @@ impl SpmmConfig {
                 // per-row cost (the row's bounds, its few entries) is spread over four times the columns of the
                 // k = 8 tile's (NOTES.md, "SpMM step 54": uniform rows of 3-6 over k = 512-8192, n = 256-2048,
                 // 1.08x-1.45x; well1850 and add32 at n = 512-1024 1.03x-1.16x; not case_ACTIVSg70k, k = 70000,
-                // 0.93x-0.94x, nor power-law rows of 4, cv 0.91, 0.83x-0.85x).
+                // 0.93x-0.94x, nor power-law rows of 4, cv 0.91, 0.83x-0.85x). In 8192-16383 rows at n = 256-512
+                // over any k and on rows of up to 7.5 too (step 64: wrld_1deg, stencils of 10000-14400 points).
                 tile(dtype, 1, 8, 2, 16, 256, 16, false)
             } else if mean > 300.0 && mean <= 600.0 && n > 128 && n <= 256 {
                 // Uniform 90% (410 per row), n = 256: the k = 8 tile below runs 0.096-0.102 ms in three runs,
