@@ -53,6 +53,13 @@ impl Rng {
         }
     }
 
+    /// An integer in lo..=hi (1 <= lo <= hi), uniform in its logarithm: each factor of 2 as likely as the next,
+    /// for drawing sizes across several orders of magnitude.
+    pub fn log_uniform(&mut self, lo: usize, hi: usize) -> usize {
+        assert!(1 <= lo && lo <= hi, "Rng::log_uniform({lo}, {hi})");
+        (self.range((lo as f64).ln(), ((hi + 1) as f64).ln()).exp() as usize).clamp(lo, hi)
+    }
+
     /// Standard normal (Box-Muller; the second value is dropped to keep the state one u64).
     pub fn normal(&mut self) -> f64 {
         let u1 = 1.0 - self.uniform(); // in (0, 1]: ln stays finite

@@ -2168,11 +2168,6 @@ fn automatic_half_tiles_in_turn_on_very_short_rows() {
     }
 }
 
-/// A log-uniform integer in lo..=hi.
-fn log_uniform(rng: &mut gen::Rng, lo: usize, hi: usize) -> usize {
-    (rng.range((lo as f64).ln(), ((hi + 1) as f64).ln()).exp() as usize).clamp(lo, hi)
-}
-
 /// A's rows in a random order (neighbouring rows then seldom share columns).
 fn shuffled_rows(a: &CsMat<f32>, seed: u64) -> CsMat<f32> {
     let mut order: Vec<usize> = (0..a.rows()).collect();
@@ -2198,8 +2193,8 @@ fn automatic_choice_on_random_shapes_case<T: Scalar>(gpu: &Gpu, draws: usize, ta
     let mut rng = gen::Rng::new(seed(tag));
     let mut chosen = BTreeSet::new();
     for draw in 0..draws {
-        let m = log_uniform(&mut rng, 1, 80_000);
-        let k = log_uniform(&mut rng, 1, 80_000);
+        let m = rng.log_uniform(1, 80_000);
+        let k = rng.log_uniform(1, 80_000);
         // At most 4e6 entries in all.
         let most = (k.min(600) as f64).min(4e6 / m as f64).max(0.3);
         let mean = rng.range(0.3f64.ln(), most.ln()).exp().min(k as f64);
@@ -2213,9 +2208,9 @@ fn automatic_choice_on_random_shapes_case<T: Scalar>(gpu: &Gpu, draws: usize, ta
         }
         let mut n = match rng.below(4) {
             0 => 1 + rng.below(64),
-            1 => 4 * log_uniform(&mut rng, 1, 512),
+            1 => 4 * rng.log_uniform(1, 512),
             2 => 32 * (1 + rng.below(64)),
-            _ => log_uniform(&mut rng, 1, 2048),
+            _ => rng.log_uniform(1, 2048),
         };
         // The f64 oracle's work and C's size stay under 4e7 (a few tenths of a second each).
         while n > 1 && (a.nnz().max(m) * n > 40_000_000) {

@@ -1113,11 +1113,6 @@ mod tests {
         assert_eq!(before, names.len());
     }
 
-    /// A log-uniform integer in lo..=hi.
-    fn log_uniform(rng: &mut crate::gen::Rng, lo: usize, hi: usize) -> usize {
-        (rng.range((lo as f64).ln(), ((hi + 1) as f64).ln()).exp() as usize).clamp(lo, hi)
-    }
-
     #[test]
     fn every_automatic_choice_can_run_its_product() {
         // Each rule's bounds are unit-tested at their edges (src/spmm/select.rs); this walks random shapes and
@@ -1133,13 +1128,13 @@ mod tests {
         let mut chosen = std::collections::BTreeSet::new();
         let mut draws = 0;
         while draws < 30_000 {
-            let m = log_uniform(&mut rng, 1, 1 << 18);
-            let k = log_uniform(&mut rng, 1, 1 << 18);
+            let m = rng.log_uniform(1, 1 << 18);
+            let k = rng.log_uniform(1, 1 << 18);
             let n = match rng.below(4) {
                 0 => 1 + rng.below(64),
-                1 => 4 * log_uniform(&mut rng, 1, 1050),
+                1 => 4 * rng.log_uniform(1, 1050),
                 2 => 32 * (1 + rng.below(130)),
-                _ => log_uniform(&mut rng, 1, 4200),
+                _ => rng.log_uniform(1, 4200),
             };
             if k * n > i32::MAX as usize || m * n > i32::MAX as usize {
                 continue;

@@ -753,7 +753,12 @@ fn very_short_rows_fewer_rows_wide_n_half(m: usize, k: usize, n: usize, stats: &
 /// The f16/bf16 k = 8 tile over 64 columns, held to 64 registers, taking four column tiles in turn
 /// (`spmm_{f16,bf16}_s1d8_y4k8x64w8_u4_nopred_c4_lb32`).
 fn half_k8_tile_in_turn(dtype: DType) -> SpmmConfig {
-    in_turn(bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32), 4)
+    in_turn(half_k8_tile_bounded(dtype), 4)
+}
+
+/// The f16/bf16 k = 8 tile over 64 columns, held to 64 registers (`spmm_{f16,bf16}_s1d8_y4k8x64w8_u4_nopred_lb32`).
+fn half_k8_tile_bounded(dtype: DType) -> SpmmConfig {
+    bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
 }
 
 /// The shapes where the k = 8 tile over 32 columns in narrow vectors or scalars wins in f32 at n <= 16, n = 2 mod 4
@@ -1141,7 +1146,7 @@ impl SpmmConfig {
                 // also where only the bounded tile's launch fits in one wave ([`one_wave_if_bounded`]). And at n =
                 // 512-2048 on many short rows (NOTES.md, "SpMM step 54": uniform rows of 8-14 in 9000-45000 rows,
                 // 1.01x-1.14x; copter2 and wrld_1deg 1.06x-1.13x; step 62 at n = 2048).
-                bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
+                half_k8_tile_bounded(dtype)
             } else if mean <= 600.0 && (n == 32 || (n == 96 && mean >= 16.0)) {
                 // n = 32, and 96 on rows of 16 or more, where the 64-column tile below would leave half or a
                 // quarter of its lanes idle: the k = 8 tile over 32 columns in 4-element vectors (NOTES.md, "SpMM
