@@ -806,6 +806,36 @@ fn automatic_choices_of_step_56() {
     automatic_choices_of_step_56_case::<bf16>(&gpu);
 }
 
+/// Step 66's choices through `spmm_auto` (f32), against the oracle on a poisoned C: power-law rows (cv >= 0.9) in
+/// 2048-8192 rows take the 32-entry tiles at n = 32, 64 and 128 (guarded at n = 60, rounded to 64), even rows of
+/// 12 over k <= 1024 in 16384 rows the two-row tile.
+#[test]
+fn automatic_choices_of_step_66() {
+    let Some(gpu) = gpu_or_skip("automatic_choices_of_step_66") else { return };
+    let cases: &[(&str, usize, usize, f64, usize, &str)] = &[
+        ("powerlaw", 4096, 2048, 10.0, 32, "{t}_s1d2_y2k32x32w16_u4_nopred"),
+        ("powerlaw", 3072, 1024, 16.0, 64, "{t}_s1d4_y2k32x64w16_u4_nopred"),
+        ("powerlaw", 2048, 8192, 4.0, 128, "{t}_s1d4_y1k32x128w32_u4_nopred"),
+        ("powerlaw", 4096, 512, 40.0, 60, "{t}_s1d4_y2k32x64w16_u4_pred"),
+        ("uniform", 16384, 1024, 12.0, 512, "{t}_s1d4_y2k16x128w16_u4_nopred_lb16"),
+    ];
+    for (i, &(generator, m, k, mean, n, expect)) in cases.iter().enumerate() {
+        let rows = if generator == "powerlaw" { "power-law" } else { "even" };
+        // The power-law generator's rows have cv 0.9-2.8 at these shapes (NOTES.md, "SpMM step 66"), the uniform
+        // one's exactly 12 entries each; the unit tests check the bounds on both sides.
+        let in_range = |a: &CsMat<f32>| {
+            let s = RowStats::from_indptr(a.indptr().raw_storage());
+            if generator == "powerlaw" {
+                s.cv >= 0.9 && s.mean <= 50.0
+            } else {
+                s.cv <= 0.5
+            }
+        };
+        let draw = Draw { generator, m, k, mean, rows, draws: 20, seeds: 400 + 30 * i as u64 };
+        check_auto_on_a_draw::<f32>(&gpu, &draw, in_range, n, expect, seed(390 + i as u64));
+    }
+}
+
 /// An A that stores Inf or NaN keeps `spmm_auto` off the tensor cores, whose warps would redo every tile it reaches
 /// exactly (`auto_kernel`; NOTES.md, "SpMM steps 53-54"): the real matrices whose values pass f16's range, and a
 /// generated one with one Inf or NaN. The tile taken matches the oracle (Inf and NaN where they belong) on a poisoned

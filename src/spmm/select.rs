@@ -459,19 +459,23 @@ fn thirty_two_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bo
     (step_47 || step_48 || step_55) && n % 128 == 0 && stats.cv < 0.1 && (380.0..=820.0).contains(&stats.mean)
 }
 
-/// f32 even rows (cv at most 0.5) of 3-10 entries in 16384-65536 rows over k up to 8192, at n = 256-1024 (a
-/// multiple of 128): two rows of 16 threads over 128 columns ([`two_row_tile`]), where the bounded k = 8 tile was
-/// taken. Measured on the H100 (NOTES.md, "SpMM step 55"; every f32 variant, uniform 16384-65536 x 512-8192 at 8,
-/// 12 and 24 per row, n = 256, 512 and 1024): on rows of 8 the two-row tile ran 1.03x-1.49x faster than the k = 8
-/// tile on all 21 problems it did not already have (k = 512 1.22x-1.49x, 2048 1.13x-1.27x, 8192 1.03x-1.13x); rows
-/// of 12 won only over k = 512 (1.04x-1.26x; 0.88x-0.96x over k = 2048-8192) and rows of 24 lost (0.72x-0.94x).
+/// f32 even rows (cv at most 0.5) of 3-10 entries (3-12 over k up to 1024) in 16384-65536 rows over k up to 8192, at
+/// n = 256-1024 (a multiple of 128): two rows of 16 threads over 128 columns ([`two_row_tile`]), where the bounded
+/// k = 8 tile was taken. Measured on the H100 (NOTES.md, "SpMM step 55"; every f32 variant, uniform 16384-65536 x
+/// 512-8192 at 8, 12 and 24 per row, n = 256, 512 and 1024): on rows of 8 the two-row tile ran 1.03x-1.49x faster
+/// than the k = 8 tile on all 21 problems it did not already have (k = 512 1.22x-1.49x, 2048 1.13x-1.27x, 8192
+/// 1.03x-1.13x); rows of 12 won only over k = 512 (1.04x-1.26x; 0.88x-0.96x over k = 2048-8192) and rows of 24 lost
+/// (0.72x-0.94x). Since step 66 rows of up to 12 where k is at most 1024: on the H200 (NOTES.md, "SpMM step 66";
+/// every f32 variant on uniform 16384 and 32768 x 512 and 1024 at 12 per row, n = 256-1024) the two-row tile ran
+/// 1.17x-1.27x faster than the k = 8 tile on all 9 problems it did not already have, and over k = 4096 0.97x-0.98x.
 /// [`short_rows`] takes the same tile below 200,000 entries at n <= 512.
 fn many_short_even_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    let longest_mean = if k <= 1024 { 12.0 } else { 10.0 };
     (16384..=65536).contains(&m)
         && k <= 8192
         && n % 128 == 0
         && (256..=1024).contains(&n)
-        && (3.0..=10.0).contains(&stats.mean)
+        && (3.0..=longest_mean).contains(&stats.mean)
         && stats.cv <= 0.5
 }
 
@@ -613,6 +617,31 @@ fn power_law_few_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) -> 
         && stats.cv >= 0.6
         && (37.0..140.0).contains(&stats.mean)
         && stats.max > 256
+}
+
+/// f32 power-law rows (cv at least 0.9, at most 50 entries on average) in 2048-8192 rows over k up to 8192, at n = 32,
+/// 64 and 128: the 32-entry tiles Sputnik's own dispatch takes at these widths, two rows of 16 threads over 32 columns
+/// in float2 at n = 32 and over 64 columns in float4 at n = 64, and a warp per row over 128 columns at n = 128. The
+/// k = 8 tile chosen before walks a long row eight entries a step, and at these widths the launch is about one wave,
+/// so the longest rows set its time (or, where they are long enough to split, its second launch does: 12-14 us for
+/// almost any such matrix at n = 32-64). Measured on the H200 (NOTES.md, "SpMM step 66"; every f32 variant on 36
+/// power-law matrices of 2048, 4096 and 8192 rows over k = 512, 2048 and 8192 with means of 4-48, and 12 more not
+/// used to fit, 3072 and 6144 rows over k = 1024 and 4096, means 6-32; n = 32-1024): on the 80 problems the rule
+/// moves in the first set 1.254x faster than the choice before (0.96x-1.87x; 4096 x 512, mean 47, n = 32: 18.9 ->
+/// 10.1 us), on the 28 of the second 1.265x (1.04x-1.76x). Mixed, hence the bounds: n = 64 in 8192 rows of more than 6
+/// entries on average (0.90x-1.60x, 1.07x on geometric mean over 11) and n = 128 in 6144-8192 rows (0.85x-1.61x, 1.03x
+/// over 19). At n = 256 and 1024 the choice was already 1.05x-1.06x of the fastest variant on geometric mean. Not
+/// uniform rows (0.58x-1.05x at n = 32-128), nor 16384 rows (0.90x-1.07x). Where the row split's tiles take the rows
+/// ([`row_split_tile`], checked first) they stay: they took 0.77x-1.11x of these tiles' time.
+fn power_law_rows_narrow_n(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
+    let rows = (2048..=8192).contains(&m) && k <= 8192 && stats.cv >= 0.9 && stats.mean <= 50.0;
+    match n {
+        _ if !rows || row_split_tile(m, k, n, stats, dtype).is_some() => None,
+        32 => Some(tile(dtype, 1, 2, 2, 32, 32, 16, false)),
+        64 if m <= 6144 || stats.mean <= 6.0 => Some(tile(dtype, 1, 4, 2, 32, 64, 16, false)),
+        128 if m <= 4096 => Some(tile(dtype, 1, 4, 1, 32, 128, 32, false)),
+        _ => None,
+    }
 }
 
 /// Whether the k = 8 tiles' one subwarp per row can walk the longest row: at most 256 entries, or long rows the
@@ -944,6 +973,10 @@ impl SpmmConfig {
             // Few rows of power-law length, longest past two pieces though not skewed, outside the ranges above:
             // two warps per row over 128 columns ([`uneven_few_rows`]; 512 x 32768, n = 256: 22.3 -> 17.0 us).
             split_row_warp_tile(dtype)
+        } else if let Some(config) = power_law_rows_narrow_n(m, k, n, stats, dtype) {
+            // Power-law rows in 2048-8192 rows at n = 32-128: 32-entry tiles ([`power_law_rows_narrow_n`]; 4096 x
+            // 512, mean 47, n = 32: 18.9 -> 10.1 us on the H200).
+            config
         } else if dv == 4 && is_skewed(stats) {
             // Rows long and uneven enough to split (spmm::split): the pieces keep the critical path short, and
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
@@ -1344,6 +1377,12 @@ mod tests {
         }
         assert_eq!(pick(40000, 4000, 384, 3.0, 0.5), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_c8_lb16"); // step 60
         assert_eq!(pick(40000, 4000, 384, 10.0, 0.0), two_rows);
+        // Step 66: rows of up to 12 where k <= 1024.
+        for (m, k, n) in [(16384, 512, 1024), (32768, 1024, 512), (32768, 512, 256)] {
+            assert_eq!(pick(m, k, n, 12.0, 0.0), two_rows, "{m} x {k}, n = {n}");
+        }
+        assert_eq!(pick(32768, 1025, 512, 12.0, 0.0), k8);
+        assert_eq!(pick(32768, 1024, 512, 12.1, 0.0), k8);
         // Either side: rows of 12 or 2.9, uneven rows, k past 8192, too many rows, n = 128 or past 1024.
         assert_eq!(pick(32768, 2048, 512, 12.0, 0.0), k8);
         assert_ne!(pick(40000, 4000, 384, 2.9, 0.0), two_rows);
@@ -1988,7 +2027,10 @@ mod tests {
             (999, 128, 8.0, 0.3, warp, "999 rows"),
             (2048, 128, 8.0, 0.51, warp, "2048 rows, cv past 0.5"),
             (1536, 256, 7.7, 1.31, warp, "the suite's pruned 1536 x 384 at 98%"),
-            (2049, 128, 8.0, 1.5, two, "2049 rows, cv 1.5"),
+            (2049, 256, 8.0, 1.5, two, "2049 rows, cv 1.5"),
+            // Power-law rows (cv >= 0.9) in 2048-4096 rows at n = 128: a warp per row (step 66).
+            (2049, 128, 8.0, 1.5, warp, "2049 rows, cv 1.5, n = 128"),
+            (4097, 128, 8.0, 1.5, two, "4097 rows, cv 1.5, n = 128"),
             (25000, 128, 8.0, 0.3, two, "200,000 entries"),
             (25001, 128, 8.0, 0.3, k8, "200,008 entries"),
             (32768, 128, 6.1, 0.3, two, "32768 rows"),
@@ -2252,16 +2294,23 @@ mod tests {
             SpmmConfig::select_with_stats(m, 4096, n, &stats, DType::F32).kernel_name()
         };
         let (k8, two_rows) = ("spmm_f32_s1d4_y4k8x32w8_u4_nopred", "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
-        // Step 49's power-law matrices: the k = 8 tile below n = 128, two rows over 128 columns at its multiples.
+        // Step 49's power-law matrices: the k = 8 tile below n = 128, two rows over 128 columns at its multiples; but
+        // in 2048-8192 rows at n = 32, in up to 6144 rows at n = 64 and in up to 4096 at n = 128, the 32-entry tiles
+        // of step 66.
         for (m, max, mean) in [(4096, 472, 12.1), (8192, 890, 12.1), (16384, 890, 11.9), (4096, 1024, 40.1)] {
-            for n in [32, 64, 96] {
-                assert_eq!(pick(m, n, max, mean), k8, "{m} rows, longest {max}, n = {n}");
-            }
-            for n in [128, 256, 512, 1024] {
-                assert_eq!(pick(m, n, max, mean), two_rows, "{m} rows, longest {max}, n = {n}");
+            for n in [32, 64, 96, 128, 256, 512, 1024] {
+                let want = match (m, n) {
+                    (4096 | 8192, 32) => "spmm_f32_s1d2_y2k32x32w16_u4_nopred",
+                    (4096, 64) => "spmm_f32_s1d4_y2k32x64w16_u4_nopred",
+                    (4096, 128) => "spmm_f32_s1d4_y1k32x128w32_u4_nopred",
+                    (_, 32..=96) => k8,
+                    _ => two_rows,
+                };
+                assert_eq!(pick(m, n, max, mean), want, "{m} rows, longest {max}, n = {n}");
             }
         }
-        assert_eq!(pick(4096, 100, 472, 12.1), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(pick(8192, 100, 890, 12.1), "spmm_f32_s1d4_y4k8x32w8_u4_pred");
+        assert_eq!(pick(4096, 100, 472, 12.1), "spmm_f32_s1d4_y1k32x128w32_u4_pred", "step 66 at n rounded to 128");
         // More than 350 times the longest row's entries in all: two rows held to 128 registers, unsplit.
         assert_eq!(pick(65536, 256, 313, 4.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
         assert_eq!(pick(32768, 128, 445, 6.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
@@ -2271,6 +2320,57 @@ mod tests {
         // Not long: 256 entries, or sixteen times the mean.
         assert_ne!(pick(8192, 256, 256, 12.0), two_rows);
         assert_ne!(pick(8192, 256, 320, 20.0), two_rows);
+    }
+
+    #[test]
+    fn power_law_rows_at_narrow_n_take_32_entry_tiles() {
+        let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64| {
+            let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
+        };
+        let (n32, n64, n128) = (
+            "spmm_f32_s1d2_y2k32x32w16_u4_nopred",
+            "spmm_f32_s1d4_y2k32x64w16_u4_nopred",
+            "spmm_f32_s1d4_y1k32x128w32_u4_nopred",
+        );
+        // Step 66's power-law matrices (mean, cv, longest): rows short or long for the mean, skewed or not.
+        for (m, k, max, mean, cv) in [
+            (4096, 512, 512, 47.1, 1.01),
+            (2048, 8192, 97, 3.8, 1.03),
+            (3072, 4096, 1678, 16.9, 2.79),
+            (4096, 2048, 543, 4.2, 2.44),
+            (8192, 8192, 290, 4.1, 1.73),
+        ] {
+            assert_eq!(pick(m, k, 32, max, mean, cv), n32, "{m} x {k}, mean {mean}, n = 32");
+            assert_eq!(pick(m, k, 64, max, mean, cv), n64, "{m} x {k}, mean {mean}, n = 64");
+            let at_128 = if m <= 4096 { n128 } else { "spmm_f32_s1d4_y2k16x128w16_u4_nopred" };
+            assert_eq!(pick(m, k, 128, max, mean, cv), at_128, "{m} x {k}, mean {mean}, n = 128");
+        }
+        // n = 64 in 8192 rows only on rows of up to 6 on average; n = 128 only up to 4096 rows.
+        assert_ne!(pick(8192, 2048, 64, 455, 9.9, 1.23), n64);
+        assert_ne!(pick(6144, 1024, 128, 315, 6.0, 1.37), n128);
+        // Where a narrow n rounds up to 32 or 64, the guarded twin.
+        assert_eq!(pick(4096, 512, 28, 512, 47.1, 1.01), "spmm_f32_s1d2_y2k32x32w16_u4_pred");
+        assert_eq!(pick(4096, 512, 60, 512, 47.1, 1.01), "spmm_f32_s1d4_y2k32x64w16_u4_pred");
+        // Either side: rows, cv, mean, k; the row split's tiles first (2048 rows, mean 23, longest 512: 256 blocks).
+        let base = (4096, 2048, 32, 835, 46.6, 0.98);
+        let others = [
+            (2047, base.1, base.2, base.3, base.4, base.5),
+            (8193, base.1, base.2, base.3, base.4, base.5),
+            (base.0, 8193, base.2, base.3, base.4, base.5),
+            (base.0, base.1, base.2, base.3, 50.1, base.5),
+            (base.0, base.1, base.2, base.3, base.4, 0.89),
+            (base.0, base.1, 256, base.3, base.4, base.5),
+            (2048, 512, 32, 512, 23.4, 1.03),
+        ];
+        assert_eq!(pick(base.0, base.1, base.2, base.3, base.4, base.5), n32);
+        for (m, k, n, max, mean, cv) in others {
+            let got = pick(m, k, n, max, mean, cv);
+            assert!(![n32, n64, n128].contains(&got.as_str()), "{m} x {k}, n = {n}, mean {mean}, cv {cv}: {got}");
+        }
+        assert_eq!(pick(2048, 512, 32, 512, 23.4, 1.03), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
+        // Uniform rows keep the k = 8 tile.
+        assert_eq!(pick(4096, 512, 32, 13, 12.0, 0.0), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32");
     }
 
     #[test]
