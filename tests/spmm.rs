@@ -807,8 +807,8 @@ fn automatic_choices_of_step_56() {
 }
 
 /// Step 66's choices through `spmm_auto` (f32), against the oracle on a poisoned C: power-law rows (cv >= 0.9) in
-/// 2048-8192 rows take the 32-entry tiles at n = 32, 64 and 128 (guarded at n = 60, rounded to 64), even rows of
-/// 12 over k <= 1024 in 16384 rows the two-row tile.
+/// 2048-8192 rows take the 32-entry tiles at n = 32, 64 and 128 (guarded at n = 60, rounded to 64); the two-row tile
+/// takes even rows of 12 over k <= 1024 in 16384 rows, and rows of 5 in 4096 rows at n = 1024.
 #[test]
 fn automatic_choices_of_step_66() {
     let Some(gpu) = gpu_or_skip("automatic_choices_of_step_66") else { return };
@@ -818,6 +818,7 @@ fn automatic_choices_of_step_66() {
         ("powerlaw", 2048, 8192, 4.0, 128, "{t}_s1d4_y1k32x128w32_u4_nopred"),
         ("powerlaw", 4096, 512, 40.0, 60, "{t}_s1d4_y2k32x64w16_u4_pred"),
         ("uniform", 16384, 1024, 12.0, 512, "{t}_s1d4_y2k16x128w16_u4_nopred_lb16"),
+        ("uniform", 4096, 4096, 5.0, 1024, "{t}_s1d4_y2k16x128w16_u4_nopred_lb16"),
     ];
     for (i, &(generator, m, k, mean, n, expect)) in cases.iter().enumerate() {
         let rows = if generator == "powerlaw" { "power-law" } else { "even" };

@@ -575,6 +575,26 @@ fn short_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
         && k.saturating_mul(n) <= LARGEST_SWEPT_B
 }
 
+/// f32 short rows (3-6 entries on average over k up to 16384, 3-10 over k up to 2048; cv at most 0.8) in 3000-8191
+/// rows at n = 1024-2048 (a multiple of 128), past [`short_rows`]'s widths and below [`short_rows_fewer_rows_wide_n`]'s
+/// rows: two rows of 16 threads over 128 columns ([`two_row_tile`]), where the bounded k = 8 tile was taken. Measured
+/// on the H200 (NOTES.md, "SpMM step 66"; every f32 variant on uniform 3000, 4096, 6000 and 8000 x 1024, 4096 and
+/// 16384 at 5 and 10 per row, add32 and 4elt, n = 1024 and 2048): 1.24x faster than the k = 8 tile on the 34 problems
+/// the rule moves (1.02x-1.58x; 4096 x 1024 at 5, n = 1024: 24.1 -> 16.1 us; add32, 4960 rows of 4.8, cv 0.76, n =
+/// 1024: 28.8 -> 22.9 us). Rows of 10 over k = 4096 were mixed (0.92x-1.07x, the losses at n = 2048) and over k =
+/// 16384 lost (0.93x-1.00x), hence the bounds. The two-row tile in turn was as fast on rows of 5 (1.03x-1.07x of the
+/// fastest variant on geometric mean, by k, against 1.01x-1.07x) and slower on rows of 10 (1.05x-1.17x against
+/// 1.02x-1.05x).
+fn short_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    let longest_mean = if k <= 2048 { 10.0 } else { 6.0 };
+    (3000..8192).contains(&m)
+        && k <= 16384
+        && n % 128 == 0
+        && (1024..=2048).contains(&n)
+        && (3.0..=longest_mean).contains(&stats.mean)
+        && stats.cv <= 0.8
+}
+
 /// f32 in 512-1024 rows of uneven length (cv at least 0.6) averaging 40 or more entries, whose longest row is more
 /// than two pieces (256 entries) but neither skewed nor long enough for the pieces ([`is_skewed`], [`has_long_rows`]),
 /// at n = 256: two warps per row over 128 columns ([`split_row_warp_tile`]), past the six blocks per SM where
@@ -1051,9 +1071,13 @@ impl SpmmConfig {
             // rounded to 512, 4096 x 8192 at 6%: 337.3 -> 267.1 us). Not n = 384 (1.014x-1.117x in the sweep, but
             // 0.929x-1.044x on the fresh shapes), nor from n = 768 (0.955x-1.084x).
             two_row_tile(dtype)
-        } else if short_rows(m, k, n, stats) || many_short_even_rows(m, k, n, stats) {
-            // Short rows, at most 200,000 entries, n = 128-512 ([`short_rows`]), and even rows of 3-10 in 16384-65536
-            // rows at n = 256-1024 ([`many_short_even_rows`]): two rows of 16 threads over 128 columns.
+        } else if short_rows(m, k, n, stats)
+            || many_short_even_rows(m, k, n, stats)
+            || short_rows_wide_n(m, k, n, stats)
+        {
+            // Short rows, at most 200,000 entries, n = 128-512 ([`short_rows`]), even rows of 3-12 in 16384-65536
+            // rows at n = 256-1024 ([`many_short_even_rows`]), and short rows in 3000-8191 rows at n = 1024-2048
+            // ([`short_rows_wide_n`]): two rows of 16 threads over 128 columns.
             two_row_tile(dtype)
         } else if dv == 4 && n % 128 == 0 && (stats.cv > 2.0 || m <= 2048) {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and rows too
@@ -2320,6 +2344,42 @@ mod tests {
         // Not long: 256 entries, or sixteen times the mean.
         assert_ne!(pick(8192, 256, 256, 12.0), two_rows);
         assert_ne!(pick(8192, 256, 320, 20.0), two_rows);
+    }
+
+    #[test]
+    fn short_rows_in_fewer_rows_at_n_1024_to_2048() {
+        let pick = |m: usize, k: usize, n: usize, mean: f64, cv: f64| {
+            let stats =
+                RowStats { min: 0, max: (mean * 2.0) as usize, mean, cv, empty_rows: 0, columns_per_entry: None };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32)
+        };
+        let (two, k8) = (two_row_tile(DType::F32), bounded(k8_tile(DType::F32, 4, false), 32));
+        // Step 66: rows of 3-6 over k <= 16384, of 3-10 over k <= 2048, cv <= 0.8, 3000-8191 rows, n = 1024-2048.
+        for (m, k, n, mean, cv) in [
+            (4960, 4960, 1024, 4.8, 0.76),
+            (3000, 16384, 2048, 6.0, 0.0),
+            (8191, 1024, 1152, 10.0, 0.5),
+            (4096, 2048, 2048, 3.0, 0.8),
+        ] {
+            assert_eq!(pick(m, k, n, mean, cv), two, "{m} x {k}, n = {n}, mean {mean}, cv {cv}");
+        }
+        // Either side.
+        for (m, k, n, mean, cv, why) in [
+            (7434, 7434, 1024, 11.6, 0.16, "4elt: rows of 11.6"),
+            (4096, 4096, 1024, 10.0, 0.0, "rows of 10 over k = 4096"),
+            (4096, 2049, 1024, 6.1, 0.0, "rows of 6.1 over k = 2049"),
+            (4096, 16385, 1024, 5.0, 0.0, "k = 16385"),
+            (2999, 1024, 1024, 5.0, 0.0, "2999 rows"),
+            (4096, 1024, 1024, 5.0, 0.81, "cv 0.81"),
+            (4096, 1024, 1024, 2.9, 0.0, "rows of 2.9"),
+            (4096, 1024, 2176, 5.0, 0.0, "n = 2176"),
+        ] {
+            assert_eq!(pick(m, k, n, mean, cv), k8, "{why}");
+        }
+        // 8192 rows over k >= 8192: step 61's tiles in turn.
+        assert_eq!(pick(8192, 8192, 1024, 5.0, 0.0), k8_tile_in_turn());
+        // n = 768 and 896 keep what they had.
+        assert_eq!(pick(4096, 1024, 768, 5.0, 0.0), k8);
     }
 
     #[test]
