@@ -817,7 +817,7 @@ fn automatic_choices_of_step_66() {
         ("powerlaw", 3072, 1024, 16.0, 64, "{t}_s1d4_y2k32x64w16_u4_nopred"),
         ("powerlaw", 2048, 8192, 4.0, 128, "{t}_s1d4_y1k32x128w32_u4_nopred"),
         ("powerlaw", 4096, 512, 40.0, 60, "{t}_s1d4_y2k32x64w16_u4_pred"),
-        ("uniform", 16384, 1024, 12.0, 512, "{t}_s1d4_y2k16x128w16_u4_nopred_lb16"),
+        ("uniform", 16384, 1024, 12.0, 768, "{t}_s1d4_y2k16x128w16_u4_nopred_lb16"),
         ("uniform", 4096, 4096, 5.0, 1024, "{t}_s1d4_y2k16x128w16_u4_nopred_lb16"),
     ];
     for (i, &(generator, m, k, mean, n, expect)) in cases.iter().enumerate() {

@@ -459,18 +459,19 @@ fn thirty_two_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bo
     (step_47 || step_48 || step_55) && n % 128 == 0 && stats.cv < 0.1 && (380.0..=820.0).contains(&stats.mean)
 }
 
-/// f32 even rows (cv at most 0.5) of 3-10 entries (3-12 over k up to 1024) in 16384-65536 rows over k up to 8192, at
+/// f32 even rows (cv at most 0.5) of 3-10 entries (3-12.5 over k up to 1024) in 16384-65536 rows over k up to 8192, at
 /// n = 256-1024 (a multiple of 128): two rows of 16 threads over 128 columns ([`two_row_tile`]), where the bounded
 /// k = 8 tile was taken. Measured on the H100 (NOTES.md, "SpMM step 55"; every f32 variant, uniform 16384-65536 x
 /// 512-8192 at 8, 12 and 24 per row, n = 256, 512 and 1024): on rows of 8 the two-row tile ran 1.03x-1.49x faster
 /// than the k = 8 tile on all 21 problems it did not already have (k = 512 1.22x-1.49x, 2048 1.13x-1.27x, 8192
 /// 1.03x-1.13x); rows of 12 won only over k = 512 (1.04x-1.26x; 0.88x-0.96x over k = 2048-8192) and rows of 24 lost
-/// (0.72x-0.94x). Since step 66 rows of up to 12 where k is at most 1024: on the H200 (NOTES.md, "SpMM step 66";
-/// every f32 variant on uniform 16384 and 32768 x 512 and 1024 at 12 per row, n = 256-1024) the two-row tile ran
-/// 1.17x-1.27x faster than the k = 8 tile on all 9 problems it did not already have, and over k = 4096 0.97x-0.98x.
+/// (0.72x-0.94x). Since step 66 rows of up to 12.5 where k is at most 1024: on the H200 (NOTES.md, "SpMM step 66";
+/// every f32 variant on uniform 16384 and 32768 x 512 and 1024 at 12-12.0003 per row, n = 256-1024) the two-row tile
+/// ran 1.17x-1.27x faster than the k = 8 tile on all 9 problems it did not already have, and over k = 4096
+/// 0.97x-0.98x.
 /// [`short_rows`] takes the same tile below 200,000 entries at n <= 512.
 fn many_short_even_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
-    let longest_mean = if k <= 1024 { 12.0 } else { 10.0 };
+    let longest_mean = if k <= 1024 { 12.5 } else { 10.0 };
     (16384..=65536).contains(&m)
         && k <= 8192
         && n % 128 == 0
@@ -1075,7 +1076,7 @@ impl SpmmConfig {
             || many_short_even_rows(m, k, n, stats)
             || short_rows_wide_n(m, k, n, stats)
         {
-            // Short rows, at most 200,000 entries, n = 128-512 ([`short_rows`]), even rows of 3-12 in 16384-65536
+            // Short rows, at most 200,000 entries, n = 128-512 ([`short_rows`]), even rows of 3-12.5 in 16384-65536
             // rows at n = 256-1024 ([`many_short_even_rows`]), and short rows in 3000-8191 rows at n = 1024-2048
             // ([`short_rows_wide_n`]): two rows of 16 threads over 128 columns.
             two_row_tile(dtype)
@@ -1401,12 +1402,13 @@ mod tests {
         }
         assert_eq!(pick(40000, 4000, 384, 3.0, 0.5), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_c8_lb16"); // step 60
         assert_eq!(pick(40000, 4000, 384, 10.0, 0.0), two_rows);
-        // Step 66: rows of up to 12 where k <= 1024.
+        // Step 66: rows of up to 12.5 where k <= 1024 (the scan's uniform rows of 12 average 12.0003).
         for (m, k, n) in [(16384, 512, 1024), (32768, 1024, 512), (32768, 512, 256)] {
-            assert_eq!(pick(m, k, n, 12.0, 0.0), two_rows, "{m} x {k}, n = {n}");
+            assert_eq!(pick(m, k, n, 12.0003, 0.0), two_rows, "{m} x {k}, n = {n}");
         }
+        assert_eq!(pick(32768, 1024, 512, 12.5, 0.0), two_rows);
         assert_eq!(pick(32768, 1025, 512, 12.0, 0.0), k8);
-        assert_eq!(pick(32768, 1024, 512, 12.1, 0.0), k8);
+        assert_eq!(pick(32768, 1024, 512, 12.6, 0.0), k8);
         // Either side: rows of 12 or 2.9, uneven rows, k past 8192, too many rows, n = 128 or past 1024.
         assert_eq!(pick(32768, 2048, 512, 12.0, 0.0), k8);
         assert_ne!(pick(40000, 4000, 384, 2.9, 0.0), two_rows);
