@@ -823,7 +823,7 @@ fn automatic_choices_of_step_66() {
     for (i, &(generator, m, k, mean, n, expect)) in cases.iter().enumerate() {
         let rows = if generator == "powerlaw" { "power-law" } else { "even" };
         // The power-law generator's rows have cv 0.9-2.8 at these shapes (NOTES.md, "SpMM step 66"), the uniform
-        // one's exactly 12 entries each; the unit tests check the bounds on both sides.
+        // one's exactly the mean; the unit tests check the bounds on both sides.
         let in_range = |a: &CsMat<f32>| {
             let s = RowStats::from_indptr(a.indptr().raw_storage());
             if generator == "powerlaw" {

@@ -2395,7 +2395,7 @@ mod tests {
             "spmm_f32_s1d4_y2k32x64w16_u4_nopred",
             "spmm_f32_s1d4_y1k32x128w32_u4_nopred",
         );
-        // Step 66's power-law matrices (mean, cv, longest): rows short or long for the mean, skewed or not.
+        // Step 66's power-law matrices (m, k, longest, mean, cv): rows short or long for the mean, skewed or not.
         for (m, k, max, mean, cv) in [
             (4096, 512, 512, 47.1, 1.01),
             (2048, 8192, 97, 3.8, 1.03),
