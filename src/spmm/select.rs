@@ -234,12 +234,15 @@ fn row_split_tile_at(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DTyp
 /// row's entries, the longest is not the critical path and that tile held to 128 registers without the split was
 /// the fastest (65536 x 4096, mean 4, longest 313, n = 256: 86.8 -> 59.1 us; at 276 times, 16384 x 8192, the split
 /// won, 33.9 -> 28.5 us). On 8 fresh power-law matrices at n = 8-1024 (64 problems, through the library): 1.43x
-/// faster on geometric mean (1.00x-2.83x), 0.86x -> 1.23x of cuSPARSE.
+/// faster on geometric mean (1.00x-2.83x), 0.86x -> 1.23x of cuSPARSE. At n = 128 only rows of up to 6 on average keep
+/// the held tile (step 49 measured means of 4-6 there): on the H200 (NOTES.md, "SpMM step 66"; every f32 variant on
+/// power-law 8192-32768 x 1024-16384, means 4-40, n = 128) rows of 12-40 that hold 413-1275 times the longest row's
+/// entries ran 1.12x-1.79x faster split (12288 x 1024, mean 39, longest 1024: 44.2 -> 24.7 us, cuSPARSE 25.2).
 fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
     if n % 128 != 0 {
         return k8_tile(dtype, 4, n % 32 != 0);
     }
-    if m as f64 * stats.mean > 350.0 * stats.max as f64 {
+    if m as f64 * stats.mean > 350.0 * stats.max as f64 && (n > 128 || stats.mean <= 6.0) {
         two_row_tile(dtype)
     } else {
         tile(dtype, 1, 4, 2, 16, 128, 16, false)
@@ -1805,7 +1808,8 @@ mod tests {
         // Longer ones, not skewed, take the tiles that split them ([`long_rows_tile`]).
         let long = RowStats { min: 1, max: 900, mean: 10.0, cv: 3.6, empty_rows: 0, columns_per_entry: None };
         let long_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &long, DType::F32).kernel_name();
-        assert_eq!(long_pick(128), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "366920 entries > 350 x 900");
+        assert_eq!(long_pick(256), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "366920 entries > 350 x 900");
+        assert_eq!(long_pick(128), "spmm_f32_s1d4_y2k16x128w16_u4_nopred", "rows of 10 at n = 128: split (step 66)");
         assert_eq!(long_pick(32), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
     }
 
@@ -2340,6 +2344,10 @@ mod tests {
         // More than 350 times the longest row's entries in all: two rows held to 128 registers, unsplit.
         assert_eq!(pick(65536, 256, 313, 4.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
         assert_eq!(pick(32768, 128, 445, 6.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        // At n = 128 rows of more than 6 on average are split (step 66: 12288 rows of 39, longest 1024).
+        assert_eq!(pick(12288, 128, 1024, 39.1), two_rows);
+        assert_eq!(pick(32768, 128, 445, 6.1), two_rows);
+        assert_eq!(pick(32768, 256, 445, 6.1), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
         assert_eq!(pick(16384, 256, 475, 8.0), two_rows, "276 times");
         // Few rows at n = 32 keep the row split over four subwarps (2048 x 2048, mean 20, longest 473).
         assert_eq!(pick(2048, 32, 473, 20.0), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
