@@ -837,6 +837,37 @@ fn automatic_choices_of_step_66() {
     }
 }
 
+/// Step 67's f32 choices through `spmm_auto`, against the oracle on a poisoned C: power-law rows in 8193-16384 rows at
+/// n = 32 take four rows of 8 threads taking 16 entries a step (guarded at n = 28, rounded to 32), and so do skewed
+/// power-law rows of 90 or more on average in 2048-4096 rows at n = 512-2048 (split into pieces); rows long for their
+/// mean in 12288 rows at n = 256 take the split two-row tile, not the one held to 128 registers.
+#[test]
+fn automatic_choices_of_step_67() {
+    let Some(gpu) = gpu_or_skip("automatic_choices_of_step_67") else { return };
+    // (m, k, mean, n, kernel, rows): "power-law" cv >= 0.9 and mean <= 50; "skewed" longest past 1024 entries and
+    // eight times the mean (`split::is_skewed`); "long" longest past 256 entries and sixteen
+    // times the mean, not skewed, with more than 350 times the longest row's entries in all.
+    let cases: &[(usize, usize, f64, usize, &str, &str)] = &[
+        (10240, 2048, 6.0, 32, "{t}_s2d4_y4k16x32w8_u4_nopred", "power-law"),
+        (14336, 8192, 20.0, 28, "{t}_s2d4_y4k16x32w8_u4_pred", "power-law"),
+        (2048, 4096, 100.0, 512, "{t}_s2d4_y4k16x32w8_u4_nopred", "skewed"),
+        (3072, 8192, 120.0, 1024, "{t}_s2d4_y4k16x32w8_u4_nopred", "skewed"),
+        (12288, 1024, 40.0, 256, "{t}_s1d4_y2k16x128w16_u4_nopred", "long"),
+    ];
+    for (i, &(m, k, mean, n, expect, rows)) in cases.iter().enumerate() {
+        let in_range = |a: &CsMat<f32>| {
+            let s = RowStats::from_indptr(a.indptr().raw_storage());
+            match rows {
+                "power-law" => s.cv >= 0.9 && s.mean <= 50.0,
+                "skewed" => split::is_skewed(&s) && s.mean >= 90.0,
+                _ => split::has_long_rows(&s) && !split::is_skewed(&s) && a.nnz() as f64 > 350.0 * s.max as f64,
+            }
+        };
+        let draw = Draw { generator: "powerlaw", m, k, mean, rows, draws: 20, seeds: 700 + 30 * i as u64 };
+        check_auto_on_a_draw::<f32>(&gpu, &draw, in_range, n, expect, seed(690 + i as u64));
+    }
+}
+
 /// An A that stores Inf or NaN keeps `spmm_auto` off the tensor cores, whose warps would redo every tile it reaches
 /// exactly (`auto_kernel`; NOTES.md, "SpMM steps 53-54"): the real matrices whose values pass f16's range, and a
 /// generated one with one Inf or NaN. The tile taken matches the oracle (Inf and NaN where they belong) on a poisoned

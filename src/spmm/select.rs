@@ -237,12 +237,15 @@ fn row_split_tile_at(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DTyp
 /// faster on geometric mean (1.00x-2.83x), 0.86x -> 1.23x of cuSPARSE. At n = 128 only rows of up to 6 on average keep
 /// the held tile (step 49 measured means of 4-6 there): on the H200 (NOTES.md, "SpMM step 66"; every f32 variant on
 /// power-law 8192-32768 x 1024-16384, means 4-40, n = 128) rows of 12-40 that hold 413-1275 times the longest row's
-/// entries ran 1.12x-1.79x faster split (12288 x 1024, mean 39, longest 1024: 44.2 -> 24.7 us, cuSPARSE 25.2).
+/// entries ran 1.12x-1.79x faster split (12288 x 1024, mean 39, longest 1024: 44.2 -> 24.7 us, cuSPARSE 25.2). So
+/// at n = 256 and 512 (NOTES.md, "SpMM step 67"; every f32 variant on power-law 12288-32768 x 1024-16384, means 12 and
+/// 40): where the held tile was the choice, the split one ran 1.06x-1.48x faster at n = 256 on all 5 (16384 x 1024,
+/// mean 40: 67.8 -> 50.8 us, cuSPARSE 62.9) and 0.99x-1.24x at n = 512. Past n = 512 not measured: held, as step 49.
 fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
     if n % 128 != 0 {
         return k8_tile(dtype, 4, n % 32 != 0);
     }
-    if m as f64 * stats.mean > 350.0 * stats.max as f64 && (n > 128 || stats.mean <= 6.0) {
+    if m as f64 * stats.mean > 350.0 * stats.max as f64 && (n > 512 || stats.mean <= 6.0) {
         two_row_tile(dtype)
     } else {
         tile(dtype, 1, 4, 2, 16, 128, 16, false)
@@ -542,7 +545,9 @@ fn uneven_long_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
 /// differ in scale, over k >= 2048 in 640-4096 rows, n from 1024 to 3072: the range of the sweeps behind
 /// [`four_row_tile`] (NOTES.md, "SpMM step 17"); past 3072 rows only from cv 0.85, since less uneven rows there
 /// ran at 0.88x-1.28x. Checked after [`uneven_long_rows`] and [`moderately_uneven_rows_wide_n`], which keep
-/// their ranges.
+/// their ranges. Not skewed rows ([`is_skewed`]) over k past 4096, which step 17 never swept: the tile has no piece
+/// path, so one subwarp walks the longest row whole, and power-law rows whose longest row spans k = 8192 ran it
+/// 0.69x-0.81x of cuSPARSE (NOTES.md, "SpMM step 67"; 2048 x 8192, mean 405, n = 1024: 500.8 us, cuSPARSE 334.2).
 fn long_uneven_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
     n % 64 == 0
         && (1024..=3072).contains(&n)
@@ -552,6 +557,7 @@ fn long_uneven_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> b
         && stats.mean >= 140.0
         && (0.5..=2.0).contains(&stats.cv)
         && (m <= 3072 || stats.cv >= 0.85)
+        && (k <= 4096 || !is_skewed(stats))
 }
 
 /// Short rows (3-12 entries on average, at most 200,000 entries in all) in 2049-32768 rows, or in 1000-2048 even
@@ -657,8 +663,18 @@ fn power_law_few_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) -> 
 /// over 19). At n = 256 and 1024 the choice was already 1.05x-1.06x of the fastest variant on geometric mean. Not
 /// uniform rows (0.58x-1.05x at n = 32-128), nor 16384 rows (0.90x-1.07x). Where the row split's tiles take the rows
 /// ([`row_split_tile`], checked first) they stay: they took 0.77x-1.11x of these tiles' time.
+///
+/// At n = 32 in 8193-16384 rows over k up to 16384, four rows of 8 threads over 32 columns, 16 entries a step in
+/// float2 (`s2d4_y4k16x32w8`): measured on the H200 (NOTES.md, "SpMM step 67"; every f32 variant on power-law 8192 x
+/// 16384 and 10240-16384 x 1024-16384, means 4-40), 1.145x faster than the k = 8 tile chosen before on all 29 such
+/// problems (1.00x-1.35x; 16384 x 4096, mean 4: 12.6 -> 9.4 us), where rule 1's tile took 1.00x-1.27x of the fastest
+/// variant's time and this one 1.04x-1.09x on geometric mean. Not 32768 rows, where the k = 8 tile was the fastest.
 fn power_law_rows_narrow_n(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
-    let rows = (2048..=8192).contains(&m) && k <= 8192 && stats.cv >= 0.9 && stats.mean <= 50.0;
+    let power_law = stats.cv >= 0.9 && stats.mean <= 50.0;
+    if n == 32 && power_law && (8193..=16384).contains(&m) && k <= 16384 {
+        return Some(tile(dtype, 2, 4, 4, 16, 32, 8, false));
+    }
+    let rows = (2048..=8192).contains(&m) && k <= 8192 && power_law;
     match n {
         _ if !rows || row_split_tile(m, k, n, stats, dtype).is_some() => None,
         32 => Some(tile(dtype, 1, 2, 2, 32, 32, 16, false)),
@@ -666,6 +682,18 @@ fn power_law_rows_narrow_n(m: usize, k: usize, n: usize, stats: &RowStats, dtype
         128 if m <= 4096 => Some(tile(dtype, 1, 4, 1, 32, 128, 32, false)),
         _ => None,
     }
+}
+
+/// f32 skewed rows ([`is_skewed`]) of 90 or more entries on average in 2048-4096 rows, at n = 512-2048 (a multiple of
+/// 32): four rows of 8 threads over 32 columns taking 16 entries a step in float2 (`s2d4_y4k16x32w8`), which walks
+/// the row split's pieces as the k = 8 tile does, in half the steps. Measured on the H200 (NOTES.md, "SpMM step 67";
+/// every f32 variant on power-law 2048-8192 x 4096-16384, means 97-407, n = 256-2048): against the k = 8 tile chosen
+/// before, 1.03x-1.21x faster in 2048 rows at n = 512-2048 and 0.94x-1.19x in 4096 rows (1.07x on geometric mean
+/// over the 28 problems it moves); where [`long_uneven_rows_large_k`] had taken power-law rows over k = 8192 it ran
+/// 1.29x-1.62x faster (4096 x 8192, mean 401, n = 1024: 723.5 -> 561.0 us, 0.80x -> 1.04x of cuSPARSE). Not 8192
+/// rows (0.92x-1.04x), nor n = 256 in 2048 rows (0.92x-0.96x on rows of 100).
+fn long_skewed_rows_wide_n(m: usize, n: usize, stats: &RowStats) -> bool {
+    (2048..=4096).contains(&m) && n % 32 == 0 && (512..=2048).contains(&n) && stats.mean >= 90.0
 }
 
 /// Whether the k = 8 tiles' one subwarp per row can walk the longest row: at most 256 entries, or long rows the
@@ -1001,6 +1029,10 @@ impl SpmmConfig {
             // Power-law rows in 2048-8192 rows at n = 32-128: 32-entry tiles ([`power_law_rows_narrow_n`]; 4096 x
             // 512, mean 47, n = 32: 18.9 -> 10.1 us on the H200).
             config
+        } else if dv == 4 && is_skewed(stats) && long_skewed_rows_wide_n(m, n, stats) {
+            // Skewed rows of 90 or more entries on average in 2048-4096 rows at n = 512-2048: 16 entries a step
+            // ([`long_skewed_rows_wide_n`]; power-law 2048 x 8192, mean 405, n = 1024: 339.1 -> 310.0 us).
+            tile(dtype, 2, 4, 4, 16, 32, 8, false)
         } else if dv == 4 && is_skewed(stats) {
             // Rows long and uneven enough to split (spmm::split): the pieces keep the critical path short, and
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
@@ -1808,8 +1840,9 @@ mod tests {
         // Longer ones, not skewed, take the tiles that split them ([`long_rows_tile`]).
         let long = RowStats { min: 1, max: 900, mean: 10.0, cv: 3.6, empty_rows: 0, columns_per_entry: None };
         let long_pick = |n| SpmmConfig::select_with_stats(36692, 36692, n, &long, DType::F32).kernel_name();
-        assert_eq!(long_pick(256), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "366920 entries > 350 x 900");
+        assert_eq!(long_pick(1024), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "366920 entries > 350 x 900");
         assert_eq!(long_pick(128), "spmm_f32_s1d4_y2k16x128w16_u4_nopred", "rows of 10 at n = 128: split (step 66)");
+        assert_eq!(long_pick(512), "spmm_f32_s1d4_y2k16x128w16_u4_nopred", "rows of 10 at n = 512: split (step 67)");
         assert_eq!(long_pick(32), "spmm_f32_s1d4_y4k8x32w8_u4_nopred");
     }
 
@@ -2326,11 +2359,12 @@ mod tests {
         let (k8, two_rows) = ("spmm_f32_s1d4_y4k8x32w8_u4_nopred", "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
         // Step 49's power-law matrices: the k = 8 tile below n = 128, two rows over 128 columns at its multiples; but
         // in 2048-8192 rows at n = 32, in up to 6144 rows at n = 64 and in up to 4096 at n = 128, the 32-entry tiles
-        // of step 66.
+        // of step 66, and in 8193-16384 rows at n = 32 the four-row k = 16 tile of step 67.
         for (m, max, mean) in [(4096, 472, 12.1), (8192, 890, 12.1), (16384, 890, 11.9), (4096, 1024, 40.1)] {
             for n in [32, 64, 96, 128, 256, 512, 1024] {
                 let want = match (m, n) {
                     (4096 | 8192, 32) => "spmm_f32_s1d2_y2k32x32w16_u4_nopred",
+                    (16384, 32) => "spmm_f32_s2d4_y4k16x32w8_u4_nopred",
                     (4096, 64) => "spmm_f32_s1d4_y2k32x64w16_u4_nopred",
                     (4096, 128) => "spmm_f32_s1d4_y1k32x128w32_u4_nopred",
                     (_, 32..=96) => k8,
@@ -2347,7 +2381,13 @@ mod tests {
         // At n = 128 rows of more than 6 on average are split (step 66: 12288 rows of 39, longest 1024).
         assert_eq!(pick(12288, 128, 1024, 39.1), two_rows);
         assert_eq!(pick(32768, 128, 445, 6.1), two_rows);
-        assert_eq!(pick(32768, 256, 445, 6.1), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        // At n = 256 and 512 too (step 67: 16384 rows of 40, longest 1024); past n = 512 held.
+        for n in [256, 512] {
+            assert_eq!(pick(16384, n, 1024, 39.7), two_rows, "n = {n}");
+            assert_eq!(pick(32768, n, 445, 6.1), two_rows, "n = {n}");
+            assert_eq!(pick(32768, n, 445, 6.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "n = {n}");
+        }
+        assert_eq!(pick(32768, 1024, 445, 6.1), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
         assert_eq!(pick(16384, 256, 475, 8.0), two_rows, "276 times");
         // Few rows at n = 32 keep the row split over four subwarps (2048 x 2048, mean 20, longest 473).
         assert_eq!(pick(2048, 32, 473, 20.0), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
@@ -2441,6 +2481,84 @@ mod tests {
         assert_eq!(pick(2048, 512, 32, 512, 23.4, 1.03), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
         // Uniform rows keep the k = 8 tile.
         assert_eq!(pick(4096, 512, 32, 13, 12.0, 0.0), "spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32");
+    }
+
+    #[test]
+    fn power_law_rows_at_n_32_in_8193_to_16384_rows_take_the_k16_tile() {
+        let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64| {
+            let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
+        };
+        let k16 = "spmm_f32_s2d4_y4k16x32w8_u4_nopred";
+        // Step 67's power-law matrices (m, k, longest, mean, cv), skewed or not.
+        for (m, k, max, mean, cv) in [
+            (10240, 2048, 1321, 6.0, 1.93),
+            (12288, 16384, 1902, 12.4, 2.36),
+            (14336, 8192, 3187, 19.8, 2.09),
+            (16384, 1024, 1024, 39.4, 1.05),
+        ] {
+            assert_eq!(pick(m, k, 32, max, mean, cv), k16, "{m} x {k}, mean {mean}");
+            assert_ne!(pick(m, k, 64, max, mean, cv), k16, "{m} x {k}, mean {mean}, n = 64");
+        }
+        // Where n = 28 rounds up to 32, the guarded twin.
+        assert_eq!(pick(12288, 4096, 28, 1201, 11.8, 2.0), "spmm_f32_s2d4_y4k16x32w8_u4_pred");
+        // Either side: rows, k, mean, cv. 8192 rows over k <= 8192 are rule 1's.
+        let base = (12288, 4096, 32, 1201, 11.8, 2.0);
+        assert_eq!(pick(base.0, base.1, base.2, base.3, base.4, base.5), k16);
+        assert_eq!(pick(8193, base.1, base.2, base.3, base.4, base.5), k16);
+        assert_eq!(pick(16384, 16384, base.2, base.3, base.4, base.5), k16);
+        assert_eq!(pick(8192, base.1, base.2, base.3, base.4, base.5), "spmm_f32_s1d2_y2k32x32w16_u4_nopred");
+        for (m, k, n, max, mean, cv) in [
+            (16385, base.1, base.2, base.3, base.4, base.5),
+            (base.0, 16385, base.2, base.3, base.4, base.5),
+            (base.0, base.1, base.2, base.3, 50.1, base.5),
+            (base.0, base.1, base.2, base.3, base.4, 0.89),
+        ] {
+            assert_ne!(pick(m, k, n, max, mean, cv), k16, "{m} x {k}, n = {n}, mean {mean}, cv {cv}");
+        }
+    }
+
+    #[test]
+    fn long_skewed_rows_at_wide_n_take_the_k16_tile() {
+        let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64| {
+            let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
+        };
+        let (k16, k8, four_rows) = (
+            "spmm_f32_s2d4_y4k16x32w8_u4_nopred",
+            "spmm_f32_s1d4_y4k8x32w8_u4_nopred",
+            "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8",
+        );
+        // Step 67's power-law matrices (m, k, longest, mean, cv): skewed, 2048-4096 rows, means 97-405.
+        for (m, k, max, mean, cv) in [
+            (2048, 4096, 4096, 104.7, 1.55),
+            (2048, 8192, 8192, 405.1, 1.30),
+            (4096, 8192, 2282, 97.3, 0.97),
+            (4096, 16384, 10874, 394.3, 1.04),
+        ] {
+            for n in [512, 1024, 2048, 1536, 544, 480] {
+                assert_eq!(pick(m, k, n, max, mean, cv), k16, "{m} x {k}, mean {mean}, n = {n} (480: the choice at 512)");
+            }
+            assert_eq!(pick(m, k, 256, max, mean, cv), k8, "{m} x {k}, mean {mean}, n = 256");
+        }
+        // The four-row tile keeps skewed rows over k <= 4096 and uneven rows that are not skewed over k > 4096.
+        assert_eq!(pick(4096, 4096, 1024, 4096, 389.0, 0.90), four_rows);
+        assert_eq!(pick(2048, 4096, 2048, 4096, 402.6, 1.01), four_rows);
+        assert_eq!(pick(2048, 8192, 1024, 3200, 400.0, 1.3), four_rows);
+        // Either side: rows, mean, n.
+        let base = (2048, 8192, 1024, 2282, 97.3, 0.97);
+        assert_eq!(pick(base.0, base.1, base.2, base.3, base.4, base.5), k16);
+        assert_eq!(pick(base.0, base.1, base.2, base.3, 90.0, base.5), k16);
+        assert_eq!(pick(4096, base.1, base.2, base.3, base.4, base.5), k16);
+        for (m, k, n, max, mean, cv) in [
+            (2047, base.1, base.2, base.3, base.4, base.5),
+            (4097, base.1, base.2, base.3, base.4, base.5),
+            (base.0, base.1, base.2, base.3, 89.9, base.5),
+            (base.0, base.1, 384, base.3, base.4, base.5),
+            (base.0, base.1, 2176, base.3, base.4, base.5),
+        ] {
+            assert_ne!(pick(m, k, n, max, mean, cv), k16, "{m} x {k}, n = {n}, mean {mean}, cv {cv}");
+        }
     }
 
     #[test]
