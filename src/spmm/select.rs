@@ -2537,7 +2537,11 @@ mod tests {
             (4096, 16384, 10874, 394.3, 1.04),
         ] {
             for n in [512, 1024, 2048, 1536, 544, 480] {
-                assert_eq!(pick(m, k, n, max, mean, cv), k16, "{m} x {k}, mean {mean}, n = {n} (480: the choice at 512)");
+                assert_eq!(
+                    pick(m, k, n, max, mean, cv),
+                    k16,
+                    "{m} x {k}, mean {mean}, n = {n} (480: the choice at 512)"
+                );
             }
             assert_eq!(pick(m, k, 256, max, mean, cv), k8, "{m} x {k}, mean {mean}, n = 256");
         }
