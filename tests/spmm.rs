@@ -839,7 +839,8 @@ fn automatic_choices_of_step_66() {
 
 /// Step 67's f32 choices through `spmm_auto`, against the oracle on a poisoned C: power-law rows in 8193-16384 rows at
 /// n = 32 take four rows of 8 threads taking 16 entries a step (guarded at n = 28, rounded to 32), and so do skewed
-/// power-law rows of 90 or more on average in 2048-4096 rows at n = 512-2048 (split into pieces); rows long for their
+/// power-law rows of 90 or more on average in 2048-4096 rows at n = 512-2048 (split into pieces; rows of 400 over k =
+/// 8192 at n = 1024 had the four-row tile over 64 columns, which walks the longest row whole); rows long for their
 /// mean in 12288 rows at n = 256 take the split two-row tile, not the one held to 128 registers.
 #[test]
 fn automatic_choices_of_step_67() {
@@ -852,6 +853,7 @@ fn automatic_choices_of_step_67() {
         (14336, 8192, 20.0, 28, "{t}_s2d4_y4k16x32w8_u4_pred", "power-law"),
         (2048, 4096, 100.0, 512, "{t}_s2d4_y4k16x32w8_u4_nopred", "skewed"),
         (3072, 8192, 120.0, 1024, "{t}_s2d4_y4k16x32w8_u4_nopred", "skewed"),
+        (2048, 8192, 400.0, 1024, "{t}_s2d4_y4k16x32w8_u4_nopred", "skewed"),
         (12288, 1024, 40.0, 256, "{t}_s1d4_y2k16x128w16_u4_nopred", "long"),
     ];
     for (i, &(m, k, mean, n, expect, rows)) in cases.iter().enumerate() {

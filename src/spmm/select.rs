@@ -545,9 +545,16 @@ fn uneven_long_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
 /// differ in scale, over k >= 2048 in 640-4096 rows, n from 1024 to 3072: the range of the sweeps behind
 /// [`four_row_tile`] (NOTES.md, "SpMM step 17"); past 3072 rows only from cv 0.85, since less uneven rows there
 /// ran at 0.88x-1.28x. Checked after [`uneven_long_rows`] and [`moderately_uneven_rows_wide_n`], which keep
-/// their ranges. Not skewed rows ([`is_skewed`]) over k past 4096, which step 17 never swept: the tile has no piece
-/// path, so one subwarp walks the longest row whole, and power-law rows whose longest row spans k = 8192 ran it
-/// 0.69x-0.81x of cuSPARSE (NOTES.md, "SpMM step 67"; 2048 x 8192, mean 405, n = 1024: 500.8 us, cuSPARSE 334.2).
+/// their ranges.
+///
+/// Skewed rows ([`is_skewed`]) over k past 4096, which step 17 never swept, only where they average 380 or more and
+/// the longest row is within a resident subwarp's share of the launch ([`four_row_tile_longest_within_share`]): the
+/// tile has no piece path, so one subwarp walks the longest row whole. Measured on the H200 (NOTES.md, "SpMM step
+/// 67"; every f32 variant on power-law 2048-4096 x 6144-12288, means 174-593, n = 1024-2048, the 20 problems in
+/// this rule's other bounds): where the longest row took more than that share (1.03-3.3 times it) the tile ran
+/// 1.20x-2.39x slower than four rows of 8 threads over 32 columns that split the rows ([`long_skewed_rows_wide_n`];
+/// 2048 x 8192, mean 405, n = 1024: 500.8 us against 310.0, cuSPARSE 334.2); within it, rows of 570-588 (longest
+/// 6144) ran it 1.01x-1.19x faster than that tile, rows of 174-177 1.06x-1.12x slower.
 fn long_uneven_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
     n % 64 == 0
         && (1024..=3072).contains(&n)
@@ -557,7 +564,15 @@ fn long_uneven_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> b
         && stats.mean >= 140.0
         && (0.5..=2.0).contains(&stats.cv)
         && (m <= 3072 || stats.cv >= 0.85)
-        && (k <= 4096 || !is_skewed(stats))
+        && (k <= 4096 || !is_skewed(stats) || (stats.mean >= 380.0 && four_row_tile_longest_within_share(m, n, stats)))
+}
+
+/// Whether [`four_row_tile`]'s longest row, walked by one subwarp 16 entries a step, takes no more steps than a resident
+/// subwarp's share of the launch: every row's steps (one for its bounds, one per 16 entries) over n / 64 column tiles,
+/// shared by four rows per block, eight blocks per SM, on 132 SMs.
+fn four_row_tile_longest_within_share(m: usize, n: usize, stats: &RowStats) -> bool {
+    let steps = m as f64 * (1.0 + stats.mean / 16.0) * (n / 64) as f64;
+    stats.max as f64 / 16.0 <= steps / (4 * 8 * H100_SMS) as f64
 }
 
 /// Short rows (3-12 entries on average, at most 200,000 entries in all) in 2049-32768 rows, or in 1000-2048 even
@@ -688,10 +703,11 @@ fn power_law_rows_narrow_n(m: usize, k: usize, n: usize, stats: &RowStats, dtype
 /// 32): four rows of 8 threads over 32 columns taking 16 entries a step in float2 (`s2d4_y4k16x32w8`), which walks
 /// the row split's pieces as the k = 8 tile does, in half the steps. Measured on the H200 (NOTES.md, "SpMM step 67";
 /// every f32 variant on power-law 2048-8192 x 4096-16384, means 97-407, n = 256-2048): against the k = 8 tile chosen
-/// before, 1.03x-1.21x faster in 2048 rows at n = 512-2048 and 0.94x-1.19x in 4096 rows (1.07x on geometric mean
-/// over the 28 problems it moves); where [`long_uneven_rows_large_k`] had taken power-law rows over k = 8192 it ran
-/// 1.29x-1.62x faster (4096 x 8192, mean 401, n = 1024: 723.5 -> 561.0 us, 0.80x -> 1.04x of cuSPARSE). Not 8192
-/// rows (0.92x-1.04x), nor n = 256 in 2048 rows (0.92x-0.96x on rows of 100).
+/// before, 1.03x-1.21x faster in 2048 rows at n = 512-2048 and 0.94x-1.10x in 4096 rows (1.064x on geometric mean
+/// over the 30 problems); where [`long_uneven_rows_large_k`] had taken power-law rows over k = 8192 it ran 1.29x-1.62x
+/// faster (4096 x 8192, mean 401, n = 1024: 723.5 -> 561.0 us, 0.80x -> 1.04x of cuSPARSE). Not 8192 rows
+/// (0.92x-1.04x), nor n = 256 in 2048 rows (0.92x-0.96x on rows of 100). Rows of 58-64 on the k = 8 tile ran it
+/// 0.99x-1.05x faster (not taken).
 fn long_skewed_rows_wide_n(m: usize, n: usize, stats: &RowStats) -> bool {
     (2048..=4096).contains(&m) && n % 32 == 0 && (512..=2048).contains(&n) && stats.mean >= 90.0
 }
@@ -2549,6 +2565,13 @@ mod tests {
         assert_eq!(pick(4096, 4096, 1024, 4096, 389.0, 0.90), four_rows);
         assert_eq!(pick(2048, 4096, 2048, 4096, 402.6, 1.01), four_rows);
         assert_eq!(pick(2048, 8192, 1024, 3200, 400.0, 1.3), four_rows);
+        // Skewed rows over k > 4096 it keeps where they average 380 or more and the longest row is within a resident
+        // subwarp's share (2048 rows of 400 at n = 1024: 201.7 steps, a longest row of 3227 entries); step 67's
+        // 3072 x 6144, mean 580, longest 6144, at n = 2048 (0.44 of its share).
+        assert_eq!(pick(3072, 6144, 2048, 6144, 580.1, 1.0), four_rows);
+        assert_eq!(pick(3072, 6144, 2048, 6144, 379.9, 1.0), k16);
+        assert_eq!(pick(2048, 6144, 1024, 3227, 400.0, 1.0), four_rows);
+        assert_eq!(pick(2048, 6144, 1024, 3228, 400.0, 1.0), k16);
         // Either side: rows, mean, n.
         let base = (2048, 8192, 1024, 2282, 97.3, 0.97);
         assert_eq!(pick(base.0, base.1, base.2, base.3, base.4, base.5), k16);
