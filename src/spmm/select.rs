@@ -642,6 +642,33 @@ fn uneven_few_rows(m: usize, n: usize, stats: &RowStats) -> bool {
         && !has_long_rows(stats)
 }
 
+/// f32 power-law rows in 1025-3072 rows over k = 4096-16384, averaging 25-100 entries, whose longest row passes 256
+/// entries and 8 times the mean but is neither [`is_skewed`] nor [`has_long_rows`], so that no tile cuts it into
+/// pieces: at n = 256-512 two warps per row over 128 columns ([`split_row_warp_tile`]), at n = 1024-2048 one (n a
+/// multiple of 128). The tiles chosen before (two rows of 16 threads held to 128 registers up to 2048 rows, the k = 8
+/// tile held to 64 registers past them, a warp per row at n <= 512) walk the longest row 8 or 16 entries a step,
+/// and in launches this size it is the critical path. Measured on the H200 (NOTES.md, "SpMM step 67"; every f32
+/// variant on 38 such matrices of 1024-3072 rows, means 28-93, longest rows 8-16 times the mean, n = 256, 512, 1024
+/// and 2048): in the 104 problems of 1536-3072 rows the choice before took 1.12x-1.31x of the fastest variant's time
+/// on geometric mean by width, these tiles 1.01x-1.05x; they moved 102, 1.186x faster (0.95x-1.79x; 2048 x 16384,
+/// mean 58, longest 757, n = 512: 61.2 -> 38.2 us), 0.93x -> 1.10x of cuSPARSE (65 below it -> 20). In 512-1024 rows
+/// [`uneven_few_rows`] and [`power_law_few_rows_wide_n`] take such rows at n = 256 and 1024-2048.
+fn longest_rows_unsplit_few_rows(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
+    let rows = (1025..=3072).contains(&m)
+        && (4096..=16384).contains(&k)
+        && (25.0..=100.0).contains(&stats.mean)
+        && stats.max > 256
+        && stats.max as f64 > 8.0 * stats.mean
+        && !is_skewed(stats)
+        && !has_long_rows(stats);
+    match n {
+        _ if !rows || n % 128 != 0 => None,
+        256..=512 => Some(split_row_warp_tile(dtype)),
+        1024..=2048 => Some(tile(dtype, 1, 4, 1, 32, 128, 32, false)),
+        _ => None,
+    }
+}
+
 /// f32 power-law rows in 512-1024 rows over k >= 4096, averaging 37-140 entries (cv at least 0.6, longest past 256
 /// entries), at n = 1024-2048 (a multiple of 128): one warp per row over 128 columns. The rules above and below were
 /// measured on k <= 3072 (the eight-row tile of [`uneven_long_rows`], step 16) or on even rows (two rows of 16
@@ -1041,6 +1068,11 @@ impl SpmmConfig {
             // Few rows of power-law length, longest past two pieces though not skewed, outside the ranges above:
             // two warps per row over 128 columns ([`uneven_few_rows`]; 512 x 32768, n = 256: 22.3 -> 17.0 us).
             split_row_warp_tile(dtype)
+        } else if let Some(config) = longest_rows_unsplit_few_rows(m, k, n, stats, dtype) {
+            // Power-law rows in 1025-3072 rows whose longest row passes 8 times the mean but is not cut into pieces:
+            // two warps per row, or one, over 128 columns ([`longest_rows_unsplit_few_rows`]; 2048 x 16384, mean 58,
+            // longest 757, n = 512: 61.2 -> 38.2 us).
+            config
         } else if let Some(config) = power_law_rows_narrow_n(m, k, n, stats, dtype) {
             // Power-law rows in 2048-8192 rows at n = 32-128: 32-entry tiles ([`power_law_rows_narrow_n`]; 4096 x
             // 512, mean 47, n = 32: 18.9 -> 10.1 us on the H200).
@@ -2589,6 +2621,52 @@ mod tests {
     }
 
     #[test]
+    fn longest_rows_unsplit_in_few_rows_take_one_or_two_warps_per_row() {
+        let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64| {
+            let stats = RowStats { min: 1, max, mean, cv: 0.9, empty_rows: 0, columns_per_entry: None };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
+        };
+        let (two_warps, warp) = ("spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2", "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        // Step 67's matrices (m, k, longest, mean): longest rows 8-16 times the mean, neither skewed nor long.
+        for (m, k, max, mean) in [(1536, 4096, 668, 58.9), (2048, 16384, 757, 58.1), (3072, 8192, 380, 28.7)] {
+            for (n, want) in [(256, two_warps), (512, two_warps), (1024, warp), (2048, warp)] {
+                assert_eq!(pick(m, k, n, max, mean), want, "{m} x {k}, mean {mean}, n = {n}");
+            }
+            assert_ne!(pick(m, k, 768, max, mean), two_warps);
+            assert_ne!(pick(m, k, 768, max, mean), warp, "{m} x {k}, n = 768");
+            assert_eq!(
+                pick(m, k, 500, max, mean),
+                "spmm_f32_s1d4_y2k32x128w32_u4_pred_r2",
+                "n = 500: the choice at 512"
+            );
+        }
+        // Either side: rows, k, mean, longest (256; 8 times the mean; skewed past 1024; long past 16 times the mean).
+        let base = (2048, 8192, 512, 600, 50.0);
+        assert_eq!(pick(base.0, base.1, base.2, base.3, base.4), two_warps);
+        assert_eq!(pick(1025, base.1, base.2, base.3, base.4), two_warps);
+        assert_eq!(pick(3072, base.1, base.2, base.3, base.4), two_warps);
+        assert_eq!(pick(base.0, 4096, base.2, base.3, base.4), two_warps);
+        assert_eq!(pick(base.0, 16384, base.2, base.3, base.4), two_warps);
+        assert_eq!(pick(base.0, base.1, base.2, 401, base.4), two_warps);
+        for (m, k, n, max, mean) in [
+            (1024, base.1, base.2, base.3, base.4),
+            (3073, base.1, base.2, base.3, base.4),
+            (base.0, 4095, base.2, base.3, base.4),
+            (base.0, 16385, base.2, base.3, base.4),
+            (base.0, base.1, base.2, 256, 24.0),
+            (base.0, base.1, base.2, 400, base.4),
+            (base.0, base.1, base.2, 801, base.4),
+            (base.0, base.1, base.2, 1025, 100.0),
+            (base.0, base.1, base.2, 200, 24.9),
+            (base.0, base.1, base.2, 900, 100.1),
+            (base.0, base.1, 128, base.3, base.4),
+        ] {
+            assert_ne!(pick(m, k, n, max, mean), two_warps, "{m} x {k}, n = {n}, longest {max}, mean {mean}");
+        }
+        assert_ne!(pick(base.0, base.1, 2176, base.3, base.4), warp);
+    }
+
+    #[test]
     fn uneven_few_rows_take_two_warps_per_row() {
         let pick = |m: usize, n: usize, max: usize, mean: f64, cv: f64| {
             let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
@@ -2603,7 +2681,9 @@ mod tests {
             }
         }
         assert_ne!(pick(1024, 256, 1006, 45.4, 1.18), split, "long rows: the pieces");
-        assert_ne!(pick(1025, 256, 775, 56.6, 0.92), split, "past 1024 rows");
+        assert_ne!(pick(1025, 256, 400, 56.6, 0.92), split, "past 1024 rows");
+        // (There rows whose longest passes 8 times the mean take it by step 67's rule.)
+        assert_eq!(pick(1025, 256, 775, 56.6, 0.92), split, "step 67");
         assert_ne!(pick(511, 256, 775, 56.6, 0.92), split, "under 512 rows");
         assert_ne!(pick(1024, 256, 775, 56.6, 0.59), split, "cv under 0.6");
         assert_ne!(pick(1024, 256, 256, 39.0, 0.92), split, "longest row of two pieces");
