@@ -2480,12 +2480,15 @@ mod tests {
         assert_eq!(pick(4096, 1024, 768, 5.0, 0.0), k8);
     }
 
+    /// The f32 choice for rows of the given longest, mean and cv (none empty, columns not shared).
+    fn power_law_pick(m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64) -> String {
+        let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
+        SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
+    }
+
     #[test]
     fn power_law_rows_at_narrow_n_take_32_entry_tiles() {
-        let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64| {
-            let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
-            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
-        };
+        let pick = power_law_pick;
         let (n32, n64, n128) = (
             "spmm_f32_s1d2_y2k32x32w16_u4_nopred",
             "spmm_f32_s1d4_y2k32x64w16_u4_nopred",
@@ -2533,10 +2536,7 @@ mod tests {
 
     #[test]
     fn power_law_rows_at_n_32_in_8193_to_16384_rows_take_the_k16_tile() {
-        let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64| {
-            let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
-            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
-        };
+        let pick = power_law_pick;
         let k16 = "spmm_f32_s2d4_y4k16x32w8_u4_nopred";
         // Step 67's power-law matrices (m, k, longest, mean, cv), skewed or not.
         for (m, k, max, mean, cv) in [
@@ -2568,10 +2568,7 @@ mod tests {
 
     #[test]
     fn long_skewed_rows_at_wide_n_take_the_k16_tile() {
-        let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64| {
-            let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
-            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
-        };
+        let pick = power_law_pick;
         let (k16, k8, four_rows) = (
             "spmm_f32_s2d4_y4k16x32w8_u4_nopred",
             "spmm_f32_s1d4_y4k8x32w8_u4_nopred",
