@@ -127,6 +127,18 @@ fn k8_tile(dtype: DType, dv: u32, pred: bool) -> SpmmConfig {
     tile(dtype, 1, dv, 4, 8, 32, 8, pred)
 }
 
+/// Four rows of 8 threads over 32 columns, k = 16, two-entry sparse vectors, float4 dense vectors: the k = 8 tile's
+/// twin taking 16 entries a step, as rows of a few tiles want ([`long_skewed_rows_wide_n`], the power-law rows of
+/// [`power_law_rows_narrow_n`] at n = 32 in 8193-16384 rows).
+fn k16_tile(dtype: DType, pred: bool) -> SpmmConfig {
+    tile(dtype, 2, 4, 4, 16, 32, 8, pred)
+}
+
+/// One warp per row over 128 columns (k = 32).
+fn warp_per_row_tile(dtype: DType) -> SpmmConfig {
+    tile(dtype, 1, 4, 1, 32, 128, 32, false)
+}
+
 /// Sixteen one-row warps on one 64-column tile (one block per SM at 108 registers).
 fn sixteen_row_tile(dtype: DType) -> SpmmConfig {
     tile(dtype, 1, 2, 16, 32, 64, 32, false)
@@ -569,10 +581,13 @@ fn long_uneven_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> b
 
 /// Whether [`four_row_tile`]'s longest row, walked by one subwarp 16 entries a step, takes no more steps than a resident
 /// subwarp's share of the launch: every row's steps (one for its bounds, one per 16 entries) over n / 64 column tiles,
-/// shared by four rows per block, eight blocks per SM, on 132 SMs.
+/// shared by four rows per block, eight blocks per SM, on 132 SMs (the tile's own parameters).
 fn four_row_tile_longest_within_share(m: usize, n: usize, stats: &RowStats) -> bool {
-    let steps = m as f64 * (1.0 + stats.mean / 16.0) * (n / 64) as f64;
-    stats.max as f64 / 16.0 <= steps / (4 * 8 * H100_SMS) as f64
+    let tile = four_row_tile(DType::F32);
+    let k = tile.block_items_k as f64;
+    let steps = m as f64 * (1.0 + stats.mean / k) * (n / tile.block_items_x as usize) as f64;
+    let resident = tile.block_items_y as usize * tile.min_occupancy as usize * H100_SMS;
+    stats.max as f64 / k <= steps / resident as f64
 }
 
 /// Short rows (3-12 entries on average, at most 200,000 entries in all) in 2049-32768 rows, or in 1000-2048 even
@@ -664,7 +679,7 @@ fn longest_rows_unsplit_few_rows(m: usize, k: usize, n: usize, stats: &RowStats,
     match n {
         _ if !rows || n % 128 != 0 => None,
         256..=512 => Some(split_row_warp_tile(dtype)),
-        1024..=2048 => Some(tile(dtype, 1, 4, 1, 32, 128, 32, false)),
+        1024..=2048 => Some(warp_per_row_tile(dtype)),
         _ => None,
     }
 }
@@ -714,14 +729,14 @@ fn power_law_few_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) -> 
 fn power_law_rows_narrow_n(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> Option<SpmmConfig> {
     let power_law = stats.cv >= 0.9 && stats.mean <= 50.0;
     if n == 32 && power_law && (8193..=16384).contains(&m) && k <= 16384 {
-        return Some(tile(dtype, 2, 4, 4, 16, 32, 8, false));
+        return Some(k16_tile(dtype, false));
     }
     let rows = (2048..=8192).contains(&m) && k <= 8192 && power_law;
     match n {
         _ if !rows || row_split_tile(m, k, n, stats, dtype).is_some() => None,
         32 => Some(tile(dtype, 1, 2, 2, 32, 32, 16, false)),
         64 if m <= 6144 || stats.mean <= 6.0 => Some(tile(dtype, 1, 4, 2, 32, 64, 16, false)),
-        128 if m <= 4096 => Some(tile(dtype, 1, 4, 1, 32, 128, 32, false)),
+        128 if m <= 4096 => Some(warp_per_row_tile(dtype)),
         _ => None,
     }
 }
@@ -1033,7 +1048,7 @@ impl SpmmConfig {
             // Few power-law rows over k >= 4096 at n = 1024-2048: a warp per row over 128 columns
             // ([`power_law_few_rows_wide_n`]; 512 x 8192, mean 136, n = 1024: 162.2 -> 49.5 us from the eight-row
             // tile below).
-            tile(dtype, 1, 4, 1, 32, 128, 32, false)
+            warp_per_row_tile(dtype)
         } else if uneven_long_rows(m, k, n, stats) {
             // Long, uneven rows over a wide B: eight one-row warps per block on one 64-column tile, two blocks per
             // SM. Magnitude-pruned Gaussian matrices with row scales exp(sigma N) (cv 0.9-2.1; m 384-1024, k 1536
@@ -1080,7 +1095,7 @@ impl SpmmConfig {
         } else if dv == 4 && is_skewed(stats) && long_skewed_rows_wide_n(m, n, stats) {
             // Skewed rows of 90 or more entries on average in 2048-4096 rows at n = 512-2048: 16 entries a step
             // ([`long_skewed_rows_wide_n`]; power-law 2048 x 8192, mean 405, n = 1024: 339.1 -> 310.0 us).
-            tile(dtype, 2, 4, 4, 16, 32, 8, false)
+            k16_tile(dtype, false)
         } else if dv == 4 && is_skewed(stats) {
             // Rows long and uneven enough to split (spmm::split): the pieces keep the critical path short, and
             // then the short k = 8 tiles win (email-Enron, n = 32: 15.0 us vs 22.4 us with Sputnik's tile;
@@ -1167,7 +1182,7 @@ impl SpmmConfig {
             // One warp per row over 128 columns: skewed rows (email-Enron, n = 128: 55 us vs 102 us) and rows too
             // few for the two-row tile above, where it makes the most blocks (pruned 384 x 384 at 90%, n = 1024:
             // 11.4 vs 12.4 us; 384 x 1536 at 98%: 11.8 vs 16.8 us; NOTES.md, "SpMM step 14").
-            tile(dtype, 1, 4, 1, 32, 128, 32, false)
+            warp_per_row_tile(dtype)
         } else if dv == 4 && stats.cv > 2.0 {
             // Skewed rows with narrower n: Sputnik's default tile (email-Enron, n = 32: 28 us; k = 8: 54 us).
             tile(dtype, 4, 4, 4, 32, 32, 8, n % 32 != 0)
@@ -1204,7 +1219,7 @@ impl SpmmConfig {
             bounded(tile(dtype, 2, 4, 4, 16, 64, 8, false), 8)
         } else if dv == 4 && mean <= 600.0 {
             // Rows of a few tiles, other n (uniform 90%, n = 4096, before the 128-wide tile: 1.70 vs 1.77 ms).
-            tile(dtype, 2, 4, 4, 16, 32, 8, n % 32 != 0)
+            k16_tile(dtype, n % 32 != 0)
         } else if dv == 4 && n % 64 == 0 {
             // Long rows: the 64-wide tile with launch bounds (best on uniform 50% and 80% for every n).
             bounded(tile(dtype, 4, 4, 4, 32, 64, 8, false), 8)
@@ -2619,10 +2634,7 @@ mod tests {
 
     #[test]
     fn longest_rows_unsplit_in_few_rows_take_one_or_two_warps_per_row() {
-        let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64| {
-            let stats = RowStats { min: 1, max, mean, cv: 0.9, empty_rows: 0, columns_per_entry: None };
-            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
-        };
+        let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64| power_law_pick(m, k, n, max, mean, 0.9);
         let (two_warps, warp) = ("spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2", "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
         // Step 67's matrices (m, k, longest, mean): longest rows 8-16 times the mean, neither skewed nor long.
         for (m, k, max, mean) in [(1536, 4096, 668, 58.9), (2048, 16384, 757, 58.1), (3072, 8192, 380, 28.7)] {
