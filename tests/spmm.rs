@@ -879,6 +879,34 @@ fn automatic_choices_of_step_67() {
     }
 }
 
+/// Step 68's f32 choices through `spmm_auto`, against the oracle on a poisoned C: power-law rows whose longest row,
+/// walked whole by the tile the other rules give, takes 3 times a resident subwarp's share of the launch or more
+/// (`select::longest_row_tile`) take 32-entry tiles: four 8-thread subwarps per row at n = 32 in up to 8192 rows of
+/// more than 50, two rows of 16 threads over 32 columns at n = 64 past 8192 rows, two warps per row at n = 128 on rows
+/// of 40 or more, a warp per row on shorter ones at n = 256, the thirty-two-row block at n = 1024.
+#[test]
+fn automatic_choices_of_step_68() {
+    let Some(gpu) = gpu_or_skip("automatic_choices_of_step_68") else { return };
+    // (m, k, mean, n, kernel, longest): rows neither skewed nor long for their mean (`split`), the longest within
+    // the range given (host-checked: 11-100 of 100 draws in range, every one of them choosing the named kernel).
+    let cases: &[(usize, usize, f64, usize, &str, (usize, usize))] = &[
+        (3934, 880, 145.0, 32, "{t}_s1d4_y8k8x32w8_u4_nopred_r4", (600, usize::MAX)),
+        (8287, 761, 65.0, 64, "{t}_s1d2_y2k32x32w16_u4_nopred", (500, usize::MAX)),
+        (2442, 904, 132.0, 128, "{t}_s1d4_y2k32x128w32_u4_nopred_r2", (600, usize::MAX)),
+        (4096, 4096, 5.0, 256, "{t}_s1d4_y1k32x128w32_u4_nopred", (120, 200)),
+        (2114, 1187, 3.1, 1024, "{t}_s1d4_y32k16x64w16_u4_nopred", (140, 230)),
+    ];
+    for (i, &(m, k, mean, n, expect, (lo, hi))) in cases.iter().enumerate() {
+        let in_range = |a: &CsMat<f32>| {
+            let s = RowStats::from_indptr(a.indptr().raw_storage());
+            !split::is_skewed(&s) && !split::has_long_rows(&s) && (lo..=hi).contains(&s.max)
+        };
+        let draw =
+            Draw { generator: "powerlaw", m, k, mean, rows: "unsplit", draws: 100, seeds: 1700 + 100 * i as u64 };
+        check_auto_on_a_draw::<f32>(&gpu, &draw, in_range, n, expect, seed(1690 + i as u64));
+    }
+}
+
 /// An A that stores Inf or NaN keeps `spmm_auto` off the tensor cores, whose warps would redo every tile it reaches
 /// exactly (`auto_kernel`; NOTES.md, "SpMM steps 53-54"): the real matrices whose values pass f16's range, and a
 /// generated one with one Inf or NaN. The tile taken matches the oracle (Inf and NaN where they belong) on a poisoned

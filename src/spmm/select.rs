@@ -918,6 +918,63 @@ fn short_rows_narrow_vectors(m: usize, n: usize, stats: &RowStats) -> bool {
     (stats.mean <= 20.0 || m >= 2048) && longest_row_is_short_enough(n, stats)
 }
 
+/// How many times longer than a resident subwarp's share of the launch `config` takes over the longest row, walked
+/// whole (f32 on m x n, `stats` of A): the longest row's steps (one per `block_items_k` entries) over the larger of
+/// every row's steps (one for its bounds, one per `block_items_k` entries, per column tile of C) shared by the
+/// subwarps the GPU holds at once, and a mean row's steps (a launch of less than one wave waits for its longest
+/// row, not its share). Blocks per SM are the launch bound's, else as many as 2048 threads hold (at most 32;
+/// registers are not counted). `use_split` bounds the same ratio for the row split (NOTES.md, "SpMM step 4");
+/// [`four_row_tile_longest_within_share`] is this bound at 1 on one tile (step 67).
+fn longest_row_steps_over_share(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> f64 {
+    let k = (config.block_items_k * config.row_split.max(1)) as f64;
+    let blocks_per_sm =
+        if config.launch_bounds { config.min_occupancy } else { (2048 / config.threads_per_block().max(1)).min(32) };
+    let resident = (H100_SMS as u32 * blocks_per_sm.max(1) * config.block_items_y) as f64;
+    let column_tiles = n.div_ceil(config.block_items_x as usize) as f64;
+    let share = m as f64 * (1.0 + stats.mean / k) * column_tiles / resident;
+    (stats.max as f64 / k).ceil() / share.max(1.0 + stats.mean / k)
+}
+
+/// The tile for f32 rows whose longest row, walked whole by the tile the rules above chose, is the launch's
+/// critical path: at least 3 times a resident subwarp's share ([`longest_row_steps_over_share`]) on a tile that
+/// takes 8 or 16 entries a step, one subwarp per row, in blocks of fewer than 32 rows, and that does not cut the
+/// row into pieces at this launch (`spmm::split::use_split`). Such rows are neither skewed nor long enough for the
+/// row split ([`is_skewed`], [`has_long_rows`]) or walked by a tile without the piece path. Tiles taking 32
+/// entries a step shorten that path four- or twofold:
+/// - n = 32 and 64, rows of more than 50 on average: four 8-thread subwarps per row ([`split_row_k8_tile`]) in up
+///   to 8192 rows, two rows of 16 threads taking 32 entries a step over 32 columns past them;
+/// - n = 128-512 in up to 16384 rows: a warp per row over 128 columns on rows of fewer than 40 on average, two warps
+///   per row ([`split_row_warp_tile`]) on longer ones;
+/// - n = 1024-2048 in up to 4096 rows: the thirty-two-row block.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 68"; every f32 variant on 70 random power-law and uniform problems
+/// whose choice's ratio was 3 or more, m 530-63698, k 555-29426, n = 32-2048): the choice took 1.27x the fastest
+/// variant's time on geometric mean (up to 2.5x), and ran 0.52x-2.49x of cuSPARSE (19 problems below it). On
+/// the 38 this rule moves, 1.33x faster (0.96x-2.09x); on 52 other such problems, 29 moved, 1.38x (0.94x-2.22x).
+/// Not n = 32-64 on shorter rows (the k = 16 tile or the thirty-two-row block were fastest there, mixed), nor
+/// 26912-44091 rows of 2-8 at n = 128 (the two-row tile, unbounded, was within 1% of the fastest).
+fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
+    let dtype = config.dtype;
+    let walks_whole = config.row_split == 1 && config.block_items_k <= 16 && config.block_items_y < 32;
+    let nnz = (stats.mean * m as f64).round() as usize;
+    // The partial rows' size does not matter here: 0 of them passes use_split's bound on it.
+    if dtype != DType::F32
+        || !walks_whole
+        || super::split::use_split(stats, m, nnz, n, 0, config, H100_SMS)
+        || longest_row_steps_over_share(config, m, n, stats) < 3.0
+    {
+        return None;
+    }
+    match n {
+        32 | 64 if stats.mean > 50.0 && m <= 8192 => Some(split_row_k8_tile(dtype)),
+        32 | 64 if stats.mean > 50.0 => Some(tile(dtype, 1, 2, 2, 32, 32, 16, false)),
+        128 | 256 | 512 if m <= 16384 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
+        128 | 256 | 512 if m <= 16384 => Some(split_row_warp_tile(dtype)),
+        1024..=2048 if n % 128 == 0 && m <= 4096 => Some(thirty_two_row_tile(dtype)),
+        _ => None,
+    }
+}
+
 /// The width whose f32 choice is taken, guarded in n, where n is a multiple of 4 past 16 but not of 128 (32, 64
 /// and 96 keep their own): n rounded up to a multiple of 128 past n = 64, else of 32. The rules below were fitted
 /// at multiples of 32 and 128, and at other n they fell back to tiles for any n: at n = 100 the pruned 384 x 1536
@@ -992,7 +1049,9 @@ impl SpmmConfig {
                 return config;
             }
         }
-        Self::select_f32(m, k, n, stats, dtype)
+        let config = Self::select_f32(m, k, n, stats, dtype);
+        // At n itself only: the rule was measured at widths the tiles fill.
+        longest_row_tile(&config, m, n, stats).unwrap_or(config)
     }
 
     /// The f32 choice at n itself.
@@ -2582,6 +2641,78 @@ mod tests {
     }
 
     #[test]
+    fn longest_rows_on_the_critical_path_take_32_entry_tiles() {
+        let (r4, narrow, warp, two_warps, block) = (
+            "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4",
+            "spmm_f32_s1d2_y2k32x32w16_u4_nopred",
+            "spmm_f32_s1d4_y1k32x128w32_u4_nopred",
+            "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2",
+            "spmm_f32_s1d4_y32k16x64w16_u4_nopred",
+        );
+        // Step 68's power-law matrices (m, k, n, longest, mean, cv) and the tile each now takes.
+        for (m, k, n, max, mean, cv, want) in [
+            (3934, 880, 32, 880, 145.0, 0.81, r4),
+            (2968, 883, 64, 883, 182.1, 0.69, r4),
+            (63698, 5409, 32, 5409, 388.6, 0.99, narrow),
+            (8287, 761, 64, 761, 64.7, 0.99, narrow),
+            (3657, 9793, 128, 227, 16.7, 0.89, warp),
+            (3024, 4986, 256, 256, 11.7, 1.07, warp),
+            (2442, 904, 128, 904, 132.2, 0.79, two_warps),
+            (2169, 3844, 256, 600, 42.4, 0.9, two_warps),
+            (2114, 1187, 1024, 198, 3.1, 1.69, block),
+            (780, 745, 2048, 622, 39.3, 0.98, block),
+        ] {
+            assert_eq!(power_law_pick(m, k, n, max, mean, cv), want, "{m} x {k}, n = {n}, longest {max}, mean {mean}");
+        }
+        // The bound itself, on the two-row tile held to 16 blocks per SM: 4096 rows of 5 at n = 256 are 2.55 steps
+        // per resident subwarp; a longest row of 113 entries takes 8 steps of 16 (3.1 times), of 112 takes 7 (2.7).
+        let stats =
+            |max: usize, mean: f64| RowStats { min: 0, max, mean, cv: 1.0, empty_rows: 0, columns_per_entry: None };
+        let two_row = two_row_tile(DType::F32);
+        let ratio = longest_row_steps_over_share(&two_row, 4096, 256, &stats(113, 5.0));
+        assert!((ratio - 8.0 / (4096.0 * (1.0 + 5.0 / 16.0) * 2.0 / 4224.0)).abs() < 1e-9, "{ratio}");
+        assert_eq!(longest_row_tile(&two_row, 4096, 256, &stats(113, 5.0)).map(|c| c.kernel_name()), Some(warp.into()));
+        assert_eq!(longest_row_tile(&two_row, 4096, 256, &stats(112, 5.0)), None);
+        // Under one wave the mean row's steps stand for the share: 100 rows of 5, longest 64 (4 steps of 16 over 1.3).
+        assert_eq!(longest_row_steps_over_share(&two_row, 100, 128, &stats(64, 5.0)), 4.0 / (1.0 + 5.0 / 16.0));
+        // Either side of the other bounds, on the same tile walking a row of 1000 or 4000 entries whole.
+        let pick = |m: usize, n: usize, max: usize, mean: f64| {
+            longest_row_tile(&two_row, m, n, &stats(max, mean)).map(|c| c.kernel_name())
+        };
+        assert_eq!(pick(8192, 32, 1000, 50.1).as_deref(), Some(r4));
+        assert_eq!(pick(8193, 64, 1000, 50.1).as_deref(), Some(narrow));
+        assert_eq!(pick(8192, 32, 1000, 50.0), None, "rows of 50 at n = 32-64");
+        assert_eq!(pick(16384, 512, 4000, 39.9).as_deref(), Some(warp));
+        assert_eq!(pick(16384, 128, 1000, 40.0).as_deref(), Some(two_warps));
+        assert_eq!(pick(16385, 256, 4000, 20.0), None, "past 16384 rows at n = 128-512");
+        assert_eq!(pick(4096, 1024, 1000, 20.0).as_deref(), Some(block));
+        assert_eq!(pick(4096, 2048, 4000, 20.0).as_deref(), Some(block));
+        assert_eq!(pick(4097, 1024, 4000, 20.0), None, "past 4096 rows at n = 1024-2048");
+        for n in [16, 96, 384, 640, 768, 1088, 2176, 4096] {
+            assert_eq!(pick(1024, n, 1000, 60.0), None, "n = {n} was not measured");
+        }
+        // Tiles that already take 32 entries a step, split rows, or hold 32 rows; rows the launch cuts into pieces;
+        // f16.
+        let rows = stats(1000, 60.0);
+        for config in [warp_per_row_tile(DType::F32), split_row_k8_tile(DType::F32), thirty_two_row_tile(DType::F32)] {
+            assert_eq!(longest_row_tile(&config, 2048, 1024, &rows), None, "{config}");
+        }
+        let skewed = stats(3000, 40.0);
+        assert!(super::super::split::use_split(
+            &skewed,
+            4096,
+            163840,
+            128,
+            0,
+            &k8_tile(DType::F32, 4, false),
+            H100_SMS
+        ));
+        assert_eq!(longest_row_tile(&k8_tile(DType::F32, 4, false), 4096, 128, &skewed), None);
+        assert!(longest_row_tile(&bounded(k8_tile(DType::F32, 4, false), 32), 4096, 128, &skewed).is_some());
+        assert_eq!(longest_row_tile(&two_row_tile(DType::F16), 4096, 256, &stats(113, 5.0)), None);
+    }
+
+    #[test]
     fn long_skewed_rows_at_wide_n_take_the_k16_tile() {
         let pick = power_law_pick;
         let (k16, k8, four_rows) = (
@@ -2657,6 +2788,12 @@ mod tests {
         assert_eq!(pick(base.0, 4096, base.2, base.3, base.4), two_warps);
         assert_eq!(pick(base.0, 16384, base.2, base.3, base.4), two_warps);
         assert_eq!(pick(base.0, base.1, base.2, 401, base.4), two_warps);
+        // The rule's own bounds (through the selection, step 68's rule may take some of these shapes:
+        // `longest_row_tile`).
+        let rule = |m: usize, k: usize, n: usize, max: usize, mean: f64| {
+            let stats = RowStats { min: 1, max, mean, cv: 0.9, empty_rows: 0, columns_per_entry: None };
+            longest_rows_unsplit_few_rows(m, k, n, &stats, DType::F32)
+        };
         for (m, k, n, max, mean) in [
             (1024, base.1, base.2, base.3, base.4),
             (3073, base.1, base.2, base.3, base.4),
@@ -2669,10 +2806,16 @@ mod tests {
             (base.0, base.1, base.2, 200, 24.9),
             (base.0, base.1, base.2, 900, 100.1),
             (base.0, base.1, 128, base.3, base.4),
+            (base.0, base.1, 2176, base.3, base.4),
         ] {
-            assert_ne!(pick(m, k, n, max, mean), two_warps, "{m} x {k}, n = {n}, longest {max}, mean {mean}");
+            assert_eq!(rule(m, k, n, max, mean), None, "{m} x {k}, n = {n}, longest {max}, mean {mean}");
         }
         assert_ne!(pick(base.0, base.1, 2176, base.3, base.4), warp);
+        // Past 3072 rows, and over k outside 4096-16384, the tile the other rules give walks the longest row for more
+        // than 3 times a subwarp's share of the launch, and step 68's rule takes two warps per row.
+        assert_eq!(pick(3073, base.1, base.2, base.3, base.4), two_warps);
+        assert_eq!(pick(base.0, 4095, base.2, base.3, base.4), two_warps);
+        assert_eq!(pick(base.0, 16385, base.2, base.3, base.4), two_warps);
     }
 
     #[test]
