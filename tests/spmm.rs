@@ -889,7 +889,8 @@ fn automatic_choices_of_step_68() {
     let Some(gpu) = gpu_or_skip("automatic_choices_of_step_68") else { return };
     // (m, k, mean, n, kernel, longest): rows neither skewed nor long for their mean (`split`), the longest within
     // the range given (host-checked: 11-100 of 100 draws in range, every one of them choosing the named kernel).
-    let cases: &[(usize, usize, f64, usize, &str, (usize, usize))] = &[
+    type Case<'a> = (usize, usize, f64, usize, &'a str, (usize, usize));
+    let cases: &[Case] = &[
         (3934, 880, 145.0, 32, "{t}_s1d4_y8k8x32w8_u4_nopred_r4", (600, usize::MAX)),
         (8287, 761, 65.0, 64, "{t}_s1d2_y2k32x32w16_u4_nopred", (500, usize::MAX)),
         (2442, 904, 132.0, 128, "{t}_s1d4_y2k32x128w32_u4_nopred_r2", (600, usize::MAX)),
