@@ -943,8 +943,9 @@ fn longest_row_steps_over_share(config: &SpmmConfig, m: usize, n: usize, stats: 
 /// entries a step shorten that path four- or twofold:
 /// - n = 32 and 64, rows of more than 50 on average: four 8-thread subwarps per row ([`split_row_k8_tile`]) in up
 ///   to 8192 rows, two rows of 16 threads taking 32 entries a step over 32 columns past them;
-/// - n = 128-512 in up to 16384 rows: a warp per row over 128 columns on rows of fewer than 40 on average, two warps
-///   per row ([`split_row_warp_tile`]) on longer ones;
+/// - n = 128-512: two warps per row ([`split_row_warp_tile`]) on rows of 40 or more on average in up to 16384 rows;
+///   a warp per row over 128 columns on shorter ones in up to 8192 rows, at n = 512 only in place of the k = 8
+///   tile;
 /// - n = 1024-2048 in up to 4096 rows: the thirty-two-row block.
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 68"; every f32 variant on 70 random power-law and uniform problems
@@ -968,8 +969,9 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
     match n {
         32 | 64 if stats.mean > 50.0 && m <= 8192 => Some(split_row_k8_tile(dtype)),
         32 | 64 if stats.mean > 50.0 => Some(tile(dtype, 1, 2, 2, 32, 32, 16, false)),
-        128 | 256 | 512 if m <= 16384 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
-        128 | 256 | 512 if m <= 16384 => Some(split_row_warp_tile(dtype)),
+        128 | 256 if m <= 8192 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
+        512 if m <= 8192 && stats.mean < 40.0 && config.block_items_k == 8 => Some(warp_per_row_tile(dtype)),
+        128 | 256 | 512 if m <= 16384 && stats.mean >= 40.0 => Some(split_row_warp_tile(dtype)),
         1024..=2048 if n % 128 == 0 && m <= 4096 => Some(thirty_two_row_tile(dtype)),
         _ => None,
     }
@@ -2682,9 +2684,14 @@ mod tests {
         assert_eq!(pick(8192, 32, 1000, 50.1).as_deref(), Some(r4));
         assert_eq!(pick(8193, 64, 1000, 50.1).as_deref(), Some(narrow));
         assert_eq!(pick(8192, 32, 1000, 50.0), None, "rows of 50 at n = 32-64");
-        assert_eq!(pick(16384, 512, 4000, 39.9).as_deref(), Some(warp));
+        assert_eq!(pick(8192, 256, 4000, 39.9).as_deref(), Some(warp));
+        assert_eq!(pick(8193, 128, 4000, 39.9), None, "rows of under 40 past 8192 rows");
+        assert_eq!(pick(8192, 512, 4000, 39.9), None, "the two-row tile at n = 512");
+        let k8 = bounded(k8_tile(DType::F32, 4, false), 32);
+        assert_eq!(longest_row_tile(&k8, 8192, 512, &stats(4000, 39.9)).map(|c| c.kernel_name()), Some(warp.into()));
         assert_eq!(pick(16384, 128, 1000, 40.0).as_deref(), Some(two_warps));
-        assert_eq!(pick(16385, 256, 4000, 20.0), None, "past 16384 rows at n = 128-512");
+        assert_eq!(pick(16384, 512, 4000, 40.0).as_deref(), Some(two_warps));
+        assert_eq!(pick(16385, 256, 4000, 40.0), None, "past 16384 rows at n = 128-512");
         assert_eq!(pick(4096, 1024, 1000, 20.0).as_deref(), Some(block));
         assert_eq!(pick(4096, 2048, 4000, 20.0).as_deref(), Some(block));
         assert_eq!(pick(4097, 1024, 4000, 20.0), None, "past 4096 rows at n = 1024-2048");
