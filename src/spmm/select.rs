@@ -950,10 +950,11 @@ fn longest_row_steps_over_share(config: &SpmmConfig, m: usize, n: usize, stats: 
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 68"; every f32 variant on 70 random power-law and uniform problems
 /// whose choice's ratio was 3 or more, m 530-63698, k 555-29426, n = 32-2048): the choice took 1.27x the fastest
-/// variant's time on geometric mean (up to 2.5x), and ran 0.52x-2.49x of cuSPARSE (19 problems below it). On
-/// the 38 this rule moves, 1.33x faster (0.96x-2.09x); on 52 other such problems, 29 moved, 1.38x (0.94x-2.22x).
-/// Not n = 32-64 on shorter rows (the k = 16 tile or the thirty-two-row block were fastest there, mixed), nor
-/// 26912-44091 rows of 2-8 at n = 128 (the two-row tile, unbounded, was within 1% of the fastest).
+/// variant's time on geometric mean (up to 2.5x), and ran 0.52x-2.49x of cuSPARSE (19 problems below it). This rule
+/// moves 34 of them, 1.35x faster (0.96x-2.09x). Through the library, old and new in turn on 73 fresh power-law
+/// problems it moves: 1.33x (0.93x-2.36x), 0.98x -> 1.31x of cuSPARSE (below it: 43 -> 7). Not n = 32-64 on shorter
+/// rows (the k = 16 tile or the thirty-two-row block were fastest there, not consistently); not a warp per row in
+/// place of the two-row tile at n = 512 (0.97x on 14 held-out problems), nor in 14336-16384 rows at n = 128 (0.90x-1.00x).
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     let walks_whole = config.row_split == 1 && config.block_items_k <= 16 && config.block_items_y < 32;
