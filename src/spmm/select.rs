@@ -144,6 +144,12 @@ fn sixteen_row_tile(dtype: DType) -> SpmmConfig {
     tile(dtype, 1, 2, 16, 32, 64, 32, false)
 }
 
+/// Two rows of 16 threads over 32 columns, k = 32, two-element dense vectors: the 32-entry tile for n = 32 in
+/// [`power_law_rows_narrow_n`] and for n = 32-64 in [`longest_row_tile`].
+fn narrow_k32_tile(dtype: DType) -> SpmmConfig {
+    tile(dtype, 1, 2, 2, 32, 32, 16, false)
+}
+
 /// One row per two warps over 128 columns (k = 32, `row_split` 2): [`row_split_tile`] for 397-792 blocks.
 pub(crate) fn split_row_warp_tile(dtype: DType) -> SpmmConfig {
     SpmmConfig { row_split: 2, ..tile(dtype, 1, 4, 2, 32, 128, 32, false) }
@@ -734,7 +740,7 @@ fn power_law_rows_narrow_n(m: usize, k: usize, n: usize, stats: &RowStats, dtype
     let rows = (2048..=8192).contains(&m) && k <= 8192 && power_law;
     match n {
         _ if !rows || row_split_tile(m, k, n, stats, dtype).is_some() => None,
-        32 => Some(tile(dtype, 1, 2, 2, 32, 32, 16, false)),
+        32 => Some(narrow_k32_tile(dtype)),
         64 if m <= 6144 || stats.mean <= 6.0 => Some(tile(dtype, 1, 4, 2, 32, 64, 16, false)),
         128 if m <= 4096 => Some(warp_per_row_tile(dtype)),
         _ => None,
@@ -969,7 +975,7 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
     }
     match n {
         32 | 64 if stats.mean > 50.0 && m <= 8192 => Some(split_row_k8_tile(dtype)),
-        32 | 64 if stats.mean > 50.0 => Some(tile(dtype, 1, 2, 2, 32, 32, 16, false)),
+        32 | 64 if stats.mean > 50.0 => Some(narrow_k32_tile(dtype)),
         128 | 256 if m <= 8192 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
         512 if m <= 8192 && stats.mean < 40.0 && config.block_items_k == 8 => Some(warp_per_row_tile(dtype)),
         128 | 256 | 512 if m <= 16384 && stats.mean >= 40.0 => Some(split_row_warp_tile(dtype)),
