@@ -887,8 +887,9 @@ fn automatic_choices_of_step_67() {
 #[test]
 fn automatic_choices_of_step_68() {
     let Some(gpu) = gpu_or_skip("automatic_choices_of_step_68") else { return };
-    // (m, k, mean, n, kernel, longest): rows neither skewed nor long for their mean (`split`), the longest within
-    // the range given (host-checked: 11-100 of 100 draws in range, every one of them choosing the named kernel).
+    // (m, k, mean, n, kernel, longest): rows neither skewed nor long for their mean (`split`), of cv up to 2, the
+    // longest within the range given (host-checked: 11-100 of 100 draws in range; the first draw in range chose the
+    // named kernel under each of 1500 base seeds).
     type Case<'a> = (usize, usize, f64, usize, &'a str, (usize, usize));
     let cases: &[Case] = &[
         (3934, 880, 145.0, 32, "{t}_s1d4_y8k8x32w8_u4_nopred_r4", (600, usize::MAX)),
@@ -900,7 +901,8 @@ fn automatic_choices_of_step_68() {
     for (i, &(m, k, mean, n, expect, (lo, hi))) in cases.iter().enumerate() {
         let in_range = |a: &CsMat<f32>| {
             let s = RowStats::from_indptr(a.indptr().raw_storage());
-            !split::is_skewed(&s) && !split::has_long_rows(&s) && (lo..=hi).contains(&s.max)
+            // cv past 2 takes a warp per row at n = 1024 by an earlier rule.
+            !split::is_skewed(&s) && !split::has_long_rows(&s) && s.cv <= 2.0 && (lo..=hi).contains(&s.max)
         };
         let draw =
             Draw { generator: "powerlaw", m, k, mean, rows: "unsplit", draws: 100, seeds: 1700 + 100 * i as u64 };
