@@ -27,7 +27,7 @@ cargo test --release --no-run --message-format=json 2>/dev/null | list_executabl
   case "$kind" in lib) cp "$exe" "$out/tests/lib" ;; *) cp "$exe" "$out/tests/$name" ;; esac
 done
 cargo bench --no-run --message-format=json 2>/dev/null | list_executables | while read -r kind name exe; do
-  [ "$kind" = bench ] && cp "$exe" "$out/benches/$name"
+  if [ "$kind" = bench ]; then cp "$exe" "$out/benches/$name"; fi
 done
 cp tests/data/* "$out/data/"
 shared="${TILESPARSE_MATRICES:-../shared/matrices}"
