@@ -943,8 +943,9 @@ fn longest_row_steps_over_share(config: &SpmmConfig, m: usize, n: usize, stats: 
 
 /// The tile for f32 rows whose longest row, walked whole by the tile the rules above chose, is the launch's
 /// critical path: at least 3 times a resident subwarp's share ([`longest_row_steps_over_share`]) on a tile that
-/// takes 8 or 16 entries a step, one subwarp per row, in blocks of fewer than 32 rows, and that does not cut the
-/// row into pieces at this launch (`spmm::split::use_split`). Such rows are neither skewed nor long enough for the
+/// takes 8 or 16 entries a step, one subwarp per row, in blocks of fewer than 32 rows, one column tile at a time
+/// (not measured with tiles in turn), and that does not cut the row into pieces at this launch
+/// (`spmm::split::use_split`). Such rows are neither skewed nor long enough for the
 /// row split ([`is_skewed`], [`has_long_rows`]) or walked by a tile without the piece path. Tiles taking 32
 /// entries a step shorten that path four- or twofold:
 /// - n = 32 and 64, rows of more than 50 on average: four 8-thread subwarps per row ([`split_row_k8_tile`]) in up
@@ -960,10 +961,12 @@ fn longest_row_steps_over_share(config: &SpmmConfig, m: usize, n: usize, stats: 
 /// moves 34 of them, 1.35x faster (0.96x-2.09x). Through the library, old and new in turn on 73 fresh power-law
 /// problems it moves: 1.33x (0.93x-2.36x), 0.98x -> 1.31x of cuSPARSE (below it: 43 -> 7). Not n = 32-64 on shorter
 /// rows (the k = 16 tile or the thirty-two-row block were fastest there, not consistently); not a warp per row in
-/// place of the two-row tile at n = 512 (0.97x on 14 held-out problems), nor in 14336-16384 rows at n = 128 (0.90x-1.00x).
+/// place of the two-row tile at n = 512 (0.97x on 14 held-out problems), nor in 14336-16384 rows at n = 128
+/// (0.90x-1.00x).
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
-    let walks_whole = config.row_split == 1 && config.block_items_k <= 16 && config.block_items_y < 32;
+    let walks_whole =
+        config.row_split == 1 && config.column_tiles == 1 && config.block_items_k <= 16 && config.block_items_y < 32;
     let nnz = (stats.mean * m as f64).round() as usize;
     // The partial rows' size does not matter here: 0 of them passes use_split's bound on it.
     if dtype != DType::F32
@@ -982,6 +985,29 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
         1024..=2048 if n % 128 == 0 && m <= 4096 => Some(thirty_two_row_tile(dtype)),
         _ => None,
     }
+}
+
+/// [`longest_row_tile`] for f16 and bf16: where the tile the other rules give is the k = 8 tile over 64 columns
+/// (held to 64 registers or not; one column tile at a time) and walks the longest row whole for 3 times a resident
+/// subwarp's share of the launch or more, at n = 256-2048 (a multiple of 256) in up to 8192 rows, a warp per row over
+/// 256 columns, 32 entries a step. Measured on the H200 (NOTES.md, "SpMM step 68"; every f16 variant on step 68's
+/// f32 problems): where that tile was chosen it took 1.03x-2.11x the fastest variant's time, the warp per row
+/// 1.00x-1.33x.
+fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
+    let dtype = config.dtype;
+    let k8_over_64 =
+        config.block_items_k == 8 && config.block_items_x == 64 && config.row_split == 1 && config.column_tiles == 1;
+    let nnz = (stats.mean * m as f64).round() as usize;
+    let fits = (256..=2048).contains(&n) && n % 256 == 0 && m <= 8192;
+    if dtype.size() != 2
+        || !k8_over_64
+        || !fits
+        || super::split::use_split(stats, m, nnz, n, 0, config, H100_SMS)
+        || longest_row_steps_over_share(config, m, n, stats) < 3.0
+    {
+        return None;
+    }
+    Some(tile(dtype, 1, 8, 1, 32, 256, 32, false))
 }
 
 /// The width whose f32 choice is taken, guarded in n, where n is a multiple of 4 past 16 but not of 128 (32, 64
@@ -1040,7 +1066,8 @@ impl SpmmConfig {
     /// selection", 2026-11-22).
     pub fn select_with_stats(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
         if dtype.size() == 2 {
-            return Self::select_half(m, k, n, stats, dtype);
+            let config = Self::select_half(m, k, n, stats, dtype);
+            return longest_row_tile_half(&config, m, n, stats).unwrap_or(config);
         }
         if let Some(width) = rounded_width(n, dtype) {
             let mut config = Self::select_f32(m, k, width, stats, dtype);
@@ -2724,6 +2751,43 @@ mod tests {
         assert_eq!(longest_row_tile(&k8_tile(DType::F32, 4, false), 4096, 128, &skewed), None);
         assert!(longest_row_tile(&bounded(k8_tile(DType::F32, 4, false), 32), 4096, 128, &skewed).is_some());
         assert_eq!(longest_row_tile(&two_row_tile(DType::F16), 4096, 256, &stats(113, 5.0)), None);
+    }
+
+    #[test]
+    fn half_longest_rows_on_the_critical_path_take_a_warp_per_row_over_256_columns() {
+        let stats =
+            |max: usize, mean: f64| RowStats { min: 0, max, mean, cv: 1.0, empty_rows: 0, columns_per_entry: None };
+        for dtype in [DType::F16, DType::Bf16] {
+            let warp = tile(dtype, 1, 8, 1, 32, 256, 32, false);
+            let k8 = tile(dtype, 1, 8, 4, 8, 64, 8, false);
+            // 8192 rows of 4 at n = 512 on the k = 8 tile (32 blocks per SM, 16896 subwarps): 8 column tiles, 5.8
+            // steps per subwarp; a longest row of 137 entries takes 18 steps of 8 (3.1 times), of 136 takes 17 (2.9).
+            let share = 8192.0 * (1.0 + 4.0 / 8.0) * 8.0 / 16896.0;
+            assert_eq!(longest_row_steps_over_share(&k8, 8192, 512, &stats(137, 4.0)), 18.0 / share);
+            assert_eq!(longest_row_tile_half(&k8, 8192, 512, &stats(137, 4.0)), Some(warp));
+            assert_eq!(longest_row_tile_half(&k8, 8192, 512, &stats(136, 4.0)), None);
+            assert_eq!(longest_row_tile_half(&bounded(k8, 32), 8192, 512, &stats(137, 4.0)), Some(warp));
+            // Either side of n (256-2048, a multiple of 256) and of 8192 rows, on the tile held to 64 registers (no
+            // piece path: it walks even a skewed row whole).
+            let (held, long) = (bounded(k8, 32), stats(8000, 10.0));
+            for (m, n, taken) in [(8192, 256, true), (8192, 2048, true), (1024, 768, true), (8193, 1024, false)] {
+                assert_eq!(longest_row_tile_half(&held, m, n, &long).is_some(), taken, "{m} rows, n = {n}");
+            }
+            for n in [128, 320, 2304, 4096] {
+                assert_eq!(longest_row_tile_half(&held, 1024, n, &long), None, "n = {n}");
+            }
+            // Other tiles, rows cut into pieces at this launch, f32.
+            assert_eq!(longest_row_tile_half(&tile(dtype, 2, 8, 4, 16, 64, 8, false), 1024, 512, &long), None);
+            assert_eq!(longest_row_tile_half(&tile(dtype, 1, 8, 2, 16, 256, 16, false), 1024, 512, &long), None);
+            let skewed = stats(3000, 40.0);
+            assert!(super::super::split::use_split(&skewed, 4096, 163840, 512, 0, &k8, H100_SMS));
+            assert_eq!(longest_row_tile_half(&k8, 4096, 512, &skewed), None);
+        }
+        assert_eq!(longest_row_tile_half(&k8_tile(DType::F32, 4, false), 1024, 512, &stats(8000, 10.0)), None);
+        // Through the selection: step 68's power-law 611 x 22714 (rows of 28, longest 291) at n = 2048.
+        let rows = RowStats { min: 0, max: 291, mean: 27.5, cv: 0.78, empty_rows: 0, columns_per_entry: None };
+        let chosen = SpmmConfig::select_with_stats(611, 22714, 2048, &rows, DType::F16);
+        assert_eq!(chosen.kernel_name(), "spmm_f16_s1d8_y1k32x256w32_u4_nopred");
     }
 
     #[test]
