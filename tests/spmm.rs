@@ -899,15 +899,25 @@ fn automatic_choices_of_step_68() {
         (4096, 4096, 5.0, 256, "{t}_s1d4_y1k32x128w32_u4_nopred", (120, 200)),
         (2114, 1187, 3.1, 1024, "{t}_s1d4_y32k16x64w16_u4_nopred", (140, 230)),
     ];
-    for (i, &(m, k, mean, n, expect, (lo, hi))) in cases.iter().enumerate() {
-        let in_range = |a: &CsMat<f32>| {
+    // cv past 2 takes a warp per row at n = 1024 by an earlier rule.
+    let unsplit_with_longest = |(lo, hi): (usize, usize)| {
+        move |a: &CsMat<f32>| {
             let s = RowStats::from_indptr(a.indptr().raw_storage());
-            // cv past 2 takes a warp per row at n = 1024 by an earlier rule.
             !split::is_skewed(&s) && !split::has_long_rows(&s) && s.cv <= 2.0 && (lo..=hi).contains(&s.max)
-        };
-        let draw =
-            Draw { generator: "powerlaw", m, k, mean, rows: "unsplit", draws: 100, seeds: 1700 + 100 * i as u64 };
-        check_auto_on_a_draw::<f32>(&gpu, &draw, in_range, n, expect, seed(1690 + i as u64));
+        }
+    };
+    let draw = |i: usize, m, k, mean, seeds: u64| Draw {
+        generator: "powerlaw",
+        m,
+        k,
+        mean,
+        rows: "unsplit",
+        draws: 100,
+        seeds: seeds + 100 * i as u64,
+    };
+    for (i, &(m, k, mean, n, expect, longest)) in cases.iter().enumerate() {
+        let in_range = unsplit_with_longest(longest);
+        check_auto_on_a_draw::<f32>(&gpu, &draw(i, m, k, mean, 1700), in_range, n, expect, seed(1690 + i as u64));
     }
     // f16 and bf16 (`select::longest_row_tile_half`): the k = 8 tile over 64 columns walking such rows gives way to a
     // warp per row over 256 columns, in f16 at n = 256-2048, in bf16 at n = 256 (host-checked the same way, 1500 base
@@ -917,13 +927,8 @@ fn automatic_choices_of_step_68() {
         (false, (3024, 4986, 11.7, 512, "{t}_s1d8_y1k32x256w32_u4_nopred", (150, 260))),
         (true, (4589, 14691, 6.3, 256, "{t}_s1d8_y1k32x256w32_u4_nopred", (120, 250))),
     ];
-    for (i, &(with_bf16, (m, k, mean, n, expect, (lo, hi)))) in half.iter().enumerate() {
-        let in_range = |a: &CsMat<f32>| {
-            let s = RowStats::from_indptr(a.indptr().raw_storage());
-            !split::is_skewed(&s) && !split::has_long_rows(&s) && s.cv <= 2.0 && (lo..=hi).contains(&s.max)
-        };
-        let draw =
-            Draw { generator: "powerlaw", m, k, mean, rows: "unsplit", draws: 100, seeds: 1800 + 100 * i as u64 };
+    for (i, &(with_bf16, (m, k, mean, n, expect, longest))) in half.iter().enumerate() {
+        let (draw, in_range) = (draw(i, m, k, mean, 1800), unsplit_with_longest(longest));
         check_auto_on_a_draw::<f16>(&gpu, &draw, in_range, n, expect, seed(1790 + i as u64));
         if with_bf16 {
             check_auto_on_a_draw::<bf16>(&gpu, &draw, in_range, n, expect, seed(1795 + i as u64));
