@@ -945,9 +945,9 @@ fn longest_row_steps_over_share(config: &SpmmConfig, m: usize, n: usize, stats: 
 /// critical path: at least 3 times a resident subwarp's share ([`longest_row_steps_over_share`]) on a tile that
 /// takes 8 or 16 entries a step, one subwarp per row, in blocks of fewer than 32 rows, one column tile at a time
 /// (not measured with tiles in turn), and that does not cut the row into pieces at this launch
-/// (`spmm::split::use_split`). Such rows are neither skewed nor long enough for the
-/// row split ([`is_skewed`], [`has_long_rows`]) or walked by a tile without the piece path. Tiles taking 32
-/// entries a step shorten that path four- or twofold:
+/// (`spmm::split::use_split`). Such rows are neither skewed nor long enough for the row split ([`is_skewed`],
+/// [`has_long_rows`]), or are walked by a tile without the piece path. Tiles taking 32 entries a step shorten that
+/// path four- or twofold:
 /// - n = 32 and 64, rows of more than 50 on average: four 8-thread subwarps per row ([`split_row_k8_tile`]) in up
 ///   to 8192 rows, two rows of 16 threads taking 32 entries a step over 32 columns past them;
 /// - n = 128-512: two warps per row ([`split_row_warp_tile`]) on rows of 40 or more on average in up to 16384 rows;
@@ -992,7 +992,7 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 /// subwarp's share of the launch or more, in up to 8192 rows, a warp per row over 256 columns, 32 entries a step: f16
 /// at n = 256-2048 (a multiple of 256), bf16 at n = 256. Measured on the H200 (NOTES.md, "SpMM step 68"; every f16
 /// variant on step 68's f32 problems): where that tile was chosen it took 1.03x-2.11x the fastest variant's time, the
-/// warp per row 1.00x-1.33x. Through the library on problems it moved (held out): f16 1.10x-1.57x by width and set,
+/// warp per row 1.00x-1.33x. Through the library on problems it moved (held out): f16 1.06x-1.57x by width and set,
 /// bf16 1.28x-1.43x at n = 256, but 0.82x-1.06x from n = 512 (and the pruned 1536 x 384 at 98%, n = 768-1536,
 /// 0.65x-0.88x).
 fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
@@ -1000,7 +1000,7 @@ fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowSta
     let k8_over_64 =
         config.block_items_k == 8 && config.block_items_x == 64 && config.row_split == 1 && config.column_tiles == 1;
     let nnz = (stats.mean * m as f64).round() as usize;
-    // bf16 at n = 256 only: from n = 512 its warp per row lost on held-out problems (0.90x-1.02x by width).
+    // bf16 at n = 256 only: from n = 512 its warp per row lost on held-out problems (0.82x-1.06x by width and set).
     let widths = if dtype == DType::Bf16 { 256..=256 } else { 256..=2048 };
     let fits = widths.contains(&n) && n % 256 == 0 && m <= 8192;
     if dtype.size() != 2
