@@ -941,6 +941,16 @@ fn longest_row_steps_over_share(config: &SpmmConfig, m: usize, n: usize, stats: 
     (stats.max as f64 / k).ceil() / share.max(1.0 + stats.mean / k)
 }
 
+/// Whether `config` walks A's longest row whole at this launch (`spmm::split::use_split` does not cut it into pieces)
+/// for 3 or more times a resident subwarp's share of the launch ([`longest_row_steps_over_share`]): the test of
+/// [`longest_row_tile`] and [`longest_row_tile_half`].
+fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> bool {
+    let nnz = (stats.mean * m as f64).round() as usize;
+    // The partial rows' size does not matter here: 0 of them passes use_split's bound on it.
+    !super::split::use_split(stats, m, nnz, n, 0, config, H100_SMS)
+        && longest_row_steps_over_share(config, m, n, stats) >= 3.0
+}
+
 /// The tile for f32 rows whose longest row, walked whole by the tile the rules above chose, is the launch's
 /// critical path: at least 3 times a resident subwarp's share ([`longest_row_steps_over_share`]) on a tile that
 /// takes 8 or 16 entries a step, one subwarp per row, in blocks of fewer than 32 rows, one column tile at a time
@@ -967,13 +977,7 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
     let dtype = config.dtype;
     let walks_whole =
         config.row_split == 1 && config.column_tiles == 1 && config.block_items_k <= 16 && config.block_items_y < 32;
-    let nnz = (stats.mean * m as f64).round() as usize;
-    // The partial rows' size does not matter here: 0 of them passes use_split's bound on it.
-    if dtype != DType::F32
-        || !walks_whole
-        || super::split::use_split(stats, m, nnz, n, 0, config, H100_SMS)
-        || longest_row_steps_over_share(config, m, n, stats) < 3.0
-    {
+    if dtype != DType::F32 || !walks_whole || !longest_row_is_the_critical_path(config, m, n, stats) {
         return None;
     }
     match n {
@@ -999,16 +1003,10 @@ fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowSta
     let dtype = config.dtype;
     let k8_over_64 =
         config.block_items_k == 8 && config.block_items_x == 64 && config.row_split == 1 && config.column_tiles == 1;
-    let nnz = (stats.mean * m as f64).round() as usize;
     // bf16 at n = 256 only: from n = 512 its warp per row lost on held-out problems (0.82x-1.06x by width and set).
     let widths = if dtype == DType::Bf16 { 256..=256 } else { 256..=2048 };
     let fits = widths.contains(&n) && n % 256 == 0 && m <= 8192;
-    if dtype.size() != 2
-        || !k8_over_64
-        || !fits
-        || super::split::use_split(stats, m, nnz, n, 0, config, H100_SMS)
-        || longest_row_steps_over_share(config, m, n, stats) < 3.0
-    {
+    if dtype.size() != 2 || !k8_over_64 || !fits || !longest_row_is_the_critical_path(config, m, n, stats) {
         return None;
     }
     Some(tile(dtype, 1, 8, 1, 32, 256, 32, false))
@@ -2594,10 +2592,15 @@ mod tests {
         assert_eq!(pick(4096, 1024, 768, 5.0, 0.0), k8);
     }
 
-    /// The f32 choice for rows of the given longest, mean and cv (none empty, columns not shared).
+    /// Row statistics of the given longest, mean and cv (none empty, columns not shared; the shortest row, 1, is not
+    /// read by the selection).
+    fn rows_of(max: usize, mean: f64, cv: f64) -> RowStats {
+        RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None }
+    }
+
+    /// The f32 choice for rows of the given longest, mean and cv ([`rows_of`]).
     fn power_law_pick(m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64) -> String {
-        let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
-        SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
+        SpmmConfig::select_with_stats(m, k, n, &rows_of(max, mean, cv), DType::F32).kernel_name()
     }
 
     #[test]
@@ -2706,8 +2709,7 @@ mod tests {
         }
         // The bound itself, on the two-row tile held to 16 blocks per SM: 4096 rows of 5 at n = 256 are 2.55 steps
         // per resident subwarp; a longest row of 113 entries takes 8 steps of 16 (3.1 times), of 112 takes 7 (2.7).
-        let stats =
-            |max: usize, mean: f64| RowStats { min: 0, max, mean, cv: 1.0, empty_rows: 0, columns_per_entry: None };
+        let stats = |max: usize, mean: f64| rows_of(max, mean, 1.0);
         let two_row = two_row_tile(DType::F32);
         let ratio = longest_row_steps_over_share(&two_row, 4096, 256, &stats(113, 5.0));
         assert!((ratio - 8.0 / (4096.0 * (1.0 + 5.0 / 16.0) * 2.0 / 4224.0)).abs() < 1e-9, "{ratio}");
@@ -2759,8 +2761,7 @@ mod tests {
 
     #[test]
     fn half_longest_rows_on_the_critical_path_take_a_warp_per_row_over_256_columns() {
-        let stats =
-            |max: usize, mean: f64| RowStats { min: 0, max, mean, cv: 1.0, empty_rows: 0, columns_per_entry: None };
+        let stats = |max: usize, mean: f64| rows_of(max, mean, 1.0);
         for dtype in [DType::F16, DType::Bf16] {
             let warp = tile(dtype, 1, 8, 1, 32, 256, 32, false);
             let k8 = tile(dtype, 1, 8, 4, 8, 64, 8, false);
@@ -2790,8 +2791,7 @@ mod tests {
         }
         assert_eq!(longest_row_tile_half(&k8_tile(DType::F32, 4, false), 1024, 512, &stats(8000, 10.0)), None);
         // Through the selection: step 68's power-law 611 x 22714 (rows of 28, longest 291) at n = 2048.
-        let rows = RowStats { min: 0, max: 291, mean: 27.5, cv: 0.78, empty_rows: 0, columns_per_entry: None };
-        let chosen = SpmmConfig::select_with_stats(611, 22714, 2048, &rows, DType::F16);
+        let chosen = SpmmConfig::select_with_stats(611, 22714, 2048, &rows_of(291, 27.5, 0.78), DType::F16);
         assert_eq!(chosen.kernel_name(), "spmm_f16_s1d8_y1k32x256w32_u4_nopred");
     }
 
@@ -2874,8 +2874,7 @@ mod tests {
         // The rule's own bounds (through the selection, step 68's rule may take some of these shapes:
         // `longest_row_tile`).
         let rule = |m: usize, k: usize, n: usize, max: usize, mean: f64| {
-            let stats = RowStats { min: 1, max, mean, cv: 0.9, empty_rows: 0, columns_per_entry: None };
-            longest_rows_unsplit_few_rows(m, k, n, &stats, DType::F32)
+            longest_rows_unsplit_few_rows(m, k, n, &rows_of(max, mean, 0.9), DType::F32)
         };
         for (m, k, n, max, mean) in [
             (1024, base.1, base.2, base.3, base.4),
