@@ -879,6 +879,15 @@ fn automatic_choices_of_step_67() {
     }
 }
 
+/// Rows neither skewed nor long for their mean (`split`), of cv up to 2 (past it an earlier rule takes a warp per
+/// row at n = 1024), the longest within [lo, hi]: the rows of steps 68 and 69's GPU tests.
+fn unsplit_with_longest((lo, hi): (usize, usize)) -> impl Fn(&CsMat<f32>) -> bool + Copy {
+    move |a: &CsMat<f32>| {
+        let s = RowStats::from_indptr(a.indptr().raw_storage());
+        !split::is_skewed(&s) && !split::has_long_rows(&s) && s.cv <= 2.0 && (lo..=hi).contains(&s.max)
+    }
+}
+
 /// Step 68's f32 choices through `spmm_auto`, against the oracle on a poisoned C: power-law rows whose longest row,
 /// walked whole by the tile the other rules give, takes 3 times a resident subwarp's share of the launch or more
 /// (`select::longest_row_tile`) take 32-entry tiles: four 8-thread subwarps per row at n = 32 in up to 8192 rows of
@@ -899,13 +908,6 @@ fn automatic_choices_of_step_68() {
         (4096, 4096, 5.0, 256, "{t}_s1d4_y1k32x128w32_u4_nopred", (120, 200)),
         (2114, 1187, 3.1, 1024, "{t}_s1d4_y32k16x64w16_u4_nopred", (140, 230)),
     ];
-    // cv past 2 takes a warp per row at n = 1024 by an earlier rule.
-    let unsplit_with_longest = |(lo, hi): (usize, usize)| {
-        move |a: &CsMat<f32>| {
-            let s = RowStats::from_indptr(a.indptr().raw_storage());
-            !split::is_skewed(&s) && !split::has_long_rows(&s) && s.cv <= 2.0 && (lo..=hi).contains(&s.max)
-        }
-    };
     let draw = |i: usize, m, k, mean, seeds: u64| Draw {
         generator: "powerlaw",
         m,
@@ -934,6 +936,27 @@ fn automatic_choices_of_step_68() {
             check_auto_on_a_draw::<bf16>(&gpu, &draw, in_range, n, expect, seed(1795 + i as u64));
         }
     }
+}
+
+/// Step 69's choices through `spmm_auto`, against the oracle on a poisoned C. f16 and bf16 power-law rows of 2 in
+/// 20000 rows whose longest row the k = 8 tile would walk on the launch's critical path (`select::
+/// longest_row_windows_half`, `select::longest_row_tile_half`): the 16-row windows with 32 columns a warp at n = 32,
+/// the k = 16 tile at n = 64, the 64-row windows over 128 columns at n = 96 (5% full: under the windows' own
+/// bounds). f32 rows of 66 in 3049 rows at n = 384: two warps per row.
+#[test]
+fn automatic_choices_of_step_69() {
+    let Some(gpu) = gpu_or_skip("automatic_choices_of_step_69") else { return };
+    // Host-checked: 57% of the 20000-row draws and all 3049-row ones in range; the first draw in range chose the named
+    // kernel under 1500 base seeds.
+    let draw = |m, k, mean, seeds| Draw { generator: "powerlaw", m, k, mean, rows: "unsplit", draws: 100, seeds };
+    let (rows_of_2, in_range) = (draw(20000, 2000, 2.0, 1900), unsplit_with_longest((100, 240)));
+    for (n, expect) in [(32, "tc_{t}_n4"), (64, "{t}_s2d8_y4k16x64w8_u4_nopred"), (96, "tc_{t}_w64_n16")] {
+        check_auto_on_a_draw::<f16>(&gpu, &rows_of_2, in_range, n, expect, seed(1910 + n as u64));
+        check_auto_on_a_draw::<bf16>(&gpu, &rows_of_2, in_range, n, expect, seed(1920 + n as u64));
+    }
+    let rows_of_66 = draw(3049, 711, 66.0, 1950);
+    let expect = "{t}_s1d4_y2k32x128w32_u4_nopred_r2";
+    check_auto_on_a_draw::<f32>(&gpu, &rows_of_66, unsplit_with_longest((600, usize::MAX)), 384, expect, seed(1960));
 }
 
 /// An A that stores Inf or NaN keeps `spmm_auto` off the tensor cores, whose warps would redo every tile it reaches

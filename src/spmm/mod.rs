@@ -265,8 +265,8 @@ impl SpmmKernel {
     /// rows long for their mean what `long_rows_half` (src/spmm/select.rs) takes, else the tensor cores where
     /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known) unless
     /// `sparse_windows_half` (src/spmm/select.rs) gives a tile for the 16-row windows (or, at n = 32, the 64-row
-    /// ones), else
-    /// [`SpmmConfig::select_with_stats`]'s tile. Pure.
+    /// ones), else [`SpmmConfig::select_with_stats`]'s tile, or for f16/bf16 rows whose longest row that tile
+    /// walks on the launch's critical path the windows `longest_row_windows_half` (src/spmm/select.rs) gives. Pure.
     /// This is the choice on a device that runs the warpgroup-mma f32 kernel (an H100); [`SpmmKernel::select_for`]
     /// makes it for a given device.
     pub fn select(
@@ -337,7 +337,13 @@ impl SpmmKernel {
                 }
             }
             Some((c, _)) => SpmmKernel::TensorCore(c),
-            None => SpmmKernel::Tiled(SpmmConfig::select_with_stats(m, k, n, stats, dtype)),
+            None => {
+                let config = SpmmConfig::select_with_stats(m, k, n, stats, dtype);
+                // f16/bf16 rows whose longest row the tile would walk on the critical path: the windows, where they
+                // can run (`select::longest_row_windows_half`).
+                let windows = tensor_core_blocks.and_then(|_| select::longest_row_windows_half(&config, m, n, stats));
+                windows.map_or(SpmmKernel::Tiled(config), SpmmKernel::TensorCore)
+            }
         }
     }
 }

@@ -972,7 +972,9 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// problems it moves: 1.33x (0.93x-2.36x), 0.98x -> 1.31x of cuSPARSE (below it: 43 -> 7). Not n = 32-64 on shorter
 /// rows (the k = 16 tile or the thirty-two-row block were fastest there, not consistently); not a warp per row in
 /// place of the two-row tile at n = 512 (0.97x on 14 held-out problems), nor in 14336-16384 rows at n = 128
-/// (0.90x-1.00x).
+/// (0.90x-1.00x). At n = 384 (NOTES.md, "SpMM step 69"; every variant on 14 such power-law problems) two warps
+/// per row took 0.71x-0.77x of the k = 8 tile's time on the three with rows of 40 or more; on shorter rows a warp
+/// per row gained nothing (0.99x-1.01x), so n = 384 takes only that branch.
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     let walks_whole =
@@ -985,7 +987,7 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
         32 | 64 if stats.mean > 50.0 => Some(narrow_k32_tile(dtype)),
         128 | 256 if m <= 8192 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
         512 if m <= 8192 && stats.mean < 40.0 && config.block_items_k == 8 => Some(warp_per_row_tile(dtype)),
-        128 | 256 | 512 if m <= 16384 && stats.mean >= 40.0 => Some(split_row_warp_tile(dtype)),
+        128 | 256 | 384 | 512 if m <= 16384 && stats.mean >= 40.0 => Some(split_row_warp_tile(dtype)),
         1024..=2048 if n % 128 == 0 && m <= 4096 => Some(thirty_two_row_tile(dtype)),
         _ => None,
     }
@@ -993,23 +995,77 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 
 /// [`longest_row_tile`] for f16 and bf16: where the tile the other rules give is the k = 8 tile over 64 columns
 /// (held to 64 registers or not; one column tile at a time) and walks the longest row whole for 3 times a resident
-/// subwarp's share of the launch or more, in up to 8192 rows, a warp per row over 256 columns, 32 entries a step: f16
-/// at n = 256-2048 (a multiple of 256), bf16 at n = 256. Measured on the H200 (NOTES.md, "SpMM step 68"; every f16
-/// variant on step 68's f32 problems): where that tile was chosen it took 1.03x-2.11x the fastest variant's time, the
-/// warp per row 1.00x-1.33x. Through the library on problems it moved (held out): f16 1.06x-1.57x by width and set,
-/// bf16 1.28x-1.43x at n = 256, but 0.82x-1.06x from n = 512 (and the pruned 1536 x 384 at 98%, n = 768-1536,
-/// 0.65x-0.88x).
+/// subwarp's share of the launch or more:
+/// - at n = 64, in the range of [`longest_row_rows_half`], the k = 16 tile over 64 columns, 16 entries a step;
+/// - in up to 8192 rows, a warp per row over 256 columns, 32 entries a step: f16 at n = 256-2048 (a multiple of
+///   256), bf16 at n = 256.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 68"; every f16 variant on step 68's f32 problems): where that tile was
+/// chosen at n = 256-2048 it took 1.03x-2.11x the fastest variant's time, the warp per row 1.00x-1.33x. Through the
+/// library on problems it moved (held out): f16 1.06x-1.57x by width and set, bf16 1.28x-1.43x at n = 256, but
+/// 0.82x-1.06x from n = 512 (and the pruned 1536 x 384 at 98%, n = 768-1536, 0.65x-0.88x). At n = 64 (NOTES.md,
+/// "SpMM step 69"; every variant on 12 power-law problems, 16640-60949 rows of 2-59): the k = 16 tile took 0.84x
+/// (f16) and 0.89x (bf16) of the k = 8 tile's time on geometric mean, 0.76x-0.99x (1.02x at worst in bf16).
 fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     let k8_over_64 =
         config.block_items_k == 8 && config.block_items_x == 64 && config.row_split == 1 && config.column_tiles == 1;
-    // bf16 at n = 256 only: from n = 512 its warp per row lost on held-out problems (0.82x-1.06x by width and set).
-    let widths = if dtype == DType::Bf16 { 256..=256 } else { 256..=2048 };
-    let fits = widths.contains(&n) && n % 256 == 0 && m <= 8192;
-    if dtype.size() != 2 || !k8_over_64 || !fits || !longest_row_is_the_critical_path(config, m, n, stats) {
+    if dtype.size() != 2 || !k8_over_64 || !longest_row_is_the_critical_path(config, m, n, stats) {
         return None;
     }
-    Some(tile(dtype, 1, 8, 1, 32, 256, 32, false))
+    if n == 64 && longest_row_rows_half(m, stats) {
+        return Some(tile(dtype, 2, 8, 4, 16, 64, 8, false));
+    }
+    // bf16 at n = 256 only: from n = 512 its warp per row lost on held-out problems (0.82x-1.06x by width and set).
+    let widths = if dtype == DType::Bf16 { 256..=256 } else { 256..=2048 };
+    (widths.contains(&n) && n % 256 == 0 && m <= 8192).then(|| tile(dtype, 1, 8, 1, 32, 256, 32, false))
+}
+
+/// The rows step 69 measured f16/bf16 critical paths on ([`longest_row_tile_half`] at n = 64,
+/// [`longest_row_windows_half`]): 8192-65536 rows of at most 64 entries on average, the longest at most
+/// [`SKEWED_WINDOW_MAX`] (past it the windows' time grows with the longest row, step 56).
+fn longest_row_rows_half(m: usize, stats: &RowStats) -> bool {
+    (8192..=65536).contains(&m) && stats.mean <= 64.0 && stats.max <= SKEWED_WINDOW_MAX
+}
+
+/// The tensor-core windows for f16/bf16 rows where the tile the rules give walks the longest row whole on the
+/// launch's critical path ([`longest_row_is_the_critical_path`]; one subwarp a row, 8 or 16 entries a step, one
+/// column tile at a time), in the range of [`longest_row_rows_half`]. Such rows fill the windows' k-blocks to about
+/// 5%, under the tensor cores' own bounds, yet a window's warp walks the longest row's k-blocks faster than a
+/// subwarp walks its entries:
+/// - n = 32: the 16-row windows, 32 columns a warp;
+/// - n = 96 where the ratio ([`longest_row_steps_over_share`]) is 4 or more: the 64-row windows, 128 columns a
+///   block (at 3.2-3.4, one problem gained 1.8x and one lost 1.14x-1.18x).
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 69"; every variant, f16 and bf16, 12 power-law problems per width,
+/// 8873-60949 rows of 2-59 entries, the longest 95-937): at n = 32 the 16-row windows took 0.69x (f16) and 0.73x
+/// (bf16) of the tile's time on geometric mean (0.49x-0.95x, every problem faster); at n = 96 the 64-row windows at a
+/// ratio of 4 or more 0.75x and 0.81x (0.55x-0.95x). The caller passes only where the windows can run (no Inf or NaN
+/// in A).
+pub(crate) fn longest_row_windows_half(
+    config: &SpmmConfig,
+    m: usize,
+    n: usize,
+    stats: &RowStats,
+) -> Option<super::tensor_core::TensorCoreConfig> {
+    use super::tensor_core::{TensorCoreConfig, WIDE_WINDOW, WINDOW};
+    let dtype = config.dtype;
+    let walks_whole =
+        config.row_split == 1 && config.column_tiles == 1 && config.block_items_k <= 16 && config.block_items_y < 32;
+    if dtype.size() != 2
+        || !walks_whole
+        || !longest_row_rows_half(m, stats)
+        || !longest_row_is_the_critical_path(config, m, n, stats)
+    {
+        return None;
+    }
+    match n {
+        32 => Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n: 4 }),
+        96 if longest_row_steps_over_share(config, m, n, stats) >= 4.0 => {
+            Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: 16 })
+        }
+        _ => None,
+    }
 }
 
 /// The width whose f32 choice is taken, guarded in n, where n is a multiple of 4 past 16 but not of 128 (32, 64
@@ -2735,9 +2791,14 @@ mod tests {
         assert_eq!(pick(4096, 1024, 1000, 20.0).as_deref(), Some(block));
         assert_eq!(pick(4096, 2048, 4000, 20.0).as_deref(), Some(block));
         assert_eq!(pick(4097, 1024, 4000, 20.0), None, "past 4096 rows at n = 1024-2048");
-        for n in [16, 96, 384, 640, 768, 1088, 2176, 4096] {
+        for n in [16, 96, 640, 768, 1088, 2176, 4096] {
             assert_eq!(pick(1024, n, 1000, 60.0), None, "n = {n} was not measured");
         }
+        // n = 384 (step 69): two warps per row on rows of 40 or more, nothing on shorter ones.
+        assert_eq!(pick(16384, 384, 4000, 40.0).as_deref(), Some(two_warps));
+        assert_eq!(pick(16385, 384, 4000, 40.0), None, "past 16384 rows at n = 384");
+        assert_eq!(pick(8192, 384, 4000, 39.9), None, "rows of under 40 at n = 384");
+        assert_eq!(longest_row_tile(&k8, 8192, 384, &stats(4000, 39.9)), None);
         // Tiles that already take 32 entries a step, split rows, or hold 32 rows; rows the launch cuts into pieces;
         // f16.
         let rows = stats(1000, 60.0);
@@ -2793,6 +2854,65 @@ mod tests {
         // Through the selection: step 68's power-law 611 x 22714 (rows of 28, longest 291) at n = 2048.
         let chosen = SpmmConfig::select_with_stats(611, 22714, 2048, &rows_of(291, 27.5, 0.78), DType::F16);
         assert_eq!(chosen.kernel_name(), "spmm_f16_s1d8_y1k32x256w32_u4_nopred");
+    }
+
+    #[test]
+    fn half_longest_rows_on_the_critical_path_at_n_32_to_96() {
+        use crate::spmm::tensor_core::{BlockCounts, TensorCoreConfig};
+        use crate::spmm::SpmmKernel;
+        let stats = |max: usize, mean: f64| rows_of(max, mean, 1.0);
+        for dtype in [DType::F16, DType::Bf16] {
+            let narrow = TensorCoreConfig { dtype, window: 16, tiles_n: 4 };
+            let wide = TensorCoreConfig { dtype, window: 64, tiles_n: 16 };
+            let k8_32 = k8_tile(dtype, 4, true);
+            let k8_64 = tile(dtype, 1, 8, 4, 8, 64, 8, true);
+            // 20000 rows of 2 at n = 32 on the k = 8 tile over 32 columns (32 blocks per SM, 16896 subwarps): 1.48
+            // steps per subwarp; a longest row of 33 entries takes 5 steps of 8 (3.4 times), of 32 takes 4 (2.7).
+            let share = 20000.0 * (1.0 + 2.0 / 8.0) / 16896.0;
+            assert_eq!(longest_row_steps_over_share(&k8_32, 20000, 32, &stats(33, 2.0)), 5.0 / share);
+            assert_eq!(longest_row_windows_half(&k8_32, 20000, 32, &stats(33, 2.0)), Some(narrow));
+            assert_eq!(longest_row_windows_half(&k8_32, 20000, 32, &stats(32, 2.0)), None);
+            // At n = 96 the tile over 64 columns runs two column tiles: 2.96 steps per subwarp. A longest row of 89
+            // takes 12 steps (4.05 times), of 88 takes 11 (3.7: on the critical path, but under 4).
+            assert_eq!(longest_row_windows_half(&k8_64, 20000, 96, &stats(89, 2.0)), Some(wide));
+            assert_eq!(longest_row_windows_half(&k8_64, 20000, 96, &stats(88, 2.0)), None);
+            // The range: 8192-65536 rows, rows of at most 64 on average, the longest at most 3072.
+            let long = stats(200, 2.0);
+            for (m, taken) in [(8192, true), (65536, true), (8191, false), (65537, false)] {
+                assert_eq!(longest_row_windows_half(&k8_32, m, 32, &long).is_some(), taken, "{m} rows");
+            }
+            assert!(longest_row_rows_half(20000, &stats(3072, 64.0)));
+            assert!(!longest_row_rows_half(20000, &stats(3072, 64.1)));
+            assert!(!longest_row_rows_half(20000, &stats(3073, 64.0)));
+            // Other widths, tiles that take 32 entries a step or split rows, f32.
+            for n in [64, 128, 160, 256] {
+                assert_eq!(longest_row_windows_half(&k8_64, 20000, n, &long), None, "n = {n}");
+            }
+            assert_eq!(longest_row_windows_half(&tile(dtype, 4, 4, 4, 32, 32, 8, true), 20000, 32, &long), None);
+            assert_eq!(longest_row_windows_half(&tile(dtype, 1, 1, 1, 32, 32, 32, true), 20000, 32, &long), None);
+            // n = 64: the k = 16 tile in place of the k = 8 tile over 64 columns (held to 64 registers or not).
+            let k16 = tile(dtype, 2, 8, 4, 16, 64, 8, false);
+            let held = bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32);
+            assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(33, 2.0)), Some(k16));
+            assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(32, 2.0)), None);
+            assert_eq!(longest_row_tile_half(&held, 8191, 64, &long), None);
+            assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(1000, 64.0)), Some(k16));
+            assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(1000, 64.1)), None);
+            assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(3072, 60.0)), Some(k16));
+            assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(3073, 60.0)), None);
+            // Through the selection: 20000 x 2000 power-law rows of 2 (longest 230), the windows 5% full (under the
+            // tensor cores' own bounds); without blocks (A holds Inf or NaN) the tiles.
+            let (m, nnz, rows) = (20000, 40000, rows_of(230, 2.0, 1.4));
+            let counts = Some(BlockCounts { narrow: 3125, wide: 2604 });
+            let pick =
+                |n: usize, counts: Option<BlockCounts>| SpmmKernel::select(m, 2000, n, nnz, &rows, dtype, counts);
+            assert_eq!(pick(32, counts), SpmmKernel::TensorCore(narrow));
+            assert_eq!(pick(96, counts), SpmmKernel::TensorCore(wide));
+            assert_eq!(pick(64, counts), SpmmKernel::Tiled(k16));
+            assert_eq!(pick(32, None), SpmmKernel::Tiled(k8_32));
+            assert_eq!(pick(96, None), SpmmKernel::Tiled(k8_64));
+        }
+        assert_eq!(longest_row_windows_half(&k8_tile(DType::F32, 4, true), 20000, 32, &stats(200, 2.0)), None);
     }
 
     #[test]
