@@ -733,7 +733,7 @@ struct Draw<'a> {
 
 /// Draws A until `in_range` holds (the generators draw rows of each kind with some probability), runs `spmm_auto`
 /// on it at width n against the oracle on a poisoned C, and asserts that the kernel's name starts with `spmm_` and
-/// `expect` ("{t}" standing for T's name).
+/// `expect` ("{t}" standing for T's name); returns the kernel's name.
 fn check_auto_on_a_draw<T: Scalar>(
     gpu: &Gpu,
     d: &Draw,
@@ -741,7 +741,7 @@ fn check_auto_on_a_draw<T: Scalar>(
     n: usize,
     expect: &str,
     b_seed: u64,
-) {
+) -> String {
     let (generator, m, k, mean, rows) = (d.generator, d.m, d.k, d.mean, d.rows);
     let a = (0..d.draws)
         .map(|t| gen::by_name(generator, m, k, mean / k as f64, seed(d.seeds + t)).unwrap())
@@ -749,8 +749,9 @@ fn check_auto_on_a_draw<T: Scalar>(
         .unwrap_or_else(|| panic!("{generator} {m} x {k}: no {rows} rows in {} draws ({})", d.draws, seed_note()));
     let what = format!("{} {generator} {m} x {k}, mean {mean}, {rows} rows, n = {n} ({})", T::DTYPE, seed_note());
     let used = check_auto::<T>(gpu, &what, &a, n, b_seed).to_string();
-    let expect = format!("spmm_{}", expect.replace("{t}", T::DTYPE.name()));
+    let expect = expect_for(T::DTYPE.name(), expect);
     assert!(used.starts_with(&expect), "{what}: {used}, not {expect}");
+    used
 }
 
 #[test]
@@ -942,21 +943,42 @@ fn automatic_choices_of_step_68() {
 /// 20000 rows whose longest row the k = 8 tile would walk on the launch's critical path (`select::
 /// longest_row_windows_half`, `select::longest_row_tile_half`): the 16-row windows with 32 columns a warp at n = 32,
 /// the k = 16 tile at n = 64, the 64-row windows over 128 columns at n = 96 (5% full: under the windows' own
-/// bounds). f32 rows of 66 in 3049 rows at n = 384: two warps per row.
+/// bounds). f32 on the same rows the k = 16 tile at n = 32 and the unbounded two-row tile at n = 128; four subwarps
+/// per row in 1630 rows of 6.7 at n = 32 and 64; two warps per row on 3049 rows of 66 at n = 384. Whole names.
 #[test]
 fn automatic_choices_of_step_69() {
     let Some(gpu) = gpu_or_skip("automatic_choices_of_step_69") else { return };
-    // Host-checked: 57% of the 20000-row draws and all 3049-row ones in range; the first draw in range chose the named
-    // kernel under 1500 base seeds.
+    // Host-checked: the first draw in range chose the named kernel under 1500 base seeds for every case.
     let draw = |m, k, mean, seeds| Draw { generator: "powerlaw", m, k, mean, rows: "unsplit", draws: 100, seeds };
     let (rows_of_2, in_range) = (draw(20000, 2000, 2.0, 1900), unsplit_with_longest((100, 240)));
     for (n, expect) in [(32, "tc_{t}_n4"), (64, "{t}_s2d8_y4k16x64w8_u4_nopred"), (96, "tc_{t}_w64_n16")] {
-        check_auto_on_a_draw::<f16>(&gpu, &rows_of_2, in_range, n, expect, seed(1910 + n as u64));
-        check_auto_on_a_draw::<bf16>(&gpu, &rows_of_2, in_range, n, expect, seed(1920 + n as u64));
+        let f16 = check_auto_on_a_draw::<f16>(&gpu, &rows_of_2, in_range, n, expect, seed(1910 + n as u64));
+        let bf16 = check_auto_on_a_draw::<bf16>(&gpu, &rows_of_2, in_range, n, expect, seed(1920 + n as u64));
+        assert_eq!(
+            (f16.as_str(), bf16.as_str()),
+            (expect_for("f16", expect).as_str(), expect_for("bf16", expect).as_str())
+        );
     }
-    let rows_of_66 = draw(3049, 711, 66.0, 1950);
-    let expect = "{t}_s1d4_y2k32x128w32_u4_nopred_r2";
-    check_auto_on_a_draw::<f32>(&gpu, &rows_of_66, unsplit_with_longest((600, usize::MAX)), 384, expect, seed(1960));
+    // f32 (`select::longest_row_tile`): the k = 16 tile at n = 32 and the unbounded two-row tile at n = 128 on the same
+    // rows (a longest row of 140 or more at n = 128); four subwarps per row in 1630 rows of 6.7 at n = 32 and 64;
+    // two warps per row on 3049 rows of 66 at n = 384.
+    let f32_cases: &[(&Draw, (usize, usize), usize, &str)] = &[
+        (&rows_of_2, (100, 240), 32, "{t}_s2d4_y4k16x32w8_u4_nopred"),
+        (&rows_of_2, (140, 240), 128, "{t}_s1d4_y2k16x128w16_u4_nopred"),
+        (&draw(1630, 1222, 6.7, 1940), (50, 240), 32, "{t}_s1d4_y8k8x32w8_u4_nopred_r4"),
+        (&draw(1630, 1222, 6.7, 1940), (50, 240), 64, "{t}_s1d4_y8k8x32w8_u4_nopred_r4"),
+        (&draw(3049, 711, 66.0, 1950), (600, usize::MAX), 384, "{t}_s1d4_y2k32x128w32_u4_nopred_r2"),
+    ];
+    for (i, &(d, longest, n, expect)) in f32_cases.iter().enumerate() {
+        let used =
+            check_auto_on_a_draw::<f32>(&gpu, d, unsplit_with_longest(longest), n, expect, seed(1960 + i as u64));
+        assert_eq!(used, expect_for("f32", expect));
+    }
+}
+
+/// `expect` of [`check_auto_on_a_draw`] for the type named `t`, as the kernel's whole name.
+fn expect_for(t: &str, expect: &str) -> String {
+    format!("spmm_{}", expect.replace("{t}", t))
 }
 
 /// An A that stores Inf or NaN keeps `spmm_auto` off the tensor cores, whose warps would redo every tile it reaches

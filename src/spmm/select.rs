@@ -959,10 +959,13 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// [`has_long_rows`]), or are walked by a tile without the piece path. Tiles taking 32 entries a step shorten that
 /// path four- or twofold:
 /// - n = 32 and 64, rows of more than 50 on average: four 8-thread subwarps per row ([`split_row_k8_tile`]) in up
-///   to 8192 rows, two rows of 16 threads taking 32 entries a step over 32 columns past them;
+///   to 8192 rows, two rows of 16 threads taking 32 entries a step over 32 columns past them; rows of at most 12 the
+///   same four subwarps in 512-3072 rows, and at n = 32 in 8192-65536 rows of at most 16 on average the k = 16 tile in
+///   place of the k = 8 one (step 69);
 /// - n = 128-512: two warps per row ([`split_row_warp_tile`]) on rows of 40 or more on average in up to 16384 rows;
 ///   a warp per row over 128 columns on shorter ones in up to 8192 rows, at n = 512 only in place of the k = 8
-///   tile;
+///   tile; at n = 128 in 8193-24576 rows, two rows of 16 threads over 128 columns, unbounded, in place of the k = 8
+///   tile (step 69);
 /// - n = 1024-2048 in up to 4096 rows: the thirty-two-row block.
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 68"; every f32 variant on 70 random power-law and uniform problems
@@ -974,7 +977,11 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// place of the two-row tile at n = 512 (0.97x on 14 held-out problems), nor in 14336-16384 rows at n = 128
 /// (0.90x-1.00x). At n = 384 (NOTES.md, "SpMM step 69"; every variant on 14 such power-law problems) two warps
 /// per row took 0.71x-0.77x of the k = 8 tile's time on the three with rows of 40 or more; on shorter rows a warp
-/// per row gained nothing (0.99x-1.01x), so n = 384 takes only that branch.
+/// per row gained nothing (0.99x-1.01x), so n = 384 takes only that branch. Step 69's other branches, from every
+/// variant on 14 power-law problems per width (rows of 2-11, the k = 8 tile chosen): at n = 32 and 64 in 515-2765
+/// rows, four subwarps per row took 0.54x-0.92x of its time (but 1.2x-1.7x in 9618 rows or more); at n = 32 in
+/// 19054-40316 rows the k = 16 tile 0.80x-0.88x; at n = 128 in 8433-23322 rows the unbounded two-row tile 0.56x-0.85x
+/// (at n = 64 and 96 the k = 16 tile was mixed, 0.82x-1.12x: not ruled).
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     let walks_whole =
@@ -982,11 +989,15 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
     if dtype != DType::F32 || !walks_whole || !longest_row_is_the_critical_path(config, m, n, stats) {
         return None;
     }
+    let k8 = config.block_items_k == 8;
     match n {
         32 | 64 if stats.mean > 50.0 && m <= 8192 => Some(split_row_k8_tile(dtype)),
+        32 | 64 if (512..=3072).contains(&m) && stats.mean <= 12.0 => Some(split_row_k8_tile(dtype)),
         32 | 64 if stats.mean > 50.0 => Some(narrow_k32_tile(dtype)),
+        32 if (8192..=65536).contains(&m) && stats.mean <= 16.0 && k8 => Some(k16_tile(dtype, false)),
         128 | 256 if m <= 8192 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
-        512 if m <= 8192 && stats.mean < 40.0 && config.block_items_k == 8 => Some(warp_per_row_tile(dtype)),
+        128 if m <= 24576 && stats.mean < 40.0 && k8 => Some(tile(dtype, 1, 4, 2, 16, 128, 16, false)),
+        512 if m <= 8192 && stats.mean < 40.0 && k8 => Some(warp_per_row_tile(dtype)),
         128 | 256 | 384 | 512 if m <= 16384 && stats.mean >= 40.0 => Some(split_row_warp_tile(dtype)),
         1024..=2048 if n % 128 == 0 && m <= 4096 => Some(thirty_two_row_tile(dtype)),
         _ => None,
@@ -996,7 +1007,8 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 /// [`longest_row_tile`] for f16 and bf16: where the tile the other rules give is the k = 8 tile over 64 columns
 /// (held to 64 registers or not; one column tile at a time) and walks the longest row whole for 3 times a resident
 /// subwarp's share of the launch or more:
-/// - at n = 64, in the range of [`longest_row_rows_half`], the k = 16 tile over 64 columns, 16 entries a step;
+/// - at n = 64, in the range of [`longest_row_rows_half`] up to 57344 rows, the k = 16 tile over 64 columns, 16
+///   entries a step;
 /// - in up to 8192 rows, a warp per row over 256 columns, 32 entries a step: f16 at n = 256-2048 (a multiple of
 ///   256), bf16 at n = 256.
 ///
@@ -1005,7 +1017,9 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 /// library on problems it moved (held out): f16 1.06x-1.57x by width and set, bf16 1.28x-1.43x at n = 256, but
 /// 0.82x-1.06x from n = 512 (and the pruned 1536 x 384 at 98%, n = 768-1536, 0.65x-0.88x). At n = 64 (NOTES.md,
 /// "SpMM step 69"; every variant on 12 power-law problems, 16640-60949 rows of 2-59): the k = 16 tile took 0.84x
-/// (f16) and 0.89x (bf16) of the k = 8 tile's time on geometric mean, 0.76x-0.99x (1.02x at worst in bf16).
+/// (f16) and 0.89x (bf16) of the k = 8 tile's time on geometric mean, 0.76x-0.99x (1.02x at worst in bf16); through
+/// the library on 16 held-out problems, 1.20x (f16) and 1.12x (bf16) faster, but 0.88x-1.07x in 61175-62815 rows
+/// (and 1.01x-1.03x in 60949 rows in the every-variant set), hence up to 57344 rows.
 fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     let k8_over_64 =
@@ -1013,7 +1027,7 @@ fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowSta
     if dtype.size() != 2 || !k8_over_64 || !longest_row_is_the_critical_path(config, m, n, stats) {
         return None;
     }
-    if n == 64 && longest_row_rows_half(m, stats) {
+    if n == 64 && m <= 57344 && longest_row_rows_half(m, stats) {
         return Some(tile(dtype, 2, 8, 4, 16, 64, 8, false));
     }
     // bf16 at n = 256 only: from n = 512 its warp per row lost on held-out problems (0.82x-1.06x by width and set).
@@ -2799,6 +2813,29 @@ mod tests {
         assert_eq!(pick(16385, 384, 4000, 40.0), None, "past 16384 rows at n = 384");
         assert_eq!(pick(8192, 384, 4000, 39.9), None, "rows of under 40 at n = 384");
         assert_eq!(longest_row_tile(&k8, 8192, 384, &stats(4000, 39.9)), None);
+        // Step 69's other branches, on the k = 8 tile held to 64 registers: four subwarps per row at n = 32-64 on
+        // rows of at most 12 in 512-3072 rows; the k = 16 tile at n = 32 in 8192-65536 rows of at most 16; the
+        // unbounded two-row tile at n = 128 in up to 24576 rows of under 40.
+        let on_k8 =
+            |m: usize, n: usize, mean: f64| longest_row_tile(&k8, m, n, &stats(1000, mean)).map(|c| c.kernel_name());
+        let (k16, two_rows) = ("spmm_f32_s2d4_y4k16x32w8_u4_nopred", "spmm_f32_s1d4_y2k16x128w16_u4_nopred");
+        assert_eq!(on_k8(3072, 32, 5.0).as_deref(), Some(r4));
+        assert_eq!(on_k8(3072, 64, 12.0).as_deref(), Some(r4));
+        assert_eq!(on_k8(3072, 64, 12.1), None, "rows of 12.1 in 3072 rows at n = 64");
+        assert_eq!(on_k8(512, 32, 5.0).as_deref(), Some(r4));
+        assert_eq!(on_k8(511, 32, 5.0), None, "rows of 5 in 511 rows at n = 32");
+        assert_eq!(on_k8(3073, 64, 5.0), None, "rows of 5 in 3073 rows at n = 64");
+        assert_eq!(on_k8(3073, 32, 5.0), None, "rows of 5 in 3073-8191 rows at n = 32");
+        for (m, mean, taken) in [(8192, 16.0, true), (65536, 16.0, true), (8191, 16.0, false), (65537, 2.0, false)] {
+            assert_eq!(on_k8(m, 32, mean).as_deref() == Some(k16), taken, "{m} rows of {mean} at n = 32");
+        }
+        assert_eq!(on_k8(20000, 32, 16.1), None);
+        assert_eq!(on_k8(20000, 64, 2.0), None, "the k = 16 tile at n = 32 only");
+        assert_eq!(pick(20000, 32, 1000, 2.0), None, "in place of the k = 8 tile only");
+        assert_eq!(on_k8(24576, 128, 39.9).as_deref(), Some(two_rows));
+        assert_eq!(on_k8(8193, 128, 2.0).as_deref(), Some(two_rows));
+        assert_eq!(on_k8(24577, 128, 2.0), None, "past 24576 rows at n = 128");
+        assert_eq!(on_k8(16384, 256, 2.0), None, "the two-row tile at n = 128 only");
         // Tiles that already take 32 entries a step, split rows, or hold 32 rows; rows the launch cuts into pieces;
         // f16.
         let rows = stats(1000, 60.0);
@@ -2896,6 +2933,8 @@ mod tests {
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(33, 2.0)), Some(k16));
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(32, 2.0)), None);
             assert_eq!(longest_row_tile_half(&held, 8191, 64, &long), None);
+            assert_eq!(longest_row_tile_half(&held, 57344, 64, &stats(1000, 2.0)), Some(k16));
+            assert_eq!(longest_row_tile_half(&held, 57345, 64, &stats(1000, 2.0)), None);
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(1000, 64.0)), Some(k16));
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(1000, 64.1)), None);
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(3072, 60.0)), Some(k16));
