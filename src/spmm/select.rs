@@ -959,9 +959,9 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// [`has_long_rows`]), or are walked by a tile without the piece path. Tiles taking 32 entries a step shorten that
 /// path four- or twofold:
 /// - n = 32 and 64, rows of more than 50 on average: four 8-thread subwarps per row ([`split_row_k8_tile`]) in up
-///   to 8192 rows, two rows of 16 threads taking 32 entries a step over 32 columns past them; rows of at most 12 the
-///   same four subwarps in 512-3072 rows, and at n = 32 in 8192-65536 rows of at most 16 on average the k = 16 tile in
-///   place of the k = 8 one (step 69);
+///   to 8192 rows, two rows of 16 threads taking 32 entries a step over 32 columns past them; in place of the k = 8
+///   tile on rows of at most 12, the same four subwarps in 512-3072 rows, and at n = 32 in 8192-65536 rows of at
+///   most 16 the k = 16 tile (step 69);
 /// - n = 128-512: two warps per row ([`split_row_warp_tile`]) on rows of 40 or more on average in up to 16384 rows;
 ///   a warp per row over 128 columns on shorter ones in up to 8192 rows, at n = 512 only in place of the k = 8
 ///   tile; at n = 128 in 8193-24576 rows, two rows of 16 threads over 128 columns, unbounded, in place of the k = 8
@@ -981,7 +981,7 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// variant on 14 power-law problems per width (rows of 2-11, the k = 8 tile chosen): at n = 32 and 64 in 515-2765
 /// rows, four subwarps per row took 0.54x-0.92x of its time (but 1.2x-1.7x in 9618 rows or more); at n = 32 in
 /// 19054-40316 rows the k = 16 tile 0.80x-0.88x; at n = 128 in 8433-23322 rows the unbounded two-row tile 0.56x-0.85x
-/// (at n = 64 and 96 the k = 16 tile was mixed, 0.82x-1.12x: not ruled).
+/// (at n = 64 past 9000 rows and at n = 96 the k = 16 tile was mixed, 0.82x-1.12x: not ruled).
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     let walks_whole =
@@ -992,7 +992,7 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
     let k8 = config.block_items_k == 8;
     match n {
         32 | 64 if stats.mean > 50.0 && m <= 8192 => Some(split_row_k8_tile(dtype)),
-        32 | 64 if (512..=3072).contains(&m) && stats.mean <= 12.0 => Some(split_row_k8_tile(dtype)),
+        32 | 64 if (512..=3072).contains(&m) && stats.mean <= 12.0 && k8 => Some(split_row_k8_tile(dtype)),
         32 | 64 if stats.mean > 50.0 => Some(narrow_k32_tile(dtype)),
         32 if (8192..=65536).contains(&m) && stats.mean <= 16.0 && k8 => Some(k16_tile(dtype, false)),
         128 | 256 if m <= 8192 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
@@ -2813,8 +2813,8 @@ mod tests {
         assert_eq!(pick(16385, 384, 4000, 40.0), None, "past 16384 rows at n = 384");
         assert_eq!(pick(8192, 384, 4000, 39.9), None, "rows of under 40 at n = 384");
         assert_eq!(longest_row_tile(&k8, 8192, 384, &stats(4000, 39.9)), None);
-        // Step 69's other branches, on the k = 8 tile held to 64 registers: four subwarps per row at n = 32-64 on
-        // rows of at most 12 in 512-3072 rows; the k = 16 tile at n = 32 in 8192-65536 rows of at most 16; the
+        // Step 69's other branches, in place of the k = 8 tile (here held to 64 registers): four subwarps per row at
+        // n = 32-64 on rows of at most 12 in 512-3072 rows; the k = 16 tile at n = 32 in 8192-65536 rows of at most 16; the
         // unbounded two-row tile at n = 128 in up to 24576 rows of under 40.
         let on_k8 =
             |m: usize, n: usize, mean: f64| longest_row_tile(&k8, m, n, &stats(1000, mean)).map(|c| c.kernel_name());
@@ -2826,6 +2826,7 @@ mod tests {
         assert_eq!(on_k8(511, 32, 5.0), None, "rows of 5 in 511 rows at n = 32");
         assert_eq!(on_k8(3073, 64, 5.0), None, "rows of 5 in 3073 rows at n = 64");
         assert_eq!(on_k8(3073, 32, 5.0), None, "rows of 5 in 3073-8191 rows at n = 32");
+        assert_eq!(pick(3072, 32, 1000, 5.0), None, "four subwarps in place of the k = 8 tile only");
         for (m, mean, taken) in [(8192, 16.0, true), (65536, 16.0, true), (8191, 16.0, false), (65537, 2.0, false)] {
             assert_eq!(on_k8(m, 32, mean).as_deref() == Some(k16), taken, "{m} rows of {mean} at n = 32");
         }
