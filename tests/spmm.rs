@@ -944,7 +944,7 @@ fn automatic_choices_of_step_68() {
 /// longest_row_windows_half`, `select::longest_row_tile_half`): the 16-row windows with 32 columns a warp at n = 32,
 /// the k = 16 tile at n = 64, the 64-row windows over 128 columns at n = 96 (5% full: under the windows' own
 /// bounds). f32 on the same rows the k = 16 tile at n = 32 and the unbounded two-row tile at n = 128; four subwarps
-/// per row in 1630 rows of 6.7 at n = 32 and 64; two warps per row on 3049 rows of 66 at n = 384. Whole names.
+/// per row in 1630 rows of 6.7 at n = 32, 64 and 96; two warps per row on 3049 rows of 66 at n = 384. Whole names.
 #[test]
 fn automatic_choices_of_step_69() {
     let Some(gpu) = gpu_or_skip("automatic_choices_of_step_69") else { return };
@@ -960,13 +960,15 @@ fn automatic_choices_of_step_69() {
         );
     }
     // f32 (`select::longest_row_tile`): the k = 16 tile at n = 32 and the unbounded two-row tile at n = 128 on the same
-    // rows (a longest row of 140 or more at n = 128); four subwarps per row in 1630 rows of 6.7 at n = 32 and 64;
-    // two warps per row on 3049 rows of 66 at n = 384.
+    // rows (a longest row of 140 or more at n = 128); four subwarps per row in 1630 rows of 6.7 at n = 32, 64 and
+    // 96; two warps per row on 3049 rows of 66 at n = 384.
+    let rows_of_7 = draw(1630, 1222, 6.7, 1940);
     let f32_cases: &[(&Draw, (usize, usize), usize, &str)] = &[
         (&rows_of_2, (100, 240), 32, "{t}_s2d4_y4k16x32w8_u4_nopred"),
         (&rows_of_2, (140, 240), 128, "{t}_s1d4_y2k16x128w16_u4_nopred"),
-        (&draw(1630, 1222, 6.7, 1940), (50, 240), 32, "{t}_s1d4_y8k8x32w8_u4_nopred_r4"),
-        (&draw(1630, 1222, 6.7, 1940), (50, 240), 64, "{t}_s1d4_y8k8x32w8_u4_nopred_r4"),
+        (&rows_of_7, (50, 240), 32, "{t}_s1d4_y8k8x32w8_u4_nopred_r4"),
+        (&rows_of_7, (50, 240), 64, "{t}_s1d4_y8k8x32w8_u4_nopred_r4"),
+        (&rows_of_7, (50, 240), 96, "{t}_s1d4_y8k8x32w8_u4_nopred_r4"),
         (&draw(3049, 711, 66.0, 1950), (600, usize::MAX), 384, "{t}_s1d4_y2k32x128w32_u4_nopred_r2"),
     ];
     for (i, &(d, longest, n, expect)) in f32_cases.iter().enumerate() {

@@ -960,8 +960,8 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// path four- or twofold:
 /// - n = 32 and 64, rows of more than 50 on average: four 8-thread subwarps per row ([`split_row_k8_tile`]) in up
 ///   to 8192 rows, two rows of 16 threads taking 32 entries a step over 32 columns past them; in place of the k = 8
-///   tile on rows of at most 12, the same four subwarps in 512-3072 rows, and at n = 32 in 8192-65536 rows of at
-///   most 16 the k = 16 tile (step 69);
+///   tile on rows of at most 12, the same four subwarps in 512-3072 rows (at n = 96 too, in 512-2400 rows), and at
+///   n = 32 in 8192-65536 rows of at most 16 the k = 16 tile (step 69);
 /// - n = 128-512: two warps per row ([`split_row_warp_tile`]) on rows of 40 or more on average in up to 16384 rows;
 ///   a warp per row over 128 columns on shorter ones in up to 8192 rows, at n = 512 only in place of the k = 8
 ///   tile; at n = 128 in 8193-24576 rows, two rows of 16 threads over 128 columns, unbounded, in place of the k = 8
@@ -981,7 +981,10 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// variant on 14 power-law problems per width (rows of 2-11, the k = 8 tile chosen): at n = 32 and 64 in 515-2765
 /// rows, four subwarps per row took 0.54x-0.92x of its time (but 1.2x-1.7x in 9618 rows or more); at n = 32 in
 /// 19054-40316 rows the k = 16 tile 0.80x-0.88x; at n = 128 in 8433-23322 rows the unbounded two-row tile 0.56x-0.85x
-/// (at n = 64 past 9000 rows and at n = 96 the k = 16 tile was mixed, 0.82x-1.12x: not ruled).
+/// (at n = 64 past 9000 rows and at n = 96 the k = 16 tile was mixed, 0.82x-1.12x: not ruled). At n = 96 four
+/// subwarps per row took 0.67x-0.92x in 656-2379 rows, 1.14x-1.52x in 2620-4749 (0.87x in 2930); on 16 fresh
+/// problems in 512-2400 rows, the range declared before they ran, 1.38x faster (1.05x-1.82x), in 2401-3072 rows
+/// 0.81x-1.47x.
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     let walks_whole =
@@ -993,6 +996,7 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
     match n {
         32 | 64 if stats.mean > 50.0 && m <= 8192 => Some(split_row_k8_tile(dtype)),
         32 | 64 if (512..=3072).contains(&m) && stats.mean <= 12.0 && k8 => Some(split_row_k8_tile(dtype)),
+        96 if (512..=2400).contains(&m) && stats.mean <= 12.0 && k8 => Some(split_row_k8_tile(dtype)),
         32 | 64 if stats.mean > 50.0 => Some(narrow_k32_tile(dtype)),
         32 if (8192..=65536).contains(&m) && stats.mean <= 16.0 && k8 => Some(k16_tile(dtype, false)),
         128 | 256 if m <= 8192 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
@@ -2827,6 +2831,11 @@ mod tests {
         assert_eq!(on_k8(3073, 64, 5.0), None, "rows of 5 in 3073 rows at n = 64");
         assert_eq!(on_k8(3073, 32, 5.0), None, "rows of 5 in 3073-8191 rows at n = 32");
         assert_eq!(pick(3072, 32, 1000, 5.0), None, "four subwarps in place of the k = 8 tile only");
+        assert_eq!(on_k8(2400, 96, 12.0).as_deref(), Some(r4));
+        assert_eq!(on_k8(512, 96, 2.0).as_deref(), Some(r4));
+        assert_eq!(on_k8(2401, 96, 2.0), None, "past 2400 rows at n = 96");
+        assert_eq!(on_k8(511, 96, 2.0), None, "under 512 rows at n = 96");
+        assert_eq!(on_k8(2400, 96, 12.1), None, "rows of 12.1 at n = 96");
         for (m, mean, taken) in [(8192, 16.0, true), (65536, 16.0, true), (8191, 16.0, false), (65537, 2.0, false)] {
             assert_eq!(on_k8(m, 32, mean).as_deref() == Some(k16), taken, "{m} rows of {mean} at n = 32");
         }
