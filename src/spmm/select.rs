@@ -105,7 +105,12 @@ fn bounded(config: SpmmConfig, min_occupancy: u32) -> SpmmConfig {
 /// Two rows of 16 threads over 128 columns, k = 16, held to 128 registers (16 blocks per SM): the tile the
 /// selection gives most shapes from 512 rows, and the one `spmm::block_order` may run SM-affine.
 pub(crate) fn two_row_tile(dtype: DType) -> SpmmConfig {
-    bounded(tile(dtype, 1, 4, 2, 16, 128, 16, false), 16)
+    bounded(unbounded_two_row_tile(dtype), 16)
+}
+
+/// [`two_row_tile`] without its launch bound.
+fn unbounded_two_row_tile(dtype: DType) -> SpmmConfig {
+    tile(dtype, 1, 4, 2, 16, 128, 16, false)
 }
 
 /// Eight one-row warps on one 64-column tile, held to 128 registers (two blocks per SM): the tile for long,
@@ -266,7 +271,7 @@ fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmCon
     if m as f64 * stats.mean > 350.0 * stats.max as f64 && (n > 512 || stats.mean <= 6.0) {
         two_row_tile(dtype)
     } else {
-        tile(dtype, 1, 4, 2, 16, 128, 16, false)
+        unbounded_two_row_tile(dtype)
     }
 }
 
@@ -941,6 +946,13 @@ fn longest_row_steps_over_share(config: &SpmmConfig, m: usize, n: usize, stats: 
     (stats.max as f64 / k).ceil() / share.max(1.0 + stats.mean / k)
 }
 
+/// Whether `config` walks each row whole with one subwarp, 8 or 16 entries a step, in blocks of fewer than 32 rows,
+/// one column tile at a time: the tiles [`longest_row_tile`], [`longest_row_tile_half`] and
+/// [`longest_row_windows_half`] replace where the longest row is the critical path.
+fn walks_rows_whole(config: &SpmmConfig) -> bool {
+    config.row_split == 1 && config.column_tiles == 1 && config.block_items_k <= 16 && config.block_items_y < 32
+}
+
 /// Whether `config` walks A's longest row whole at this launch (`spmm::split::use_split` does not cut it into pieces)
 /// for 3 or more times a resident subwarp's share of the launch ([`longest_row_steps_over_share`]): the test of
 /// [`longest_row_tile`] and [`longest_row_tile_half`].
@@ -987,9 +999,7 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// 0.81x-1.47x.
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
-    let walks_whole =
-        config.row_split == 1 && config.column_tiles == 1 && config.block_items_k <= 16 && config.block_items_y < 32;
-    if dtype != DType::F32 || !walks_whole || !longest_row_is_the_critical_path(config, m, n, stats) {
+    if dtype != DType::F32 || !walks_rows_whole(config) || !longest_row_is_the_critical_path(config, m, n, stats) {
         return None;
     }
     let k8 = config.block_items_k == 8;
@@ -1000,7 +1010,7 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
         32 | 64 if stats.mean > 50.0 => Some(narrow_k32_tile(dtype)),
         32 if (8192..=65536).contains(&m) && stats.mean <= 16.0 && k8 => Some(k16_tile(dtype, false)),
         128 | 256 if m <= 8192 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
-        128 if m <= 24576 && stats.mean < 40.0 && k8 => Some(tile(dtype, 1, 4, 2, 16, 128, 16, false)),
+        128 if m <= 24576 && stats.mean < 40.0 && k8 => Some(unbounded_two_row_tile(dtype)),
         512 if m <= 8192 && stats.mean < 40.0 && k8 => Some(warp_per_row_tile(dtype)),
         128 | 256 | 384 | 512 if m <= 16384 && stats.mean >= 40.0 => Some(split_row_warp_tile(dtype)),
         1024..=2048 if n % 128 == 0 && m <= 4096 => Some(thirty_two_row_tile(dtype)),
@@ -1026,8 +1036,7 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 /// (and 1.01x-1.03x in 60949 rows in the every-variant set), hence up to 57344 rows.
 fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
-    let k8_over_64 =
-        config.block_items_k == 8 && config.block_items_x == 64 && config.row_split == 1 && config.column_tiles == 1;
+    let k8_over_64 = walks_rows_whole(config) && config.block_items_k == 8 && config.block_items_x == 64;
     if dtype.size() != 2 || !k8_over_64 || !longest_row_is_the_critical_path(config, m, n, stats) {
         return None;
     }
@@ -1068,10 +1077,8 @@ pub(crate) fn longest_row_windows_half(
 ) -> Option<super::tensor_core::TensorCoreConfig> {
     use super::tensor_core::{TensorCoreConfig, WIDE_WINDOW, WINDOW};
     let dtype = config.dtype;
-    let walks_whole =
-        config.row_split == 1 && config.column_tiles == 1 && config.block_items_k <= 16 && config.block_items_y < 32;
     if dtype.size() != 2
-        || !walks_whole
+        || !walks_rows_whole(config)
         || !longest_row_rows_half(m, stats)
         || !longest_row_is_the_critical_path(config, m, n, stats)
     {
@@ -1384,7 +1391,7 @@ impl SpmmConfig {
         } else if dv == 4 && mean <= 1000.0 && n % 128 == 0 && n > 256 {
             // Two rows of 16 threads over 128 columns, k = 16: uniform 90%, n = 4096: 1.56 ms vs 1.75 ms
             // (8.8 TFLOP/s); uniform 80%, n = 4096: 2.92 ms vs 3.00 ms.
-            tile(dtype, 1, 4, 2, 16, 128, 16, false)
+            unbounded_two_row_tile(dtype)
         } else if dv == 4 && mean <= 600.0 && n % 64 == 0 && n <= 256 {
             // Rows of a few tiles, small n (uniform 90% and 95%, n = 128).
             bounded(tile(dtype, 2, 4, 4, 16, 64, 8, false), 8)
