@@ -950,8 +950,14 @@ fn automatic_choices_of_step_69() {
     let Some(gpu) = gpu_or_skip("automatic_choices_of_step_69") else { return };
     // Host-checked: the first draw in range chose the named kernel under 1500 base seeds for every case.
     let draw = |m, k, mean, seeds| Draw { generator: "powerlaw", m, k, mean, rows: "unsplit", draws: 100, seeds };
-    let (rows_of_2, in_range) = (draw(20000, 2000, 2.0, 1900), unsplit_with_longest((100, 240)));
-    for (n, expect) in [(32, "tc_{t}_n4"), (64, "{t}_s2d8_y4k16x64w8_u4_nopred"), (96, "tc_{t}_w64_n16")] {
+    // At n = 64 a longest row of 60-128 keeps the k = 16 tile under step 70's windows (a ratio of 7 on it).
+    let rows_of_2 = draw(20000, 2000, 2.0, 1900);
+    for (n, longest, expect) in [
+        (32, (100, 240), "tc_{t}_n4"),
+        (64, (60, 128), "{t}_s2d8_y4k16x64w8_u4_nopred"),
+        (96, (100, 240), "tc_{t}_w64_n16"),
+    ] {
+        let in_range = unsplit_with_longest(longest);
         let f16 = check_auto_on_a_draw::<f16>(&gpu, &rows_of_2, in_range, n, expect, seed(1910 + n as u64));
         let bf16 = check_auto_on_a_draw::<bf16>(&gpu, &rows_of_2, in_range, n, expect, seed(1920 + n as u64));
         assert_eq!(
@@ -976,6 +982,31 @@ fn automatic_choices_of_step_69() {
             check_auto_on_a_draw::<f32>(&gpu, d, unsplit_with_longest(longest), n, expect, seed(1960 + i as u64));
         assert_eq!(used, expect_for("f32", expect));
     }
+}
+
+/// Step 70's choices through `spmm_auto`, against the oracle on a poisoned C (`select::longest_row_windows_half`,
+/// `select::longest_row_tile`): f16 and bf16 power-law rows of 2 in 20000 rows at n = 64 whose longest row (160-240)
+/// the k = 16 tile walks for 7 times a resident subwarp's share or more take the 16-row windows, 64 columns a warp;
+/// f32 rows of 2 in 2600 rows at n = 384, where the k = 8 tile walked the longest row on the critical path, the
+/// unbounded two-row tile. Host-checked: the first draw in range chose the named kernel under 1500 base seeds.
+#[test]
+fn automatic_choices_of_step_70() {
+    let Some(gpu) = gpu_or_skip("automatic_choices_of_step_70") else { return };
+    let draw = |m, k, mean, seeds| Draw { generator: "powerlaw", m, k, mean, rows: "unsplit", draws: 100, seeds };
+    let (rows_of_2, in_range) = (draw(20000, 2000, 2.0, 1900), unsplit_with_longest((160, 240)));
+    let f16 = check_auto_on_a_draw::<f16>(&gpu, &rows_of_2, in_range, 64, "tc_{t}_n8", seed(2010));
+    let bf16 = check_auto_on_a_draw::<bf16>(&gpu, &rows_of_2, in_range, 64, "tc_{t}_n8", seed(2020));
+    assert_eq!((f16.as_str(), bf16.as_str()), ("spmm_tc_f16_n8", "spmm_tc_bf16_n8"));
+    let two_rows = "{t}_s1d4_y2k16x128w16_u4_nopred";
+    let used = check_auto_on_a_draw::<f32>(
+        &gpu,
+        &draw(2600, 2046, 2.0, 1970),
+        unsplit_with_longest((60, 240)),
+        384,
+        two_rows,
+        seed(2030),
+    );
+    assert_eq!(used, expect_for("f32", two_rows));
 }
 
 /// `expect` of [`check_auto_on_a_draw`] for the type named `t`, as the kernel's whole name.

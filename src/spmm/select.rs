@@ -977,7 +977,7 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// - n = 128-512: two warps per row ([`split_row_warp_tile`]) on rows of 40 or more on average in up to 16384 rows;
 ///   a warp per row over 128 columns on shorter ones in up to 8192 rows, at n = 512 only in place of the k = 8
 ///   tile; at n = 128 in 8193-24576 rows, two rows of 16 threads over 128 columns, unbounded, in place of the k = 8
-///   tile (step 69);
+///   tile (step 69), and at n = 384 in up to 8192 rows (step 70);
 /// - n = 1024-2048 in up to 4096 rows: the thirty-two-row block.
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 68"; every f32 variant on 70 random power-law and uniform problems
@@ -996,7 +996,10 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// (at n = 64 past 9000 rows and at n = 96 the k = 16 tile was mixed, 0.82x-1.12x: not ruled). At n = 96 four
 /// subwarps per row took 0.67x-0.92x in 656-2379 rows, 1.14x-1.52x in 2620-4749 (0.87x in 2930); on 16 fresh
 /// problems in 512-2400 rows, the range declared before they ran, 1.38x faster (1.05x-1.82x), in 2401-3072 rows
-/// 0.81x-1.47x.
+/// 0.81x-1.47x. At n = 384 on rows of under 40 (NOTES.md, "SpMM step 70"): the unbounded two-row tile took 0.72x-0.92x
+/// of the k = 8 tile's time on step 69's five such problems (2051-7558 rows; four of rows of 2-3, one of 39.7: 0.91x);
+/// through the library on 16 fresh ones (2051-7674 rows of 2-3, the range declared first), 1.19x faster (1.05x-1.44x, every one), 1.16x -> 1.39x of
+/// cuSPARSE (below it: 4 -> 0).
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     if dtype != DType::F32 || !walks_rows_whole(config) || !longest_row_is_the_critical_path(config, m, n, stats) {
@@ -1011,6 +1014,7 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
         32 if (8192..=65536).contains(&m) && stats.mean <= 16.0 && k8 => Some(k16_tile(dtype, false)),
         128 | 256 if m <= 8192 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
         128 if m <= 24576 && stats.mean < 40.0 && k8 => Some(unbounded_two_row_tile(dtype)),
+        384 if m <= 8192 && stats.mean < 40.0 && k8 => Some(unbounded_two_row_tile(dtype)),
         512 if m <= 8192 && stats.mean < 40.0 && k8 => Some(warp_per_row_tile(dtype)),
         128 | 256 | 384 | 512 if m <= 16384 && stats.mean >= 40.0 => Some(split_row_warp_tile(dtype)),
         1024..=2048 if n % 128 == 0 && m <= 4096 => Some(thirty_two_row_tile(dtype)),
@@ -1061,14 +1065,20 @@ fn longest_row_rows_half(m: usize, stats: &RowStats) -> bool {
 /// 5%, under the tensor cores' own bounds, yet a window's warp walks the longest row's k-blocks faster than a
 /// subwarp walks its entries:
 /// - n = 32: the 16-row windows, 32 columns a warp;
+/// - n = 64, on the k = 16 tile ([`longest_row_tile_half`]) where the ratio on it is 7 or more: the 16-row windows,
+///   64 columns a warp;
 /// - n = 96 where the ratio ([`longest_row_steps_over_share`]) is 4 or more: the 64-row windows, 128 columns a
 ///   block (at 3.2-3.4, one problem gained 1.8x and one lost 1.14x-1.18x).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 69"; every variant, f16 and bf16, 12 power-law problems per width,
 /// 8873-60949 rows of 2-59 entries, the longest 95-937): at n = 32 the 16-row windows took 0.69x (f16) and 0.73x
 /// (bf16) of the tile's time on geometric mean (0.49x-0.95x, every problem faster); at n = 96 the 64-row windows at a
-/// ratio of 4 or more 0.75x and 0.81x (0.55x-0.95x). The caller passes only where the windows can run (no Inf or NaN
-/// in A).
+/// ratio of 4 or more 0.75x and 0.81x (0.55x-0.95x). At n = 64 (NOTES.md, "SpMM step 70"; the same set, the ratio on
+/// the k = 16 tile) the windows, 64 columns a warp, took 0.67x-0.91x of that tile's time at ratios of 7.6-9.9 (f16
+/// and bf16), about its time at 6.1, and 1.1x-1.4x of it at 4.6 or less; through the library on 16 fresh problems per type at
+/// ratios of 7 or more (the bound declared first), f16 1.25x faster (1.09x-1.41x) and bf16 1.13x (0.99x-1.42x); six
+/// at 5.0-6.5 ran level (every variant: 1.01x in f16, 0.97x in bf16). The caller passes only where the windows can
+/// run (no Inf or NaN in A).
 pub(crate) fn longest_row_windows_half(
     config: &SpmmConfig,
     m: usize,
@@ -1086,6 +1096,9 @@ pub(crate) fn longest_row_windows_half(
     }
     match n {
         32 => Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n: 4 }),
+        64 if config.block_items_k == 16 && longest_row_steps_over_share(config, m, n, stats) >= 7.0 => {
+            Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n: 8 })
+        }
         96 if longest_row_steps_over_share(config, m, n, stats) >= 4.0 => {
             Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: 16 })
         }
@@ -2819,11 +2832,11 @@ mod tests {
         for n in [16, 96, 640, 768, 1088, 2176, 4096] {
             assert_eq!(pick(1024, n, 1000, 60.0), None, "n = {n} was not measured");
         }
-        // n = 384 (step 69): two warps per row on rows of 40 or more, nothing on shorter ones.
+        // n = 384 (step 69): two warps per row on rows of 40 or more; on shorter ones (step 70) the unbounded
+        // two-row tile in place of the k = 8 tile only, in up to 8192 rows.
         assert_eq!(pick(16384, 384, 4000, 40.0).as_deref(), Some(two_warps));
         assert_eq!(pick(16385, 384, 4000, 40.0), None, "past 16384 rows at n = 384");
-        assert_eq!(pick(8192, 384, 4000, 39.9), None, "rows of under 40 at n = 384");
-        assert_eq!(longest_row_tile(&k8, 8192, 384, &stats(4000, 39.9)), None);
+        assert_eq!(pick(8192, 384, 4000, 39.9), None, "rows of under 40 at n = 384 on the two-row tile");
         // Step 69's other branches, in place of the k = 8 tile (here held to 64 registers): four subwarps per row at
         // n = 32-64 on rows of at most 12 in 512-3072 rows; the k = 16 tile at n = 32 in 8192-65536 rows of at most 16; the
         // unbounded two-row tile at n = 128 in up to 24576 rows of under 40.
@@ -2852,7 +2865,11 @@ mod tests {
         assert_eq!(on_k8(24576, 128, 39.9).as_deref(), Some(two_rows));
         assert_eq!(on_k8(8193, 128, 2.0).as_deref(), Some(two_rows));
         assert_eq!(on_k8(24577, 128, 2.0), None, "past 24576 rows at n = 128");
-        assert_eq!(on_k8(16384, 256, 2.0), None, "the two-row tile at n = 128 only");
+        assert_eq!(on_k8(16384, 256, 2.0), None, "the two-row tile at n = 128 and 384 only");
+        assert_eq!(on_k8(8192, 384, 39.9).as_deref(), Some(two_rows));
+        assert_eq!(on_k8(2048, 384, 2.0).as_deref(), Some(two_rows));
+        assert_eq!(on_k8(8193, 384, 2.0), None, "past 8192 rows at n = 384");
+        assert_eq!(on_k8(8192, 384, 40.0).as_deref(), Some(two_warps), "rows of 40 at n = 384: two warps per row");
         // Tiles that already take 32 entries a step, split rows, or hold 32 rows; rows the launch cuts into pieces;
         // f16.
         let rows = stats(1000, 60.0);
@@ -2956,6 +2973,18 @@ mod tests {
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(1000, 64.1)), None);
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(3072, 60.0)), Some(k16));
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(3073, 60.0)), None);
+            // n = 64 on the k = 16 tile (step 70): the 16-row windows, 64 columns a warp, at a ratio of 7 or more.
+            // 20000 rows of 2 are 1.33 steps of 16 per resident subwarp; a longest row of 145 takes 10 steps (7.5
+            // times), of 144 takes 9 (6.8).
+            let narrow_64 = TensorCoreConfig { dtype, window: 16, tiles_n: 8 };
+            assert_eq!(longest_row_windows_half(&k16, 20000, 64, &stats(145, 2.0)), Some(narrow_64));
+            assert_eq!(longest_row_windows_half(&k16, 20000, 64, &stats(144, 2.0)), None);
+            assert_eq!(
+                longest_row_windows_half(&k16, 20000, 96, &stats(1000, 2.0)),
+                None,
+                "on the k = 16 tile at n = 64 only"
+            );
+            assert_eq!(longest_row_windows_half(&held, 60000, 64, &stats(1000, 2.0)), None, "not on the k = 8 tile");
             // Through the selection: 20000 x 2000 power-law rows of 2 (longest 230), the windows 5% full (under the
             // tensor cores' own bounds); without blocks (A holds Inf or NaN) the tiles.
             let (m, nnz, rows) = (20000, 40000, rows_of(230, 2.0, 1.4));
@@ -2964,7 +2993,8 @@ mod tests {
                 |n: usize, counts: Option<BlockCounts>| SpmmKernel::select(m, 2000, n, nnz, &rows, dtype, counts);
             assert_eq!(pick(32, counts), SpmmKernel::TensorCore(narrow));
             assert_eq!(pick(96, counts), SpmmKernel::TensorCore(wide));
-            assert_eq!(pick(64, counts), SpmmKernel::Tiled(k16));
+            assert_eq!(pick(64, counts), SpmmKernel::TensorCore(narrow_64));
+            assert_eq!(pick(64, None), SpmmKernel::Tiled(k16));
             assert_eq!(pick(32, None), SpmmKernel::Tiled(k8_32));
             assert_eq!(pick(96, None), SpmmKernel::Tiled(k8_64));
         }
