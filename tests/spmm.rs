@@ -988,7 +988,8 @@ fn automatic_choices_of_step_69() {
 /// `select::longest_row_tile`): f16 and bf16 power-law rows of 2 in 20000 rows at n = 64 whose longest row (160-240)
 /// the k = 16 tile walks for 7 times a resident subwarp's share or more take the 16-row windows, 64 columns a warp;
 /// f32 rows of 2 in 2600 rows at n = 384, where the k = 8 tile walked the longest row on the critical path, the
-/// unbounded two-row tile. Host-checked: the first draw in range chose the named kernel under 1500 base seeds.
+/// unbounded two-row tile; rows of 7.8 in 2144 rows at n = 192 (the rounded width) and 640, the thirty-two-row block.
+/// Host-checked: the first draw in range chose the named kernel under 1500 base seeds.
 #[test]
 fn automatic_choices_of_step_70() {
     let Some(gpu) = gpu_or_skip("automatic_choices_of_step_70") else { return };
@@ -1007,6 +1008,18 @@ fn automatic_choices_of_step_70() {
         seed(2030),
     );
     assert_eq!(used, expect_for("f32", two_rows));
+    let (rows_of_8, block) = (draw(2144, 16099, 7.8, 1980), "{t}_s1d4_y32k16x64w16_u4_nopred");
+    for n in [192, 640] {
+        let used = check_auto_on_a_draw::<f32>(
+            &gpu,
+            &rows_of_8,
+            unsplit_with_longest((150, 400)),
+            n,
+            block,
+            seed(2040 + n as u64),
+        );
+        assert_eq!(used, expect_for("f32", block));
+    }
 }
 
 /// `expect` of [`check_auto_on_a_draw`] for the type named `t`, as the kernel's whole name.

@@ -978,7 +978,9 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 ///   a warp per row over 128 columns on shorter ones in up to 8192 rows, at n = 512 only in place of the k = 8
 ///   tile; at n = 128 in 8193-24576 rows, two rows of 16 threads over 128 columns, unbounded, in place of the k = 8
 ///   tile (step 69), and at n = 384 in up to 8192 rows (step 70);
-/// - n = 1024-2048 in up to 4096 rows: the thirty-two-row block.
+/// - n = 1024-2048 in up to 4096 rows: the thirty-two-row block; in place of the k = 8 tile at the multiples of 64
+///   from 192 to 960 that have no branch here (192, 320, ... through the rounded width, [`rounded_width`]) in up to
+///   16384 rows of at most 64 (step 70).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 68"; every f32 variant on 70 random power-law and uniform problems
 /// whose choice's ratio was 3 or more, m 530-63698, k 555-29426, n = 32-2048): the choice took 1.27x the fastest
@@ -1018,6 +1020,9 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
         512 if m <= 8192 && stats.mean < 40.0 && k8 => Some(warp_per_row_tile(dtype)),
         128 | 256 | 384 | 512 if m <= 16384 && stats.mean >= 40.0 => Some(split_row_warp_tile(dtype)),
         1024..=2048 if n % 128 == 0 && m <= 4096 => Some(thirty_two_row_tile(dtype)),
+        192..=960 if n % 64 == 0 && ![256, 384, 512].contains(&n) && m <= 16384 && stats.mean <= 64.0 && k8 => {
+            Some(thirty_two_row_tile(dtype))
+        }
         _ => None,
     }
 }
@@ -1178,11 +1183,12 @@ impl SpmmConfig {
             }
             let config = predicated_for(config, n);
             if !two_rows_waste_columns(&config, n) {
-                return config;
+                // Of [`longest_row_tile`]'s branches only the thirty-two-row block at multiples of 64 (192, 320, ...)
+                // reaches these widths; the others were measured at widths the tiles fill.
+                return longest_row_tile(&config, m, n, stats).unwrap_or(config);
             }
         }
         let config = Self::select_f32(m, k, n, stats, dtype);
-        // At n itself only: the rule was measured at widths the tiles fill.
         longest_row_tile(&config, m, n, stats).unwrap_or(config)
     }
 
@@ -2870,6 +2876,20 @@ mod tests {
         assert_eq!(on_k8(2048, 384, 2.0).as_deref(), Some(two_rows));
         assert_eq!(on_k8(8193, 384, 2.0), None, "past 8192 rows at n = 384");
         assert_eq!(on_k8(8192, 384, 40.0).as_deref(), Some(two_warps), "rows of 40 at n = 384: two warps per row");
+        // Step 70: the thirty-two-row block in place of the k = 8 tile at multiples of 64 from 192 to 960 that have no
+        // branch of their own, in up to 16384 rows of at most 64; at 192, 320, ... through the rounded width too.
+        for n in [192, 320, 448, 576, 640, 704, 768, 832, 896, 960] {
+            assert_eq!(on_k8(16384, n, 2.0).as_deref(), Some(block), "n = {n}");
+            assert_eq!(on_k8(16385, n, 2.0), None, "past 16384 rows at n = {n}");
+            assert_eq!(on_k8(2048, n, 64.0).as_deref(), Some(block), "n = {n}");
+            assert_eq!(on_k8(2048, n, 64.1), None, "rows of 64.1 at n = {n}");
+            assert_eq!(power_law_pick(2144, 16099, n, 179, 7.8, 1.07), block, "step 70's 2144 x 16099, n = {n}");
+        }
+        for n in [160, 224, 1088] {
+            assert_eq!(on_k8(4096, n, 5.0), None, "n = {n}");
+            assert_ne!(power_law_pick(2144, 16099, n, 179, 7.8, 1.07), block, "n = {n}");
+        }
+        assert_eq!(pick(4096, 192, 1000, 5.0), None, "the block in place of the k = 8 tile only");
         // Tiles that already take 32 entries a step, split rows, or hold 32 rows; rows the launch cuts into pieces;
         // f16.
         let rows = stats(1000, 60.0);
