@@ -1000,8 +1000,13 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// problems in 512-2400 rows, the range declared before they ran, 1.38x faster (1.05x-1.82x), in 2401-3072 rows
 /// 0.81x-1.47x. At n = 384 on rows of under 40 (NOTES.md, "SpMM step 70"): the unbounded two-row tile took 0.72x-0.92x
 /// of the k = 8 tile's time on step 69's five such problems (2051-7558 rows; four of rows of 2-3, one of 39.7: 0.91x);
-/// through the library on 16 fresh ones (2051-7674 rows of 2-3, the range declared first), 1.19x faster (1.05x-1.44x, every one), 1.16x -> 1.39x of
-/// cuSPARSE (below it: 4 -> 0).
+/// through the library on 16 fresh ones (2051-7674 rows of 2-3, the range declared first), 1.19x faster (1.05x-1.44x,
+/// every one), 1.16x -> 1.39x of cuSPARSE (below it: 4 -> 0). At the multiples of 64 from 192 to 960 without a branch
+/// here (step 70; every variant on 38 power-law problems at n = 192, 320 and 640 whose k = 8 tile was on the critical
+/// path, 2096-16957 rows of 2-57) the thirty-two-row block took 0.90x, 0.85x and 0.90x of its time (0.64x-1.01x), each
+/// fastest variant 0.83x-0.86x; through the library on 94 fresh problems at ten widths (the widths and bounds declared
+/// first), 1.16x faster (0.94x-1.77x; 1.15x at ratios under 4, 1.18x from 4), 1.04x -> 1.21x of cuSPARSE (below
+/// it: 41 -> 8).
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     if dtype != DType::F32 || !walks_rows_whole(config) || !longest_row_is_the_critical_path(config, m, n, stats) {
@@ -1033,7 +1038,9 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 /// - at n = 64, in the range of [`longest_row_rows_half`] up to 57344 rows, the k = 16 tile over 64 columns, 16
 ///   entries a step;
 /// - in up to 8192 rows, a warp per row over 256 columns, 32 entries a step: f16 at n = 256-2048 (a multiple of
-///   256), bf16 at n = 256.
+///   256), bf16 at n = 256;
+/// - at n = 192, where that tile is held to 64 registers (step 12's rule), the same tile without the bound, in up to
+///   65536 rows of at most 64 (step 70).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 68"; every f16 variant on step 68's f32 problems): where that tile was
 /// chosen at n = 256-2048 it took 1.03x-2.11x the fastest variant's time, the warp per row 1.00x-1.33x. Through the
@@ -1051,6 +1058,10 @@ fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowSta
     }
     if n == 64 && m <= 57344 && longest_row_rows_half(m, stats) {
         return Some(tile(dtype, 2, 8, 4, 16, 64, 8, false));
+    }
+    if n == 192 && config.launch_bounds && m <= 65536 && stats.mean <= 64.0 {
+        // The same tile without the bound (step 70).
+        return Some(tile(dtype, 1, 8, 4, 8, 64, 8, false));
     }
     // bf16 at n = 256 only: from n = 512 its warp per row lost on held-out problems (0.82x-1.06x by width and set).
     let widths = if dtype == DType::Bf16 { 256..=256 } else { 256..=2048 };
@@ -1079,11 +1090,11 @@ fn longest_row_rows_half(m: usize, stats: &RowStats) -> bool {
 /// 8873-60949 rows of 2-59 entries, the longest 95-937): at n = 32 the 16-row windows took 0.69x (f16) and 0.73x
 /// (bf16) of the tile's time on geometric mean (0.49x-0.95x, every problem faster); at n = 96 the 64-row windows at a
 /// ratio of 4 or more 0.75x and 0.81x (0.55x-0.95x). At n = 64 (NOTES.md, "SpMM step 70"; the same set, the ratio on
-/// the k = 16 tile) the windows, 64 columns a warp, took 0.67x-0.91x of that tile's time at ratios of 7.6-9.9 (f16
-/// and bf16), about its time at 6.1, and 1.1x-1.4x of it at 4.6 or less; through the library on 16 fresh problems per type at
-/// ratios of 7 or more (the bound declared first), f16 1.25x faster (1.09x-1.41x) and bf16 1.13x (0.99x-1.42x); six
-/// at 5.0-6.5 ran level (every variant: 1.01x in f16, 0.97x in bf16). The caller passes only where the windows can
-/// run (no Inf or NaN in A).
+/// the k = 16 tile) the windows, 64 columns a warp, took 0.67x-0.91x of that tile's time at ratios of 7.6-9.9 (f16 and
+/// bf16), about its time at 6.1, and 1.1x-1.4x of it at 4.6 or less; through the library on 16 fresh problems per type
+/// at ratios of 7 or more (the bound declared first), f16 1.25x faster (1.09x-1.41x) and bf16 1.13x (0.99x-1.42x); six
+/// at 5.0-6.5 ran level (every variant: 1.01x in f16, 0.97x in bf16). The caller passes only where the windows can run
+/// (no Inf or NaN in A).
 pub(crate) fn longest_row_windows_half(
     config: &SpmmConfig,
     m: usize,
@@ -2993,6 +3004,16 @@ mod tests {
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(1000, 64.1)), None);
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(3072, 60.0)), Some(k16));
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(3073, 60.0)), None);
+            // n = 192 (step 70): the same tile without the bound, in up to 65536 rows of at most 64.
+            let unbounded = tile(dtype, 1, 8, 4, 8, 64, 8, false);
+            assert_eq!(longest_row_tile_half(&held, 20000, 192, &long), Some(unbounded));
+            assert_eq!(longest_row_tile_half(&held, 65536, 192, &stats(3000, 2.0)), Some(unbounded));
+            assert_eq!(longest_row_tile_half(&held, 65537, 192, &stats(3000, 2.0)), None);
+            assert_eq!(longest_row_tile_half(&held, 4096, 192, &stats(3000, 64.0)), Some(unbounded));
+            assert_eq!(longest_row_tile_half(&held, 4096, 192, &stats(3000, 64.1)), None);
+            assert_eq!(longest_row_tile_half(&held, 20000, 192, &stats(20, 2.0)), None, "off the critical path");
+            assert_eq!(longest_row_tile_half(&unbounded, 20000, 192, &long), None);
+            assert_eq!(longest_row_tile_half(&held, 20000, 128, &long), None, "n = 192 only");
             // n = 64 on the k = 16 tile (step 70): the 16-row windows, 64 columns a warp, at a ratio of 7 or more.
             // 20000 rows of 2 are 1.33 steps of 16 per resident subwarp; a longest row of 145 takes 10 steps (7.5
             // times), of 144 takes 9 (6.8).
@@ -3015,6 +3036,7 @@ mod tests {
             assert_eq!(pick(96, counts), SpmmKernel::TensorCore(wide));
             assert_eq!(pick(64, counts), SpmmKernel::TensorCore(narrow_64));
             assert_eq!(pick(64, None), SpmmKernel::Tiled(k16));
+            assert_eq!(pick(192, counts), SpmmKernel::Tiled(unbounded));
             assert_eq!(pick(32, None), SpmmKernel::Tiled(k8_32));
             assert_eq!(pick(96, None), SpmmKernel::Tiled(k8_64));
         }
