@@ -987,7 +987,7 @@ fn automatic_choices_of_step_69() {
 /// Step 70's choices through `spmm_auto`, against the oracle on a poisoned C (`select::longest_row_windows_half`,
 /// `select::longest_row_tile`): f16 and bf16 power-law rows of 2 in 20000 rows at n = 64 whose longest row (160-240)
 /// the k = 16 tile walks for 7 times a resident subwarp's share or more take the 16-row windows, 64 columns a warp,
-/// and at n = 192 the k = 8 tile over 64 columns without its bound of 64 registers;
+/// and at n = 128 and 192 the k = 8 tile over 64 columns without its bound of 64 registers;
 /// f32 rows of 2 in 2600 rows at n = 384, where the k = 8 tile walked the longest row on the critical path, the
 /// unbounded two-row tile; rows of 7.8 in 2144 rows at n = 192 (the rounded width) and 640, the thirty-two-row block.
 /// Host-checked: the first draw in range chose the named kernel under 1500 base seeds.
@@ -1000,9 +1000,11 @@ fn automatic_choices_of_step_70() {
     let bf16 = check_auto_on_a_draw::<bf16>(&gpu, &rows_of_2, in_range, 64, "tc_{t}_n8", seed(2020));
     assert_eq!((f16.as_str(), bf16.as_str()), ("spmm_tc_f16_n8", "spmm_tc_bf16_n8"));
     let k8 = "{t}_s1d8_y4k8x64w8_u4_nopred";
-    let f16 = check_auto_on_a_draw::<f16>(&gpu, &rows_of_2, in_range, 192, k8, seed(2011));
-    let bf16 = check_auto_on_a_draw::<bf16>(&gpu, &rows_of_2, in_range, 192, k8, seed(2021));
-    assert_eq!((f16.as_str(), bf16.as_str()), (expect_for("f16", k8).as_str(), expect_for("bf16", k8).as_str()));
+    for n in [128, 192] {
+        let f16 = check_auto_on_a_draw::<f16>(&gpu, &rows_of_2, in_range, n, k8, seed(2011 + n as u64));
+        let bf16 = check_auto_on_a_draw::<bf16>(&gpu, &rows_of_2, in_range, n, k8, seed(2021 + n as u64));
+        assert_eq!((f16.as_str(), bf16.as_str()), (expect_for("f16", k8).as_str(), expect_for("bf16", k8).as_str()));
+    }
     let two_rows = "{t}_s1d4_y2k16x128w16_u4_nopred";
     let used = check_auto_on_a_draw::<f32>(
         &gpu,

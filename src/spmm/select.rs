@@ -1039,8 +1039,8 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 ///   entries a step;
 /// - in up to 8192 rows, a warp per row over 256 columns, 32 entries a step: f16 at n = 256-2048 (a multiple of
 ///   256), bf16 at n = 256;
-/// - at n = 192, where that tile is held to 64 registers (step 12's rule), the same tile without the bound, in up to
-///   65536 rows of at most 64 (step 70).
+/// - at n = 128 and 192, where that tile is held to 64 registers (step 12's rule), the same tile without the bound,
+///   in up to 65536 rows of at most 64 (step 70).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 68"; every f16 variant on step 68's f32 problems): where that tile was
 /// chosen at n = 256-2048 it took 1.03x-2.11x the fastest variant's time, the warp per row 1.00x-1.33x. Through the
@@ -1059,7 +1059,7 @@ fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowSta
     if n == 64 && m <= 57344 && longest_row_rows_half(m, stats) {
         return Some(tile(dtype, 2, 8, 4, 16, 64, 8, false));
     }
-    if n == 192 && config.launch_bounds && m <= 65536 && stats.mean <= 64.0 {
+    if (n == 128 || n == 192) && config.launch_bounds && m <= 65536 && stats.mean <= 64.0 {
         // The same tile without the bound (step 70).
         return Some(tile(dtype, 1, 8, 4, 8, 64, 8, false));
     }
@@ -2942,9 +2942,11 @@ mod tests {
             for (m, n, taken) in [(8192, 256, true), (8192, 2048, f16), (1024, 768, f16), (8193, 256, false)] {
                 assert_eq!(longest_row_tile_half(&held, m, n, &long).is_some(), taken, "{dtype:?}, {m} rows, n = {n}");
             }
-            for n in [128, 320, 2304, 4096] {
+            for n in [320, 2304, 4096] {
                 assert_eq!(longest_row_tile_half(&held, 1024, n, &long), None, "n = {n}");
             }
+            // At n = 128 the same tile without the bound (step 70), not the warp per row.
+            assert_eq!(longest_row_tile_half(&held, 1024, 128, &long), Some(k8));
             // Other tiles, rows cut into pieces at this launch, f32.
             assert_eq!(longest_row_tile_half(&tile(dtype, 2, 8, 4, 16, 64, 8, false), 1024, 512, &long), None);
             assert_eq!(longest_row_tile_half(&tile(dtype, 1, 8, 2, 16, 256, 16, false), 1024, 512, &long), None);
@@ -3004,8 +3006,9 @@ mod tests {
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(1000, 64.1)), None);
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(3072, 60.0)), Some(k16));
             assert_eq!(longest_row_tile_half(&held, 20000, 64, &stats(3073, 60.0)), None);
-            // n = 192 (step 70): the same tile without the bound, in up to 65536 rows of at most 64.
+            // n = 128 and 192 (step 70): the same tile without the bound, in up to 65536 rows of at most 64.
             let unbounded = tile(dtype, 1, 8, 4, 8, 64, 8, false);
+            assert_eq!(longest_row_tile_half(&held, 20000, 128, &long), Some(unbounded));
             assert_eq!(longest_row_tile_half(&held, 20000, 192, &long), Some(unbounded));
             assert_eq!(longest_row_tile_half(&held, 65536, 192, &stats(3000, 2.0)), Some(unbounded));
             assert_eq!(longest_row_tile_half(&held, 65537, 192, &stats(3000, 2.0)), None);
@@ -3013,7 +3016,9 @@ mod tests {
             assert_eq!(longest_row_tile_half(&held, 4096, 192, &stats(3000, 64.1)), None);
             assert_eq!(longest_row_tile_half(&held, 20000, 192, &stats(20, 2.0)), None, "off the critical path");
             assert_eq!(longest_row_tile_half(&unbounded, 20000, 192, &long), None);
-            assert_eq!(longest_row_tile_half(&held, 20000, 128, &long), None, "n = 192 only");
+            for n in [160, 320, 384] {
+                assert_eq!(longest_row_tile_half(&held, 4096, n, &stats(3000, 5.0)), None, "n = {n}");
+            }
             // n = 64 on the k = 16 tile (step 70): the 16-row windows, 64 columns a warp, at a ratio of 7 or more.
             // 20000 rows of 2 are 1.33 steps of 16 per resident subwarp; a longest row of 145 takes 10 steps (7.5
             // times), of 144 takes 9 (6.8).
