@@ -987,7 +987,8 @@ fn automatic_choices_of_step_69() {
 /// Step 70's choices through `spmm_auto`, against the oracle on a poisoned C (`select::longest_row_windows_half`,
 /// `select::longest_row_tile`): f16 and bf16 power-law rows of 2 in 20000 rows at n = 64 whose longest row (160-240)
 /// the k = 16 tile walks for 7 times a resident subwarp's share or more take the 16-row windows, 64 columns a warp,
-/// and at n = 128 and 192 the k = 8 tile over 64 columns without its bound of 64 registers;
+/// at n = 128 and 192 the k = 8 tile over 64 columns without its bound of 64 registers, at n = 256 a warp per row over
+/// 256 columns (f16) or two rows of 16 threads (bf16), and f16 in 9500 rows at n = 512 the warp per row;
 /// f32 rows of 2 in 2600 rows at n = 384, where the k = 8 tile walked the longest row on the critical path, the
 /// unbounded two-row tile; rows of 7.8 in 2144 rows at n = 192 (the rounded width) and 640, the thirty-two-row block.
 /// Host-checked: the first draw in range chose the named kernel under 1500 base seeds.
@@ -1005,6 +1006,19 @@ fn automatic_choices_of_step_70() {
         let bf16 = check_auto_on_a_draw::<bf16>(&gpu, &rows_of_2, in_range, n, k8, seed(2021 + n as u64));
         assert_eq!((f16.as_str(), bf16.as_str()), (expect_for("f16", k8).as_str(), expect_for("bf16", k8).as_str()));
     }
+    let (warp, two_rows_256) = ("{t}_s1d8_y1k32x256w32_u4_nopred", "{t}_s1d8_y2k16x256w16_u4_nopred");
+    let f16 = check_auto_on_a_draw::<f16>(&gpu, &rows_of_2, in_range, 256, warp, seed(2050));
+    let bf16 = check_auto_on_a_draw::<bf16>(&gpu, &rows_of_2, in_range, 256, two_rows_256, seed(2051));
+    assert_eq!((f16, bf16), (expect_for("f16", warp), expect_for("bf16", two_rows_256)));
+    let f16 = check_auto_on_a_draw::<f16>(
+        &gpu,
+        &draw(9500, 2000, 2.0, 1990),
+        unsplit_with_longest((150, 400)),
+        512,
+        warp,
+        seed(2052),
+    );
+    assert_eq!(f16, expect_for("f16", warp));
     let two_rows = "{t}_s1d4_y2k16x128w16_u4_nopred";
     let used = check_auto_on_a_draw::<f32>(
         &gpu,
