@@ -1038,8 +1038,8 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 /// - at n = 64, in the range of [`longest_row_rows_half`] up to 57344 rows, the k = 16 tile over 64 columns, 16
 ///   entries a step;
 /// - in up to 8192 rows, a warp per row over 256 columns, 32 entries a step: f16 at n = 256-2048 (a multiple of
-///   256), bf16 at n = 256; in 8193-32768 rows of at most 64 (step 70), f16 the same at n = 256 and 512, bf16 two
-///   rows of 16 threads over 256 columns, 16 entries a step, at n = 256;
+///   256), bf16 at n = 256; in 8193-32768 rows of at most 64 (step 70), at n = 256 and 512, f16 the same, bf16 two
+///   rows of 16 threads over 256 columns, 16 entries a step;
 /// - at n = 128 and 192, where that tile is held to 64 registers (step 12's rule), the same tile without the bound,
 ///   in up to 65536 rows of at most 64 (step 70).
 ///
@@ -1070,13 +1070,13 @@ fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowSta
     if widths.contains(&n) && n % 256 == 0 && m <= 8192 {
         return Some(warp_per_row);
     }
-    // Past 8192 rows (step 70): f16 the warp per row at n = 256 and 512, bf16 two rows of 16 threads at n = 256.
+    // Past 8192 rows (step 70): f16 the warp per row, bf16 two rows of 16 threads, at n = 256 and 512.
     if !(8193..=32768).contains(&m) || stats.mean > 64.0 {
         return None;
     }
     match (dtype, n) {
         (DType::F16, 256 | 512) => Some(warp_per_row),
-        (DType::Bf16, 256) => Some(tile(dtype, 1, 8, 2, 16, 256, 16, false)),
+        (DType::Bf16, 256 | 512) => Some(tile(dtype, 1, 8, 2, 16, 256, 16, false)),
         _ => None,
     }
 }
@@ -2955,13 +2955,13 @@ mod tests {
             for (m, n, taken) in [(8192, 256, true), (8192, 2048, f16), (1024, 768, f16), (32769, 256, false)] {
                 assert_eq!(longest_row_tile_half(&held, m, n, &long).is_some(), taken, "{dtype:?}, {m} rows, n = {n}");
             }
-            // 8193-32768 rows of at most 64 (step 70): f16 the warp per row at n = 256 and 512, bf16 two rows of 16
-            // threads over 256 columns at n = 256.
+            // 8193-32768 rows of at most 64 (step 70), at n = 256 and 512: f16 the warp per row, bf16 two rows of 16
+            // threads over 256 columns.
             let past = if f16 { warp } else { tile(dtype, 1, 8, 2, 16, 256, 16, false) };
             let many = stats(8000, 2.0);
             assert_eq!(longest_row_tile_half(&held, 8193, 256, &long), Some(past));
             assert_eq!(longest_row_tile_half(&held, 32768, 256, &many), Some(past));
-            assert_eq!(longest_row_tile_half(&held, 20000, 512, &many), f16.then_some(warp));
+            assert_eq!(longest_row_tile_half(&held, 20000, 512, &many), Some(past));
             assert_eq!(longest_row_tile_half(&held, 16384, 256, &stats(8000, 64.0)), Some(past));
             assert_eq!(longest_row_tile_half(&held, 16384, 256, &stats(8000, 64.1)), None);
             for n in [768, 1024, 2048] {
