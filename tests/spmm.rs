@@ -985,7 +985,7 @@ fn automatic_choices_of_step_69() {
 }
 
 /// Step 70's choices through `spmm_auto`, against the oracle on a poisoned C (`select::longest_row_windows_half`,
-/// `select::longest_row_tile`): f16 and bf16 power-law rows of 2 in 20000 rows at n = 64 whose longest row (160-240)
+/// `select::longest_row_tile_half`, `select::longest_row_tile`): f16 and bf16 power-law rows of 2 in 20000 rows at n = 64 whose longest row (160-240)
 /// the k = 16 tile walks for 7 times a resident subwarp's share or more take the 16-row windows, 64 columns a warp,
 /// at n = 128 and 192 the k = 8 tile over 64 columns without its bound of 64 registers, at n = 256 a warp per row over
 /// 256 columns (f16) or two rows of 16 threads (bf16), and the same in 9500 rows at n = 512;
