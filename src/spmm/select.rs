@@ -311,7 +311,7 @@ pub(crate) fn long_rows_half(
         }));
     }
     let config = if n % 256 == 0 && (m >= 16384 || (m >= 8192 && n >= 512)) {
-        tile(dtype, 1, 8, 2, 16, 256, 16, false)
+        half_two_row_256_tile(dtype)
     } else {
         tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
     };
@@ -417,7 +417,7 @@ pub(crate) fn sparse_windows_half(
     Some(if n <= 64 && m <= 1024 {
         tile(dtype, 1, 1, 1, 32, 32, 32, true)
     } else if n >= 64 && c >= 1 << 18 && n % 64 == 0 {
-        tile(dtype, 1, 8, 4, 8, 64, 8, false)
+        half_k8_tile(dtype)
     } else if n >= 64 && c >= 1 << 18 {
         k8_tile(dtype, 4, true)
     } else if stats.mean >= 80.0 && !(dtype == DType::Bf16 && n == 32 && c >= 1 << 18) && n <= 128 {
@@ -908,7 +908,17 @@ fn half_k8_tile_in_turn(dtype: DType) -> SpmmConfig {
 
 /// The f16/bf16 k = 8 tile over 64 columns, held to 64 registers (`spmm_{f16,bf16}_s1d8_y4k8x64w8_u4_nopred_lb32`).
 fn half_k8_tile_bounded(dtype: DType) -> SpmmConfig {
-    bounded(tile(dtype, 1, 8, 4, 8, 64, 8, false), 32)
+    bounded(half_k8_tile(dtype), 32)
+}
+
+/// The f16/bf16 k = 8 tile over 64 columns, four rows of 8 threads (`spmm_{f16,bf16}_s1d8_y4k8x64w8_u4_nopred`).
+fn half_k8_tile(dtype: DType) -> SpmmConfig {
+    tile(dtype, 1, 8, 4, 8, 64, 8, false)
+}
+
+/// Two f16/bf16 rows of 16 threads over 256 columns, k = 16 (`spmm_{f16,bf16}_s1d8_y2k16x256w16_u4_nopred`).
+fn half_two_row_256_tile(dtype: DType) -> SpmmConfig {
+    tile(dtype, 1, 8, 2, 16, 256, 16, false)
 }
 
 /// The shapes where the k = 8 tile over 32 columns in narrow vectors or scalars wins in f32 at n <= 16, n = 2 mod 4
@@ -1062,7 +1072,7 @@ fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowSta
     }
     if (n == 128 || n == 192) && config.launch_bounds && m <= 65536 && stats.mean <= 64.0 {
         // The same tile without the bound (step 70).
-        return Some(tile(dtype, 1, 8, 4, 8, 64, 8, false));
+        return Some(half_k8_tile(dtype));
     }
     // bf16 at n = 256 only: from n = 512 its warp per row lost on held-out problems (0.82x-1.06x by width and set).
     let widths = if dtype == DType::Bf16 { 256..=256 } else { 256..=2048 };
@@ -1076,7 +1086,7 @@ fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowSta
     }
     match (dtype, n) {
         (DType::F16, 256 | 512) => Some(warp_per_row),
-        (DType::Bf16, 256 | 512) => Some(tile(dtype, 1, 8, 2, 16, 256, 16, false)),
+        (DType::Bf16, 256 | 512) => Some(half_two_row_256_tile(dtype)),
         _ => None,
     }
 }
@@ -1505,12 +1515,12 @@ impl SpmmConfig {
                 // 1.08x-1.45x; well1850 and add32 at n = 512-1024 1.03x-1.16x; not case_ACTIVSg70k, k = 70000,
                 // 0.93x-0.94x, nor power-law rows of 4, cv 0.91, 0.83x-0.85x). In 8192-16383 rows at n = 256-512
                 // over any k and on rows of up to 7.5 too (step 64: wrld_1deg, stencils of 10000-14400 points).
-                tile(dtype, 1, 8, 2, 16, 256, 16, false)
+                half_two_row_256_tile(dtype)
             } else if mean > 300.0 && mean <= 600.0 && n > 128 && n <= 256 {
                 // Uniform 90% (410 per row), n = 256: the k = 8 tile below runs 0.096-0.102 ms in three runs,
                 // f16 (2, 16, 64, 8) 0.070 ms, bf16 (2, 16, 256, 16) 0.073 ms (NOTES.md, "SpMM step 7").
                 match dtype {
-                    DType::Bf16 if n % 256 == 0 => tile(dtype, 1, 8, 2, 16, 256, 16, false),
+                    DType::Bf16 if n % 256 == 0 => half_two_row_256_tile(dtype),
                     _ => tile(dtype, 2, 8, 4, 16, 64, 8, n % 64 != 0),
                 }
             } else if (mean <= 600.0 && n % 64 == 0 && n <= 256 && (n > 128 || m >= 16384 || one_wave_if_bounded(m, n)))
@@ -1537,7 +1547,7 @@ impl SpmmConfig {
                 tile(dtype, 1, 8, 4, 8, 64, 8, n % 64 != 0)
             } else if mean > 1500.0 && n % 256 == 0 && n > 256 {
                 // Uniform 50% n = 4096: 4.08 ms (f16), 4.78 ms (bf16) vs 4.53 / 5.59 ms.
-                tile(dtype, 1, 8, 2, 16, 256, 16, false)
+                half_two_row_256_tile(dtype)
             } else {
                 // Uniform 80%: n = 128 66 us vs 82 us, n = 4096 1.89 ms vs 2.06 ms.
                 tile(dtype, 2, 8, 4, 16, 64, 8, n % 64 != 0)
