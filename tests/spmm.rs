@@ -1038,6 +1038,30 @@ fn automatic_choices_of_step_70() {
     }
 }
 
+/// Step 71's f32 choices through `spmm_auto`, against the oracle on a poisoned C (`select::longest_row_tile`), where
+/// the k = 8 tile walked the longest row on the critical path: rows of 2 in 20000 rows at n = 64 (longest 100-240),
+/// the k = 16 tile over 64 columns held to 8 blocks per SM, and at n = 96 (longest 140-240) the unbounded two-row
+/// tile over 128 columns, predicated; rows of 3 in 6000 rows over k = 4000 at n = 96 (longest 120-240, 8 or more
+/// times a resident subwarp's share) and over k = 16000 at n = 32 (longest 100-240), the k = 16 tile over 32 columns.
+/// Host-checked: the first draw in range chose the named kernel under 1500 base seeds.
+#[test]
+fn automatic_choices_of_step_71() {
+    let Some(gpu) = gpu_or_skip("automatic_choices_of_step_71") else { return };
+    let draw = |m, k, mean, seeds| Draw { generator: "powerlaw", m, k, mean, rows: "unsplit", draws: 100, seeds };
+    let (four_rows, k16) = ("{t}_s2d4_y4k16x64w8_u4_nopred_lb8", "{t}_s2d4_y4k16x32w8_u4_nopred");
+    let cases = [
+        (draw(20000, 2000, 2.0, 2100), (100, 240), 64, four_rows),
+        (draw(20000, 2000, 2.0, 2140), (140, 240), 96, "{t}_s1d4_y2k16x128w16_u4_pred"),
+        (draw(6000, 4000, 3.0, 2110), (120, 240), 96, k16),
+        (draw(6000, 16000, 3.0, 2120), (100, 240), 32, k16),
+    ];
+    for (i, (d, longest, n, expect)) in cases.iter().enumerate() {
+        let used =
+            check_auto_on_a_draw::<f32>(&gpu, d, unsplit_with_longest(*longest), *n, expect, seed(2130 + i as u64));
+        assert_eq!(used, expect_for("f32", expect));
+    }
+}
+
 /// `expect` of [`check_auto_on_a_draw`] for the type named `t`, as the kernel's whole name.
 fn expect_for(t: &str, expect: &str) -> String {
     format!("spmm_{}", expect.replace("{t}", t))

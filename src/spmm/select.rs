@@ -983,7 +983,11 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// - n = 32 and 64, rows of more than 50 on average: four 8-thread subwarps per row ([`split_row_k8_tile`]) in up
 ///   to 8192 rows, two rows of 16 threads taking 32 entries a step over 32 columns past them; in place of the k = 8
 ///   tile on rows of at most 12, the same four subwarps in 512-3072 rows (at n = 96 too, in 512-2400 rows), and at
-///   n = 32 in 8192-65536 rows of at most 16 the k = 16 tile (step 69);
+///   n = 32 in 4096-65536 rows of at most 16 the k = 16 tile (step 69; from 4096 rows, step 71);
+/// - in place of the k = 8 tile on rows of at most 16 past those (step 71): at n = 64 in 3073-65536 rows the k = 16
+///   tile over 64 columns held to 8 blocks per SM ([`four_row_tile`]); at n = 96 in 2401-8192 rows, where the row
+///   takes 7 times the share or more, the k = 16 tile over 32 columns, and in 8193-65536 rows the unbounded two-row
+///   tile over 128 columns, predicated;
 /// - n = 128-512: two warps per row ([`split_row_warp_tile`]) on rows of 40 or more on average in up to 16384 rows;
 ///   a warp per row over 128 columns on shorter ones in up to 8192 rows, at n = 512 only in place of the k = 8
 ///   tile; at n = 128 in 8193-24576 rows, two rows of 16 threads over 128 columns, unbounded, in place of the k = 8
@@ -1016,7 +1020,16 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// path, 2096-16957 rows of 2-57) the thirty-two-row block took 0.90x, 0.85x and 0.90x of its time (0.64x-1.01x), each
 /// fastest variant 0.83x-0.86x; through the library on 94 fresh problems at ten widths (the widths and bounds declared
 /// first), 1.16x faster (0.94x-1.77x; 1.15x at ratios under 4, 1.18x from 4), 1.04x -> 1.21x of cuSPARSE (below
-/// it: 41 -> 8).
+/// it: 41 -> 8). Step 71 (NOTES.md, "SpMM step 71"; every variant on 12 such power-law problems per width, rows of
+/// 2-16 in 1802-34405 rows): at n = 64 the k = 16 tile over 64 columns held to 8 blocks per SM took 0.85x of the
+/// k = 8 tile's time (0.72x-0.96x, all 12), at n = 96 at ratios of 7.7-15.6 the k = 16 tile over 32 columns 0.82x
+/// (0.76x-0.89x, all 12), at n = 32 below 8192 rows the same 0.84x-0.92x; past 9000 rows at n = 96 (ratios 3.7-7.8)
+/// the predicated two-row tile 0.71x-0.92x (8 of 8). The row split with shorter pieces (16, 32 or 64 entries) on
+/// the tile that walks them took 0.96x-1.26x of the choice's time by width (0.96x only at n = 96 in pieces of 64), so
+/// these rows keep their tiles whole. Through the library on fresh problems, old and new in turn: n = 32 in
+/// 4096-8191 rows 1.18x (16, 1.03x-1.33x), n = 64 1.22x (20, 1.08x-1.47x, 3114-63779 rows), n = 96 in 2401-8192
+/// rows 1.21x (16, 1.06x-1.33x; the bound of 8192 came from a first such run, where 8988-15860 rows gained
+/// 0.95x-1.05x) and in 8193-38809 rows 1.11x (16, 0.91x-1.34x; the gain grows with the rows).
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     if dtype != DType::F32 || !walks_rows_whole(config) || !longest_row_is_the_critical_path(config, m, n, stats) {
@@ -1028,7 +1041,18 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
         32 | 64 if (512..=3072).contains(&m) && stats.mean <= 12.0 && k8 => Some(split_row_k8_tile(dtype)),
         96 if (512..=2400).contains(&m) && stats.mean <= 12.0 && k8 => Some(split_row_k8_tile(dtype)),
         32 | 64 if stats.mean > 50.0 => Some(narrow_k32_tile(dtype)),
-        32 if (8192..=65536).contains(&m) && stats.mean <= 16.0 && k8 => Some(k16_tile(dtype, false)),
+        32 if (4096..=65536).contains(&m) && stats.mean <= 16.0 && k8 => Some(k16_tile(dtype, false)),
+        64 if (3073..=65536).contains(&m) && stats.mean <= 16.0 && k8 => Some(four_row_tile(dtype)),
+        96 if (2401..=8192).contains(&m)
+            && stats.mean <= 16.0
+            && k8
+            && longest_row_steps_over_share(config, m, n, stats) >= 7.0 =>
+        {
+            Some(k16_tile(dtype, false))
+        }
+        96 if (8193..=65536).contains(&m) && stats.mean <= 16.0 && k8 => {
+            Some(SpmmConfig { predicate_loads: true, ..unbounded_two_row_tile(dtype) })
+        }
         128 | 256 if m <= 8192 && stats.mean < 40.0 => Some(warp_per_row_tile(dtype)),
         128 if m <= 24576 && stats.mean < 40.0 && k8 => Some(unbounded_two_row_tile(dtype)),
         384 if m <= 8192 && stats.mean < 40.0 && k8 => Some(unbounded_two_row_tile(dtype)),
@@ -2888,19 +2912,44 @@ mod tests {
         assert_eq!(on_k8(3072, 64, 12.1), None, "rows of 12.1 in 3072 rows at n = 64");
         assert_eq!(on_k8(512, 32, 5.0).as_deref(), Some(r4));
         assert_eq!(on_k8(511, 32, 5.0), None, "rows of 5 in 511 rows at n = 32");
-        assert_eq!(on_k8(3073, 64, 5.0), None, "rows of 5 in 3073 rows at n = 64");
-        assert_eq!(on_k8(3073, 32, 5.0), None, "rows of 5 in 3073-8191 rows at n = 32");
+        assert_eq!(on_k8(3073, 32, 5.0), None, "rows of 5 in 3073-4095 rows at n = 32");
         assert_eq!(pick(3072, 32, 1000, 5.0), None, "four subwarps in place of the k = 8 tile only");
         assert_eq!(on_k8(2400, 96, 12.0).as_deref(), Some(r4));
         assert_eq!(on_k8(512, 96, 2.0).as_deref(), Some(r4));
-        assert_eq!(on_k8(2401, 96, 2.0), None, "past 2400 rows at n = 96");
         assert_eq!(on_k8(511, 96, 2.0), None, "under 512 rows at n = 96");
         assert_eq!(on_k8(2400, 96, 12.1), None, "rows of 12.1 at n = 96");
-        for (m, mean, taken) in [(8192, 16.0, true), (65536, 16.0, true), (8191, 16.0, false), (65537, 2.0, false)] {
+        // Step 71: the k = 16 tile at n = 32 from 4096 rows (step 69: from 8192).
+        for (m, mean, taken) in [(4096, 16.0, true), (65536, 16.0, true), (4095, 16.0, false), (65537, 2.0, false)] {
             assert_eq!(on_k8(m, 32, mean).as_deref() == Some(k16), taken, "{m} rows of {mean} at n = 32");
         }
         assert_eq!(on_k8(20000, 32, 16.1), None);
-        assert_eq!(on_k8(20000, 64, 2.0), None, "the k = 16 tile at n = 32 only");
+        // Step 71: at n = 64 past four subwarps' rows, the k = 16 tile over 64 columns held to 8 blocks per SM, in
+        // 3073-65536 rows of at most 16.
+        let four_rows = "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8";
+        for (m, mean, taken) in [(3073, 5.0, true), (65536, 16.0, true), (65537, 2.0, false), (20000, 16.1, false)] {
+            assert_eq!(on_k8(m, 64, mean).as_deref() == Some(four_rows), taken, "{m} rows of {mean} at n = 64");
+        }
+        assert_eq!(pick(20000, 64, 1000, 2.0), None, "in place of the k = 8 tile only");
+        // Step 71: at n = 96 the k = 16 tile in 2401-8192 rows of at most 16 where the k = 8 tile (held to 32 blocks
+        // per SM, 16896 resident rows of 3 column tiles) walks the longest row for 7 times its share or more: 8192
+        // rows of 2 are 1.82 steps each, a longest row of 97 takes 13 steps of 8 (7.15 times), of 96 takes 12 (6.6).
+        // In 8193-65536 rows, the unbounded two-row tile over 128 columns, predicated.
+        let on_k8_longest =
+            |m: usize, max: usize, mean: f64| longest_row_tile(&k8, m, 96, &stats(max, mean)).map(|c| c.kernel_name());
+        let share = 8192.0 * 1.25 * 3.0 / 16896.0;
+        assert!((longest_row_steps_over_share(&k8, 8192, 96, &stats(97, 2.0)) - 13.0 / share).abs() < 1e-9);
+        assert_eq!(on_k8_longest(8192, 97, 2.0).as_deref(), Some(k16));
+        assert_eq!(on_k8_longest(8192, 96, 2.0), None, "under 7 times the share at n = 96");
+        assert_eq!(on_k8(2401, 96, 2.0).as_deref(), Some(k16));
+        assert_eq!(on_k8(8192, 96, 16.0).as_deref(), Some(k16));
+        assert_eq!(on_k8(8192, 96, 16.1), None, "rows of 16.1 at n = 96");
+        let two_rows_pred = "spmm_f32_s1d4_y2k16x128w16_u4_pred";
+        assert_eq!(on_k8_longest(8193, 96, 2.0).as_deref(), Some(two_rows_pred), "past 8192 rows, any ratio from 3");
+        assert_eq!(on_k8(65536, 96, 16.0).as_deref(), Some(two_rows_pred));
+        assert_eq!(on_k8(65537, 96, 2.0), None, "past 65536 rows at n = 96");
+        assert_eq!(on_k8(20000, 96, 16.1), None, "rows of 16.1 at n = 96");
+        assert_eq!(pick(8192, 96, 1000, 2.0), None, "the k = 16 tile at n = 96 in place of the k = 8 tile only");
+        assert_eq!(pick(8193, 96, 1000, 2.0), None, "the two-row tile at n = 96 in place of the k = 8 tile only");
         assert_eq!(pick(20000, 32, 1000, 2.0), None, "in place of the k = 8 tile only");
         assert_eq!(on_k8(24576, 128, 39.9).as_deref(), Some(two_rows));
         assert_eq!(on_k8(8193, 128, 2.0).as_deref(), Some(two_rows));
