@@ -1042,7 +1042,10 @@ fn automatic_choices_of_step_70() {
 /// the k = 8 tile walked the longest row on the critical path: rows of 2 in 20000 rows at n = 64 (longest 100-240),
 /// the k = 16 tile over 64 columns held to 8 blocks per SM, and at n = 96 (longest 140-240) the unbounded two-row
 /// tile over 128 columns, predicated; rows of 3 in 6000 rows over k = 4000 at n = 96 (longest 120-240, 8 or more
-/// times a resident subwarp's share) and over k = 16000 at n = 32 (longest 100-240), the k = 16 tile over 32 columns.
+/// times a resident subwarp's share) and over k = 16000 at n = 32 (longest 100-240), the k = 16 tile over 32 columns;
+/// rows of 3 in 8000 rows over k = 12000 at n = 48 (longest 140-240), two rows of 16 threads over 64 columns taking
+/// 32 entries a step, guarded; rows of 7.8 in 2144 rows at n = 176 (longest 150-400), the thirty-two-row block,
+/// guarded.
 /// Host-checked: the first draw in range chose the named kernel under 1500 base seeds.
 #[test]
 fn automatic_choices_of_step_71() {
@@ -1054,6 +1057,8 @@ fn automatic_choices_of_step_71() {
         (draw(20000, 2000, 2.0, 2140), (140, 240), 96, "{t}_s1d4_y2k16x128w16_u4_pred"),
         (draw(6000, 4000, 3.0, 2110), (120, 240), 96, k16),
         (draw(6000, 16000, 3.0, 2120), (100, 240), 32, k16),
+        (draw(8000, 12000, 3.0, 2150), (140, 240), 48, "{t}_s2d4_y2k32x64w16_u4_pred"),
+        (draw(2144, 16099, 7.8, 2160), (150, 400), 176, "{t}_s1d4_y32k16x64w16_u4_pred"),
     ];
     for (i, (d, longest, n, expect)) in cases.iter().enumerate() {
         let used =

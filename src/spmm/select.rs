@@ -994,7 +994,9 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 ///   tile (step 69), and at n = 384 in up to 8192 rows (step 70);
 /// - n = 1024-2048 in up to 4096 rows: the thirty-two-row block; in place of the k = 8 tile at the multiples of 64
 ///   from 192 to 960 that have no branch here (192, 320, ... through the rounded width, [`rounded_width`]) in up to
-///   16384 rows of at most 64 (step 70).
+///   16384 rows of at most 64 (step 70), and at the other multiples of 16 from 144 to 960, guarded in n (step 71);
+/// - n = 40, 48 and 56 (through the rounded width 64), in place of the k = 8 tile in 1024-12288 rows of at most 64:
+///   two rows of 16 threads over 64 columns taking 32 entries a step, guarded (step 71).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 68"; every f32 variant on 70 random power-law and uniform problems
 /// whose choice's ratio was 3 or more, m 530-63698, k 555-29426, n = 32-2048): the choice took 1.27x the fastest
@@ -1029,7 +1031,13 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// these rows keep their tiles whole. Through the library on fresh problems, old and new in turn: n = 32 in
 /// 4096-8191 rows 1.18x (16, 1.03x-1.33x), n = 64 1.22x (20, 1.08x-1.47x, 3114-63779 rows), n = 96 in 2401-8192
 /// rows 1.21x (16, 1.06x-1.33x; the bound of 8192 came from a first such run, where 8988-15860 rows gained
-/// 0.95x-1.05x) and in 8193-38809 rows 1.11x (16, 0.91x-1.34x; the gain grows with the rows).
+/// 0.95x-1.05x) and in 8193-38809 rows 1.11x (16, 0.91x-1.34x; the gain grows with the rows). At widths the
+/// rounding reaches (every variant on 10 problems per width): at n = 144, 160 and 224 the thirty-two-row block,
+/// guarded, took 0.88x, 0.90x and 0.87x of the k = 8 tile's time (0.72x-1.03x); at n = 40, 48 and 56 the two-row
+/// 32-entry tile over 64 columns 0.85x (0.54x-0.98x up to 13092 rows, 1.14x-1.38x in 19825 and 46236). Through the
+/// library on fresh problems: the block at eight widths from 144 to 400 (five not measured before) 1.10x (64,
+/// 0.88x-1.39x), 1.10x -> 1.21x of cuSPARSE; the two-row tile 1.27x on 30 in 1029-14681 rows, but 0.84x-0.92x in
+/// 14224-14681 rows (and 0.92x in 7515), hence up to 12288 rows, a bound chosen on that run.
 fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
     let dtype = config.dtype;
     if dtype != DType::F32 || !walks_rows_whole(config) || !longest_row_is_the_critical_path(config, m, n, stats) {
@@ -1059,8 +1067,11 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
         512 if m <= 8192 && stats.mean < 40.0 && k8 => Some(warp_per_row_tile(dtype)),
         128 | 256 | 384 | 512 if m <= 16384 && stats.mean >= 40.0 => Some(split_row_warp_tile(dtype)),
         1024..=2048 if n % 128 == 0 && m <= 4096 => Some(thirty_two_row_tile(dtype)),
-        192..=960 if n % 64 == 0 && ![256, 384, 512].contains(&n) && m <= 16384 && stats.mean <= 64.0 && k8 => {
-            Some(thirty_two_row_tile(dtype))
+        40 | 48 | 56 if (1024..=12288).contains(&m) && stats.mean <= 64.0 && k8 => {
+            Some(tile(dtype, 2, 4, 2, 32, 64, 16, true))
+        }
+        144..=960 if n % 16 == 0 && ![256, 384, 512].contains(&n) && m <= 16384 && stats.mean <= 64.0 && k8 => {
+            Some(SpmmConfig { predicate_loads: n % 64 != 0, ..thirty_two_row_tile(dtype) })
         }
         _ => None,
     }
@@ -1241,8 +1252,9 @@ impl SpmmConfig {
             }
             let config = predicated_for(config, n);
             if !two_rows_waste_columns(&config, n) {
-                // Of [`longest_row_tile`]'s branches only the thirty-two-row block at multiples of 64 (192, 320, ...)
-                // reaches these widths; the others were measured at widths the tiles fill.
+                // Of [`longest_row_tile`]'s branches only the thirty-two-row block (multiples of 16 from 144 to 960)
+                // and the two-row 32-entry tile at n = 40-56 reach these widths; the others were measured at widths
+                // the tiles fill.
                 return longest_row_tile(&config, m, n, stats).unwrap_or(config);
             }
         }
@@ -2968,9 +2980,35 @@ mod tests {
             assert_eq!(on_k8(2048, n, 64.1), None, "rows of 64.1 at n = {n}");
             assert_eq!(power_law_pick(2144, 16099, n, 179, 7.8, 1.07), block, "step 70's 2144 x 16099, n = {n}");
         }
-        for n in [160, 224, 1088] {
+        // Step 71: at the other multiples of 16 from 144 to 960 too, guarded in n where 64 does not divide it; the
+        // rounded width reaches them (144 -> 256, 160 -> 256, 272 -> 384).
+        let block_pred = "spmm_f32_s1d4_y32k16x64w16_u4_pred";
+        for n in [144, 160, 176, 208, 224, 240, 272, 336, 400, 464, 944] {
+            assert_eq!(on_k8(16384, n, 2.0).as_deref(), Some(block_pred), "n = {n}");
+            assert_eq!(on_k8(16385, n, 2.0), None, "past 16384 rows at n = {n}");
+            assert_eq!(on_k8(2048, n, 64.1), None, "rows of 64.1 at n = {n}");
+            if n != 240 {
+                // At n = 240 the choice at the rounded width 256 is the two-row tile, which the rule does not replace.
+                assert_eq!(power_law_pick(2144, 16099, n, 179, 7.8, 1.07), block_pred, "2144 x 16099, n = {n}");
+            }
+        }
+        for n in [136, 152, 1088] {
             assert_eq!(on_k8(4096, n, 5.0), None, "n = {n}");
-            assert_ne!(power_law_pick(2144, 16099, n, 179, 7.8, 1.07), block, "n = {n}");
+            assert!(!power_law_pick(2144, 16099, n, 179, 7.8, 1.07).contains("y32k16x64w16"), "n = {n}");
+        }
+        // Step 71: at n = 40, 48 and 56 (the rounded width 64), two rows of 16 threads over 64 columns taking 32
+        // entries a step, guarded, in 1024-12288 rows of at most 64.
+        let two_rows_k32 = "spmm_f32_s2d4_y2k32x64w16_u4_pred";
+        for n in [40, 48, 56] {
+            assert_eq!(on_k8(1024, n, 64.0).as_deref(), Some(two_rows_k32), "n = {n}");
+            assert_eq!(on_k8(12288, n, 2.0).as_deref(), Some(two_rows_k32), "n = {n}");
+            assert_eq!(on_k8(1023, n, 2.0), None, "under 1024 rows at n = {n}");
+            assert_eq!(on_k8(12289, n, 2.0), None, "past 12288 rows at n = {n}");
+            assert_eq!(on_k8(4096, n, 64.1), None, "rows of 64.1 at n = {n}");
+            assert_eq!(power_law_pick(10437, 2115, n, 239, 3.0, 1.2), two_rows_k32, "step 71's 10437 x 2115, n = {n}");
+        }
+        for n in [36, 44, 52, 60] {
+            assert_eq!(on_k8(4096, n, 5.0), None, "n = {n}");
         }
         assert_eq!(pick(4096, 192, 1000, 5.0), None, "the block in place of the k = 8 tile only");
         // Tiles that already take 32 entries a step, split rows, or hold 32 rows; rows the launch cuts into pieces;
