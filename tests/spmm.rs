@@ -1043,9 +1043,9 @@ fn automatic_choices_of_step_70() {
 /// the k = 16 tile over 64 columns held to 8 blocks per SM, and at n = 96 (longest 140-240) the unbounded two-row
 /// tile over 128 columns, predicated; rows of 3 in 6000 rows over k = 4000 at n = 96 (longest 120-240, 8 or more
 /// times a resident subwarp's share) and over k = 16000 at n = 32 (longest 100-240), the k = 16 tile over 32 columns;
-/// rows of 3 in 8000 rows over k = 12000 at n = 48 (longest 140-240), two rows of 16 threads over 64 columns taking
-/// 32 entries a step, guarded; rows of 7.8 in 2144 rows at n = 176 (longest 150-400), the thirty-two-row block,
-/// guarded.
+/// and step 72's: rows of 3 in 8000 rows over k = 12000 at n = 48 (longest 140-240), two rows of 16 threads over 64
+/// columns taking 32 entries a step, guarded; rows of 7.8 in 2144 rows at n = 176 (longest 150-400), the
+/// thirty-two-row block, guarded.
 /// Host-checked: the first draw in range chose the named kernel under 1500 base seeds.
 #[test]
 fn automatic_choices_of_step_71() {

@@ -994,9 +994,9 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 ///   tile (step 69), and at n = 384 in up to 8192 rows (step 70);
 /// - n = 1024-2048 in up to 4096 rows: the thirty-two-row block; in place of the k = 8 tile at the multiples of 64
 ///   from 192 to 960 that have no branch here (192, 320, ... through the rounded width, [`rounded_width`]) in up to
-///   16384 rows of at most 64 (step 70), and at the other multiples of 16 from 144 to 960, guarded in n (step 71);
+///   16384 rows of at most 64 (step 70), and at the other multiples of 16 from 144 to 960, guarded in n (step 72);
 /// - n = 40, 48 and 56 (through the rounded width 64), in place of the k = 8 tile in 1024-12288 rows of at most 64:
-///   two rows of 16 threads over 64 columns taking 32 entries a step, guarded (step 71).
+///   two rows of 16 threads over 64 columns taking 32 entries a step, guarded (step 72).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 68"; every f32 variant on 70 random power-law and uniform problems
 /// whose choice's ratio was 3 or more, m 530-63698, k 555-29426, n = 32-2048): the choice took 1.27x the fastest
@@ -1031,8 +1031,8 @@ fn longest_row_is_the_critical_path(config: &SpmmConfig, m: usize, n: usize, sta
 /// these rows keep their tiles whole. Through the library on fresh problems, old and new in turn: n = 32 in
 /// 4096-8191 rows 1.18x (16, 1.03x-1.33x), n = 64 1.22x (20, 1.08x-1.47x, 3114-63779 rows), n = 96 in 2401-8192
 /// rows 1.21x (16, 1.06x-1.33x; the bound of 8192 came from a first such run, where 8988-15860 rows gained
-/// 0.95x-1.05x) and in 8193-38809 rows 1.11x (16, 0.91x-1.34x; the gain grows with the rows). At widths the
-/// rounding reaches (every variant on 10 problems per width): at n = 144, 160 and 224 the thirty-two-row block,
+/// 0.95x-1.05x) and in 8193-38809 rows 1.11x (16, 0.91x-1.34x; the gain grows with the rows). Step 72 (NOTES.md,
+/// "SpMM step 72"), at widths the rounding reaches (every variant on 10 problems per width): at n = 144, 160 and 224 the thirty-two-row block,
 /// guarded, took 0.88x, 0.90x and 0.87x of the k = 8 tile's time (0.72x-1.03x); at n = 40, 48 and 56 the two-row
 /// 32-entry tile over 64 columns 0.85x (0.54x-0.98x up to 13092 rows, 1.14x-1.38x in 19825 and 46236). Through the
 /// library on fresh problems: the block at eight widths from 144 to 400 (five not measured before) 1.10x (64,
@@ -2980,7 +2980,7 @@ mod tests {
             assert_eq!(on_k8(2048, n, 64.1), None, "rows of 64.1 at n = {n}");
             assert_eq!(power_law_pick(2144, 16099, n, 179, 7.8, 1.07), block, "step 70's 2144 x 16099, n = {n}");
         }
-        // Step 71: at the other multiples of 16 from 144 to 960 too, guarded in n where 64 does not divide it; the
+        // Step 72: at the other multiples of 16 from 144 to 960 too, guarded in n where 64 does not divide it; the
         // rounded width reaches them (144 -> 256, 160 -> 256, 272 -> 384).
         let block_pred = "spmm_f32_s1d4_y32k16x64w16_u4_pred";
         for n in [144, 160, 176, 208, 224, 240, 272, 336, 400, 464, 944] {
@@ -2996,7 +2996,7 @@ mod tests {
             assert_eq!(on_k8(4096, n, 5.0), None, "n = {n}");
             assert!(!power_law_pick(2144, 16099, n, 179, 7.8, 1.07).contains("y32k16x64w16"), "n = {n}");
         }
-        // Step 71: at n = 40, 48 and 56 (the rounded width 64), two rows of 16 threads over 64 columns taking 32
+        // Step 72: at n = 40, 48 and 56 (the rounded width 64), two rows of 16 threads over 64 columns taking 32
         // entries a step, guarded, in 1024-12288 rows of at most 64.
         let two_rows_k32 = "spmm_f32_s2d4_y2k32x64w16_u4_pred";
         for n in [40, 48, 56] {
