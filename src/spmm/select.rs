@@ -1115,6 +1115,10 @@ fn longest_row_tile_half(config: &SpmmConfig, m: usize, n: usize, stats: &RowSta
     if widths.contains(&n) && n % 256 == 0 && m <= 8192 {
         return Some(warp_per_row);
     }
+    // f16 at n = 224 in 4096-32768 rows of at most 64 (step 73): the same warp per row, guarded in n.
+    if dtype == DType::F16 && n == 224 && (4096..=32768).contains(&m) && stats.mean <= 64.0 {
+        return Some(SpmmConfig { predicate_loads: true, ..warp_per_row });
+    }
     // Past 8192 rows (step 70): f16 the warp per row, bf16 two rows of 16 threads, at n = 256 and 512.
     if !(8193..=32768).contains(&m) || stats.mean > 64.0 {
         return None;
@@ -1173,8 +1177,12 @@ pub(crate) fn longest_row_windows_half(
         64 if config.block_items_k == 16 && longest_row_steps_over_share(config, m, n, stats) >= 7.0 => {
             Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n: 8 })
         }
-        96 if longest_row_steps_over_share(config, m, n, stats) >= 4.0 => {
+        80 | 96 if longest_row_steps_over_share(config, m, n, stats) >= 4.0 => {
             Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: 16 })
+        }
+        // Step 73: at n = 160, where the k = 8 tile over 64 columns takes 5 times the share or more.
+        160 if longest_row_steps_over_share(config, m, n, stats) >= 5.0 => {
+            Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n: 4 })
         }
         _ => None,
     }
@@ -3110,8 +3118,26 @@ mod tests {
             assert!(longest_row_rows_half(20000, &stats(3072, 64.0)));
             assert!(!longest_row_rows_half(20000, &stats(3072, 64.1)));
             assert!(!longest_row_rows_half(20000, &stats(3073, 64.0)));
+            // Step 73: n = 80 as n = 96 (two column tiles of 64, the same steps); n = 160 (three: 4.44 steps per
+            // subwarp) the 16-row windows, 32 columns a warp, from 5 times the share: a longest row of 177 takes 23
+            // steps (5.18 times), of 176 takes 22 (4.96).
+            assert_eq!(longest_row_windows_half(&k8_64, 20000, 80, &stats(89, 2.0)), Some(wide));
+            assert_eq!(longest_row_windows_half(&k8_64, 20000, 80, &stats(88, 2.0)), None);
+            assert_eq!(longest_row_windows_half(&k8_64, 20000, 160, &stats(177, 2.0)), Some(narrow));
+            assert_eq!(longest_row_windows_half(&k8_64, 20000, 160, &stats(176, 2.0)), None);
+            assert_eq!(longest_row_windows_half(&k8_64, 8191, 160, &long), None, "under 8192 rows at n = 160");
+            // f16 at n = 224 (step 73): a warp per row over 256 columns, guarded, in 4096-32768 rows of at most 64;
+            // bf16 keeps its tile.
+            let warp_224 = SpmmConfig { predicate_loads: true, ..tile(dtype, 1, 8, 1, 32, 256, 32, false) };
+            let longest_250 = stats(250, 2.0);
+            for (m, mean, taken) in [(4096, 64.0, true), (32768, 2.0, true), (4095, 2.0, false), (32769, 2.0, false)] {
+                let rows = if mean == 2.0 { longest_250.clone() } else { stats(1000, mean) };
+                let want = (taken && dtype == DType::F16).then_some(warp_224);
+                assert_eq!(longest_row_tile_half(&k8_64, m, 224, &rows), want, "{dtype} {m} rows of {mean}");
+            }
+            assert_eq!(longest_row_tile_half(&k8_64, 20000, 224, &stats(250, 64.1)), None);
             // Other widths, tiles that take 32 entries a step or split rows, f32.
-            for n in [64, 128, 160, 256] {
+            for n in [64, 128, 192, 256] {
                 assert_eq!(longest_row_windows_half(&k8_64, 20000, n, &long), None, "n = {n}");
             }
             assert_eq!(longest_row_windows_half(&tile(dtype, 4, 4, 4, 32, 32, 8, true), 20000, 32, &long), None);
