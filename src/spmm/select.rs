@@ -1086,7 +1086,10 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 ///   256), bf16 at n = 256; in 8193-32768 rows of at most 64 (step 70), at n = 256 and 512, f16 the same, bf16 two
 ///   rows of 16 threads over 256 columns, 16 entries a step;
 /// - at n = 128 and 192, where that tile is held to 64 registers (step 12's rule), the same tile without the bound,
-///   in up to 65536 rows of at most 64 (step 70).
+///   in up to 65536 rows of at most 64 (step 70);
+/// - f16 at n = 224 in 4096-32768 rows of at most 64: the warp per row over 256 columns, guarded (step 73: every
+///   variant on 10 such problems, 4720-25343 rows, 0.65x-0.88x of the tile's time, all 10; bf16 0.82x-1.10x, not
+///   taken; through the library on 12 fresh problems, 1.29x (1.07x-1.54x), 0.99x -> 1.28x of cuSPARSE).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 68"; every f16 variant on step 68's f32 problems): where that tile was
 /// chosen at n = 256-2048 it took 1.03x-2.11x the fastest variant's time, the warp per row 1.00x-1.33x. Through the
@@ -1146,7 +1149,8 @@ fn longest_row_rows_half(m: usize, stats: &RowStats) -> bool {
 /// - n = 64, on the k = 16 tile ([`longest_row_tile_half`]) where the ratio on it is 7 or more: the 16-row windows,
 ///   64 columns a warp;
 /// - n = 96 where the ratio ([`longest_row_steps_over_share`]) is 4 or more: the 64-row windows, 128 columns a
-///   block (at 3.2-3.4, one problem gained 1.8x and one lost 1.14x-1.18x).
+///   block (at 3.2-3.4, one problem gained 1.8x and one lost 1.14x-1.18x); at n = 80 the same (step 73);
+/// - n = 160 where the ratio is 5 or more: the 16-row windows, 32 columns a warp (step 73).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 69"; every variant, f16 and bf16, 12 power-law problems per width,
 /// 8873-60949 rows of 2-59 entries, the longest 95-937): at n = 32 the 16-row windows took 0.69x (f16) and 0.73x
@@ -1155,8 +1159,13 @@ fn longest_row_rows_half(m: usize, stats: &RowStats) -> bool {
 /// the k = 16 tile) the windows, 64 columns a warp, took 0.67x-0.91x of that tile's time at ratios of 7.6-9.9 (f16 and
 /// bf16), about its time at 6.1, and 1.1x-1.4x of it at 4.6 or less; through the library on 16 fresh problems per type
 /// at ratios of 7 or more (the bound declared first), f16 1.25x faster (1.09x-1.41x) and bf16 1.13x (0.99x-1.42x); six
-/// at 5.0-6.5 ran level (every variant: 1.01x in f16, 0.97x in bf16). The caller passes only where the windows can run
-/// (no Inf or NaN in A).
+/// at 5.0-6.5 ran level (every variant: 1.01x in f16, 0.97x in bf16). Step 73 (NOTES.md, "SpMM step 73"; every
+/// variant on 10 power-law problems per type and width, rows of 2-52): at n = 80 the 64-row windows took 0.58x-0.88x
+/// (f16) and 0.62x-0.93x (bf16) of the tile's time, all 20, at ratios of 3.5-13.1; at n = 160 in 8192 rows or more the
+/// 16-row windows 0.64x-0.85x and 0.71x-0.90x at ratios of 5.4-12.9, but 0.95x-1.10x at 4.3-4.6. Through the library
+/// on 12 fresh problems per type and width: n = 80 f16 1.35x (1.02x-1.57x; 1.00x -> 1.35x of cuSPARSE), bf16 1.14x
+/// (0.94x-1.49x); n = 160 f16 1.15x (0.88x-1.53x), bf16 1.17x (1.00x-1.43x). The caller passes only where the
+/// windows can run (no Inf or NaN in A).
 pub(crate) fn longest_row_windows_half(
     config: &SpmmConfig,
     m: usize,
