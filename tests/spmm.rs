@@ -1071,13 +1071,15 @@ fn automatic_choices_of_step_71() {
 /// (`select::longest_row_windows_half`, `select::longest_row_tile_half`): power-law rows of 2 in 20000 rows whose
 /// longest row (180-240) the k = 8 tile over 64 columns walks on the critical path take the 64-row windows over 128
 /// columns at n = 80 and the 16-row windows, 32 columns a warp, at n = 160; f16 at n = 224 a warp per row over 256
-/// columns, guarded. Host-checked: the first draw in range chose the named kernel under 1500 base seeds.
+/// columns, guarded; step 74's n = 112, the 64-row windows. Host-checked: the first draw in range chose the named
+/// kernel under 1500 base seeds.
 #[test]
 fn automatic_choices_of_step_73() {
     let Some(gpu) = gpu_or_skip("automatic_choices_of_step_73") else { return };
     let d = Draw { generator: "powerlaw", m: 20000, k: 2000, mean: 2.0, rows: "unsplit", draws: 100, seeds: 2200 };
     let in_range = unsplit_with_longest((180, 240));
-    for (i, (n, expect)) in [(80, "tc_{t}_w64_n16"), (160, "tc_{t}_n4")].into_iter().enumerate() {
+    let cases = [(80, "tc_{t}_w64_n16"), (160, "tc_{t}_n4"), (112, "tc_{t}_w64_n16")];
+    for (i, (n, expect)) in cases.into_iter().enumerate() {
         let f16 = check_auto_on_a_draw::<f16>(&gpu, &d, in_range, n, expect, seed(2300 + i as u64));
         let bf16 = check_auto_on_a_draw::<bf16>(&gpu, &d, in_range, n, expect, seed(2310 + i as u64));
         assert_eq!((f16, bf16), (expect_for("f16", expect), expect_for("bf16", expect)));

@@ -1150,7 +1150,8 @@ fn longest_row_rows_half(m: usize, stats: &RowStats) -> bool {
 ///   64 columns a warp;
 /// - n = 96 where the ratio ([`longest_row_steps_over_share`]) is 4 or more: the 64-row windows, 128 columns a
 ///   block (at 3.2-3.4, one problem gained 1.8x and one lost 1.14x-1.18x); at n = 80 the same (step 73);
-/// - n = 160 where the ratio is 5 or more: the 16-row windows, 32 columns a warp (step 73).
+/// - n = 160 where the ratio is 5 or more: the 16-row windows, 32 columns a warp (step 73);
+/// - n = 112 where the ratio is 7 or more: the 64-row windows (step 74).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 69"; every variant, f16 and bf16, 12 power-law problems per width,
 /// 8873-60949 rows of 2-59 entries, the longest 95-937): at n = 32 the 16-row windows took 0.69x (f16) and 0.73x
@@ -1187,6 +1188,10 @@ pub(crate) fn longest_row_windows_half(
             Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n: 8 })
         }
         80 | 96 if longest_row_steps_over_share(config, m, n, stats) >= 4.0 => {
+            Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: 16 })
+        }
+        // Step 74: at n = 112 from 7 times the share.
+        112 if longest_row_steps_over_share(config, m, n, stats) >= 7.0 => {
             Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: 16 })
         }
         // Step 73: at n = 160, where the k = 8 tile over 64 columns takes 5 times the share or more.
@@ -3135,6 +3140,10 @@ mod tests {
             assert_eq!(longest_row_windows_half(&k8_64, 20000, 160, &stats(177, 2.0)), Some(narrow));
             assert_eq!(longest_row_windows_half(&k8_64, 20000, 160, &stats(176, 2.0)), None);
             assert_eq!(longest_row_windows_half(&k8_64, 8191, 160, &long), None, "under 8192 rows at n = 160");
+            // Step 74: n = 112 (two column tiles, 2.96 steps per subwarp in 20000 rows of 2) the 64-row windows from 7
+            // times the share: a longest row of 161 takes 21 steps (7.1 times), of 160 takes 20 (6.8).
+            assert_eq!(longest_row_windows_half(&k8_64, 20000, 112, &stats(161, 2.0)), Some(wide));
+            assert_eq!(longest_row_windows_half(&k8_64, 20000, 112, &stats(160, 2.0)), None);
             // f16 at n = 224 (step 73): a warp per row over 256 columns, guarded, in 4096-32768 rows of at most 64;
             // bf16 keeps its tile.
             let warp_224 = SpmmConfig { predicate_loads: true, ..tile(dtype, 1, 8, 1, 32, 256, 32, false) };
