@@ -1165,8 +1165,11 @@ fn longest_row_rows_half(m: usize, stats: &RowStats) -> bool {
 /// (f16) and 0.62x-0.93x (bf16) of the tile's time, all 20, at ratios of 3.5-13.1; at n = 160 in 8192 rows or more the
 /// 16-row windows 0.64x-0.85x and 0.71x-0.90x at ratios of 5.4-12.9, but 0.95x-1.10x at 4.3-4.6. Through the library
 /// on 12 fresh problems per type and width: n = 80 f16 1.35x (1.02x-1.57x; 1.00x -> 1.35x of cuSPARSE), bf16 1.14x
-/// (0.94x-1.49x); n = 160 f16 1.15x (0.88x-1.53x), bf16 1.17x (1.00x-1.43x). The caller passes only where the
-/// windows can run (no Inf or NaN in A).
+/// (0.94x-1.49x); n = 160 f16 1.15x (0.88x-1.53x), bf16 1.17x (1.00x-1.43x). Step 74 (NOTES.md, "SpMM step 74"): at
+/// n = 112 the 64-row windows took 0.64x-0.75x (f16, 5) and 0.71x-0.89x (bf16, 3) of the tile's time at ratios of
+/// 7.4-15.3, but 0.90x-1.25x at 3.0-6.1 on rows of 2-5; through the library on 12 fresh problems per type at ratios of
+/// 7 or more, f16 1.33x (0.97x-1.81x), bf16 1.33x (1.05x-2.35x). The caller passes only where the windows can run (no
+/// Inf or NaN in A).
 pub(crate) fn longest_row_windows_half(
     config: &SpmmConfig,
     m: usize,
