@@ -1071,7 +1071,7 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
             Some(tile(dtype, 2, 4, 2, 32, 64, 16, true))
         }
         144..=960 if n % 16 == 0 && ![256, 384, 512].contains(&n) && m <= 16384 && stats.mean <= 64.0 && k8 => {
-            Some(SpmmConfig { predicate_loads: n % 64 != 0, ..thirty_two_row_tile(dtype) })
+            Some(predicated_for(thirty_two_row_tile(dtype), n))
         }
         _ => None,
     }
@@ -1185,24 +1185,20 @@ pub(crate) fn longest_row_windows_half(
     {
         return None;
     }
-    match n {
-        32 => Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n: 4 }),
-        64 if config.block_items_k == 16 && longest_row_steps_over_share(config, m, n, stats) >= 7.0 => {
-            Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n: 8 })
-        }
-        80 | 96 if longest_row_steps_over_share(config, m, n, stats) >= 4.0 => {
-            Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: 16 })
-        }
-        // Step 74: at n = 112 from 7 times the share.
-        112 if longest_row_steps_over_share(config, m, n, stats) >= 7.0 => {
-            Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: 16 })
-        }
-        // Step 73: at n = 160, where the k = 8 tile over 64 columns takes 5 times the share or more.
-        160 if longest_row_steps_over_share(config, m, n, stats) >= 5.0 => {
-            Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n: 4 })
-        }
-        _ => None,
-    }
+    // (window, tiles_n, the ratio from which they are taken); at n = 32 the critical path (3 times) is enough.
+    let (window, tiles_n, from) = match n {
+        32 => (WINDOW, 4, 3.0),
+        64 if config.block_items_k == 16 => (WINDOW, 8, 7.0),
+        80 | 96 => (WIDE_WINDOW, 16, 4.0),
+        112 => (WIDE_WINDOW, 16, 7.0), // step 74
+        160 => (WINDOW, 4, 5.0),       // step 73
+        _ => return None,
+    };
+    (longest_row_steps_over_share(config, m, n, stats) >= from).then_some(TensorCoreConfig {
+        dtype,
+        window: window as u32,
+        tiles_n,
+    })
 }
 
 /// The width whose f32 choice is taken, guarded in n, where n is a multiple of 4 past 16 but not of 128 (32, 64
