@@ -13,7 +13,8 @@ use tilesparse::kernels::{compiled_spmm_variants_for, spmm_table};
 use tilesparse::spmm::tensor_core::BlockCounts;
 use tilesparse::spmm::tune::tune_candidates;
 use tilesparse::spmm::{
-    block_order, check_config, column_tiles_first, rows_longest_first, split, splits_rows, spmm_bias_relu,
+    block_order, check_config, column_tiles_first, rows_longest_first, skipped_empty_rows, skips_empty_rows, split,
+    splits_rows, spmm_bias_relu, spmm_leaving_out_empty_rows,
 };
 use tilesparse::{
     gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, spmm_tune, BlockOrder,
@@ -383,6 +384,111 @@ fn sanitizer_row_split_shares_rows_of_every_length() {
         let label = format!("row split chosen at n = {n}, mean {}", stats.mean);
         assert_eq!(check_kernels::<f32>(&gpu, &label, a, n, seed(124), [SpmmKernel::Tiled(chosen)]), 1);
     }
+}
+
+/// The rows A leaves empty, left out of the tile kernel's grid and written by `spmm_zero_rows_<dtype>`
+/// (`spmm::skips_empty_rows`). First every compiled variant of every dtype with them left out however few
+/// (`spmm_leaving_out_empty_rows`): at an n whose rows the fill writes 16 bytes a lane (128) and one it writes an
+/// element a lane (130), on a matrix whose rows go to subwarps through the swizzle and on one whose long row is
+/// split (the empty rows are then the last pieces), against the oracle on a poisoned C; with bias + ReLU the
+/// empty rows hold ReLU(bias) exactly, 0 for a negative bias and NaN for a NaN one. Then the automatic rule on
+/// enough empty rows that some variants leave them out and some do not. Small enough for compute-sanitizer.
+#[test]
+fn sanitizer_empty_rows_left_to_a_second_kernel() {
+    let Some(gpu) = gpu_or_skip("sanitizer_empty_rows_left_to_a_second_kernel") else { return };
+    // 2400 rows, 2100 empty (the first and the last among them); the rest of 1-40 entries, and in the second
+    // matrix row 1403 of 1500, which every variant that walks pieces splits.
+    let (m, k) = (2400, 2000);
+    let stored = |r: usize| if r % 8 == 3 { 1 + r % 40 } else { 0 };
+    let plain = rows_of_lengths(m, k, stored, seed(130));
+    let skewed = rows_of_lengths(m, k, |r| if r == 1403 { 1500 } else { stored(r) }, seed(131));
+    let (mut split_runs, mut runs) = (0, 0);
+    fn each<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize, runs: &mut usize, splits: &mut usize) {
+        let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed(132));
+        for config in compiled_spmm_variants_for(T::DTYPE) {
+            if check_config(config, T::DTYPE, a.rows(), a.cols(), n).is_err() {
+                continue;
+            }
+            *splits += usize::from(splits_rows(gpu, &a_dev, n, config).unwrap());
+            c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+            let left_out = spmm_leaving_out_empty_rows(gpu, &a_dev, &b_dev, None, &mut c_dev, config)
+                .unwrap_or_else(|e| panic!("{config}: {e}"));
+            assert_eq!(left_out, 2100, "{what}, n = {n}, {config}: the grid must leave the empty rows out");
+            let label = format!("{what} empty rows left out, n = {n}, {config}");
+            oracle.check_kernel(&label, &c_dev.download(gpu).unwrap(), &SpmmKernel::Tiled(*config));
+            *runs += 1;
+        }
+    }
+    for (what, a) in [("swizzled", &plain), ("split", &skewed)] {
+        assert_eq!(RowStats::from_indptr(&a.indptr().to_proper()).empty_rows, 2100, "{what}");
+        for n in [128, 130] {
+            each::<f32>(&gpu, what, a, n, &mut runs, &mut split_runs);
+            each::<f16>(&gpu, what, a, n, &mut runs, &mut split_runs);
+            each::<bf16>(&gpu, what, a, n, &mut runs, &mut split_runs);
+        }
+    }
+    assert!(runs > 200, "only {runs} runs");
+    assert!(split_runs > 0, "no variant split the 1500-entry row");
+
+    // Bias + ReLU: row 0 (empty) a negative bias, row 1 (empty) NaN, row 2 (empty) positive.
+    let n = 128;
+    let b = dense::<f32>(k, n, seed(133));
+    let mut bias: Vec<f32> = (0..m).map(|i| ((i % 7) as f32 - 3.0) * 0.25).collect();
+    bias[..3].copy_from_slice(&[-0.5, f32::NAN, 0.75]);
+    let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+    for (what, a) in [("swizzled", &plain), ("split", &skewed)] {
+        let oracle = BiasReluOracle::new(a.view(), &b, &bias, n);
+        let (a_dev, b_dev) = (DeviceCsr::upload(&gpu, a.view()).unwrap(), DeviceDense::upload(&gpu, k, n, &b).unwrap());
+        for config in compiled_spmm_variants_for(DType::F32) {
+            if check_config(config, DType::F32, m, k, n).is_err() {
+                continue;
+            }
+            let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
+            c_dev.fill(&gpu, POISON as f32).unwrap();
+            let left_out =
+                spmm_leaving_out_empty_rows(&gpu, &a_dev, &b_dev, Some(&bias_dev), &mut c_dev, config).unwrap();
+            assert_eq!(left_out, 2100, "{what} bias + ReLU, {config}");
+            let c = c_dev.download(&gpu).unwrap();
+            oracle.check(&format!("{what} empty rows, bias + ReLU, {config}"), &c);
+            assert!(c[..n].iter().all(|v| v.to_bits() == 0), "{config}: ReLU(-0.5) of an empty row must be +0");
+            assert!(c[n..2 * n].iter().all(|v| v.is_nan()), "{config}: a NaN bias must reach its empty row");
+            assert!(c[2 * n..3 * n].iter().all(|&v| v == 0.75), "{config}: ReLU(0.75) of an empty row");
+        }
+    }
+
+    // The rule: 14000 rows, 12500 empty, at n = 128. The warp per row over 128 columns spends 12,500 blocks on
+    // them and leaves them out; the thirty-two-row block 782 (391 row blocks x 2 column tiles) and keeps them.
+    let (m, k) = (14000, 2000);
+    let a = rows_of_lengths(m, k, |r| if r % 28 < 3 { 1 + r % 40 } else { 0 }, seed(134));
+    let stats = RowStats::from_indptr(&a.indptr().to_proper());
+    assert_eq!(stats.empty_rows, 12500);
+    let warp: SpmmConfig = "spmm_f32_s1d4_y1k32x128w32_u4_nopred".parse().unwrap();
+    assert!(skips_empty_rows(&stats, &warp, 128) && !skips_empty_rows(&stats, &thirty_two_row_block(), 128));
+    let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<f32>(&gpu, &a, n, seed(135));
+    let (mut left, mut kept) = (0, 0);
+    for config in compiled_spmm_variants_for(DType::F32) {
+        if check_config(config, DType::F32, m, k, n).is_err() {
+            continue;
+        }
+        let skipped = skipped_empty_rows(&gpu, &a_dev, n, config).unwrap();
+        let blocks = 12500usize.div_ceil(config.rows_per_block() as usize)
+            * (n.div_ceil(config.block_items_x as usize)).div_ceil(config.column_tiles as usize);
+        assert_eq!(skipped, if blocks >= 12_288 { 12500 } else { 0 }, "{config}: {blocks} blocks");
+        (left, kept) = if skipped > 0 { (left + 1, kept) } else { (left, kept + 1) };
+        c_dev.fill(&gpu, POISON as f32).unwrap();
+        spmm(&gpu, &a_dev, &b_dev, &mut c_dev, config).unwrap();
+        let label = format!("the rule's empty rows, {config} ({skipped} left out)");
+        oracle.check_kernel(&label, &c_dev.download(&gpu).unwrap(), &SpmmKernel::Tiled(*config));
+    }
+    assert!(left > 0 && kept > 0, "{left} variants left the empty rows out, {kept} kept them");
+}
+
+/// The thirty-two-row block (32 rows of one warp over 64 columns).
+fn thirty_two_row_block() -> SpmmConfig {
+    compiled_spmm_variants_for(DType::F32)
+        .find(|c| c.block_items_y == 32 && c.row_split == 1)
+        .copied()
+        .expect("a thirty-two-row f32 variant")
 }
 
 /// Short rows in a mid-sized matrix take the two-row tile (`select`'s short_rows; NOTES.md, "SpMM step

@@ -39,6 +39,21 @@ struct SpmmParams {
 static_assert(sizeof(SpmmParams) == 120, "SpmmParams must match src/spmm/mod.rs");
 enum SpmmBlockOrder { kRowBlocksFirst = 0, kColumnTilesFirst = 1, kSmAffine = 2 };
 
+/// @brief Arguments of spmm_zero_rows_<dtype>: the rows of C that A leaves empty, when the tile kernel's grid
+/// leaves them out (src/spmm/mod.rs, `skips_empty_rows`). Each is written as the tile kernel would: zeros, or
+/// ReLU(bias) with a bias.
+struct SpmmZeroRowsParams {
+  const int* rows;              // rows[i * stride] for i < count: the rows to write, global (the row field of the
+                                // tail of swizzled_rows or of pieces, where the empty rows go: longest first)
+  int stride;                   // ints from one row to the next in `rows`
+  int count;                    // rows to write
+  int n;                        // columns of C
+  int pad;
+  const float* bias;            // (m) bias added before a ReLU, global; null = zeros
+  void* out;                    // (m, n) C, row-major, global
+};
+static_assert(sizeof(SpmmZeroRowsParams) == 40, "SpmmZeroRowsParams must match src/spmm/mod.rs");
+
 /// @brief Arguments of the seed SpMV kernels: y = alpha * A x + beta * y.
 struct SpmvParams {
   int m;                        // rows of A, length of y

@@ -271,7 +271,42 @@ __device__ __forceinline__ void spmm_fixup(const SpmmParams& p) {
   }
 }
 
+/// @brief The rows of C that A leaves empty and the tile kernel's grid left out: each warp writes whole rows,
+/// 16 bytes a lane where n * sizeof(T) keeps every row 16-byte aligned, one element a lane otherwise. The value
+/// is the tile's for an empty row (store_output_tile with zero accumulators), so C has the same bits either way.
+template <typename T>
+__device__ __forceinline__ void spmm_zero_rows(const SpmmZeroRowsParams& p) {
+  constexpr int kVector = 16 / sizeof(T);
+  const int warps = blockDim.x / 32;
+  const int lane = threadIdx.x % 32;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * warps + threadIdx.x / 32; i < static_cast<size_t>(p.count);
+       i += static_cast<size_t>(gridDim.x) * warps) {
+    const int row = __ldg(p.rows + i * p.stride);
+    const T value = from_float<T>(p.bias != nullptr ? add_relu(0.0f, __ldg(p.bias + row)) : 0.0f);
+    T* out = static_cast<T*>(p.out) + static_cast<size_t>(row) * p.n;
+    if (p.n % kVector == 0) {
+      Vec<T, kVector> values;
+#pragma unroll
+      for (int e = 0; e < kVector; ++e) values.v[e] = value;
+      for (int c = lane * kVector; c < p.n; c += 32 * kVector) store(out + c, values);
+    } else {
+      for (int c = lane; c < p.n; c += 32) out[c] = value;
+    }
+  }
+}
+
 }  // namespace ts
+
+/// Threads per block of spmm_zero_rows_<dtype> (src/spmm/mod.rs launches them with the same number).
+#define TILESPARSE_SPMM_ZERO_ROWS_THREADS 256
+#define TILESPARSE_SPMM_ZERO_ROWS(tag, T)                                                                     \
+  extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_ZERO_ROWS_THREADS)                            \
+      spmm_zero_rows_##tag(const ts::SpmmZeroRowsParams p) {                                                  \
+    ts::spmm_zero_rows<T>(p);                                                                                 \
+  }
+TILESPARSE_SPMM_ZERO_ROWS(f32, float)
+TILESPARSE_SPMM_ZERO_ROWS(f16, __half)
+TILESPARSE_SPMM_ZERO_ROWS(bf16, __nv_bfloat16)
 
 /// Threads per block of the fix-up kernels (src/spmm/mod.rs launches them with the same number).
 #define TILESPARSE_SPMM_FIXUP_THREADS 256

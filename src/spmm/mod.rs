@@ -46,6 +46,26 @@ struct SpmmParams {
 }
 const _: () = assert!(std::mem::size_of::<SpmmParams>() == 120, "SpmmParams must match cuda/common/params.cuh");
 
+/// Arguments of `spmm_zero_rows_<dtype>`; mirrors `ts::SpmmZeroRowsParams` in cuda/common/params.cuh.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SpmmZeroRowsParams {
+    rows: u64,
+    stride: i32,
+    count: i32,
+    n: i32,
+    pad: i32,
+    bias: u64,
+    out: u64,
+}
+const _: () =
+    assert!(std::mem::size_of::<SpmmZeroRowsParams>() == 40, "SpmmZeroRowsParams must match cuda/common/params.cuh");
+// SAFETY: plain old data with the C layout the kernel expects.
+unsafe impl cudarc::driver::DeviceRepr for SpmmZeroRowsParams {}
+
+/// Threads per block of `spmm_zero_rows_<dtype>` (TILESPARSE_SPMM_ZERO_ROWS_THREADS in cuda/spmm/spmm.cu).
+const ZERO_ROWS_THREADS: u32 = 256;
+
 /// Threads per block of `spmm_fixup_<dtype>` (TILESPARSE_SPMM_FIXUP_THREADS in cuda/spmm/spmm.cu).
 const FIXUP_THREADS: u32 = 256;
 // SAFETY: plain old data with the C layout the kernel expects.
@@ -189,7 +209,7 @@ pub fn spmm<T: Scalar>(
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
 ) -> Result<()> {
-    launch(gpu, a, b, None, c, config, None)
+    launch(gpu, a, b, None, c, config, Overrides::default()).map(|_| ())
 }
 
 /// C = A * B with the given config and block order, instead of the order the library would choose
@@ -202,7 +222,34 @@ pub fn spmm_in_order<T: Scalar>(
     config: &SpmmConfig,
     order: BlockOrder,
 ) -> Result<()> {
-    launch(gpu, a, b, None, c, config, Some(order))
+    launch(gpu, a, b, None, c, config, Overrides { order: Some(order), ..Overrides::default() }).map(|_| ())
+}
+
+/// C = A * B with the given config, the rows A leaves empty left out of the tile kernel's grid and written by a
+/// second kernel however few they are (where the launch walks the row swizzle or a split, which put them last;
+/// otherwise as [`spmm`]), instead of where [`skips_empty_rows`] says: for tests and benchmarks of that path.
+/// With a bias, C = ReLU(A * B + bias) as [`spmm_bias_relu`] computes it. Returns how many rows it left out. C is
+/// the same, bit for bit, either way.
+pub fn spmm_leaving_out_empty_rows<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    bias: Option<&cudarc::driver::CudaSlice<f32>>,
+    c: &mut DeviceDense<T>,
+    config: &SpmmConfig,
+) -> Result<usize> {
+    if let Some(bias) = bias {
+        check_bias_len(bias, a)?;
+    }
+    launch(gpu, a, b, bias, c, config, Overrides { leave_out_empty_rows: Some(true), ..Overrides::default() })
+}
+
+/// [`Error::ShapeMismatch`] unless the bias holds a value for every row of C.
+fn check_bias_len<T: Scalar>(bias: &cudarc::driver::CudaSlice<f32>, a: &DeviceCsr<T>) -> Result<()> {
+    if bias.len() < a.rows() {
+        return Err(Error::ShapeMismatch(format!("bias has {} elements, C has {} rows", bias.len(), a.rows())));
+    }
+    Ok(())
 }
 
 /// C = ReLU(A * B + bias), bias broadcast along each row (one value per row of C).
@@ -214,10 +261,8 @@ pub fn spmm_bias_relu<T: Scalar>(
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
 ) -> Result<()> {
-    if bias.len() < a.rows() {
-        return Err(Error::ShapeMismatch(format!("bias has {} elements, C has {} rows", bias.len(), a.rows())));
-    }
-    launch(gpu, a, b, Some(bias), c, config, None)
+    check_bias_len(bias, a)?;
+    launch(gpu, a, b, Some(bias), c, config, Overrides::default()).map(|_| ())
 }
 
 /// An SpMM kernel: a Sputnik-style tile on the CUDA cores, or the tensor-core kernel (f16, bf16; f32 in 3xTF32).
@@ -398,6 +443,31 @@ fn chosen_split<'a, T: Scalar>(
     }))
 }
 
+/// How many rows the tile kernel's grid leaves out for `spmm_zero_rows_<dtype>` to write: A's empty rows, which
+/// are the last entries of the swizzle and the last pieces of a split (longest first, one piece each), where
+/// `leave_out` says so (None: [`skips_empty_rows`]); 0 without a swizzle or a split.
+fn skipped_rows(
+    derived: &crate::csr::Derived,
+    split: bool,
+    n: usize,
+    config: &SpmmConfig,
+    leave_out: Option<bool>,
+) -> usize {
+    let walks_an_order = split || derived.swizzled_rows.is_some();
+    if walks_an_order && leave_out.unwrap_or_else(|| skips_empty_rows(&derived.stats, config, n)) {
+        derived.stats.empty_rows
+    } else {
+        0
+    }
+}
+
+/// How many of A's empty rows [`spmm`] with `config` on A with `n` columns leaves out of the tile kernel's grid for
+/// a second kernel to write ([`skips_empty_rows`]).
+pub fn skipped_empty_rows<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, n: usize, config: &SpmmConfig) -> Result<usize> {
+    let split = chosen_split(gpu, a, n, config)?.is_some();
+    Ok(skipped_rows(a.derived(gpu)?, split, n, config, None))
+}
+
 /// Whether [`spmm`] with `config` on A with `n` columns splits A's long rows into pieces (and runs the fix-up
 /// kernel after the SpMM kernel); see [`split`].
 pub fn splits_rows<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, n: usize, config: &SpmmConfig) -> Result<bool> {
@@ -465,6 +535,25 @@ pub fn column_tiles_first(
 /// 64-column tile on copter2 at n = 128 ran 0.91x-0.92x in row order.
 pub fn rows_longest_first(stats: &crate::csr::RowStats, rows: usize, dtype: crate::DType) -> bool {
     dtype != crate::DType::F32 || rows < 4096 || stats.cv > 0.4
+}
+
+/// The blocks the tile kernel's grid spends on A's empty rows from which it leaves them out for
+/// `spmm_zero_rows_<dtype>` to write ([`skips_empty_rows`]).
+pub const EMPTY_ROW_BLOCKS: usize = 12_288;
+
+/// Whether the tile kernel's grid leaves out the rows A leaves empty, for `spmm_zero_rows_<dtype>` to write
+/// after it: where `config`'s blocks over them, ceil(empty rows / rows per block) x column groups of n, are
+/// [`EMPTY_ROW_BLOCKS`] or more. They are the tail of the row swizzle and of the row split's pieces (longest
+/// first), so only a launch that walks one of them leaves them out ([`skipped_empty_rows`]).
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 75"; tall banded matrices, 10-99.5% of their rows empty, the
+/// selected tile with the empty rows left out always and never, in turn): the second launch costs about 2 us
+/// (5.0 -> 7.2 us on small problems, 0.67x-0.88x below 6,200 such blocks, 0.94x-1.02x at 8,176-10,334), and from
+/// 12,288 blocks every problem gained, 1.07x-3.8x in f32 (56,880 x 257 with 56,614 empty rows, n = 512: 140.7 ->
+/// 37.0 us), 1.44x-4.2x in f16 and bf16.
+pub fn skips_empty_rows(stats: &crate::csr::RowStats, config: &SpmmConfig, n: usize) -> bool {
+    let blocks = stats.empty_rows.div_ceil(config.rows_per_block().max(1) as usize) * config.column_groups(n);
+    blocks >= EMPTY_ROW_BLOCKS
 }
 
 /// The order in which the tile kernel's blocks take their (row block, column tile) pairs of C.
@@ -567,8 +656,16 @@ pub fn block_order(
     }
 }
 
-/// The one launcher: checks, then the unsafe launches (the SpMM kernel, and the fix-up when rows are split).
-/// `order` overrides [`block_order`].
+/// What a launch takes instead of the library's choice, for tests and benchmarks: the block order (None:
+/// [`block_order`]), and whether to leave A's empty rows out of the grid (None: [`skips_empty_rows`]).
+#[derive(Clone, Copy, Default)]
+struct Overrides {
+    order: Option<BlockOrder>,
+    leave_out_empty_rows: Option<bool>,
+}
+
+/// The one launcher: checks, then the unsafe launches (the SpMM kernel, the fix-up when rows are split, and the
+/// fill of the empty rows the grid left out). Returns how many rows the grid left out.
 fn launch<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
@@ -576,8 +673,8 @@ fn launch<T: Scalar>(
     bias: Option<&cudarc::driver::CudaSlice<f32>>,
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
-    order: Option<BlockOrder>,
-) -> Result<()> {
+    overrides: Overrides,
+) -> Result<usize> {
     check_gpu_operands(gpu, a, b, c)?;
     if let Some(bias) = bias {
         gpu.check_owns("the bias", bias)?;
@@ -586,7 +683,7 @@ fn launch<T: Scalar>(
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
     check_config(config, T::DTYPE, m, k, n)?;
     if m == 0 || n == 0 {
-        return Ok(());
+        return Ok(0);
     }
     let name = config.kernel_name();
     let function = gpu.function(Family::Spmm, &name)?;
@@ -613,14 +710,15 @@ fn launch<T: Scalar>(
     let partials_ptr = partials.as_ref().map(|p| p.device_ptr(stream));
     let (out, _g6) = c.data.device_ptr_mut(stream);
     let ptr = |p: &Option<(u64, _)>| p.as_ref().map_or(0, |(p, _)| *p);
-    let items = split.map_or(m, |s| s.num_pieces);
+    let skipped = skipped_rows(derived, split.is_some(), n, config, overrides.leave_out_empty_rows);
+    let items = split.map_or(m, |s| s.num_pieces) - skipped;
     // The kernel counts rows or pieces in an int; pieces (rows plus a share of the split rows' entries) can pass
     // i32::MAX where the rows do not.
     if items > i32::MAX as usize - config.rows_per_block() as usize {
         return Err(Error::TooLarge(format!("{items} rows or row pieces: the SpMM kernel counts them in 32 bits")));
     }
     let (row_blocks, column_tiles) = (items.div_ceil(config.rows_per_block() as usize), config.column_groups(n));
-    let order = match order {
+    let order = match overrides.order {
         Some(order) => order,
         None => {
             let blocks_per_sm = gpu.blocks_per_sm(Family::Spmm, &name, config.block_width * config.block_items_y)?;
@@ -647,7 +745,8 @@ fn launch<T: Scalar>(
     };
     let tile_counters = counters.as_mut().and_then(|c| c.as_mut()).map(|c| c.device_ptr_mut(stream));
     let params = SpmmParams {
-        m: m as i32,
+        // Without a split, the entries of swizzled_rows the grid walks (all m rows when none is skipped).
+        m: (m - if split.is_none() { skipped } else { 0 }) as i32,
         k: k as i32,
         n: n as i32,
         nnz: a.nnz() as i32,
@@ -661,7 +760,7 @@ fn launch<T: Scalar>(
         pieces: ptr(&pieces),
         partials: ptr(&partials_ptr),
         split_rows: ptr(&split_rows),
-        num_pieces: split.map_or(0, |s| s.num_pieces as i32),
+        num_pieces: split.map_or(0, |s| (s.num_pieces - skipped) as i32),
         num_split_rows: split.map_or(0, |s| s.num_split_rows as i32),
         block_order: order.code(),
         row_blocks: row_blocks as i32,
@@ -697,7 +796,36 @@ fn launch<T: Scalar>(
         unsafe { stream.launch_builder(&fixup).arg(&params).launch(cfg) }
             .map_err(Error::driver("launching the SpMM fix-up", 0))?;
     }
-    Ok(())
+    if skipped > 0 {
+        // The row of each skipped entry: the third int of a swizzle entry, the first of a piece (four ints each).
+        let (rows, first) = match split {
+            Some(s) => (pieces.as_ref().map_or(0, |(p, _)| *p), 4 * (s.num_pieces - skipped)),
+            None => (ptr(&swizzled_rows), 4 * (m - skipped) + 2),
+        };
+        let zero = SpmmZeroRowsParams {
+            rows: rows + 4 * first as u64,
+            stride: 4,
+            count: skipped as i32,
+            n: n as i32,
+            pad: 0,
+            bias: ptr(&bias_ptr),
+            out,
+        };
+        let zero_rows = gpu.function(Family::Spmm, &format!("spmm_zero_rows_{}", T::DTYPE.name()))?;
+        let warps = (ZERO_ROWS_THREADS / 32) as usize;
+        let cfg = LaunchConfig {
+            grid_dim: (skipped.div_ceil(warps).min(65_535) as u32, 1, 1),
+            block_dim: (ZERO_ROWS_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: `rows` points into the swizzle or the pieces (alive on this stream past the launch), whose
+        // last `skipped` entries are the empty rows of A, each a row < m, once; each warp writes all n elements of
+        // its rows of C (m x n, n a multiple of 16 / size_of::<T>() where it stores 16 bytes); the bias, when
+        // given, holds m floats (checked by spmm_bias_relu). The tile kernel's grid wrote none of these rows.
+        unsafe { stream.launch_builder(&zero_rows).arg(&zero).launch(cfg) }
+            .map_err(Error::driver("launching the SpMM empty-row fill", 0))?;
+    }
+    Ok(skipped)
 }
 
 #[cfg(test)]
@@ -705,6 +833,33 @@ mod tests {
     use super::*;
     use crate::kernels::spmm_table;
     use crate::DType;
+
+    #[test]
+    fn empty_rows_are_left_out_from_12288_blocks() {
+        let stats = |empty_rows| crate::csr::RowStats { empty_rows, ..Default::default() };
+        let config = |name: &str| name.parse::<SpmmConfig>().unwrap();
+        // A warp per row over 128 columns: a block per empty row and column tile.
+        let warp = config("spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        assert!(skips_empty_rows(&stats(12_288), &warp, 128));
+        assert!(!skips_empty_rows(&stats(12_287), &warp, 128));
+        assert!(skips_empty_rows(&stats(3072), &warp, 512), "3072 rows x 4 column tiles");
+        assert!(!skips_empty_rows(&stats(3071), &warp, 512));
+        assert!(!skips_empty_rows(&stats(0), &warp, 1 << 20));
+        // Four rows a block over 32 columns: 16,384 empty rows at n = 32 are 4,096 blocks, at n = 96 12,288.
+        let k8 = config("spmm_f32_s1d4_y4k8x32w8_u4_nopred_lb32");
+        assert!(!skips_empty_rows(&stats(16_384), &k8, 32));
+        assert!(skips_empty_rows(&stats(16_384), &k8, 96));
+        assert!(!skips_empty_rows(&stats(16_384), &k8, 64));
+        // Rows per block count the row split's subwarps once per row: (8, 8, 32, 8) in four parts is two rows.
+        let split4 = config("spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
+        assert_eq!(split4.rows_per_block(), 2);
+        assert!(skips_empty_rows(&stats(24_576), &split4, 32));
+        assert!(!skips_empty_rows(&stats(24_574), &split4, 32));
+        // Tiles in turn count a group of column tiles as one block: eight tiles of 32 columns at n = 256.
+        let in_turn = config("spmm_f32_s1d4_y4k8x32w8_u4_nopred_c8_lb32");
+        assert!(!skips_empty_rows(&stats(40_000), &in_turn, 256), "10,000 blocks");
+        assert!(skips_empty_rows(&stats(40_000), &in_turn, 288), "20,000 blocks");
+    }
 
     #[test]
     fn validate_refuses_huge_sizes_without_overflow() {
