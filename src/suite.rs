@@ -114,36 +114,57 @@ pub fn spmm_file_problems(paths: &[PathBuf], ns: &[usize], filter: Option<&str>)
 }
 
 /// SpMM problems on generated matrices (`tilesparse bench spmm --gen`), each at every width in `ns`. A spec is
-/// `GENERATOR:MxK:DENSITY[:SEED]` (seed 1 when left out), with the generators and density of [`gen::by_name`],
-/// e.g. `uniform:8192x2048:0.085`; the problems are named `<generator>_<m>x<k>_d<density>[_seed<seed>]_n<n>`.
-/// Checked as [`spmm_file_problems`] checks, and every spec is parsed before any matrix is drawn.
+/// `GENERATOR:MxK:DENSITY[:SEED[:eFRACTION]]` (seed 1 when left out), with the generators and density of
+/// [`gen::by_name`], e.g. `uniform:8192x2048:0.085`; `eFRACTION` then empties that share of the rows, drawn at
+/// random ([`gen::with_empty_rows`]), e.g. `powerlaw:16384x4096:0.002:7:e0.5`. The problems are named
+/// `<generator>_<m>x<k>_d<density>[_seed<seed>[_e<fraction>]]_n<n>`. Checked as [`spmm_file_problems`] checks, and
+/// every spec is parsed before any matrix is drawn.
 pub fn spmm_generated_problems(specs: &[String], ns: &[usize], filter: Option<&str>) -> Result<Vec<SpmmProblem>> {
     check_widths(ns)?;
     let keep = |name: &str| filter.is_none_or(|f| name.contains(f));
     let parsed = specs.iter().map(|spec| parse_gen_spec(spec)).collect::<Result<Vec<_>>>()?;
     let mut out = Vec::new();
-    for (generator, m, k, density, seed) in parsed {
+    for GenSpec { generator, m, k, density, seed, empty } in parsed {
         let mut stem = format!("{generator}_{m}x{k}_d{density}");
         if let Some(seed) = seed {
             stem.push_str(&format!("_seed{seed}"));
         }
+        if let Some(empty) = empty {
+            stem.push_str(&format!("_e{empty}"));
+        }
         if !ns.iter().any(|n| keep(&format!("{stem}_n{n}"))) {
             continue;
         }
-        let a = gen::by_name(generator, m, k, density, seed.unwrap_or(1))?;
+        let mut a = gen::by_name(generator, m, k, density, seed.unwrap_or(1))?;
+        if let Some(empty) = empty {
+            a = gen::with_empty_rows(&a, empty, seed.unwrap_or(1));
+        }
         push_widths(&mut out, &stem, &a, ns, &keep)?;
     }
     Ok(out)
 }
 
-/// `GENERATOR:MxK:DENSITY[:SEED]` as (generator, m, k, density, seed).
-fn parse_gen_spec(spec: &str) -> Result<(&str, usize, usize, f64, Option<u64>)> {
+/// A parsed `--gen` spec ([`spmm_generated_problems`]).
+struct GenSpec<'a> {
+    generator: &'a str,
+    m: usize,
+    k: usize,
+    density: f64,
+    seed: Option<u64>,
+    /// The share of the rows emptied after drawing.
+    empty: Option<f64>,
+}
+
+/// `GENERATOR:MxK:DENSITY[:SEED[:eFRACTION]]`.
+fn parse_gen_spec(spec: &str) -> Result<GenSpec<'_>> {
     let bad = |why: &str| {
-        Error::Usage(format!("--gen {spec}: {why} (expected GENERATOR:MxK:DENSITY[:SEED], e.g. uniform:4096x4096:0.1)"))
+        Error::Usage(format!(
+            "--gen {spec}: {why} (expected GENERATOR:MxK:DENSITY[:SEED[:eFRACTION]], e.g. uniform:4096x4096:0.1)"
+        ))
     };
     let parts: Vec<&str> = spec.split(':').collect();
-    if !(3..=4).contains(&parts.len()) {
-        return Err(bad("three or four fields separated by ':'"));
+    if !(3..=5).contains(&parts.len()) {
+        return Err(bad("three to five fields separated by ':'"));
     }
     let (m, k) = parts[1].split_once('x').ok_or_else(|| bad("the shape is not MxK"))?;
     let dim = |d: &str| d.parse::<usize>().map_err(|_| bad(&format!("'{d}' is not a dimension")));
@@ -156,7 +177,17 @@ fn parse_gen_spec(spec: &str) -> Result<(&str, usize, usize, f64, Option<u64>)> 
         Some(s) => Some(s.parse::<u64>().map_err(|_| bad(&format!("'{s}' is not a seed")))?),
         None => None,
     };
-    Ok((parts[0], m, k, density, seed))
+    let empty = match parts.get(4) {
+        Some(e) => {
+            let fraction = e.strip_prefix('e').and_then(|f| f.parse::<f64>().ok());
+            match fraction {
+                Some(f) if (0.0..=1.0).contains(&f) => Some(f),
+                _ => return Err(bad(&format!("'{e}' is not eFRACTION, a share of the rows to empty in [0, 1]"))),
+            }
+        }
+        None => None,
+    };
+    Ok(GenSpec { generator: parts[0], m, k, density, seed, empty })
 }
 
 /// The caller's widths: at least one, none of them 0.
@@ -675,6 +706,13 @@ mod tests {
         assert_eq!(problems[3].a.nnz(), 64);
         let kept = spmm_generated_problems(&specs, &[8, 40], Some("seed7_n4")).unwrap();
         assert_eq!(kept.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["pruned_16x8_d0.5_seed7_n40"]);
+        // A fifth field empties a share of the rows of the same matrix.
+        let emptied = spmm_generated_problems(&["uniform:400x32:0.25:3:e0.75".to_string()], &[8], None).unwrap();
+        assert_eq!(emptied[0].name, "uniform_400x32_d0.25_seed3_e0.75_n8");
+        let full = gen::uniform_random(400, 32, 0.25, 3);
+        assert_eq!(emptied[0].a, gen::with_empty_rows(&full, 0.75, 3));
+        let indptr = emptied[0].a.indptr();
+        assert_eq!(indptr.to_proper().windows(2).filter(|w| w[0] == w[1]).count(), 300);
     }
 
     #[test]
@@ -683,7 +721,15 @@ mod tests {
         for spec in ["uniform", "uniform:64x64", "uniform:64:0.1", "uniform:x64:0.1", "uniform:64x64:abc"] {
             assert!(matches!(run(spec, &[8]), Err(Error::Usage(_))), "{spec}");
         }
-        for spec in ["uniform:64x64:-0.1", "uniform:64x64:NaN", "uniform:64x64:0.1:x", "uniform:64x64:0.1:1:2"] {
+        for spec in [
+            "uniform:64x64:-0.1",
+            "uniform:64x64:NaN",
+            "uniform:64x64:0.1:x",
+            "uniform:64x64:0.1:1:2",
+            "uniform:64x64:0.1:1:e1.5",
+            "uniform:64x64:0.1:1:eNaN",
+            "uniform:64x64:0.1:1:e0.5:3",
+        ] {
             assert!(matches!(run(spec, &[8]), Err(Error::Usage(_))), "{spec}");
         }
         assert!(matches!(run("dense:64x64:0.1", &[8]), Err(Error::Usage(_))));

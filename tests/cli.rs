@@ -122,8 +122,9 @@ fn bad_arguments_are_clear_errors() {
     assert!(run(&["bench", "spmm", "--matrix", pores, "--n", "100000000"]).contains("i32::MAX"));
     assert!(run(&["bench", "spmm", "--matrix", "no-such-matrix.mtx"]).contains("no-such-matrix.mtx"));
     assert!(run(&["bench", "spmm", "--matrix", pores, "--dtype", "f64"]).contains("unsupported dtype f64"));
-    // ... and so are generated ones (`--gen GENERATOR:MxK:DENSITY[:SEED]`).
-    assert!(run(&["bench", "spmm", "--gen", "uniform:64x64"]).contains("three or four fields"));
+    // ... and so are generated ones (`--gen GENERATOR:MxK:DENSITY[:SEED[:eFRACTION]]`).
+    assert!(run(&["bench", "spmm", "--gen", "uniform:64x64"]).contains("three to five fields"));
+    assert!(run(&["bench", "spmm", "--gen", "uniform:64x64:0.1:1:0.5"]).contains("'0.5' is not eFRACTION"));
     assert!(run(&["bench", "spmm", "--gen", "uniform:64:0.1"]).contains("not MxK"));
     assert!(run(&["bench", "spmm", "--gen", "uniform:64x6a:0.1"]).contains("'6a' is not a dimension"));
     assert!(run(&["bench", "spmm", "--gen", "uniform:64x64:1.5"]).contains("density 1.5"));

@@ -256,8 +256,9 @@ enum BenchCommand {
         /// Your own matrix (Matrix Market, .mtx or .mtx.gz) instead of the suite; repeat for several.
         #[arg(long = "matrix")]
         matrices: Vec<PathBuf>,
-        /// A generated matrix instead of the suite, as GENERATOR:MxK:DENSITY[:SEED] with the generators of
-        /// `spmm --gen` (uniform, powerlaw, banded, pruned), e.g. uniform:8192x2048:0.085; repeat for several.
+        /// A generated matrix instead of the suite, as GENERATOR:MxK:DENSITY[:SEED[:eFRACTION]] with the
+        /// generators of `spmm --gen` (uniform, powerlaw, banded, pruned), e.g. uniform:8192x2048:0.085;
+        /// eFRACTION empties that share of the rows (powerlaw:16384x4096:0.002:7:e0.5); repeat for several.
         #[arg(long = "gen")]
         generated: Vec<String>,
         /// Widths of B for --matrix and --gen, comma-separated (default 128).
