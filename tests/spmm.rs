@@ -483,6 +483,29 @@ fn sanitizer_empty_rows_left_to_a_second_kernel() {
     assert!(left > 0 && kept > 0, "{left} variants left the empty rows out, {kept} kept them");
 }
 
+/// A tall banded matrix (22,534 x 1,052, half-bandwidth 9: 21,473 rows empty) at n = 1024: `spmm_auto` takes the
+/// tile chosen for its 1,061 other rows, which leaves the empty rows to the second kernel (NOTES.md, "SpMM step
+/// 75"; over all rows f32 took a warp per row over 128 columns and f16/bf16 the 64-row windows), and matches the
+/// oracle on a poisoned C.
+#[test]
+fn automatic_choice_on_mostly_empty_rows() {
+    let Some(gpu) = gpu_or_skip("automatic_choice_on_mostly_empty_rows") else { return };
+    let a = gen::banded(22534, 1052, 9, seed(140));
+    let stats = RowStats::from_indptr(&a.indptr().to_proper());
+    assert_eq!(stats.empty_rows, 21473);
+    fn case<T: Scalar>(gpu: &Gpu, a: &CsMat<f32>, expect: &str) {
+        let n = 1024;
+        let used = check_auto::<T>(gpu, &format!("mostly empty rows, {}", T::DTYPE), a, n, seed(141));
+        assert_eq!(used.to_string(), expect);
+        let SpmmKernel::Tiled(config) = used else { unreachable!() };
+        let a_dev = DeviceCsr::upload(gpu, gen::convert::<T>(a).view()).unwrap();
+        assert_eq!(skipped_empty_rows(gpu, &a_dev, n, &config).unwrap(), 21473, "{expect}");
+    }
+    case::<f32>(&gpu, &a, "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+    case::<f16>(&gpu, &a, "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
+    case::<bf16>(&gpu, &a, "spmm_bf16_s1d8_y4k8x64w8_u4_nopred");
+}
+
 /// The thirty-two-row block (32 rows of one warp over 64 columns).
 fn thirty_two_row_block() -> SpmmConfig {
     compiled_spmm_variants_for(DType::F32)

@@ -343,8 +343,55 @@ impl SpmmKernel {
         Self::select_with(tensor_core::wgmma_runs_on(info), m, k, n, nnz, stats, dtype, tensor_core_blocks)
     }
 
+    /// [`SpmmKernel::select_rows`], then the empty rows. Where A leaves enough rows empty that the tile chosen for
+    /// its other rows ([`select::nonempty_rows`]) would leave them out of its grid ([`skips_empty_rows`]; the launch
+    /// walks the row swizzle, [`rows_longest_first`]), and those rows are even (length variation 0.5 or less), that
+    /// tile: instead of a tile chosen for all of A's rows, and in f16/bf16 instead of tensor-core windows that walk
+    /// the empty rows' windows too, where they are under 40% full at n = 128-511 or under 60% from n = 512.
+    ///
+    /// Measured on the H200 (NOTES.md, "SpMM step 75"; tall banded matrices of 80-99.5% empty rows and uniform ones
+    /// with 50-90% of their rows emptied, against the choice on all rows, the empty rows left out by their rule
+    /// either way): f32 tiles 1.00x-1.30x; f16 windows 11-51% full 1.10x-2.65x at n = 128-1024 (56,880 x 257 at n =
+    /// 1024: 99.4 -> 37.4 us), but 0.81x-0.86x at n = 64 and 0.89x-0.99x at 42-51% full and n = 256; windows 72-81%
+    /// full kept their lead (0.33x-0.48x), and so did the f32 windows (0.69x-0.82x at 41-51% full). Uneven rows
+    /// (power-law, emptied) gave 0.66x-1.61x: left as chosen on all rows.
     #[allow(clippy::too_many_arguments)]
     fn select_with(
+        wgmma: bool,
+        m: usize,
+        k: usize,
+        n: usize,
+        nnz: usize,
+        stats: &crate::csr::RowStats,
+        dtype: crate::DType,
+        tensor_core_blocks: Option<tensor_core::BlockCounts>,
+    ) -> SpmmKernel {
+        let kernel = Self::select_rows(wgmma, m, k, n, nnz, stats, dtype, tensor_core_blocks);
+        if stats.empty_rows == 0 || !rows_longest_first(stats, m, dtype) {
+            return kernel;
+        }
+        let (rows, nonempty) = select::nonempty_rows(m, stats);
+        let tile = SpmmConfig::select_with_stats(rows, k, n, &nonempty, dtype);
+        if nonempty.cv > 0.5 || !skips_empty_rows(stats, &tile, n) {
+            return kernel;
+        }
+        match kernel {
+            SpmmKernel::Tiled(_) => SpmmKernel::Tiled(tile),
+            SpmmKernel::TensorCore(c) => {
+                let fill = tensor_core_blocks.map_or(1.0, |counts| counts.fill(c.window as usize, nnz));
+                let sparse = (n >= 512 && fill < 0.6) || (n >= 128 && fill < 0.4);
+                if dtype != crate::DType::F32 && sparse {
+                    SpmmKernel::Tiled(tile)
+                } else {
+                    kernel
+                }
+            }
+        }
+    }
+
+    /// The choice for A's rows as they are (empty ones included).
+    #[allow(clippy::too_many_arguments)]
+    fn select_rows(
         wgmma: bool,
         m: usize,
         k: usize,
@@ -833,6 +880,88 @@ mod tests {
     use super::*;
     use crate::kernels::spmm_table;
     use crate::DType;
+
+    /// The choice on the non-empty rows (`SpmmKernel::select_with`, NOTES.md "SpMM step 75") against the choice on
+    /// all rows, on matrices drawn here.
+    #[test]
+    fn mostly_empty_rows_take_the_tile_chosen_for_the_others() {
+        use crate::DType::{Bf16, F16, F32};
+        let pick = |a: &sprs::CsMat<f32>, n: usize, dtype: crate::DType| {
+            let indptr = a.indptr().to_proper().to_vec();
+            let stats = crate::csr::RowStats::of_csr(&indptr, a.indices());
+            let counts = Some(tensor_core::BlockCounts::of(a.cols(), &indptr, a.indices()));
+            let (m, k, nnz) = (a.rows(), a.cols(), a.nnz());
+            let all_rows = SpmmKernel::select_rows(true, m, k, n, nnz, &stats, dtype, counts).to_string();
+            (all_rows, SpmmKernel::select_with(true, m, k, n, nnz, &stats, dtype, counts).to_string())
+        };
+        // 22,534 x 1,052, half-bandwidth 9: 21,473 rows empty, the 64-row windows 20% full.
+        let banded = crate::gen::banded(22534, 1052, 9, 1);
+        assert_eq!(
+            pick(&banded, 1024, F32),
+            ("spmm_f32_s1d4_y1k32x128w32_u4_nopred".into(), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16".into())
+        );
+        for dtype in [F16, Bf16] {
+            let (all_rows, chosen) = pick(&banded, 1024, dtype);
+            assert!(all_rows.starts_with("spmm_tc_") && all_rows.contains("_w64_"), "{all_rows}");
+            assert_eq!(chosen, format!("spmm_{}_s1d8_y4k8x64w8_u4_nopred", dtype.name()));
+            // At n = 64 the windows stay (0.81x-0.86x with the tile).
+            let (all_rows, chosen) = pick(&banded, 64, dtype);
+            assert!(chosen.starts_with("spmm_tc_") && chosen == all_rows, "{all_rows} -> {chosen}");
+        }
+        // f32 keeps its windows even where they are 43% full (half-bandwidth 27 over 2,942 columns).
+        let wider = crate::gen::banded(35991, 2942, 27, 1);
+        let (all_rows, chosen) = pick(&wider, 1024, F32);
+        assert!(all_rows.starts_with("spmm_tc_f32") && chosen == all_rows, "{all_rows} -> {chosen}");
+        // f16 windows 81% full stay (half-bandwidth 112 over 1,976 columns).
+        let dense_band = crate::gen::banded(10323, 1976, 112, 1);
+        let (all_rows, chosen) = pick(&dense_band, 1024, F16);
+        assert!(all_rows.starts_with("spmm_tc_f16") && chosen == all_rows, "{all_rows} -> {chosen}");
+        // Uneven rows (power-law, 80% of them emptied) keep the choice on all rows.
+        let uneven = crate::gen::with_empty_rows(&crate::gen::power_law(30000, 2000, 8.0, 2.0, 3), 0.8, 3);
+        for (n, dtype) in [(128, F32), (1024, F32), (128, F16), (1024, Bf16)] {
+            let (all_rows, chosen) = pick(&uneven, n, dtype);
+            assert_eq!(all_rows, chosen, "n = {n}, {dtype}");
+        }
+        // Even rows, 90% of them emptied (the rows' own mean 120): the tile chosen for the others.
+        let emptied = crate::gen::with_empty_rows(&crate::gen::uniform_random(19267, 12243, 0.0098, 5), 0.9, 5);
+        assert_eq!(
+            pick(&emptied, 1024, F32),
+            ("spmm_f32_s1d4_y1k32x128w32_u4_nopred".into(), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16".into())
+        );
+        // The choice on the non-empty rows runs only where the grid would leave the empty rows out: 1,000 of
+        // 3,000 rows empty are under EMPTY_ROW_BLOCKS for every tile.
+        let few = crate::gen::with_empty_rows(&crate::gen::uniform_random(3000, 2000, 0.01, 4), 1.0 / 3.0, 4);
+        for dtype in [F32, F16] {
+            let (all_rows, chosen) = pick(&few, 256, dtype);
+            assert_eq!(all_rows, chosen, "{dtype}");
+        }
+    }
+
+    #[test]
+    fn nonempty_rows_keep_the_sums() {
+        let stats = |lens: &[usize]| {
+            let mut indptr = vec![0];
+            for l in lens {
+                indptr.push(indptr.last().unwrap() + l);
+            }
+            crate::csr::RowStats::from_indptr(&indptr)
+        };
+        // Half the rows empty, the rest of 6: mean 3, cv 1 over all rows; mean 6, cv 0 over the others.
+        let all = stats(&[0, 6, 0, 6, 6, 0, 0, 6]);
+        assert_eq!((all.mean, all.cv, all.empty_rows), (3.0, 1.0, 4));
+        let (rows, nonempty) = select::nonempty_rows(8, &all);
+        assert_eq!((rows, nonempty.mean, nonempty.empty_rows, nonempty.max), (4, 6.0, 0, 6));
+        assert!(nonempty.cv.abs() < 1e-12, "{}", nonempty.cv);
+        // Uneven rows: the non-empty ones' own statistics.
+        let lens = [0, 1, 0, 9, 4, 0, 2, 0, 0, 4];
+        let (rows, nonempty) = select::nonempty_rows(lens.len(), &stats(&lens));
+        let want = stats(&[1, 9, 4, 2, 4]);
+        assert_eq!(rows, 5);
+        assert!((nonempty.mean - want.mean).abs() < 1e-12 && (nonempty.cv - want.cv).abs() < 1e-12);
+        // No empty row: unchanged.
+        let even = stats(&[3, 3, 5]);
+        assert_eq!(select::nonempty_rows(3, &even), (3, even.clone()));
+    }
 
     #[test]
     fn empty_rows_are_left_out_from_12288_blocks() {

@@ -1201,6 +1201,21 @@ pub(crate) fn longest_row_windows_half(
     })
 }
 
+/// The rows A stores something in, as the tile kernel walks them where the grid leaves the empty rows out
+/// ([`crate::spmm::skips_empty_rows`]): their count and their statistics, from those of all `m` rows. The mean
+/// and the length variation follow from the sums over all rows (the empty rows add nothing to either sum); the
+/// longest row and [`RowStats::columns_per_entry`] (over windows of consecutive rows, empty ones included) stay;
+/// `min` is a lower bound, 1 where some row is empty (the selection does not read it).
+pub(crate) fn nonempty_rows(m: usize, stats: &RowStats) -> (usize, RowStats) {
+    let rows = m - stats.empty_rows;
+    if stats.empty_rows == 0 || rows == 0 {
+        return (m, stats.clone());
+    }
+    let share = rows as f64 / m as f64;
+    let cv = ((stats.cv * stats.cv + 1.0) * share - 1.0).max(0.0).sqrt();
+    (rows, RowStats { min: 1, mean: stats.mean / share, cv, empty_rows: 0, ..stats.clone() })
+}
+
 /// The width whose f32 choice is taken, guarded in n, where n is a multiple of 4 past 16 but not of 128 (32, 64
 /// and 96 keep their own): n rounded up to a multiple of 128 past n = 64, else of 32. The rules below were fitted
 /// at multiples of 32 and 128, and at other n they fell back to tiles for any n: at n = 100 the pruned 384 x 1536

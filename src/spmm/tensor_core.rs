@@ -172,6 +172,16 @@ impl BlockCounts {
         }
         nnz as f64 / (self.narrow * WINDOW * SLOTS) as f64
     }
+
+    /// The share of the slots of the windows of `window` rows (16 or 64) that A's `nnz` entries fill (0 where there
+    /// are no blocks).
+    pub fn fill(&self, window: usize, nnz: usize) -> f64 {
+        let blocks = if window == WIDE_WINDOW { self.wide } else { self.narrow };
+        if blocks == 0 {
+            return 0.0;
+        }
+        nnz as f64 / (blocks * window * SLOTS) as f64
+    }
 }
 
 /// How a matrix's tensor-core blocks are laid out: the windows' height and the order of each k-block's values.
