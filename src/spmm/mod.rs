@@ -350,11 +350,12 @@ impl SpmmKernel {
     /// the empty rows' windows too, where they are under 40% full at n = 128-511 or under 60% from n = 512.
     ///
     /// Measured on the H200 (NOTES.md, "SpMM step 75"; tall banded matrices of 80-99.5% empty rows and uniform ones
-    /// with 50-90% of their rows emptied, against the choice on all rows, the empty rows left out by their rule
+    /// with 70-90% of their rows emptied, against the choice on all rows, the empty rows left out by their rule
     /// either way): f32 tiles 1.00x-1.30x; f16 windows 11-51% full 1.10x-2.65x at n = 128-1024 (56,880 x 257 at n =
     /// 1024: 99.4 -> 37.4 us), but 0.81x-0.86x at n = 64 and 0.89x-0.99x at 42-51% full and n = 256; windows 72-81%
     /// full kept their lead (0.33x-0.48x), and so did the f32 windows (0.69x-0.82x at 41-51% full). Uneven rows
-    /// (power-law, emptied) gave 0.66x-1.61x: left as chosen on all rows.
+    /// (power-law, emptied) gave 0.66x-1.61x: left as chosen on all rows. Held out after these bounds were set: on
+    /// the problems it moved, f32 1.11x-1.14x, f16 1.23x-1.42x, bf16 1.43x.
     #[allow(clippy::too_many_arguments)]
     fn select_with(
         wgmma: bool,
@@ -595,9 +596,10 @@ pub const EMPTY_ROW_BLOCKS: usize = 12_288;
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 75"; tall banded matrices, 10-99.5% of their rows empty, the
 /// selected tile with the empty rows left out always and never, in turn): the second launch costs about 2 us
-/// (5.0 -> 7.2 us on small problems, 0.67x-0.88x below 6,200 such blocks, 0.94x-1.02x at 8,176-10,334), and from
-/// 12,288 blocks every problem gained, 1.07x-3.8x in f32 (56,880 x 257 with 56,614 empty rows, n = 512: 140.7 ->
-/// 37.0 us), 1.44x-4.2x in f16 and bf16.
+/// (5.0 -> 7.2 us on small problems); below 12,288 blocks on empty rows it never gained more than 3% (0.67x-1.03x),
+/// and from 12,288 every problem gained, 1.07x-3.8x in f32 (56,880 x 257 with 56,614 empty rows, n = 512: 140.7 ->
+/// 37.0 us), 1.44x-4.2x in f16 and bf16. Held out on 16 fresh tall banded matrices with the choice of
+/// [`SpmmKernel::select_for`]: f32 2.04x on the 39 of 48 problems that run a tile, f16 1.50x.
 pub fn skips_empty_rows(stats: &crate::csr::RowStats, config: &SpmmConfig, n: usize) -> bool {
     let blocks = stats.empty_rows.div_ceil(config.rows_per_block().max(1) as usize) * config.column_groups(n);
     blocks >= EMPTY_ROW_BLOCKS
