@@ -238,18 +238,7 @@ pub fn spmm_leaving_out_empty_rows<T: Scalar>(
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
 ) -> Result<usize> {
-    if let Some(bias) = bias {
-        check_bias_len(bias, a)?;
-    }
     launch(gpu, a, b, bias, c, config, Overrides { leave_out_empty_rows: Some(true), ..Overrides::default() })
-}
-
-/// [`Error::ShapeMismatch`] unless the bias holds a value for every row of C.
-fn check_bias_len<T: Scalar>(bias: &cudarc::driver::CudaSlice<f32>, a: &DeviceCsr<T>) -> Result<()> {
-    if bias.len() < a.rows() {
-        return Err(Error::ShapeMismatch(format!("bias has {} elements, C has {} rows", bias.len(), a.rows())));
-    }
-    Ok(())
 }
 
 /// C = ReLU(A * B + bias), bias broadcast along each row (one value per row of C).
@@ -261,7 +250,6 @@ pub fn spmm_bias_relu<T: Scalar>(
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
 ) -> Result<()> {
-    check_bias_len(bias, a)?;
     launch(gpu, a, b, Some(bias), c, config, Overrides::default()).map(|_| ())
 }
 
@@ -727,6 +715,9 @@ fn launch<T: Scalar>(
     check_gpu_operands(gpu, a, b, c)?;
     if let Some(bias) = bias {
         gpu.check_owns("the bias", bias)?;
+        if bias.len() < a.rows() {
+            return Err(Error::ShapeMismatch(format!("bias has {} elements, C has {} rows", bias.len(), a.rows())));
+        }
     }
     check_shapes(a, b, c)?;
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
