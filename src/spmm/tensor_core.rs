@@ -378,7 +378,7 @@ pub(crate) fn select_tensor_core_rows(
     let min_fill = match dtype {
         DType::F16 => 0.25,
         DType::Bf16 => 0.2,
-        DType::F32 => return select_tf32x3(m, n, wide_fill, counts.wide, wgmma),
+        DType::F32 => return select_tf32x3(m, n, nnz, wide_fill, counts.wide, wgmma),
         DType::F64 => return None,
     };
     let launch = |columns: usize| {
@@ -459,9 +459,14 @@ pub const HALF_WIDE_PAIRS: usize = 31_000;
 /// (8192 x 2048, n = 128: 0.084 vs 0.059 ms; the tiles' time falls with nnz, so the break-even is near 14% full,
 /// where nothing was measured). `SpmmKernel::select` asks the row-split tiles first, and they take few rows at a
 /// small n from the tensor cores (384 x 1536 at 70%, n = 256: 16.3 vs 18.8 us; NOTES.md, "SpMM step 29").
+///
+/// Below [`F32_MIN_WORK`] entries times columns (at n <= 32, that product times the fill below
+/// [`F32_THIN_MIN_WORK`]) the tiles win at any fill, and at n <= 64 the mma.sync kernel's 64-column blocks beat the
+/// wgmma kernel's 128 ([`F32_WGMMA_MIN_N`]).
 fn select_tf32x3(
     m: usize,
     n: usize,
+    nnz: usize,
     wide_fill: f64,
     wide_blocks: usize,
     wgmma_built: bool,
@@ -473,13 +478,38 @@ fn select_tf32x3(
     let wgmma = wgmma_built
         && grid >= WGMMA_MIN_GRID
         && (wide_blocks >= WGMMA_MIN_WINDOW_BLOCKS * windows || grid >= WGMMA_SHORT_MIN_GRID);
-    let wins = wide_fill >= 0.4
-        || (wide_fill >= 0.25 && work >= quarter_work)
-        || (wide_fill >= 0.18 && work >= 1 << 15)
-        || (wgmma && wgmma_wins(n, wide_fill, work, grid * wgmma_splits(grid, windows, wide_blocks)));
-    let tiles_n = if wgmma { 16 } else { 8 };
+    let product = nnz.saturating_mul(n);
+    let enough = if n <= 32 { product as f64 * wide_fill >= F32_THIN_MIN_WORK as f64 } else { product >= F32_MIN_WORK };
+    let wins = enough
+        && (wide_fill >= 0.4
+            || (wide_fill >= 0.25 && work >= quarter_work)
+            || (wide_fill >= 0.18 && work >= 1 << 15)
+            || (wgmma && wgmma_wins(n, wide_fill, work, grid * wgmma_splits(grid, windows, wide_blocks))));
+    let tiles_n = if wgmma && n >= F32_WGMMA_MIN_N { 16 } else { 8 };
     wins.then_some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n })
 }
+
+/// f32 takes the tensor cores only from this many entries times columns of B (nnz x n, n padded): below it the
+/// windows' fixed costs (8.6 us for the smallest launch, against 5-7 us for a tile) outweigh their speed, at any
+/// fill. Measured on the H200 (NOTES.md, "SpMM step 76"; every f32 variant on 36 shapes whose 64-row windows are
+/// 40-93% full, n = 32-1024, against the tile the selection takes without the tensor cores): below 2^24 the tile won
+/// on 9 of 11 problems at n = 64-256 (1.06x-1.55x; banded 1004 x 413 at 74%, n = 128: 13.2 -> 8.5 us) and lost on 2
+/// (0.83x on banded 35465 x 2385 at 61%, rows of 7, n = 64; 0.91x); from 2^24 to 2^25 the two went both ways
+/// (0.76x-1.57x on 19).
+pub const F32_MIN_WORK: usize = 1 << 24;
+
+/// At n <= 32 (n padded), f32 takes the tensor cores only from this many entries times columns times the fill of
+/// their 64-row windows: there the mma.sync kernel's blocks of 64 columns leave half their columns idle. Measured on
+/// the H200 (NOTES.md, "SpMM step 76"; the runs of [`F32_MIN_WORK`], 20 problems at n = 32): below it the tile beat
+/// the mma.sync windows on 14 of 16 (1.09x-1.62x; uniform 3496 x 351 at 49%: 15.0 -> 9.7 us), tied on one (1.00x)
+/// and lost on one (0.97x); from it the windows won or tied on all 4 (their time 0.40x-1.01x of the tile's).
+pub const F32_THIN_MIN_WORK: usize = 1 << 25;
+
+/// f32 takes the warpgroup-mma kernel (128 columns per block) only from this n; below, the mma.sync one (64 columns).
+/// Measured on the H200 (NOTES.md, "SpMM step 76"): where the wgmma kernel had been chosen, the mma.sync one ran
+/// 0.99x-1.67x as fast at n = 32 (faster on 7 of 8; power-law 20762 x 325 at 42%: 41.8 -> 25.2 us) and 0.87x-1.60x
+/// at n = 64 (faster on 6 of 8; the two slower ones in 26659 and 35465 rows).
+pub const F32_WGMMA_MIN_N: usize = 65;
 
 /// Where f32 takes the warpgroup-mma kernel, it also wins at a lower fill than `select_tf32x3`'s first rules
 /// (measured on the mma.sync kernel, before the wgmma one ran 1.1-1.3x faster), for n >= 128: with at least 2^14
@@ -1507,6 +1537,33 @@ mod tests {
         let at = |n| sel(DType::F16, 384, n, 120_000, 576, 144);
         assert!(at(97).is_some() && at(103).is_some() && at(96).is_some());
         assert!(at(95).is_none() && at(89).is_none());
+    }
+
+    #[test]
+    fn f32_needs_enough_work_for_the_windows() {
+        let sel = |m: usize, n: usize, nnz: usize, wide: usize| {
+            select_tensor_core(DType::F32, m, n, nnz, BlockCounts { narrow: 4 * wide, wide }).map(|c| c.tiles_n)
+        };
+        // Windows half full: from F32_MIN_WORK entries times columns (65,536 entries at n = 256, 2^24), not below
+        // (n = 248), whatever the fill.
+        assert_eq!(F32_MIN_WORK, 1 << 24);
+        assert!(sel(4096, 256, 65_536, 128).is_some());
+        assert_eq!(sel(4096, 248, 65_536, 128), None);
+        assert_eq!(sel(4096, 248, 65_536, 65), None, "99% full");
+        // The measured loss: banded 1004 x 413 at 74%, n = 128 (79,412 entries, 10.2 million).
+        assert_eq!(sel(1004, 128, 79_412, 105), None);
+        // n <= 32: entries times columns times the fill, from F32_THIN_MIN_WORK (2^21 entries half full at n = 32),
+        // not one entry less on the same windows.
+        assert_eq!(F32_THIN_MIN_WORK, 1 << 25);
+        assert_eq!(sel(8192, 32, 1 << 21, 4096), Some(8));
+        assert_eq!(sel(8192, 32, (1 << 21) - 1, 4096), None);
+        // ... which n = 64 does not ask (the same entries at half the fill: 2^27 entries times columns).
+        assert!(sel(8192, 64, 1 << 21, 8192).is_some());
+        // The mma.sync kernel up to n = 64, the wgmma one from 65 (uniform 4096^2 at 50%).
+        assert_eq!(F32_WGMMA_MIN_N, 65);
+        for (n, tiles_n) in [(32, 8), (64, 8), (72, 16), (128, 16)] {
+            assert_eq!(sel(4096, n, 8_388_608, 16_384), Some(tiles_n), "n = {n}");
+        }
     }
 
     #[test]
