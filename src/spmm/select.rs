@@ -849,6 +849,38 @@ fn short_rows_fewer_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats) 
     }
 }
 
+/// f32 in 2049-16383 rows, below [`very_short_rows_many_rows`]'s rows: the two-row tile taking column tiles in turn
+/// ([`two_row_tile_in_turn`]) where rows are very short (fewer than 3 entries on average, below [`short_rows`]'s
+/// band, none past 16) at n = 256-2048, or short (3-8 entries on average, 3-10 over k <= 4096; cv at most 1, none
+/// past 64) in 8192 rows or more over k < 8192 at n = 1024-2048, where [`short_rows_fewer_rows_wide_n`] (k >= 8192)
+/// does not reach (all at n a multiple of 128). The bounded k = 8 tile was taken there, a block per 32 columns of 4
+/// rows. Measured on the H200 (NOTES.md, "SpMM step 76"; every f32 variant, then the new choice against the old
+/// through the library):
+/// - very short rows (uniform rows of 2-3 in 7966-14480 rows; banded rows of up to 3 with 62-90% of the rows empty
+///   in 2350 and 12089 rows): 1.39x-2.07x faster than the tiles chosen before on all 16 problems it moves (uniform
+///   9553 x 1052, rows of 2, n = 1024: 50.7 -> 24.5 us);
+/// - short rows (uniform rows of 3.1-7.7 in 8192-16064 rows, k = 915-5595): 1.32x-1.73x on all 12 (uniform 12200 x
+///   2720, rows of 4.4, n = 1024: 63.5 -> 36.6 us);
+/// - held out (16 fresh matrices, n = 256-2048, rows of up to 10 over any k < 8192 then): 1.55x on the 36 problems
+///   it moved (0.98x-2.10x, and 0.86x-0.87x on rows of 8.8 over k = 8146, which set the bound of 8 entries); over
+///   all 64, 1.20x -> 1.53x of cuSPARSE's best;
+/// - rows of 6-10 (12 fresh matrices, every variant, n = 1024 and 2048): 1.07x-1.58x on the 18 problems the bounds
+///   move; rows of 9.1 and 9.5 over k = 6440 and 5733 lost (0.82x-0.96x), hence 8 entries past k = 4096 (rows of
+///   8.2 over k = 4379 would have gained 1.15x-1.17x).
+fn short_rows_in_turn_fewer_rows(m: usize, k: usize, n: usize, stats: &RowStats) -> bool {
+    let rows = (2049..16384).contains(&m);
+    let wide = n % 128 == 0 && (1024..=2048).contains(&n);
+    let very_short = stats.mean < 3.0 && stats.max <= 16 && n % 128 == 0 && (256..=2048).contains(&n);
+    let longest_mean = if k <= 4096 { 10.0 } else { 8.0 };
+    let short = m >= 8192
+        && k < 8192
+        && (3.0..=longest_mean).contains(&stats.mean)
+        && stats.cv <= 1.0
+        && stats.max <= 64
+        && wide;
+    rows && stats.mean > 0.0 && (very_short || short)
+}
+
 /// `config` taking up to `tiles` column tiles in turn per block (`SpmmConfig::column_tiles`).
 fn in_turn(config: SpmmConfig, tiles: u32) -> SpmmConfig {
     SpmmConfig { column_tiles: tiles, ..config }
@@ -1322,6 +1354,11 @@ impl SpmmConfig {
             // tiles in turn ([`very_short_rows_many_rows`]; case_ACTIVSg70k at n = 512: 174.1 -> 136.0 us, a 40^3
             // seven-point stencil at n = 2048: 622.0 -> 448.1 us, on the H200).
             config
+        } else if short_rows_in_turn_fewer_rows(m, k, n, stats) {
+            // Very short rows, or short rows over k < 8192 at n = 1024-2048, in 2049-16383 rows: the two-row tile
+            // in turn ([`short_rows_in_turn_fewer_rows`]; uniform 7966 x 3336, rows of 2.8, n = 512: 23.2 -> 11.6
+            // us on the H200).
+            two_row_tile_in_turn()
         } else if let Some(config) = short_rows_fewer_rows_wide_n(m, k, n, stats) {
             // Short rows in 8192-16383 rows at n = 1024-2048 ([`short_rows_fewer_rows_wide_n`]; wrld_1deg at n =
             // 2048: 152.5 -> 130.6 us on the H200).
@@ -2787,15 +2824,60 @@ mod tests {
             (4096, 16385, 1024, 5.0, 0.0, "k = 16385"),
             (2999, 1024, 1024, 5.0, 0.0, "2999 rows"),
             (4096, 1024, 1024, 5.0, 0.81, "cv 0.81"),
-            (4096, 1024, 1024, 2.9, 0.0, "rows of 2.9"),
             (4096, 1024, 2176, 5.0, 0.0, "n = 2176"),
         ] {
             assert_eq!(pick(m, k, n, mean, cv), k8, "{why}");
         }
+        // Rows of 2.9 (longest 5): step 76's two-row tile in turn.
+        assert_eq!(pick(4096, 1024, 1024, 2.9, 0.0), two_row_tile_in_turn());
         // 8192 rows over k >= 8192: step 61's tiles in turn.
         assert_eq!(pick(8192, 8192, 1024, 5.0, 0.0), k8_tile_in_turn());
         // n = 768 and 896 keep what they had.
         assert_eq!(pick(4096, 1024, 768, 5.0, 0.0), k8);
+    }
+
+    #[test]
+    fn short_rows_in_fewer_rows_take_the_two_row_tile_in_turn() {
+        let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64| {
+            let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: None };
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32)
+        };
+        let in_turn = two_row_tile_in_turn();
+        // Step 76, measured: very short rows at n = 256-2048, short rows (up to 8, or 10 over k <= 4096) over k <
+        // 8192 in 8192-16383 rows at n = 1024-2048.
+        for (m, k, n, max, mean, cv) in [
+            (9553, 1052, 256, 2, 2.0, 0.0),
+            (7966, 3336, 2048, 3, 2.8, 0.15),
+            (2350, 881, 512, 3, 1.1, 1.29),
+            (2049, 4096, 1024, 16, 2.99, 0.5),
+            (16383, 8192, 256, 4, 2.5, 0.2),
+            (12200, 2720, 1024, 5, 4.4, 0.11),
+            (8192, 4096, 2048, 64, 10.0, 1.0),
+            (8192, 8191, 1024, 16, 8.0, 0.2),
+            (16064, 2183, 1152, 8, 7.2, 0.06),
+        ] {
+            assert_eq!(pick(m, k, n, max, mean, cv), in_turn, "{m} x {k}, n = {n}, mean {mean}");
+        }
+        // Either side: 2048 rows, 16384 rows (step 61's rule there), a row of 17 among very short ones, n = 128 or
+        // not a multiple of 128, short rows in 8191 rows or over k = 8192 or of 10.1 or cv 1.01 or longest 65, short
+        // rows at n = 512, no entries.
+        for (m, k, n, max, mean, cv, why) in [
+            (2048, 4096, 1024, 3, 2.0, 0.0, "2048 rows"),
+            (16384, 16384, 1024, 3, 2.0, 0.0, "16384 rows over k = 16384"),
+            (8192, 4096, 512, 17, 2.0, 0.5, "a row of 17"),
+            (8192, 4096, 128, 3, 2.0, 0.0, "n = 128"),
+            (8192, 4096, 1000, 3, 2.0, 0.0, "n = 1000"),
+            (8191, 4096, 1024, 8, 5.0, 0.1, "short rows in 8191 rows"),
+            (8192, 8192, 1024, 8, 5.0, 0.1, "short rows over k = 8192"),
+            (8192, 4096, 1024, 20, 10.1, 0.1, "rows of 10.1"),
+            (8192, 4097, 1024, 20, 8.1, 0.1, "rows of 8.1 over k = 4097"),
+            (8192, 4096, 1024, 20, 5.0, 1.01, "cv 1.01"),
+            (8192, 4096, 1024, 65, 5.0, 0.9, "a row of 65"),
+            (8192, 4096, 512, 8, 5.0, 0.1, "short rows at n = 512"),
+            (8192, 4096, 1024, 0, 0.0, 0.0, "no entries"),
+        ] {
+            assert_ne!(pick(m, k, n, max, mean, cv), in_turn, "{why}");
+        }
     }
 
     /// Row statistics of the given longest, mean and cv (none empty, columns not shared; the shortest row, 1, is not
