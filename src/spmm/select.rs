@@ -248,6 +248,15 @@ fn row_split_tile_at(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DTyp
     }
 }
 
+/// f32 power-law rows in 16384 rows or more at n = 64 ([`long_rows_tile`]): four rows of 8 threads over the 64
+/// columns, unsplit ([`four_row_tile`]), where the longest row takes at most this many times a resident row's share
+/// of steps in it ([`longest_row_steps_over_share`]), instead of the k = 8 tile over the split. Measured on the H200
+/// (NOTES.md, "SpMM step 76"; every f32 variant on 16 power-law matrices of 14155-64502 rows, means 3.6-8.9, longest
+/// rows 269-3336, n = 64): at 1.21-1.86 times the share the four-row tile ran 1.53x-1.73x faster than the k = 8 tile
+/// (all 4; power-law 40730 x 269, mean 4.0: 20.3 -> 11.7 us, 1.05x -> 1.65x of cuSPARSE); at 2.08-2.66 times
+/// 1.01x-1.27x (4), and from 3.66 times it lost on all 8 (0.27x-0.93x).
+const LONG_ROWS_UNSPLIT_SHARE: f64 = 2.0;
+
 /// The tile for rows whose longest is long for the mean though not skewed ([`has_long_rows`]: 257-1024 entries and
 /// more than sixteen times the mean), f32 at n a multiple of 4: one that walks the row split's pieces, so that no
 /// subwarp walks a whole long row. Power-law matrices (NOTES.md, "SpMM step 49"; 2048-65536 rows, means 4-40, longest
@@ -264,7 +273,14 @@ fn row_split_tile_at(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DTyp
 /// at n = 256 and 512 (NOTES.md, "SpMM step 67"; every f32 variant on power-law 12288-32768 x 1024-16384, means 12 and
 /// 40): where the held tile was the choice, the split one ran 1.06x-1.48x faster at n = 256 on all 5 (16384 x 1024,
 /// mean 40: 67.8 -> 50.8 us, cuSPARSE 62.9) and 0.99x-1.24x at n = 512. Past n = 512 not measured: held, as step 49.
+///
+/// At n = 64 in 16384 rows or more, where the longest row takes at most [`LONG_ROWS_UNSPLIT_SHARE`] times a resident
+/// row's share of steps in [`four_row_tile`] (which does not walk the split), that tile: see the constant.
 fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
+    let four = four_row_tile(dtype);
+    if n == 64 && m >= 16384 && longest_row_steps_over_share(&four, m, n, stats) <= LONG_ROWS_UNSPLIT_SHARE {
+        return four;
+    }
     if n % 128 != 0 {
         return k8_tile(dtype, 4, n % 32 != 0);
     }
@@ -2889,6 +2905,32 @@ mod tests {
     /// The f32 choice for rows of the given longest, mean and cv ([`rows_of`]).
     fn power_law_pick(m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64) -> String {
         SpmmConfig::select_with_stats(m, k, n, &rows_of(max, mean, cv), DType::F32).kernel_name()
+    }
+
+    #[test]
+    fn power_law_rows_in_many_rows_at_n_64_take_the_four_row_tile_where_the_longest_row_fits() {
+        let four = "spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8";
+        // Step 76, measured: longest rows at 1.2-1.9 times a resident row's share of the four-row tile's steps.
+        for (m, k, max, mean, cv) in
+            [(40730, 269, 269, 4.0, 1.33), (64502, 2895, 369, 4.0, 1.35), (42100, 380, 380, 4.5, 1.44)]
+        {
+            assert_eq!(power_law_pick(m, k, 64, max, mean, cv), four, "{m} x {k}");
+            // Not at n = 32 or 128.
+            assert_ne!(power_law_pick(m, k, 32, max, mean, cv), four, "{m} x {k}, n = 32");
+            assert_ne!(power_law_pick(m, k, 128, max, mean, cv), four, "{m} x {k}, n = 128");
+        }
+        // Either side: 3.7-5.5 times the share (losses), 16383 rows, and the bound itself.
+        for (m, k, max, mean, cv, why) in [
+            (40806, 2966, 743, 5.0, 1.54, "40806 x 2966"),
+            (28100, 1543, 560, 4.7, 1.45, "28100 x 1543"),
+            (24188, 668, 668, 5.6, 1.62, "24188 x 668"),
+            (16383, 269, 269, 4.0, 1.33, "16383 rows"),
+        ] {
+            assert_ne!(power_law_pick(m, k, 64, max, mean, cv), four, "{why}");
+        }
+        let four_row = four_row_tile(DType::F32);
+        let at = |m: usize, max: usize| longest_row_steps_over_share(&four_row, m, 64, &rows_of(max, 4.0, 1.3));
+        assert!(at(40730, 269) <= LONG_ROWS_UNSPLIT_SHARE && at(40730, 700) > LONG_ROWS_UNSPLIT_SHARE);
     }
 
     #[test]
