@@ -491,8 +491,9 @@ fn select_tf32x3(
 
 /// f32 takes the tensor cores only from this many entries times columns of B (nnz x n, n padded): below it the
 /// windows' fixed costs (8.6 us for the smallest launch, against 5-7 us for a tile) outweigh their speed, at any
-/// fill. Measured on the H200 (NOTES.md, "SpMM step 76"; every f32 variant on 36 shapes whose 64-row windows are
-/// 40-93% full, n = 32-1024, against the tile the selection takes without the tensor cores): below 2^24 the tile won
+/// fill. Measured on the H200 (NOTES.md, "SpMM step 76"; every f32 variant on the 39 shapes of two sets whose choice
+/// was the windows at some n, 13-93% full, n = 32-1024, against the tile the selection takes without the tensor
+/// cores; held out: 1.34x on the 24 of 96 problems the rules moved): below 2^24 the tile won
 /// on 9 of 11 problems at n = 64-256 (1.06x-1.55x; banded 1004 x 413 at 74%, n = 128: 13.2 -> 8.5 us) and lost on 2
 /// (0.83x on banded 35465 x 2385 at 61%, rows of 7, n = 64; 0.91x); from 2^24 to 2^25 the two went both ways
 /// (0.76x-1.57x on 19).
