@@ -2855,8 +2855,7 @@ mod tests {
     #[test]
     fn short_rows_in_fewer_rows_take_the_two_row_tile_in_turn() {
         let pick = |m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64| {
-            let stats = RowStats { min: 0, max, mean, cv, empty_rows: 0, columns_per_entry: None };
-            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32)
+            SpmmConfig::select_with_stats(m, k, n, &rows_of(max, mean, cv), DType::F32)
         };
         let in_turn = two_row_tile_in_turn();
         // Step 76, measured: very short rows at n = 256-2048, short rows (up to 8, or 10 over k <= 4096) over k <
