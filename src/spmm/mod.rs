@@ -366,14 +366,15 @@ impl SpmmKernel {
         }
         let (rows, nonempty) = select::nonempty_rows(m, stats);
         let tile = SpmmConfig::select_with_stats(rows, k, n, &nonempty, dtype);
+        let skips = skips_empty_rows(stats, &tile, n);
         // An f32 tile taking column tiles in turn walks the empty rows cheaply where it does not leave them out.
         let in_turn = dtype == crate::DType::F32 && tile.column_tiles > 1;
-        if nonempty.cv > 0.5 || !(skips_empty_rows(stats, &tile, n) || in_turn) {
+        if nonempty.cv > 0.5 || !(skips || in_turn) {
             return kernel;
         }
         match kernel {
             SpmmKernel::Tiled(_) => SpmmKernel::Tiled(tile),
-            SpmmKernel::TensorCore(_) if !skips_empty_rows(stats, &tile, n) => kernel,
+            SpmmKernel::TensorCore(_) if !skips => kernel,
             SpmmKernel::TensorCore(c) => {
                 let fill = tensor_core_blocks.map_or(1.0, |counts| counts.fill(c.window as usize, nnz));
                 let sparse = (n >= 512 && fill < 0.6) || (n >= 128 && fill < 0.4);
@@ -869,7 +870,7 @@ fn launch<T: Scalar>(
         // SAFETY: `rows` points into the swizzle or the pieces (alive on this stream past the launch), whose
         // last `skipped` entries are the empty rows of A, each a row < m, once; each warp writes all n elements of
         // its rows of C (m x n, n a multiple of 16 / size_of::<T>() where it stores 16 bytes); the bias, when
-        // given, holds m floats (checked by spmm_bias_relu). The tile kernel's grid wrote none of these rows.
+        // given, holds m floats (checked at the top of this function). The tile kernel's grid wrote none of these rows.
         unsafe { stream.launch_builder(&zero_rows).arg(&zero).launch(cfg) }
             .map_err(Error::driver("launching the SpMM empty-row fill", 0))?;
     }
