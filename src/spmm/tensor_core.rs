@@ -485,7 +485,11 @@ fn select_tf32x3(
             || (wide_fill >= 0.25 && work >= quarter_work)
             || (wide_fill >= 0.18 && work >= 1 << 15)
             || (wgmma && wgmma_wins(n, wide_fill, work, grid * wgmma_splits(grid, windows, wide_blocks))));
-    let tiles_n = if wgmma && n >= F32_WGMMA_MIN_N { 16 } else { 8 };
+    // Whether the windows win is asked of the wgmma kernel as above; once they do, it also runs the shorter windows
+    // of a launch of at least `WGMMA_SHORT_TILES_MIN_GRID` blocks from n = `WGMMA_SHORT_TILES_MIN_N`.
+    let wgmma_tiles =
+        wgmma || (wgmma_built && grid >= WGMMA_SHORT_TILES_MIN_GRID && n >= WGMMA_SHORT_TILES_MIN_N);
+    let tiles_n = if wgmma_tiles && n >= F32_WGMMA_MIN_N { 16 } else { 8 };
     wins.then_some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n })
 }
 
@@ -579,6 +583,21 @@ pub const WGMMA_MIN_WINDOW_BLOCKS: usize = 64;
 /// ranges added in clusters, is faster (the pruned 384 x 384 at 70%, n = 1024: 16.0 vs 19.8 us). Nothing between
 /// 48 and 128 blocks was measured.
 pub const WGMMA_SHORT_MIN_GRID: usize = 128;
+
+/// Where the f32 windows win ([`select_tf32x3`]), windows shorter than [`WGMMA_MIN_WINDOW_BLOCKS`] run on the wgmma
+/// kernel from this many blocks of 128 columns at n >= [`WGMMA_SHORT_TILES_MIN_N`], not only from
+/// [`WGMMA_SHORT_MIN_GRID`]; whether the windows win at all is still asked with that bound. Measured on the H200
+/// (NOTES.md, "SpMM step 77"; every f32 variant on step 75's scan and step 76's sets, both kernels, windows of 2-60
+/// k-blocks on average where the choice was the mma.sync kernel): at 70-117 blocks the wgmma kernel ran 0.80x-0.93x
+/// of the mma.sync one's time on 17 of 19 problems (banded 6555 x 7585 at 52%, n = 128, 103 blocks: 12.2 -> 10.7 us)
+/// and 1.01x-1.06x on 2 (87 blocks); at 19-64 blocks it lost on all 19 (1.04x-1.55x). Nothing between 65 and 69 was
+/// measured. Held out (same step; 34 fresh problems and the pruned 384 x 384 at 70%, n = 1536 and 2048, through the
+/// library's choice before and after): at n = 256-2048 1.08x faster over 29 (0.91x-1.13x; banded 1186 x 12433, n =
+/// 512: 11.9 -> 10.5 us), at n = 96-128 0.96x over 5 (0.84x-1.09x), hence [`WGMMA_SHORT_TILES_MIN_N`].
+pub const WGMMA_SHORT_TILES_MIN_GRID: usize = 70;
+/// See [`WGMMA_SHORT_TILES_MIN_GRID`]: at n = 96-128 (one block of 128 columns per window) the held-out problems
+/// lost (banded 6022 x 2373 at 25%, n = 128, 95 blocks: 26.0 -> 30.4 us).
+pub const WGMMA_SHORT_TILES_MIN_N: usize = 256;
 
 /// The blocks of A, host side (see the module documentation).
 #[derive(Clone, Debug, PartialEq)]
@@ -1460,6 +1479,18 @@ mod tests {
         assert_eq!(sel(DType::F32, 1536, 1024, 176_947, 2_304, 576), Some((64, 16)));
         assert_eq!(sel(DType::F32, 8128, 128, 1_560_576, 12_192, 3_048), Some((64, 8)));
         assert_eq!(sel(DType::F32, 8192, 128, 1_572_864, 12_288, 3_072), Some((64, 16)));
+        // Once the windows win, their wgmma kernel from WGMMA_SHORT_TILES_MIN_GRID blocks at n >= 256: 35 windows of
+        // 24 k-blocks (2240 x 384) half full at n = 256 (70 blocks) on wgmma, 34 (68 blocks) on mma.sync; at n = 128
+        // (127 windows, above) mma.sync.
+        assert_eq!((WGMMA_SHORT_TILES_MIN_GRID, WGMMA_SHORT_TILES_MIN_N), (70, 256));
+        assert_eq!(sel(DType::F32, 2240, 256, 430_080, 3_360, 840), Some((64, 16)));
+        assert_eq!(sel(DType::F32, 2176, 256, 417_792, 3_264, 816), Some((64, 8)));
+        assert_eq!(sel(DType::F32, 2240, 248, 430_080, 3_360, 840), Some((64, 8)), "n = 248");
+        // ... and only where the windows win without it: 20% full, 50 windows at n = 256 (100 blocks), win on the
+        // wgmma kernel (wgmma_wins) with windows of 64 k-blocks (12,800 pairs), not with windows of 50 (10,000),
+        // though 100 blocks are past WGMMA_SHORT_TILES_MIN_GRID.
+        assert_eq!(sel(DType::F32, 3200, 256, 655_360, 12_800, 3_200), Some((64, 16)));
+        assert_eq!(sel(DType::F32, 3200, 256, 512_000, 10_000, 2_500), None);
         // The 384-row weights at 70% (30% full) from 2048 pairs: 384 x 384 at n = 1024 (144 x 16), 384 x 1536 at
         // n = 256 (576 x 4, 12 blocks of 128 columns: mma.sync); not 384 x 384 at n = 256 (144 x 4). 384 x 1536
         // at n = 1024 (48 blocks of 128 columns, windows of 96 k-blocks): the wgmma kernel.
