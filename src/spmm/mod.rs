@@ -411,11 +411,13 @@ impl SpmmKernel {
             if c.is_wide() {
                 return Some((c, counts));
             }
-            // The 16-row windows: not on rows too skewed for them, fewer columns per warp on rows long for the mean.
+            // The 16-row windows: not on rows too skewed for them, fewer columns per warp on rows long for the mean, more
+            // over a small B at n = 32.
             if select::too_skewed_for_windows(stats, dtype) {
                 return None;
             }
             let tiles_n = select::long_rows_window_tiles_n(m, n, stats, c.tiles_n);
+            let tiles_n = select::small_b_window_tiles_n(m, k, n, stats, tiles_n);
             Some((TensorCoreConfig { tiles_n, ..c }, counts))
         });
         match tc {
@@ -882,6 +884,29 @@ mod tests {
     use super::*;
     use crate::kernels::spmm_table;
     use crate::DType;
+
+    /// f16/bf16 16-row windows at n = 32 over a small B (`select::small_b_window_tiles_n`, NOTES.md "SpMM step 77"),
+    /// on matrices drawn as step 75's scan drew them.
+    #[test]
+    fn windows_over_a_small_b_take_64_columns_per_warp_at_n_32() {
+        let pick = |a: &sprs::CsMat<f32>, n: usize, dtype: crate::DType| {
+            let indptr = a.indptr().to_proper().to_vec();
+            let stats = crate::csr::RowStats::of_csr(&indptr, a.indices());
+            let counts = Some(tensor_core::BlockCounts::of(a.cols(), &indptr, a.indices()));
+            SpmmKernel::select_with(true, a.rows(), a.cols(), n, a.nnz(), &stats, dtype, counts).to_string()
+        };
+        // Power-law rows of 95 over k = 443 (9.2 us on 64 columns per warp, 11.3 on 32).
+        let a = crate::gen::by_name("powerlaw", 4991, 443, 0.230248, 1028915420).unwrap();
+        for dtype in [DType::F16, DType::Bf16] {
+            assert_eq!(pick(&a, 32, dtype), format!("spmm_tc_{dtype}_n8"));
+        }
+        // Rows of 4 (40730 x 269): 32 columns per warp, as before.
+        let short = crate::gen::by_name("powerlaw", 40730, 269, 0.01487, 733378849).unwrap();
+        assert_eq!(pick(&short, 32, DType::F16), "spmm_tc_f16_n4");
+        // Rows of 47 over k = 17391 (3925 rows): as before.
+        let wide_k = crate::gen::by_name("powerlaw", 3925, 17391, 0.002703, 780106393).unwrap();
+        assert_eq!(pick(&wide_k, 32, DType::F16), "spmm_tc_f16_n4");
+    }
 
     /// The choice on the non-empty rows (`SpmmKernel::select_with`, NOTES.md "SpMM step 75") against the choice on
     /// all rows, on matrices drawn here.

@@ -386,6 +386,31 @@ pub(crate) fn long_rows_window_tiles_n(m: usize, n: usize, stats: &RowStats, til
     }
 }
 
+/// f16/bf16 16-row tensor-core windows at n = 32 take 64 columns per warp (`tiles_n` 8, half of them past n) over a
+/// B of at most this many rows, in at least [`SMALL_B_MIN_ROWS`] rows of at least [`SMALL_B_MIN_MEAN`] entries on
+/// average ([`small_b_window_tiles_n`]).
+pub(crate) const SMALL_B_MAX_K: usize = 600;
+/// See [`SMALL_B_MAX_K`].
+pub(crate) const SMALL_B_MIN_ROWS: usize = 2048;
+/// See [`SMALL_B_MAX_K`].
+pub(crate) const SMALL_B_MIN_MEAN: f64 = 32.0;
+
+/// The warps per 16-row window (`tiles_n`) at n = 32: 8 (64 columns per warp) where B has at most
+/// [`SMALL_B_MAX_K`] rows, A at least [`SMALL_B_MIN_ROWS`] rows of at least [`SMALL_B_MIN_MEAN`] entries on
+/// average; else `tiles_n`. The 64-column warps gather B through L1 (cuda/spmm/tensor_core.cuh, `kL1`) and the
+/// 32-column ones past it: where B is that small and each window's rows name most of its rows, the windows an SM
+/// holds find B in its L1. Measured on the H200 (NOTES.md, "SpMM step 77"; every variant, the 16-row windows the
+/// choice at n = 32): f16 power-law and uniform rows of 70-175 in 2872-4991 rows over k = 319-527, 0.81x-0.89x of
+/// the 32-column warps' time on all 4 (power-law 4991 x 443, 11.3 -> 9.2 us); under that mean 0.96x (rows of 14.8)
+/// and 1.03x (bf16, rows of 20), on shorter rows 1.06x-1.24x (rows of 3-4), over k = 623-28456 1.03x-1.45x.
+pub(crate) fn small_b_window_tiles_n(m: usize, k: usize, n: usize, stats: &RowStats, tiles_n: u32) -> u32 {
+    if n == 32 && k <= SMALL_B_MAX_K && m >= SMALL_B_MIN_ROWS && stats.mean >= SMALL_B_MIN_MEAN {
+        8
+    } else {
+        tiles_n
+    }
+}
+
 /// f16/bf16: the tile that replaces the 16-row tensor-core windows (which [`super::tensor_core::select_tensor_core`]
 /// takes for a small C, m * n < 2^19) where rows of at least 32 entries on average, even ones (cv at most 0.3), fill
 /// the windows' k-blocks to less than 8% (`window_fill`, [`super::tensor_core::BlockCounts::narrow_fill`]): rows that
@@ -1920,6 +1945,20 @@ mod tests {
             assert_eq!(c, tile(dtype, 1, 8, 4, 8, 64, 8, false));
         }
         assert!(!too_skewed_for_windows(&skewed(30000, 40.0), DType::F32), "f16 and bf16 only");
+    }
+
+    #[test]
+    fn small_b_takes_64_columns_per_window_warp_at_n_32() {
+        // Step 77: tiles_n 8 at n = 32 over k <= 600 in 2048 rows or more of 32 entries or more on average.
+        let rows = |mean: f64| RowStats { min: 0, max: 300, mean, cv: 0.8, empty_rows: 0, columns_per_entry: None };
+        assert_eq!(small_b_window_tiles_n(4991, 443, 32, &rows(95.4), 4), 8, "power-law 4991 x 443");
+        assert_eq!(small_b_window_tiles_n(2048, 600, 32, &rows(32.0), 4), 8, "at every bound");
+        assert_eq!(small_b_window_tiles_n(2048, 601, 32, &rows(32.0), 4), 4, "k past 600");
+        assert_eq!(small_b_window_tiles_n(2047, 600, 32, &rows(32.0), 4), 4, "fewer rows");
+        assert_eq!(small_b_window_tiles_n(2048, 600, 32, &rows(31.9), 4), 4, "shorter rows");
+        assert_eq!(small_b_window_tiles_n(4991, 443, 24, &rows(95.4), 4), 4, "n = 24");
+        assert_eq!(small_b_window_tiles_n(4991, 443, 64, &rows(95.4), 4), 4, "n = 64 keeps its choice");
+        assert_eq!(small_b_window_tiles_n(4991, 443, 64, &rows(95.4), 8), 8);
     }
 
     #[test]
