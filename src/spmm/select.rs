@@ -257,6 +257,14 @@ fn row_split_tile_at(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DTyp
 /// 1.01x-1.27x (4), and from 3.66 times it lost on all 8 (0.27x-0.93x).
 const LONG_ROWS_UNSPLIT_SHARE: f64 = 2.0;
 
+/// [`long_rows_tile`] at n = 128-512 keeps the two-row tile held to 128 registers (unsplit) where the rows hold more
+/// than 350 times the longest row's entries only on rows of up to this many entries on average (6 before step 77;
+/// steps 66-67 measured rows of 12-40 faster split). Measured on the H200 (NOTES.md, "SpMM step 77"; every f32 variant
+/// on steps 75-76's power-law matrices of 26576-59078 rows, means 6.2-6.7, 445-833 times the longest row, n = 128 and
+/// 512): the held tile ran 0.88x-0.97x of the split one's time on 7 of 8 problems (59078 x 475, mean 6.7, n = 512:
+/// 115.0 -> 101.4 us) and 1.05x on one (40612 x 566 at n = 128).
+const LONG_ROWS_HELD_MAX_MEAN: f64 = 8.0;
+
 /// The tile for rows whose longest is long for the mean though not skewed ([`has_long_rows`]: 257-1024 entries and
 /// more than sixteen times the mean), f32 at n a multiple of 4: one that walks the row split's pieces, so that no
 /// subwarp walks a whole long row. Power-law matrices (NOTES.md, "SpMM step 49"; 2048-65536 rows, means 4-40, longest
@@ -274,6 +282,8 @@ const LONG_ROWS_UNSPLIT_SHARE: f64 = 2.0;
 /// 40): where the held tile was the choice, the split one ran 1.06x-1.48x faster at n = 256 on all 5 (16384 x 1024,
 /// mean 40: 67.8 -> 50.8 us, cuSPARSE 62.9) and 0.99x-1.24x at n = 512. Past n = 512 not measured: held, as step 49.
 ///
+/// Since step 77 rows of up to [`LONG_ROWS_HELD_MAX_MEAN`] on average keep the held tile at n = 128-512.
+///
 /// At n = 64 in 16384 rows or more, where the longest row takes at most [`LONG_ROWS_UNSPLIT_SHARE`] times a resident
 /// row's share of steps in [`four_row_tile`] (which does not walk the split), that tile: see the constant.
 fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmConfig {
@@ -284,7 +294,7 @@ fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmCon
     if n % 128 != 0 {
         return k8_tile(dtype, 4, n % 32 != 0);
     }
-    if m as f64 * stats.mean > 350.0 * stats.max as f64 && (n > 512 || stats.mean <= 6.0) {
+    if m as f64 * stats.mean > 350.0 * stats.max as f64 && (n > 512 || stats.mean <= LONG_ROWS_HELD_MAX_MEAN) {
         two_row_tile(dtype)
     } else {
         unbounded_two_row_tile(dtype)
@@ -2835,17 +2845,19 @@ mod tests {
         assert_eq!(pick(4096, 100, 472, 12.1), "spmm_f32_s1d4_y1k32x128w32_u4_pred", "step 66 at n rounded to 128");
         // More than 350 times the longest row's entries in all: two rows held to 128 registers, unsplit.
         assert_eq!(pick(65536, 256, 313, 4.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
-        assert_eq!(pick(32768, 128, 445, 6.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
-        // At n = 128 rows of more than 6 on average are split (step 66: 12288 rows of 39, longest 1024).
+        assert_eq!(pick(32768, 128, 445, 8.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        // At n = 128 rows of more than LONG_ROWS_HELD_MAX_MEAN (8) on average are split (step 66: 12288 rows of 39,
+        // longest 1024; step 77 moved the bound from 6).
+        assert_eq!(LONG_ROWS_HELD_MAX_MEAN, 8.0);
         assert_eq!(pick(12288, 128, 1024, 39.1), two_rows);
-        assert_eq!(pick(32768, 128, 445, 6.1), two_rows);
+        assert_eq!(pick(32768, 128, 445, 8.1), two_rows);
         // At n = 256 and 512 too (step 67: 16384 rows of 40, longest 1024); past n = 512 held.
         for n in [256, 512] {
             assert_eq!(pick(16384, n, 1024, 39.7), two_rows, "n = {n}");
-            assert_eq!(pick(32768, n, 445, 6.1), two_rows, "n = {n}");
-            assert_eq!(pick(32768, n, 445, 6.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "n = {n}");
+            assert_eq!(pick(32768, n, 445, 8.1), two_rows, "n = {n}");
+            assert_eq!(pick(32768, n, 445, 8.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "n = {n}");
         }
-        assert_eq!(pick(32768, 1024, 445, 6.1), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        assert_eq!(pick(32768, 1024, 445, 8.1), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
         assert_eq!(pick(16384, 256, 475, 8.0), two_rows, "276 times");
         // Few rows at n = 32 keep the row split over four subwarps (2048 x 2048, mean 20, longest 473).
         assert_eq!(pick(2048, 32, 473, 20.0), "spmm_f32_s1d4_y8k8x32w8_u4_nopred_r4");
