@@ -663,10 +663,11 @@ fn automatic_warps_for_uneven_few_rows() {
 
 /// f16/bf16 uniform rows over a wide k, whose 16-row tensor-core windows are less than 8% full (src/spmm/select.rs,
 /// `sparse_windows_half`; NOTES.md, "SpMM step 51"): `spmm_auto` runs the tile that replaces the windows, and it
-/// matches the oracle on a poisoned C; rows of 12 entries keep the windows.
+/// matches the oracle on a poisoned C; rows of 12 entries in 2048 rows keep the windows.
 ///
 /// At n = 32 in 4096 rows or more windows up to 14% full give way too, the 64-row ones as well, and n = 32 and 96
-/// off the tensor cores take the k = 8 tile over 32 columns (NOTES.md, "SpMM step 52").
+/// off the tensor cores take the k = 8 tile over 32 columns (NOTES.md, "SpMM step 52"); there rows of 12-31 entries
+/// take the tile too (step 77).
 fn automatic_tiles_for_sparse_windows_case<T: Scalar>(gpu: &Gpu) {
     let k8 = "s1d4_y4k8x32w8_u4_pred";
     let long_rows_at_32 = if T::DTYPE == DType::F16 { "s4d4_y4k32x32w8_u4_nopred" } else { k8 };
@@ -680,6 +681,7 @@ fn automatic_tiles_for_sparse_windows_case<T: Scalar>(gpu: &Gpu) {
         (16384, 1024, 120.0, 32, Some(long_rows_at_32)),
         (16384, 4096, 24.0, 96, Some(k8)),
         (16385, 4096, 8.0, 32, Some(k8)),
+        (8192, 2048, 20.0, 32, Some(k8)),
     ];
     for (i, (m, k, mean, n, expected)) in cases.into_iter().enumerate() {
         let a = gen::uniform_random(m, k, mean / k as f64, seed(140 + i as u64));

@@ -257,12 +257,14 @@ fn row_split_tile_at(m: usize, k: usize, n: usize, stats: &RowStats, dtype: DTyp
 /// 1.01x-1.27x (4), and from 3.66 times it lost on all 8 (0.27x-0.93x).
 const LONG_ROWS_UNSPLIT_SHARE: f64 = 2.0;
 
-/// [`long_rows_tile`] at n = 128-512 keeps the two-row tile held to 128 registers (unsplit) where the rows hold more
-/// than 350 times the longest row's entries only on rows of up to this many entries on average (6 before step 77;
-/// steps 66-67 measured rows of 12-40 faster split). Measured on the H200 (NOTES.md, "SpMM step 77"; every f32 variant
-/// on steps 75-76's power-law matrices of 26576-59078 rows, means 6.2-6.7, 445-833 times the longest row, n = 128 and
-/// 512): the held tile ran 0.88x-0.97x of the split one's time on 7 of 8 problems (59078 x 475, mean 6.7, n = 512:
-/// 115.0 -> 101.4 us) and 1.05x on one (40612 x 566 at n = 128).
+/// [`long_rows_tile`] at n = 512 keeps the two-row tile held to 128 registers (unsplit) where the rows hold more than
+/// 350 times the longest row's entries on rows of up to this many entries on average (6 before step 77, as at n =
+/// 128-384; steps 66-67 measured rows of 12-40 faster split). Measured on the H200 (NOTES.md, "SpMM step 77"; every
+/// f32 variant on steps 75-76's power-law matrices of 26576-59078 rows, means 6.2-6.7, 445-833 times the longest row):
+/// the held tile ran 0.88x-0.96x of the split one's time at n = 512 on all 4 (59078 x 475, mean 6.7: 115.0 -> 101.4
+/// us). Held out (same step; 10 fresh power-law matrices of 22977-63926 rows, means 6.0-8.0, 351-1037 times, through
+/// the library before and after): 1.00x-1.14x at n = 512 (1.08x on geometric mean), but 0.80x-1.13x at n = 128 and
+/// 0.89x-1.13x at n = 256, which keep the bound of 6.
 const LONG_ROWS_HELD_MAX_MEAN: f64 = 8.0;
 
 /// The tile for rows whose longest is long for the mean though not skewed ([`has_long_rows`]: 257-1024 entries and
@@ -282,7 +284,7 @@ const LONG_ROWS_HELD_MAX_MEAN: f64 = 8.0;
 /// 40): where the held tile was the choice, the split one ran 1.06x-1.48x faster at n = 256 on all 5 (16384 x 1024,
 /// mean 40: 67.8 -> 50.8 us, cuSPARSE 62.9) and 0.99x-1.24x at n = 512. Past n = 512 not measured: held, as step 49.
 ///
-/// Since step 77 rows of up to [`LONG_ROWS_HELD_MAX_MEAN`] on average keep the held tile at n = 128-512.
+/// Since step 77 rows of up to [`LONG_ROWS_HELD_MAX_MEAN`] on average keep the held tile at n = 512.
 ///
 /// At n = 64 in 16384 rows or more, where the longest row takes at most [`LONG_ROWS_UNSPLIT_SHARE`] times a resident
 /// row's share of steps in [`four_row_tile`] (which does not walk the split), that tile: see the constant.
@@ -294,7 +296,8 @@ fn long_rows_tile(m: usize, n: usize, stats: &RowStats, dtype: DType) -> SpmmCon
     if n % 128 != 0 {
         return k8_tile(dtype, 4, n % 32 != 0);
     }
-    if m as f64 * stats.mean > 350.0 * stats.max as f64 && (n > 512 || stats.mean <= LONG_ROWS_HELD_MAX_MEAN) {
+    let held_max_mean = if n == 512 { LONG_ROWS_HELD_MAX_MEAN } else { 6.0 };
+    if m as f64 * stats.mean > 350.0 * stats.max as f64 && (n > 512 || stats.mean <= held_max_mean) {
         two_row_tile(dtype)
     } else {
         unbounded_two_row_tile(dtype)
@@ -444,7 +447,8 @@ pub(crate) fn small_b_window_tiles_n(m: usize, k: usize, n: usize, stats: &RowSt
 /// more.
 ///
 /// At n = 32 in at least 4096 rows the bound on the fill is 14%, and the rule also replaces the 64-row windows
-/// (`SpmmKernel::select` asks it for them at n = 32; [`THIN_MANY_ROWS_FILL`]).
+/// (`SpmmKernel::select` asks it for them at n = 32; [`THIN_MANY_ROWS_FILL`]); there rows of 12 entries or more on
+/// average take the tile (since step 77, [`THIN_MANY_ROWS_MIN_MEAN`]).
 pub(crate) fn sparse_windows_half(
     m: usize,
     n: usize,
@@ -454,11 +458,13 @@ pub(crate) fn sparse_windows_half(
 ) -> Option<SpmmConfig> {
     let c = m.saturating_mul(n);
     let in_band = c <= 1 << 15 || (m >= 1024 && c > 1 << 16);
-    let fill_bound = if n == 32 && m >= 4096 { THIN_MANY_ROWS_FILL } else { 0.08 };
+    let thin_many = n == 32 && m >= 4096;
+    let fill_bound = if thin_many { THIN_MANY_ROWS_FILL } else { 0.08 };
+    let min_mean = if thin_many { THIN_MANY_ROWS_MIN_MEAN } else { 32.0 };
     if dtype.size() != 2
         || n % 32 != 0
         || n > 256
-        || stats.mean < 32.0
+        || stats.mean < min_mean
         || stats.cv > 0.3
         || window_fill >= fill_bound
         || !in_band
@@ -488,6 +494,13 @@ pub(crate) fn sparse_windows_half(
 /// the library on fresh shapes (5000-12288 rows of 90-200, both types), 1.28x-1.61x. The graphs of
 /// `../shared/matrices` fill the 16-row windows to 14-24% at n = 32 and keep them.
 pub(crate) const THIN_MANY_ROWS_FILL: f64 = 0.14;
+
+/// f16/bf16 at n = 32 in at least 4096 rows: [`sparse_windows_half`] takes the tile over the windows on even rows of
+/// at least this many entries on average, not 32. Measured on the H200 (NOTES.md, "SpMM step 77"; every variant, f16
+/// and bf16, 10 fresh uniform matrices each of 4167-63093 rows of 12.7-31.4 entries over k = 308-30954, the windows
+/// 6-12% full and the choice): the k = 8 tile over 32 columns ran 1.11x-1.94x faster than the windows chosen on all
+/// 20 (f16 15718 x 677, rows of 22: 12.8 -> 8.2 us, where cuSPARSE takes 10.3), and within 5% of the fastest tile.
+pub(crate) const THIN_MANY_ROWS_MIN_MEAN: f64 = 12.0;
 
 /// Thirty-two rows of 16 threads on one 64-column tile, k = 16 (one block of 512 threads per SM): the tile for
 /// [`thirty_two_row_rows`], and one `spmm::block_order` runs column tiles first unless the rows are even.
@@ -2845,17 +2858,17 @@ mod tests {
         assert_eq!(pick(4096, 100, 472, 12.1), "spmm_f32_s1d4_y1k32x128w32_u4_pred", "step 66 at n rounded to 128");
         // More than 350 times the longest row's entries in all: two rows held to 128 registers, unsplit.
         assert_eq!(pick(65536, 256, 313, 4.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
-        assert_eq!(pick(32768, 128, 445, 8.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
-        // At n = 128 rows of more than LONG_ROWS_HELD_MAX_MEAN (8) on average are split (step 66: 12288 rows of 39,
-        // longest 1024; step 77 moved the bound from 6).
-        assert_eq!(LONG_ROWS_HELD_MAX_MEAN, 8.0);
+        assert_eq!(pick(32768, 128, 445, 6.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
+        // At n = 128 rows of more than 6 on average are split (step 66: 12288 rows of 39, longest 1024).
         assert_eq!(pick(12288, 128, 1024, 39.1), two_rows);
-        assert_eq!(pick(32768, 128, 445, 8.1), two_rows);
-        // At n = 256 and 512 too (step 67: 16384 rows of 40, longest 1024); past n = 512 held.
-        for n in [256, 512] {
+        assert_eq!(pick(32768, 128, 445, 6.1), two_rows);
+        // At n = 256 and 512 too (step 67: 16384 rows of 40, longest 1024), at n = 512 from rows of more than
+        // LONG_ROWS_HELD_MAX_MEAN (8, step 77); past n = 512 held.
+        assert_eq!(LONG_ROWS_HELD_MAX_MEAN, 8.0);
+        for (n, held_max) in [(256, 6.0), (512, 8.0)] {
             assert_eq!(pick(16384, n, 1024, 39.7), two_rows, "n = {n}");
-            assert_eq!(pick(32768, n, 445, 8.1), two_rows, "n = {n}");
-            assert_eq!(pick(32768, n, 445, 8.0), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "n = {n}");
+            assert_eq!(pick(32768, n, 445, held_max + 0.1), two_rows, "n = {n}");
+            assert_eq!(pick(32768, n, 445, held_max), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16", "n = {n}");
         }
         assert_eq!(pick(32768, 1024, 445, 8.1), "spmm_f32_s1d4_y2k16x128w16_u4_nopred_lb16");
         assert_eq!(pick(16384, 256, 475, 8.0), two_rows, "276 times");
@@ -3636,7 +3649,7 @@ mod tests {
             assert_eq!(pick(1024, 128, 40.0, dtype), k8);
             assert_eq!(pick(2048, 96, 120.0, dtype), sputnik);
             // Outside it: short, uneven or well-shared rows, n not a multiple of 32 or past 256, f32.
-            assert_eq!(pick(4096, 32, 31.0, dtype), None);
+            assert_eq!(pick(2048, 64, 31.0, dtype), None);
             let uneven = RowStats { cv: 0.31, ..even(120.0) };
             assert_eq!(sparse_windows_half(4096, 32, &uneven, dtype, 0.066), None);
             assert_eq!(sparse_windows_half(2048, 32, &even(40.0), dtype, 0.066), None, "the windows' tie band");
@@ -3647,7 +3660,12 @@ mod tests {
             assert_eq!(sparse_windows_half(65536, 32, &even(40.0), dtype, 0.139).map(|c| c.kernel_name()), k8);
             assert_eq!(sparse_windows_half(4095, 32, &even(40.0), dtype, 0.082), None);
             assert_eq!(sparse_windows_half(4096, 32, &even(40.0), dtype, 0.14), None);
-            assert_eq!(sparse_windows_half(4096, 32, &even(31.0), dtype, 0.1), None);
+            // ... on even rows of 12 or more there (step 77), not 32.
+            assert_eq!(sparse_windows_half(4096, 32, &even(31.0), dtype, 0.1).map(|c| c.kernel_name()), k8);
+            assert_eq!(sparse_windows_half(4096, 32, &even(12.0), dtype, 0.1).map(|c| c.kernel_name()), k8);
+            assert_eq!(sparse_windows_half(4096, 32, &even(11.9), dtype, 0.1), None);
+            assert_eq!(sparse_windows_half(4095, 32, &even(31.0), dtype, 0.066), None);
+            assert_eq!(sparse_windows_half(4096, 64, &even(31.0), dtype, 0.066), None);
             assert_eq!(sparse_windows_half(4096, 32, &uneven, dtype, 0.1), None);
             assert_eq!(pick(4096, 48, 120.0, dtype), None);
             assert_eq!(pick(1024, 512, 120.0, dtype), None);
