@@ -666,7 +666,7 @@ fn automatic_warps_for_uneven_few_rows() {
 /// matches the oracle on a poisoned C; rows of 12 entries in 2048 rows keep the windows.
 ///
 /// At n = 32 in 4096 rows or more windows up to 14% full give way too, the 64-row ones as well, and n = 32 and 96
-/// off the tensor cores take the k = 8 tile over 32 columns (NOTES.md, "SpMM step 52"); there rows of 12-31 entries
+/// off the tensor cores take the k = 8 tile over 32 columns (NOTES.md, "SpMM step 52"); there rows of 8-31 entries
 /// take the tile too (step 77).
 fn automatic_tiles_for_sparse_windows_case<T: Scalar>(gpu: &Gpu) {
     let k8 = "s1d4_y4k8x32w8_u4_pred";

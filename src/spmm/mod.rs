@@ -1305,8 +1305,8 @@ mod tests {
         assert_eq!(pick(1024, 16384, 120, 32, 8), "spmm_f16_s1d1_y1k32x32w32_u4_pred");
         assert_eq!(pick(8192, 32768, 400, 32, 9), "spmm_f16_s4d4_y4k32x32w8_u4_nopred");
         assert_eq!(pick(1024, 4096, 40, 256, 10), "spmm_f16_s1d8_y4k8x64w8_u4_nopred");
-        assert_eq!(pick(4096, 4096, 8, 32, 11), "spmm_tc_f16_n4", "rows of 8: the windows");
-        // Rows of 12-31 in 4096 rows or more at n = 32 (step 77): the tile (1.11x-1.94x over the windows).
+        assert_eq!(pick(4096, 4096, 6, 32, 11), "spmm_tc_f16_n4", "rows of 6: the windows");
+        // Rows of 8-31 in 4096 rows or more at n = 32 (step 77): the tile.
         assert_eq!(pick(4096, 4096, 14, 32, 11), "spmm_f16_s1d4_y4k8x32w8_u4_pred", "rows of 14");
         assert_eq!(pick(16384, 2048, 24, 32, 18), "spmm_f16_s1d4_y4k8x32w8_u4_pred", "rows of 24");
         assert_eq!(pick(2048, 4096, 24, 32, 19), "spmm_tc_f16_n4", "fewer rows: the windows");

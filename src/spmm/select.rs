@@ -444,10 +444,10 @@ pub(crate) fn small_b_window_tiles_n(m: usize, k: usize, n: usize, stats: &RowSt
 /// type (m 640-8192, k 2560-32768, 36-400 per row, n 32-256, also 96 and 192): f16 1.26x (1.02x-2.04x), bf16 1.24x
 /// (1.01x-1.78x). Rows of 12 entries are left to the windows (a tile up to 1.18x faster there, but on most of step
 /// 40's graphs, whose rows are as short, the windows ran up to 1.23x faster than the tiles), as are blocks 8% full or
-/// more.
+/// more; but see below for n = 32 in 4096 rows or more.
 ///
 /// At n = 32 in at least 4096 rows the bound on the fill is 14%, and the rule also replaces the 64-row windows
-/// (`SpmmKernel::select` asks it for them at n = 32; [`THIN_MANY_ROWS_FILL`]); there rows of 12 entries or more on
+/// (`SpmmKernel::select` asks it for them at n = 32; [`THIN_MANY_ROWS_FILL`]); there rows of 8 entries or more on
 /// average take the tile (since step 77, [`THIN_MANY_ROWS_MIN_MEAN`]).
 pub(crate) fn sparse_windows_half(
     m: usize,
@@ -498,9 +498,14 @@ pub(crate) const THIN_MANY_ROWS_FILL: f64 = 0.14;
 /// f16/bf16 at n = 32 in at least 4096 rows: [`sparse_windows_half`] takes the tile over the windows on even rows of
 /// at least this many entries on average, not 32. Measured on the H200 (NOTES.md, "SpMM step 77"; every variant, f16
 /// and bf16, 10 fresh uniform matrices each of 4167-63093 rows of 12.7-31.4 entries over k = 308-30954, the windows
-/// 6-12% full and the choice): the k = 8 tile over 32 columns ran 1.11x-1.94x faster than the windows chosen on all
-/// 20 (f16 15718 x 677, rows of 22: 12.8 -> 8.2 us, where cuSPARSE takes 10.3), and within 5% of the fastest tile.
-pub(crate) const THIN_MANY_ROWS_MIN_MEAN: f64 = 12.0;
+/// 6-12% full and the choice): the k = 8 tile over 32 columns ran 1.11x-1.94x faster than the windows on all 20 (f16
+/// 15718 x 677, rows of 22: 12.8 -> 8.2 us, where cuSPARSE takes 10.3), and within 5% of the fastest tile; on 16
+/// more of rows of 5.3-11.6, 0.99x-1.35x (1.13x on geometric mean; 1.09x-1.35x on the 8 of 8 or more). Held out
+/// (same step, through the library before and after): rows of 12-31, f16 1.41x (1.07x-2.15x) and bf16 1.27x
+/// (1.06x-1.51x) on 12 each, below cuSPARSE 14 -> 1; rows of 8-12, f16 1.20x (1.07x-1.29x) and bf16 1.07x
+/// (1.02x-1.22x) on 8 each. Of the real matrices only 4elt (7434 rows of 11.6, cv 0.16, 7.5% full) moves: 6.3 ->
+/// 6.2 us (f16) and 6.4 -> 6.1 us (bf16). wrld_1deg (rows of 7.3) keeps the windows, which tie the tile there.
+pub(crate) const THIN_MANY_ROWS_MIN_MEAN: f64 = 8.0;
 
 /// Thirty-two rows of 16 threads on one 64-column tile, k = 16 (one block of 512 threads per SM): the tile for
 /// [`thirty_two_row_rows`], and one `spmm::block_order` runs column tiles first unless the rows are even.
@@ -3660,10 +3665,10 @@ mod tests {
             assert_eq!(sparse_windows_half(65536, 32, &even(40.0), dtype, 0.139).map(|c| c.kernel_name()), k8);
             assert_eq!(sparse_windows_half(4095, 32, &even(40.0), dtype, 0.082), None);
             assert_eq!(sparse_windows_half(4096, 32, &even(40.0), dtype, 0.14), None);
-            // ... on even rows of 12 or more there (step 77), not 32.
+            // ... on even rows of 8 or more there (step 77), not 32.
             assert_eq!(sparse_windows_half(4096, 32, &even(31.0), dtype, 0.1).map(|c| c.kernel_name()), k8);
-            assert_eq!(sparse_windows_half(4096, 32, &even(12.0), dtype, 0.1).map(|c| c.kernel_name()), k8);
-            assert_eq!(sparse_windows_half(4096, 32, &even(11.9), dtype, 0.1), None);
+            assert_eq!(sparse_windows_half(4096, 32, &even(8.0), dtype, 0.1).map(|c| c.kernel_name()), k8);
+            assert_eq!(sparse_windows_half(4096, 32, &even(7.9), dtype, 0.1), None);
             assert_eq!(sparse_windows_half(4095, 32, &even(31.0), dtype, 0.066), None);
             assert_eq!(sparse_windows_half(4096, 64, &even(31.0), dtype, 0.066), None);
             assert_eq!(sparse_windows_half(4096, 32, &uneven, dtype, 0.1), None);
