@@ -411,8 +411,8 @@ impl SpmmKernel {
             if c.is_wide() {
                 return Some((c, counts));
             }
-            // The 16-row windows: not on rows too skewed for them, fewer columns per warp on rows long for the mean, more
-            // over a small B at n = 32.
+            // The 16-row windows: not on rows too skewed for them, fewer columns per warp on rows long for the mean,
+            // more over a small B at n = 32.
             if select::too_skewed_for_windows(stats, dtype) {
                 return None;
             }

@@ -415,7 +415,9 @@ pub(crate) const SMALL_B_MIN_MEAN: f64 = 32.0;
 /// holds find B in its L1. Measured on the H200 (NOTES.md, "SpMM step 77"; every variant, the 16-row windows the
 /// choice at n = 32): f16 power-law and uniform rows of 70-175 in 2872-4991 rows over k = 319-527, 0.81x-0.89x of
 /// the 32-column warps' time on all 4 (power-law 4991 x 443, 11.3 -> 9.2 us); under that mean 0.96x (rows of 14.8)
-/// and 1.03x (bf16, rows of 20), on shorter rows 1.06x-1.24x (rows of 3-4), over k = 623-28456 1.03x-1.45x.
+/// and 1.03x (bf16, rows of 20), on shorter rows 1.06x-1.24x (rows of 3-4), over k = 623-28456 1.00x-1.45x. Held out
+/// (same step, 12 fresh shapes per type through the library before and after): f16 1.14x (0.95x-1.32x), bf16 1.15x
+/// (0.95x-1.32x).
 pub(crate) fn small_b_window_tiles_n(m: usize, k: usize, n: usize, stats: &RowStats, tiles_n: u32) -> u32 {
     if n == 32 && k <= SMALL_B_MAX_K && m >= SMALL_B_MIN_ROWS && stats.mean >= SMALL_B_MIN_MEAN {
         8

@@ -487,8 +487,7 @@ fn select_tf32x3(
             || (wgmma && wgmma_wins(n, wide_fill, work, grid * wgmma_splits(grid, windows, wide_blocks))));
     // Whether the windows win is asked of the wgmma kernel as above; once they do, it also runs the shorter windows
     // of a launch of at least `WGMMA_SHORT_TILES_MIN_GRID` blocks from n = `WGMMA_SHORT_TILES_MIN_N`.
-    let wgmma_tiles =
-        wgmma || (wgmma_built && grid >= WGMMA_SHORT_TILES_MIN_GRID && n >= WGMMA_SHORT_TILES_MIN_N);
+    let wgmma_tiles = wgmma || (wgmma_built && grid >= WGMMA_SHORT_TILES_MIN_GRID && n >= WGMMA_SHORT_TILES_MIN_N);
     let tiles_n = if wgmma_tiles && n >= F32_WGMMA_MIN_N { 16 } else { 8 };
     wins.then_some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n })
 }
@@ -584,16 +583,17 @@ pub const WGMMA_MIN_WINDOW_BLOCKS: usize = 64;
 /// 48 and 128 blocks was measured.
 pub const WGMMA_SHORT_MIN_GRID: usize = 128;
 
-/// Where the f32 windows win ([`select_tf32x3`]), windows shorter than [`WGMMA_MIN_WINDOW_BLOCKS`] run on the wgmma
+/// Where the f32 windows win (`select_tf32x3`), windows shorter than [`WGMMA_MIN_WINDOW_BLOCKS`] run on the wgmma
 /// kernel from this many blocks of 128 columns at n >= [`WGMMA_SHORT_TILES_MIN_N`], not only from
 /// [`WGMMA_SHORT_MIN_GRID`]; whether the windows win at all is still asked with that bound. Measured on the H200
-/// (NOTES.md, "SpMM step 77"; every f32 variant on step 75's scan and step 76's sets, both kernels, windows of 2-60
-/// k-blocks on average where the choice was the mma.sync kernel): at 70-117 blocks the wgmma kernel ran 0.80x-0.93x
-/// of the mma.sync one's time on 17 of 19 problems (banded 6555 x 7585 at 52%, n = 128, 103 blocks: 12.2 -> 10.7 us)
-/// and 1.01x-1.06x on 2 (87 blocks); at 19-64 blocks it lost on all 19 (1.04x-1.55x). Nothing between 65 and 69 was
-/// measured. Held out (same step; 34 fresh problems and the pruned 384 x 384 at 70%, n = 1536 and 2048, through the
-/// library's choice before and after): at n = 256-2048 1.08x faster over 29 (0.91x-1.13x; banded 1186 x 12433, n =
-/// 512: 11.9 -> 10.5 us), at n = 96-128 0.96x over 5 (0.84x-1.09x), hence [`WGMMA_SHORT_TILES_MIN_N`].
+/// (NOTES.md, "SpMM step 77"; every f32 variant on step 75's scan and step 76's sets, both kernels, windows of fewer
+/// than 64 k-blocks on average where the choice was the mma.sync kernel): at 70-117 blocks the wgmma kernel ran
+/// 0.80x-0.92x of the mma.sync one's time on 17 of 19 problems (banded 6555 x 7585 at 52%, n = 128, 103 blocks:
+/// 12.2 -> 10.7 us) and 1.01x-1.06x on 2 (87 blocks); at 19-64 blocks it lost on all 19 (1.04x-1.55x). Nothing
+/// between 65 and 69 was measured. Held out (same step; 32 fresh problems and the pruned 384 x 384 at 70%, n = 1536
+/// and 2048, through the library's choice before and after): at n = 256-2048 1.08x faster over 29 (0.91x-1.13x;
+/// banded 1186 x 12433, n = 512: 11.9 -> 10.5 us), at n = 96-128 0.96x over 5 (0.84x-1.09x), hence
+/// [`WGMMA_SHORT_TILES_MIN_N`].
 pub const WGMMA_SHORT_TILES_MIN_GRID: usize = 70;
 /// See [`WGMMA_SHORT_TILES_MIN_GRID`]: at n = 96-128 (one block of 128 columns per window) the held-out problems
 /// lost (banded 6022 x 2373 at 25%, n = 128, 95 blocks: 26.0 -> 30.4 us).
