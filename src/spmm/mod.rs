@@ -1310,6 +1310,14 @@ mod tests {
         assert_eq!(pick(4096, 4096, 14, 32, 11), "spmm_f16_s1d4_y4k8x32w8_u4_pred", "rows of 14");
         assert_eq!(pick(16384, 2048, 24, 32, 18), "spmm_f16_s1d4_y4k8x32w8_u4_pred", "rows of 24");
         assert_eq!(pick(2048, 4096, 24, 32, 19), "spmm_tc_f16_n4", "fewer rows: the windows");
+        // ... and Bernoulli rows of 10 (cv about 0.32, past step 51's 0.3; step 77).
+        let a = crate::gen::by_name("pruned", 8192, 2048, 10.0 / 2048.0, 20).unwrap();
+        let (indptr, indices) = (a.indptr().raw_storage().to_vec(), a.indices().to_vec());
+        let stats = crate::csr::RowStats::from_indptr(&indptr);
+        assert!((0.3..0.4).contains(&stats.cv), "{stats:?}");
+        let counts = Some(tensor_core::BlockCounts::of(2048, &indptr, &indices));
+        let used = SpmmKernel::select(8192, 2048, 32, a.nnz(), &stats, DType::F16, counts).to_string();
+        assert_eq!(used, "spmm_f16_s1d4_y4k8x32w8_u4_pred");
         // n = 32 in 4096 rows or more (step 52): windows up to 14% full give way, the 64-row ones too.
         assert_eq!(pick(16384, 1024, 40, 32, 12), "spmm_f16_s1d4_y4k8x32w8_u4_pred", "8.2% full, was tc_f16_n4");
         assert_eq!(pick(16384, 1024, 120, 32, 13), "spmm_f16_s4d4_y4k32x32w8_u4_nopred", "was tc_f16_w64_n16");

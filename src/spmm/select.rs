@@ -450,7 +450,8 @@ pub(crate) fn small_b_window_tiles_n(m: usize, k: usize, n: usize, stats: &RowSt
 ///
 /// At n = 32 in at least 4096 rows the bound on the fill is 14%, and the rule also replaces the 64-row windows
 /// (`SpmmKernel::select` asks it for them at n = 32; [`THIN_MANY_ROWS_FILL`]); there rows of 8 entries or more on
-/// average take the tile (since step 77, [`THIN_MANY_ROWS_MIN_MEAN`]).
+/// average take the tile, and rows as uneven as cv 0.4 (since step 77, [`THIN_MANY_ROWS_MIN_MEAN`],
+/// [`THIN_MANY_ROWS_MAX_CV`]).
 pub(crate) fn sparse_windows_half(
     m: usize,
     n: usize,
@@ -463,11 +464,12 @@ pub(crate) fn sparse_windows_half(
     let thin_many = n == 32 && m >= 4096;
     let fill_bound = if thin_many { THIN_MANY_ROWS_FILL } else { 0.08 };
     let min_mean = if thin_many { THIN_MANY_ROWS_MIN_MEAN } else { 32.0 };
+    let max_cv = if thin_many { THIN_MANY_ROWS_MAX_CV } else { 0.3 };
     if dtype.size() != 2
         || n % 32 != 0
         || n > 256
         || stats.mean < min_mean
-        || stats.cv > 0.3
+        || stats.cv > max_cv
         || window_fill >= fill_bound
         || !in_band
     {
@@ -508,6 +510,16 @@ pub(crate) const THIN_MANY_ROWS_FILL: f64 = 0.14;
 /// (1.02x-1.22x) on 8 each. Of the real matrices only 4elt (7434 rows of 11.6, cv 0.16, 7.5% full) moves: 6.3 ->
 /// 6.2 us (f16) and 6.4 -> 6.1 us (bf16). wrld_1deg (rows of 7.3) keeps the windows, which tie the tile there.
 pub(crate) const THIN_MANY_ROWS_MIN_MEAN: f64 = 8.0;
+
+/// f16/bf16 at n = 32 in at least 4096 rows: [`sparse_windows_half`] takes the tile over the windows on rows whose
+/// lengths vary by up to this coefficient of variation, not 0.3: Bernoulli rows of 8-11 entries (cv 0.30-0.35), and
+/// copter2 (55476 rows of 12.7, cv 0.33, 9.5% full). Measured on the H200 (NOTES.md, "SpMM step 77"; every variant,
+/// 8 fresh pruned matrices per type of 4221-15015 rows of 8.1-10.8, cv 0.30-0.35): the k = 8 tile ran 0.74x-0.99x of
+/// the windows' time on all 16 (bf16 11138 x 1131: 8.6 -> 6.3 us); copter2 16.6 -> 14.5 us (f16) and 16.7 -> 14.5
+/// (bf16). Held out (same step, 12 fresh pruned matrices per type of rows of 8.2-30, cv 0.18-0.35, through the
+/// library before and after): f16 1.36x (1.09x-2.28x), bf16 1.27x (1.06x-2.02x), below cuSPARSE 16 -> 0. Not past
+/// 0.4, where nothing was measured.
+pub(crate) const THIN_MANY_ROWS_MAX_CV: f64 = 0.4;
 
 /// Thirty-two rows of 16 threads on one 64-column tile, k = 16 (one block of 512 threads per SM): the tile for
 /// [`thirty_two_row_rows`], and one `spmm::block_order` runs column tiles first unless the rows are even.
@@ -3658,7 +3670,8 @@ mod tests {
             // Outside it: short, uneven or well-shared rows, n not a multiple of 32 or past 256, f32.
             assert_eq!(pick(2048, 64, 31.0, dtype), None);
             let uneven = RowStats { cv: 0.31, ..even(120.0) };
-            assert_eq!(sparse_windows_half(4096, 32, &uneven, dtype, 0.066), None);
+            assert_eq!(sparse_windows_half(2048, 64, &uneven, dtype, 0.066), None);
+            assert_eq!(sparse_windows_half(4096, 32, &RowStats { cv: 0.41, ..uneven }, dtype, 0.066), None);
             assert_eq!(sparse_windows_half(2048, 32, &even(40.0), dtype, 0.066), None, "the windows' tie band");
             assert_eq!(sparse_windows_half(2048, 64, &even(120.0), dtype, 0.08), None);
             assert_eq!(sparse_windows_half(4096, 64, &even(120.0), dtype, 0.08), None);
@@ -3673,7 +3686,10 @@ mod tests {
             assert_eq!(sparse_windows_half(4096, 32, &even(7.9), dtype, 0.1), None);
             assert_eq!(sparse_windows_half(4095, 32, &even(31.0), dtype, 0.066), None);
             assert_eq!(sparse_windows_half(4096, 64, &even(31.0), dtype, 0.066), None);
-            assert_eq!(sparse_windows_half(4096, 32, &uneven, dtype, 0.1), None);
+            // ... and rows as uneven as Bernoulli rows of 8 (cv up to 0.4) there (step 77), not 0.3.
+            let bernoulli = RowStats { cv: 0.4, ..even(10.0) };
+            assert_eq!(sparse_windows_half(4096, 32, &bernoulli, dtype, 0.1).map(|c| c.kernel_name()), k8);
+            assert_eq!(sparse_windows_half(4096, 32, &RowStats { cv: 0.41, ..bernoulli }, dtype, 0.1), None);
             assert_eq!(pick(4096, 48, 120.0, dtype), None);
             assert_eq!(pick(1024, 512, 120.0, dtype), None);
         }
