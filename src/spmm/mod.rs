@@ -885,14 +885,19 @@ mod tests {
     use crate::kernels::spmm_table;
     use crate::DType;
 
+    /// A's row statistics and tensor-core block counts, as `spmm_auto` computes them.
+    fn stats_and_counts(a: &sprs::CsMat<f32>) -> (crate::csr::RowStats, Option<tensor_core::BlockCounts>) {
+        let indptr = a.indptr().to_proper().to_vec();
+        let stats = crate::csr::RowStats::of_csr(&indptr, a.indices());
+        (stats, Some(tensor_core::BlockCounts::of(a.cols(), &indptr, a.indices())))
+    }
+
     /// f16/bf16 16-row windows at n = 32 over a small B (`select::small_b_window_tiles_n`, NOTES.md "SpMM step 77"),
     /// on matrices drawn as step 75's scan drew them.
     #[test]
     fn windows_over_a_small_b_take_64_columns_per_warp_at_n_32() {
         let pick = |a: &sprs::CsMat<f32>, n: usize, dtype: crate::DType| {
-            let indptr = a.indptr().to_proper().to_vec();
-            let stats = crate::csr::RowStats::of_csr(&indptr, a.indices());
-            let counts = Some(tensor_core::BlockCounts::of(a.cols(), &indptr, a.indices()));
+            let (stats, counts) = stats_and_counts(a);
             SpmmKernel::select_with(true, a.rows(), a.cols(), n, a.nnz(), &stats, dtype, counts).to_string()
         };
         // Power-law rows of 95 over k = 443 (9.2 us on 64 columns per warp, 11.3 on 32).
@@ -914,9 +919,7 @@ mod tests {
     fn mostly_empty_rows_take_the_tile_chosen_for_the_others() {
         use crate::DType::{Bf16, F16, F32};
         let pick = |a: &sprs::CsMat<f32>, n: usize, dtype: crate::DType| {
-            let indptr = a.indptr().to_proper().to_vec();
-            let stats = crate::csr::RowStats::of_csr(&indptr, a.indices());
-            let counts = Some(tensor_core::BlockCounts::of(a.cols(), &indptr, a.indices()));
+            let (stats, counts) = stats_and_counts(a);
             let (m, k, nnz) = (a.rows(), a.cols(), a.nnz());
             let all_rows = SpmmKernel::select_rows(true, m, k, n, nnz, &stats, dtype, counts).to_string();
             (all_rows, SpmmKernel::select_with(true, m, k, n, nnz, &stats, dtype, counts).to_string())
@@ -1312,10 +1315,8 @@ mod tests {
         assert_eq!(pick(2048, 4096, 24, 32, 19), "spmm_tc_f16_n4", "fewer rows: the windows");
         // ... and Bernoulli rows of 10 (cv about 0.32, past step 51's 0.3; step 77).
         let a = crate::gen::by_name("pruned", 8192, 2048, 10.0 / 2048.0, 20).unwrap();
-        let (indptr, indices) = (a.indptr().raw_storage().to_vec(), a.indices().to_vec());
-        let stats = crate::csr::RowStats::from_indptr(&indptr);
+        let (stats, counts) = stats_and_counts(&a);
         assert!((0.3..0.4).contains(&stats.cv), "{stats:?}");
-        let counts = Some(tensor_core::BlockCounts::of(2048, &indptr, &indices));
         let used = SpmmKernel::select(8192, 2048, 32, a.nnz(), &stats, DType::F16, counts).to_string();
         assert_eq!(used, "spmm_f16_s1d4_y4k8x32w8_u4_pred");
         // n = 32 in 4096 rows or more (step 52): windows up to 14% full give way, the 64-row ones too.
