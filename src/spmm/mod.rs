@@ -293,7 +293,8 @@ impl SpmmKernel {
         }
     }
 
-    /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: the row-split tiles where `row_split_tile` (in
+    /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: for f32 few uneven rows the windows
+    /// `uneven_few_rows_tf32x3` (src/spmm/tensor_core.rs) takes, then the row-split tiles where `row_split_tile` (in
     /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else for f16/bf16
     /// rows long for their mean what `long_rows_half` (src/spmm/select.rs) takes, else the tensor cores where
     /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known) unless
@@ -399,6 +400,13 @@ impl SpmmKernel {
         dtype: crate::DType,
         tensor_core_blocks: Option<tensor_core::BlockCounts>,
     ) -> SpmmKernel {
+        // f32 few uneven rows dense enough for the windows: before the row-split tiles, which walk the longest row.
+        let few_uneven = tensor_core_blocks
+            .filter(|_| dtype == crate::DType::F32)
+            .and_then(|counts| tensor_core::uneven_few_rows_tf32x3(m, k, n, nnz, stats.cv, counts, wgmma));
+        if let Some(config) = few_uneven {
+            return SpmmKernel::TensorCore(config);
+        }
         if let Some(config) = select::row_split_tile(m, k, n, stats, dtype) {
             return SpmmKernel::Tiled(config);
         }
@@ -911,6 +919,40 @@ mod tests {
         // Rows of 47 over k = 17391 (3925 rows): as before.
         let wide_k = crate::gen::by_name("powerlaw", 3925, 17391, 0.002703, 780106393).unwrap();
         assert_eq!(pick(&wide_k, 32, DType::F16), "spmm_tc_f16_n4");
+    }
+
+    /// f32 few uneven rows (NOTES.md "SpMM step 78"): the windows from their fill, two warps per row where a warp per
+    /// row walked the longest on the critical path; on matrices drawn as step 78's sets drew them.
+    #[test]
+    fn few_uneven_f32_rows_take_the_windows_or_two_warps_per_row() {
+        let pick = |a: &sprs::CsMat<f32>, n: usize| {
+            let (stats, counts) = stats_and_counts(a);
+            SpmmKernel::select_with(true, a.rows(), a.cols(), n, a.nnz(), &stats, DType::F32, counts).to_string()
+        };
+        // Power-law 870 x 3042, rows of 410, 13% full (59.9 -> 23.2 us at n = 128, 94.3 -> 50.7 us at n = 512).
+        let dense = crate::gen::by_name("powerlaw", 870, 3042, 0.134451, 264990650).unwrap();
+        assert_eq!(pick(&dense, 128), "spmm_tc_f32_w64_n8");
+        for n in [256, 512, 1024] {
+            assert_eq!(pick(&dense, n), "spmm_tc_f32_w64_n16", "n = {n}");
+        }
+        // Without the wgmma kernel, the mma.sync one from 12% full.
+        let (stats, counts) = stats_and_counts(&dense);
+        let without = SpmmKernel::select_with(false, 870, 3042, 512, dense.nnz(), &stats, DType::F32, counts);
+        assert_eq!(without.to_string(), "spmm_tc_f32_w64_n8");
+        // Even rows of the same shape and fill keep their tile.
+        let even = crate::gen::by_name("uniform", 870, 3042, 0.134451, 264990650).unwrap();
+        for n in [128, 256, 512] {
+            assert!(!pick(&even, n).starts_with("spmm_tc_"), "n = {n}");
+        }
+        // Power-law 461 x 3552, rows of 45 (15.8 -> 11.6 us at n = 512): two warps per row at n = 256-512, not 1024.
+        let sparse = crate::gen::by_name("powerlaw", 461, 3552, 0.012504, 535609565).unwrap();
+        for n in [256, 512] {
+            assert_eq!(pick(&sparse, n), "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2", "n = {n}");
+        }
+        assert_eq!(pick(&sparse, 1024), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+        // Rows of 34 in 997 rows keep the warp per row (1.16x slower split at n = 512).
+        let short = crate::gen::by_name("powerlaw", 997, 2390, 0.014226, 954153182).unwrap();
+        assert_eq!(pick(&short, 512), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
     }
 
     /// The choice on the non-empty rows (`SpmmKernel::select_with`, NOTES.md "SpMM step 75") against the choice on

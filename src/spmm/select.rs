@@ -1194,6 +1194,31 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
     }
 }
 
+/// Two warps per row over 128 columns ([`split_row_warp_tile`]) in place of a warp per row, for f32 rows of 40 or more
+/// on average whose length varies (cv 0.5 or more) in [`FEW_ROWS_SPLIT_WARP`] rows over k = 1024-8192 (the range
+/// measured) at n = 128-512 (a multiple of 128),
+/// where the warp walks the longest row for 3 times a resident warp's share of the launch or more
+/// ([`longest_row_is_the_critical_path`]). [`longest_row_tile`] does the same in place of the 8- and 16-entry tiles;
+/// the warp per row reaches these rows from `select_f32`'s rule for rows too few for the two-row tile. Measured on
+/// the H200 (NOTES.md, "SpMM step 78"; every f32 variant on 40 fresh power-law matrices of 258-1049 rows and 10 of
+/// step 77): where the warp per row was chosen on such rows at n = 128-512 and the windows
+/// (`uneven_few_rows_tf32x3`) do not take them, two warps per row took 0.66x-0.95x of its time on all 20 (461 x
+/// 3552, rows of 45, n = 512: 15.8 -> 11.6 us); on rows of 34-39 in 915-997 rows at n = 512 1.02x-1.16x.
+fn few_rows_split_warp(config: &SpmmConfig, m: usize, k: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
+    let dtype = config.dtype;
+    let rows = FEW_ROWS_SPLIT_WARP.contains(&m) && (1024..=8192).contains(&k) && stats.mean >= 40.0 && stats.cv >= 0.5;
+    let width = n % 128 == 0 && (128..=512).contains(&n);
+    (dtype == DType::F32
+        && *config == warp_per_row_tile(dtype)
+        && rows
+        && width
+        && longest_row_is_the_critical_path(config, m, n, stats))
+    .then(|| split_row_warp_tile(dtype))
+}
+
+/// The rows [`few_rows_split_warp`] takes (258-1014 moved where measured; up to 1024 as step 52's rule).
+const FEW_ROWS_SPLIT_WARP: std::ops::RangeInclusive<usize> = 256..=1024;
+
 /// [`longest_row_tile`] for f16 and bf16: where the tile the other rules give is the k = 8 tile over 64 columns
 /// (held to 64 registers or not; one column tile at a time) and walks the longest row whole for 3 times a resident
 /// subwarp's share of the launch or more:
@@ -1408,11 +1433,15 @@ impl SpmmConfig {
                 // Of [`longest_row_tile`]'s branches only the thirty-two-row block (multiples of 16 from 144 to 960)
                 // and the two-row 32-entry tile at n = 40-56 reach these widths; the others were measured at widths
                 // the tiles fill.
-                return longest_row_tile(&config, m, n, stats).unwrap_or(config);
+                return longest_row_tile(&config, m, n, stats)
+                    .or_else(|| few_rows_split_warp(&config, m, k, n, stats))
+                    .unwrap_or(config);
             }
         }
         let config = Self::select_f32(m, k, n, stats, dtype);
-        longest_row_tile(&config, m, n, stats).unwrap_or(config)
+        longest_row_tile(&config, m, n, stats)
+            .or_else(|| few_rows_split_warp(&config, m, k, n, stats))
+            .unwrap_or(config)
     }
 
     /// The f32 choice at n itself.
@@ -3543,18 +3572,26 @@ mod tests {
 
     #[test]
     fn uneven_few_rows_take_two_warps_per_row() {
-        let pick = |m: usize, n: usize, max: usize, mean: f64, cv: f64| {
+        let pick_k = |m: usize, k: usize, n: usize, max: usize, mean: f64, cv: f64| {
             let stats = RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
-            SpmmConfig::select_with_stats(m, 8192, n, &stats, DType::F32).kernel_name()
+            SpmmConfig::select_with_stats(m, k, n, &stats, DType::F32).kernel_name()
         };
+        let pick = |m: usize, n: usize, max: usize, mean: f64, cv: f64| pick_k(m, 8192, n, max, mean, cv);
         let split = "spmm_f32_s1d4_y2k32x128w32_u4_nopred_r2";
-        // Step 52's power-law matrices: 512-1024 rows, means 57-126, longest 430-1004, cv 0.67-1.03.
+        // Step 52's power-law matrices: 512-1024 rows, means 57-126, longest 430-1004, cv 0.67-1.03. (At n = 128-512
+        // over k <= 8192 step 78's `few_rows_split_warp` takes such rows too where the longest is the critical path:
+        // here over k = 16384 it does not.)
         for (m, max, mean, cv) in [(512, 430, 59.1, 0.77), (512, 687, 110.4, 0.67), (1024, 775, 56.6, 0.92)] {
             assert_eq!(pick(m, 256, max, mean, cv), split, "{m} rows, longest {max}, n = 256");
-            for n in [128, 384, 512, 768, 1024, 320] {
+            for n in [768, 1024, 320] {
                 assert_ne!(pick(m, n, max, mean, cv), split, "{m} rows, longest {max}, n = {n}");
             }
+            for n in [128, 384, 512] {
+                assert_ne!(pick_k(m, 16384, n, max, mean, cv), split, "{m} rows, longest {max}, n = {n}");
+            }
         }
+        // Step 52's bounds, over k = 16384 (past step 78's rule).
+        let pick = |m: usize, n: usize, max: usize, mean: f64, cv: f64| pick_k(m, 16384, n, max, mean, cv);
         assert_ne!(pick(1024, 256, 1006, 45.4, 1.18), split, "long rows: the pieces");
         assert_ne!(pick(1025, 256, 400, 56.6, 0.92), split, "past 1024 rows");
         // (There rows whose longest passes 8 times the mean take it by step 67's rule.)
@@ -3564,7 +3601,7 @@ mod tests {
         assert_ne!(pick(1024, 256, 256, 39.0, 0.92), split, "longest row of two pieces");
         assert_ne!(pick(1024, 256, 600, 39.9, 0.92), split, "mean under 40");
         assert_ne!(pick(1024, 256, 1100, 100.0, 1.2), split, "skewed: the pieces");
-        // n = 1024-2048 over k >= 4096: a warp per row (power_law_few_rows_wide_n), k = 8192 here.
+        // n = 1024-2048 over k >= 4096: a warp per row (power_law_few_rows_wide_n), k = 16384 here.
         let warp = "spmm_f32_s1d4_y1k32x128w32_u4_nopred";
         for n in [1024, 1152, 1536, 2048] {
             assert_eq!(pick(512, n, 5351, 135.7, 1.91), warp, "skewed, n = {n}");
@@ -3588,6 +3625,47 @@ mod tests {
         assert!(!uneven_few_rows(384, 256, &weight(817, 460.8, 0.11)));
         assert!(!uneven_few_rows(1536, 1024, &weight(268, 115.2, 0.34)));
         assert!(!uneven_few_rows(384, 1024, &weight(499, 153.6, 0.21)));
+    }
+
+    #[test]
+    fn few_uneven_rows_split_the_warp_on_the_critical_path() {
+        let rows =
+            |max: usize, mean: f64, cv: f64| RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None };
+        let warp = warp_per_row_tile(DType::F32);
+        let split = Some(split_row_warp_tile(DType::F32));
+        let take = |m: usize, k: usize, n: usize, stats: &RowStats| few_rows_split_warp(&warp, m, k, n, stats);
+        // Power-law 461 x 3552, rows of 44.5, longest 547 (step 78: 15.8 -> 11.6 us at n = 512).
+        let measured = rows(547, 44.5, 1.08);
+        for n in [128, 256, 384, 512] {
+            assert!(longest_row_is_the_critical_path(&warp, 461, n, &measured), "n = {n}");
+            assert_eq!(take(461, 3552, n, &measured), split, "n = {n}");
+        }
+        // Either side of each bound.
+        assert_eq!(take(461, 3552, 640, &measured), None, "n = 640");
+        assert_eq!(take(461, 3552, 1024, &measured), None, "n = 1024");
+        assert_eq!(take(461, 3552, 320, &measured), None, "n not a multiple of 128");
+        assert_eq!(take(256, 3552, 512, &measured), split);
+        assert_eq!(take(255, 3552, 512, &measured), None, "255 rows");
+        assert_eq!(take(1024, 3552, 512, &rows(590, 49.8, 0.82)), split);
+        assert_eq!(take(1025, 3552, 512, &rows(590, 49.8, 0.82)), None, "1025 rows");
+        assert_eq!(take(461, 1024, 512, &measured), split);
+        assert_eq!(take(461, 1023, 512, &measured), None, "k = 1023");
+        assert_eq!(take(461, 8192, 512, &measured), split);
+        assert_eq!(take(461, 8193, 512, &measured), None, "k = 8193");
+        assert_eq!(take(461, 3552, 512, &rows(547, 40.0, 1.08)), split);
+        assert_eq!(take(461, 3552, 512, &rows(547, 39.9, 1.08)), None, "rows of 39.9 (1.02x-1.16x at n = 512)");
+        assert_eq!(take(461, 3552, 512, &rows(547, 44.5, 0.5)), split);
+        assert_eq!(take(461, 3552, 512, &rows(547, 44.5, 0.49)), None, "cv 0.49");
+        // Not where the warp's longest row is short of the critical path, nor in place of another tile.
+        assert!(!longest_row_is_the_critical_path(&warp, 461, 512, &rows(100, 44.5, 0.6)));
+        assert_eq!(take(461, 3552, 512, &rows(100, 44.5, 0.6)), None);
+        assert_eq!(few_rows_split_warp(&two_row_tile(DType::F32), 461, 3552, 512, &measured), None);
+        assert_eq!(few_rows_split_warp(&warp_per_row_tile(DType::F16), 461, 3552, 512, &measured), None);
+        // Through the selection: the warp per row before, two warps per row now.
+        assert_eq!(
+            SpmmConfig::select_with_stats(461, 3552, 512, &measured, DType::F32),
+            split_row_warp_tile(DType::F32)
+        );
     }
 
     #[test]

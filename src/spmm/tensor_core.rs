@@ -599,6 +599,60 @@ pub const WGMMA_SHORT_TILES_MIN_GRID: usize = 70;
 /// lost (banded 6022 x 2373 at 25%, n = 128, 95 blocks: 26.0 -> 30.4 us).
 pub const WGMMA_SHORT_TILES_MIN_N: usize = 256;
 
+/// f32 (3xTF32) on few uneven rows: the 64-row windows where A has [`UNEVEN_FEW_ROWS`] rows whose length varies
+/// (cv 0.5-1.2) over k = [`UNEVEN_FEW_ROWS_K`], at n = 128-1024 (a multiple of 128), from [`UNEVEN_FEW_ROWS_FILL`] full ([`UNEVEN_FEW_ROWS_WIDE_FILL`]
+/// at n >= 384 where the wgmma kernel runs), whatever the work. Checked before the row-split tiles; where
+/// `select_tf32x3` already takes the windows, its kernel. Otherwise the wgmma kernel at n >= 256 where its launch,
+/// split into ranges ([`wgmma_splits`]), has at least [`WGMMA_SHORT_MIN_GRID`] blocks, else the mma.sync one. Pure.
+///
+/// Such rows are a launch of a few thousand warps at most whose longest row, often a dense one, sets the tiles'
+/// time; the windows' blocks are as full as the matrix is dense, and their ranges cut the long rows. Measured on
+/// the H200 (NOTES.md, "SpMM step 78"; every f32 variant on 40 fresh power-law matrices of 258-1049 rows over
+/// k = 1052-8122, means 33-780, and 10 of step 77, at n = 128, 256, 512, 1024): from 12% full at n = 128-256 the
+/// windows took 0.39x-0.92x of the chosen tile's time on all 20 such problems (870 x 3042, rows of 410, n = 128:
+/// 59.9 -> 23.2 us; the chosen tile had run 0.51x-1.40x of cuSPARSE's speed), and 0.88x-1.08x at 9.6-9.7%; from 9%
+/// at n = 512-1024 0.43x-0.96x on all 19 (the tile 0.74x-1.16x of cuSPARSE), 1.04x-1.08x at 6.8-8.5% (n = 1024 won
+/// at 8.5%). The wgmma kernel beat the mma.sync one from launches of 128 blocks (0.73x-0.97x, 20 of 21) and lost
+/// below (1.00x-1.38x, 10 of 12). Even rows in few rows keep the tiles: step 11 measured them faster at 30% full.
+pub(crate) fn uneven_few_rows_tf32x3(
+    m: usize,
+    k: usize,
+    n: usize,
+    nnz: usize,
+    cv: f64,
+    counts: BlockCounts,
+    wgmma: bool,
+) -> Option<TensorCoreConfig> {
+    let shape = UNEVEN_FEW_ROWS.contains(&m) && UNEVEN_FEW_ROWS_K.contains(&k) && (128..=1024).contains(&n);
+    if !shape || n % 128 != 0 || !(0.5..=1.2).contains(&cv) || counts.wide == 0 {
+        return None;
+    }
+    let wide_fill = nnz as f64 / (counts.wide * WIDE_WINDOW * SLOTS) as f64;
+    let from = if wgmma && n >= 384 { UNEVEN_FEW_ROWS_WIDE_FILL } else { UNEVEN_FEW_ROWS_FILL };
+    if wide_fill < from {
+        return None;
+    }
+    if let Some(config) = select_tf32x3(m, n, nnz, wide_fill, counts.wide, wgmma) {
+        return Some(config);
+    }
+    let windows = m.div_ceil(WIDE_WINDOW);
+    let grid = windows * n.div_ceil(128);
+    let launch = grid * wgmma_splits(grid, windows, counts.wide);
+    let tiles_n = if wgmma && n >= 256 && launch >= WGMMA_SHORT_MIN_GRID { 16 } else { 8 };
+    Some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n })
+}
+
+/// The rows of A [`uneven_few_rows_tf32x3`] takes (295-1017 moved where measured, in a set of 258-1049).
+pub(crate) const UNEVEN_FEW_ROWS: std::ops::RangeInclusive<usize> = 256..=1024;
+/// The columns of A [`uneven_few_rows_tf32x3`] takes (1052-8122 measured; not the pruned 384 x 384 weights, whose
+/// rows at 90% sparsity are as uneven and their windows as full).
+pub(crate) const UNEVEN_FEW_ROWS_K: std::ops::RangeInclusive<usize> = 1024..=8192;
+/// The fill of the 64-row windows from which [`uneven_few_rows_tf32x3`] takes them at n = 128-256, and at every n on
+/// a device without the wgmma kernel (there the mma.sync one ran level with the tile at n = 512 on rows 9.6-12% full).
+pub(crate) const UNEVEN_FEW_ROWS_FILL: f64 = 0.12;
+/// The same from n = 384 where the wgmma kernel runs.
+pub(crate) const UNEVEN_FEW_ROWS_WIDE_FILL: f64 = 0.09;
+
 /// The blocks of A, host side (see the module documentation).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct HostBlocks<V> {
@@ -1596,6 +1650,65 @@ mod tests {
         for (n, tiles_n) in [(32, 8), (64, 8), (72, 16), (128, 16)] {
             assert_eq!(sel(4096, n, 8_388_608, 16_384), Some(tiles_n), "n = {n}");
         }
+    }
+
+    #[test]
+    fn f32_few_uneven_rows_take_the_windows_from_their_fill() {
+        // m x k with `per_window` 64-row k-blocks per window, `fill` of their slots stored, cv 0.8.
+        let sel = |m: usize, k: usize, n: usize, fill: f64, per_window: usize, cv: f64, wgmma: bool| {
+            let wide = m.div_ceil(WIDE_WINDOW) * per_window;
+            let nnz = (fill * (wide * WIDE_WINDOW * SLOTS) as f64).ceil() as usize;
+            uneven_few_rows_tf32x3(m, k, n, nnz, cv, BlockCounts { narrow: 4 * wide, wide }, wgmma).map(|c| c.tiles_n)
+        };
+        // Power-law 870 x 3042 (14 windows of 190 k-blocks) 13% full: the mma.sync kernel at n = 128 (14 x 8 = 112
+        // blocks), the wgmma one at n = 256-1024 (28 x 8 = 224 blocks from n = 256).
+        assert_eq!(sel(870, 3042, 128, 0.13, 190, 0.97, true), Some(8));
+        for n in [256, 384, 512, 1024] {
+            assert_eq!(sel(870, 3042, n, 0.13, 190, 0.97, true), Some(16), "n = {n}");
+        }
+        // 295 x 1364 (5 windows of 86 k-blocks): 10 x 5 = 50 blocks at n = 256, 20 x 5 = 100 at n = 512: the mma.sync
+        // kernel; at n = 1024 40 x 5 = 200: the wgmma one.
+        assert_eq!(sel(295, 1364, 256, 0.134, 86, 0.73, true), Some(8));
+        assert_eq!(sel(295, 1364, 512, 0.134, 86, 0.73, true), Some(8));
+        assert_eq!(sel(295, 1364, 1024, 0.134, 86, 0.73, true), Some(16));
+        // The fill: 12% at n = 128-256, 9% from n = 384 (and 12% at every n without the wgmma kernel).
+        assert_eq!((UNEVEN_FEW_ROWS_FILL, UNEVEN_FEW_ROWS_WIDE_FILL), (0.12, 0.09));
+        assert!(sel(870, 3042, 256, 0.12, 190, 0.97, true).is_some());
+        assert_eq!(sel(870, 3042, 256, 0.119, 190, 0.97, true), None);
+        assert!(sel(870, 3042, 384, 0.09, 190, 0.97, true).is_some());
+        assert_eq!(sel(870, 3042, 384, 0.089, 190, 0.97, true), None);
+        assert_eq!(sel(870, 3042, 512, 0.1, 190, 0.97, false), None);
+        assert_eq!(sel(870, 3042, 512, 0.12, 190, 0.97, false), Some(8));
+        // Either side of the rows, columns, widths and length variation.
+        for (m, k, n, cv, takes) in [
+            (256, 3042, 256, 0.8, true),
+            (255, 3042, 256, 0.8, false),
+            (1024, 3042, 256, 0.8, true),
+            (1025, 3042, 256, 0.8, false),
+            (870, 1024, 256, 0.8, true),
+            (870, 1023, 256, 0.8, false),
+            (870, 8192, 256, 0.8, true),
+            (870, 8193, 256, 0.8, false),
+            (870, 3042, 64, 0.8, false),
+            (870, 3042, 320, 0.8, false),
+            (870, 3042, 1152, 0.8, false),
+            (870, 3042, 256, 0.5, true),
+            (870, 3042, 256, 0.49, false),
+            (870, 3042, 256, 1.2, true),
+            (870, 3042, 256, 1.21, false),
+        ] {
+            assert_eq!(sel(m, k, n, 0.2, 100, cv, true).is_some(), takes, "{m} x {k}, n = {n}, cv {cv}");
+        }
+        // Where select_tf32x3 takes the windows already (here 40% full), its kernel: the mma.sync one at n = 256
+        // on 14 windows (28 blocks, fewer than WGMMA_MIN_GRID).
+        let wide = 14 * 190;
+        let nnz = (0.4 * (wide * WIDE_WINDOW * SLOTS) as f64) as usize;
+        let counts = BlockCounts { narrow: 4 * wide, wide };
+        let own = select_tf32x3(870, 256, nnz, 0.4, wide, true);
+        assert!(own.is_some());
+        assert_eq!(uneven_few_rows_tf32x3(870, 3042, 256, nnz, 0.8, counts, true), own);
+        // No blocks, no windows.
+        assert_eq!(uneven_few_rows_tf32x3(870, 3042, 256, 0, 0.8, BlockCounts { narrow: 0, wide: 0 }, true), None);
     }
 
     #[test]
