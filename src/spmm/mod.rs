@@ -293,8 +293,8 @@ impl SpmmKernel {
         }
     }
 
-    /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: for f32 few uneven rows the windows
-    /// `uneven_few_rows_tf32x3` (src/spmm/tensor_core.rs) takes, then the row-split tiles where `row_split_tile` (in
+    /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: for few uneven rows the windows
+    /// `uneven_few_rows_tf32x3` and `uneven_few_rows_half` (src/spmm/tensor_core.rs) take, then the row-split tiles where `row_split_tile` (in
     /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else for f16/bf16
     /// rows long for their mean what `long_rows_half` (src/spmm/select.rs) takes, else the tensor cores where
     /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known) unless
@@ -400,10 +400,12 @@ impl SpmmKernel {
         dtype: crate::DType,
         tensor_core_blocks: Option<tensor_core::BlockCounts>,
     ) -> SpmmKernel {
-        // f32 few uneven rows dense enough for the windows: before the row-split tiles, which walk the longest row.
-        let few_uneven = tensor_core_blocks
-            .filter(|_| dtype == crate::DType::F32)
-            .and_then(|counts| tensor_core::uneven_few_rows_tf32x3(m, k, n, nnz, stats.cv, counts, wgmma));
+        // Few uneven rows dense enough for the windows: before the row-split tiles and the other rules, whose tiles
+        // walk the longest row.
+        let few_uneven = tensor_core_blocks.and_then(|counts| match dtype {
+            crate::DType::F32 => tensor_core::uneven_few_rows_tf32x3(m, k, n, nnz, stats.cv, counts, wgmma),
+            _ => tensor_core::uneven_few_rows_half(dtype, m, k, n, nnz, stats.cv, counts),
+        });
         if let Some(config) = few_uneven {
             return SpmmKernel::TensorCore(config);
         }
@@ -953,6 +955,25 @@ mod tests {
         // Rows of 34 in 997 rows keep the warp per row (1.16x slower split at n = 512).
         let short = crate::gen::by_name("powerlaw", 997, 2390, 0.014226, 954153182).unwrap();
         assert_eq!(pick(&short, 512), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
+    }
+
+    /// f16/bf16 few uneven rows at n = 128-256 (NOTES.md "SpMM step 78"): the 64-row windows from 2900 pairs.
+    #[test]
+    fn few_uneven_half_rows_take_the_wide_windows() {
+        let pick = |a: &sprs::CsMat<f32>, n: usize, dtype: DType| {
+            let (stats, counts) = stats_and_counts(a);
+            SpmmKernel::select_with(true, a.rows(), a.cols(), n, a.nnz(), &stats, dtype, counts).to_string()
+        };
+        // Power-law 757 x 6096, rows of 739 (f16 at n = 256: 41.5 -> 22.8 us from the k = 8 tile).
+        let long = crate::gen::by_name("powerlaw", 757, 6096, 0.125, 531212698).unwrap();
+        // Power-law 307 x 1052, rows of 309 (1320 pairs at n = 256): the 16-row windows stay.
+        let short = crate::gen::by_name("powerlaw", 307, 1052, 0.333333, 294199983).unwrap();
+        for dtype in [DType::F16, DType::Bf16] {
+            for n in [128, 256] {
+                assert_eq!(pick(&long, n, dtype), format!("spmm_tc_{dtype}_w64_n8"), "n = {n}");
+                assert!(!pick(&short, n, dtype).contains("_w64_"), "n = {n}");
+            }
+        }
     }
 
     /// The choice on the non-empty rows (`SpmmKernel::select_with`, NOTES.md "SpMM step 75") against the choice on

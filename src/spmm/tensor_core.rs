@@ -609,11 +609,12 @@ pub const WGMMA_SHORT_TILES_MIN_N: usize = 256;
 /// time; the windows' blocks are as full as the matrix is dense, and their ranges cut the long rows. Measured on
 /// the H200 (NOTES.md, "SpMM step 78"; every f32 variant on 40 fresh power-law matrices of 258-1049 rows over
 /// k = 1052-8122, means 33-780, and 10 of step 77, at n = 128, 256, 512, 1024): from 12% full at n = 128-256 the
-/// windows took 0.39x-0.92x of the chosen tile's time on all 20 such problems (870 x 3042, rows of 410, n = 128:
-/// 59.9 -> 23.2 us; the chosen tile had run 0.51x-1.40x of cuSPARSE's speed), and 0.88x-1.08x at 9.6-9.7%; from 9%
-/// at n = 512-1024 0.43x-0.96x on all 19 (the tile 0.74x-1.16x of cuSPARSE), 1.04x-1.08x at 6.8-8.5% (n = 1024 won
-/// at 8.5%). The wgmma kernel beat the mma.sync one from launches of 128 blocks (0.73x-0.97x, 20 of 21) and lost
-/// below (1.00x-1.38x, 10 of 12). Even rows in few rows keep the tiles: step 11 measured them faster at 30% full.
+/// windows took 0.39x-0.98x of the chosen tile's time on all 21 such problems (870 x 3042, rows of 410, n = 128: 59.9
+/// -> 23.2 us; the tile had run 0.51x-1.43x of cuSPARSE's speed), 0.82x-1.24x at 9.6-9.7% and 0.68x-0.88x at 11.9%;
+/// from 9% at n = 512-1024, where a tile was chosen, 0.43x-0.96x on all 15 (the tile 0.74x-1.44x of cuSPARSE), and
+/// 0.74x-1.16x at 6.5-8.5%. From n = 256 the wgmma kernel took 0.63x-1.04x of the mma.sync one's time where its launch
+/// had 128 blocks or more (faster on 33 of 34) and 1.04x-1.30x below (all 8). Even rows in few rows keep the tiles:
+/// step 11 measured them faster at 30% full.
 pub(crate) fn uneven_few_rows_tf32x3(
     m: usize,
     k: usize,
@@ -641,6 +642,42 @@ pub(crate) fn uneven_few_rows_tf32x3(
     let tiles_n = if wgmma && n >= 256 && launch >= WGMMA_SHORT_MIN_GRID { 16 } else { 8 };
     Some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n })
 }
+
+/// f16/bf16 on the same few uneven rows as [`uneven_few_rows_tf32x3`] ([`UNEVEN_FEW_ROWS`] rows, cv 0.5-1.2, k =
+/// [`UNEVEN_FEW_ROWS_K`]) at n = 128 and 256: the 64-row windows, 64 columns per block, where their blocks are at
+/// least 8% full and there are at least [`UNEVEN_FEW_ROWS_HALF_PAIRS`] (k-block, 64-column slice) pairs. On fewer
+/// rows [`select_tensor_core`] takes them only from n = 512 ([`FEW_ROWS_WIDE_PAIRS`], measured on pruned rows); on
+/// these rows they beat the 16-row windows and the tiles at n = 128-256 too. Checked before the other half-precision
+/// rules. Pure.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 78"; every f16 and bf16 variant on step 78's 40 calibration matrices):
+/// on the 19 problems per type with at least 2900 pairs the 64-row windows took 0.55x-1.01x of the chosen kernel's
+/// time (0.79x on geometric mean in both types; f16 757 x 6096, rows of 739, n = 256: 41.5 -> 22.8 us, from the
+/// k = 8 tile; 870 x 3042, n = 256: 24.0 -> 16.9 us, from the 16-row windows); with 660-2304 pairs 0.92x-1.31x.
+pub(crate) fn uneven_few_rows_half(
+    dtype: DType,
+    m: usize,
+    k: usize,
+    n: usize,
+    nnz: usize,
+    cv: f64,
+    counts: BlockCounts,
+) -> Option<TensorCoreConfig> {
+    let shape = UNEVEN_FEW_ROWS.contains(&m) && UNEVEN_FEW_ROWS_K.contains(&k) && (n == 128 || n == 256);
+    if dtype.size() != 2 || !shape || !(0.5..=1.2).contains(&cv) || counts.wide == 0 {
+        return None;
+    }
+    let wide_fill = nnz as f64 / (counts.wide * WIDE_WINDOW * SLOTS) as f64;
+    let pairs = counts.wide.saturating_mul(n.div_ceil(64));
+    (wide_fill >= 0.08 && pairs >= UNEVEN_FEW_ROWS_HALF_PAIRS).then_some(TensorCoreConfig {
+        dtype,
+        window: WIDE_WINDOW as u32,
+        tiles_n: 8,
+    })
+}
+
+/// See [`uneven_few_rows_half`].
+pub(crate) const UNEVEN_FEW_ROWS_HALF_PAIRS: usize = 2900;
 
 /// The rows of A [`uneven_few_rows_tf32x3`] takes (295-1017 moved where measured, in a set of 258-1049).
 pub(crate) const UNEVEN_FEW_ROWS: std::ops::RangeInclusive<usize> = 256..=1024;
@@ -1709,6 +1746,48 @@ mod tests {
         assert_eq!(uneven_few_rows_tf32x3(870, 3042, 256, nnz, 0.8, counts, true), own);
         // No blocks, no windows.
         assert_eq!(uneven_few_rows_tf32x3(870, 3042, 256, 0, 0.8, BlockCounts { narrow: 0, wide: 0 }, true), None);
+    }
+
+    #[test]
+    fn half_few_uneven_rows_take_the_wide_windows_at_n_128_and_256() {
+        let sel = |dtype: DType, m: usize, k: usize, n: usize, fill: f64, per_window: usize, cv: f64| {
+            let wide = m.div_ceil(WIDE_WINDOW) * per_window;
+            let nnz = (fill * (wide * WIDE_WINDOW * SLOTS) as f64).ceil() as usize;
+            uneven_few_rows_half(dtype, m, k, n, nnz, cv, BlockCounts { narrow: 4 * wide, wide })
+                .map(|c| (c.window, c.tiles_n))
+        };
+        // Power-law 757 x 6096 (12 windows of 381 k-blocks, 12% full): 9144 pairs at n = 128, both types.
+        for dtype in [DType::F16, DType::Bf16] {
+            assert_eq!(sel(dtype, 757, 6096, 128, 0.12, 381, 0.83), Some((64, 8)), "{dtype}");
+            assert_eq!(sel(dtype, 757, 6096, 256, 0.12, 381, 0.83), Some((64, 8)), "{dtype}");
+        }
+        assert_eq!(sel(DType::F32, 757, 6096, 128, 0.12, 381, 0.83), None);
+        // Pairs: 2900 from 1450 per 64 columns at n = 128 (10 windows of 145), not 2880 (of 144); 8% full.
+        assert_eq!(UNEVEN_FEW_ROWS_HALF_PAIRS, 2900);
+        assert!(sel(DType::F16, 640, 3000, 128, 0.1, 145, 0.8).is_some());
+        assert_eq!(sel(DType::F16, 640, 3000, 128, 0.1, 144, 0.8), None);
+        assert!(sel(DType::F16, 640, 3000, 256, 0.08, 145, 0.8).is_some());
+        assert_eq!(sel(DType::F16, 640, 3000, 256, 0.079, 145, 0.8), None);
+        // Either side of the rows, columns, widths and length variation.
+        for (m, k, n, cv, takes) in [
+            (256, 3042, 256, 0.8, true),
+            (255, 3042, 256, 0.8, false),
+            (1024, 3042, 256, 0.8, true),
+            (1025, 3042, 256, 0.8, false),
+            (870, 1024, 256, 0.8, true),
+            (870, 1023, 256, 0.8, false),
+            (870, 8192, 256, 0.8, true),
+            (870, 8193, 256, 0.8, false),
+            (870, 3042, 64, 0.8, false),
+            (870, 3042, 192, 0.8, false),
+            (870, 3042, 384, 0.8, false),
+            (870, 3042, 256, 0.5, true),
+            (870, 3042, 256, 0.49, false),
+            (870, 3042, 256, 1.2, true),
+            (870, 3042, 256, 1.21, false),
+        ] {
+            assert_eq!(sel(DType::Bf16, m, k, n, 0.2, 400, cv).is_some(), takes, "{m} x {k}, n = {n}, cv {cv}");
+        }
     }
 
     #[test]
