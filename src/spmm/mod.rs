@@ -294,7 +294,7 @@ impl SpmmKernel {
     }
 
     /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: for few uneven rows the windows
-    /// `uneven_few_rows_tf32x3` and `uneven_few_rows_half` (src/spmm/tensor_core.rs) take, then the row-split tiles where `row_split_tile` (in
+    /// `uneven_few_rows_windows` (src/spmm/tensor_core.rs) takes, then the row-split tiles where `row_split_tile` (in
     /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else for f16/bf16
     /// rows long for their mean what `long_rows_half` (src/spmm/select.rs) takes, else the tensor cores where
     /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known) unless
@@ -402,10 +402,8 @@ impl SpmmKernel {
     ) -> SpmmKernel {
         // Few uneven rows dense enough for the windows: before the row-split tiles and the other rules, whose tiles
         // walk the longest row.
-        let few_uneven = tensor_core_blocks.and_then(|counts| match dtype {
-            crate::DType::F32 => tensor_core::uneven_few_rows_tf32x3(m, k, n, nnz, stats.cv, counts, wgmma),
-            _ => tensor_core::uneven_few_rows_half(dtype, m, k, n, nnz, stats.cv, counts),
-        });
+        let few_uneven = tensor_core_blocks
+            .and_then(|counts| tensor_core::uneven_few_rows_windows(dtype, m, k, n, nnz, stats.cv, counts, wgmma));
         if let Some(config) = few_uneven {
             return SpmmKernel::TensorCore(config);
         }

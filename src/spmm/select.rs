@@ -1196,13 +1196,12 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 
 /// Two warps per row over 128 columns ([`split_row_warp_tile`]) in place of a warp per row, for f32 rows of 40 or more
 /// on average whose length varies (cv 0.5 or more) in [`FEW_ROWS_SPLIT_WARP`] rows over k = 1024-8192 (the range
-/// measured) at n = 128-512 (a multiple of 128),
-/// where the warp walks the longest row for 3 times a resident warp's share of the launch or more
-/// ([`longest_row_is_the_critical_path`]). [`longest_row_tile`] does the same in place of the 8- and 16-entry tiles;
-/// the warp per row reaches these rows from `select_f32`'s rule for rows too few for the two-row tile. Measured on
-/// the H200 (NOTES.md, "SpMM step 78"; every f32 variant on 40 fresh power-law matrices of 258-1049 rows and 10 of
-/// step 77): where the warp per row was chosen on such rows at n = 128-512 and the windows
-/// (`uneven_few_rows_tf32x3`) do not take them, two warps per row took 0.66x-0.95x of its time on all 19 (461 x
+/// measured) at n = 128-512 (a multiple of 128), where the warp walks the longest row for 3 times a resident warp's
+/// share of the launch or more ([`longest_row_is_the_critical_path`]). [`longest_row_tile`] does the same in place of
+/// the 8- and 16-entry tiles; the warp per row reaches these rows from `select_f32`'s rule for rows too few for the
+/// two-row tile. Measured on the H200 (NOTES.md, "SpMM step 78"; every f32 variant on 40 fresh power-law matrices of
+/// 258-1049 rows and 10 of step 77): where the warp per row was chosen on such rows at n = 128-512 and the windows
+/// (`uneven_few_rows_windows`) do not take them, two warps per row took 0.66x-0.95x of its time on all 19 (461 x
 /// 3552, rows of 45, n = 512: 15.8 -> 11.6 us); on rows of 34-39 0.83x-1.16x (slower on the three in 915-997 rows at
 /// n = 512).
 fn few_rows_split_warp(config: &SpmmConfig, m: usize, k: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {

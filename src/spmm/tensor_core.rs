@@ -599,11 +599,13 @@ pub const WGMMA_SHORT_TILES_MIN_GRID: usize = 70;
 /// lost (banded 6022 x 2373 at 25%, n = 128, 95 blocks: 26.0 -> 30.4 us).
 pub const WGMMA_SHORT_TILES_MIN_N: usize = 256;
 
-/// f32 (3xTF32) on few uneven rows: the 64-row windows where A has [`UNEVEN_FEW_ROWS`] rows whose length varies
-/// (cv 0.5-1.2) over k = [`UNEVEN_FEW_ROWS_K`], at n = 128-1024 (a multiple of 128), from [`UNEVEN_FEW_ROWS_FILL`] full ([`UNEVEN_FEW_ROWS_WIDE_FILL`]
-/// at n >= 384 where the wgmma kernel runs), whatever the work. Checked before the row-split tiles; where
-/// `select_tf32x3` already takes the windows, its kernel. Otherwise the wgmma kernel at n >= 256 where its launch,
-/// split into ranges ([`wgmma_splits`]), has at least [`WGMMA_SHORT_MIN_GRID`] blocks, else the mma.sync one. Pure.
+/// The 64-row windows on few uneven rows ([`UNEVEN_FEW_ROWS`] rows over k = [`UNEVEN_FEW_ROWS_K`], cv 0.5-1.2), or
+/// None; checked before the other rules. Pure.
+///
+/// f32 (3xTF32): at n = 128-1024 (a multiple of 128), from [`UNEVEN_FEW_ROWS_FILL`] full ([`UNEVEN_FEW_ROWS_WIDE_FILL`]
+/// at n >= 384 where the wgmma kernel runs), whatever the work; where `select_tf32x3` already takes the windows, its
+/// kernel, otherwise the wgmma kernel at n >= 256 where its launch, split into ranges ([`wgmma_splits`]), has at least
+/// [`WGMMA_SHORT_MIN_GRID`] blocks, else the mma.sync one.
 ///
 /// Such rows are a launch of a few thousand warps at most whose longest row, often a dense one, sets the tiles'
 /// time; the windows' blocks are as full as the matrix is dense, and their ranges cut the long rows. Measured on
@@ -615,7 +617,19 @@ pub const WGMMA_SHORT_TILES_MIN_N: usize = 256;
 /// 0.74x-1.16x at 6.5-8.5%. From n = 256 the wgmma kernel took 0.63x-1.04x of the mma.sync one's time where its launch
 /// had 128 blocks or more (faster on 33 of 34) and 1.04x-1.30x below (all 8). Even rows in few rows keep the tiles:
 /// step 11 measured them faster at 30% full.
-pub(crate) fn uneven_few_rows_tf32x3(
+///
+/// f16/bf16, at n = 128 and 256: 64 columns per block, where the windows' blocks are at least 8% full and there are
+/// at least [`UNEVEN_FEW_ROWS_HALF_PAIRS`] (k-block, 64-column slice) pairs. On fewer rows [`select_tensor_core`]
+/// takes them only from n = 512 ([`FEW_ROWS_WIDE_PAIRS`], measured on pruned rows); on these rows they beat the
+/// 16-row windows and the tiles at n = 128-256 too.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 78"; every f16 and bf16 variant on step 78's 40 calibration matrices):
+/// on the 19 problems per type with at least 2900 pairs the 64-row windows took 0.55x-1.01x of the chosen kernel's
+/// time (0.79x on geometric mean in both types; f16 757 x 6096, rows of 739, n = 256: 41.5 -> 22.8 us, from the
+/// k = 8 tile; 870 x 3042, n = 256: 24.0 -> 16.9 us, from the 16-row windows); with 660-2304 pairs 0.92x-1.31x.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn uneven_few_rows_windows(
+    dtype: DType,
     m: usize,
     k: usize,
     n: usize,
@@ -624,68 +638,51 @@ pub(crate) fn uneven_few_rows_tf32x3(
     counts: BlockCounts,
     wgmma: bool,
 ) -> Option<TensorCoreConfig> {
-    let shape = UNEVEN_FEW_ROWS.contains(&m) && UNEVEN_FEW_ROWS_K.contains(&k) && (128..=1024).contains(&n);
-    if !shape || n % 128 != 0 || !(0.5..=1.2).contains(&cv) || counts.wide == 0 {
+    if !uneven_few_rows(m, k, cv) || counts.wide == 0 {
         return None;
     }
     let wide_fill = nnz as f64 / (counts.wide * WIDE_WINDOW * SLOTS) as f64;
-    let from = if wgmma && n >= 384 { UNEVEN_FEW_ROWS_WIDE_FILL } else { UNEVEN_FEW_ROWS_FILL };
-    if wide_fill < from {
-        return None;
+    let wide = |tiles_n: u32| TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n };
+    match dtype {
+        DType::F32 => {
+            let from = if wgmma && n >= 384 { UNEVEN_FEW_ROWS_WIDE_FILL } else { UNEVEN_FEW_ROWS_FILL };
+            if !(128..=1024).contains(&n) || n % 128 != 0 || wide_fill < from {
+                return None;
+            }
+            if let Some(config) = select_tf32x3(m, n, nnz, wide_fill, counts.wide, wgmma) {
+                return Some(config);
+            }
+            let windows = m.div_ceil(WIDE_WINDOW);
+            let grid = windows * n.div_ceil(128);
+            let launch = grid * wgmma_splits(grid, windows, counts.wide);
+            Some(wide(if wgmma && n >= 256 && launch >= WGMMA_SHORT_MIN_GRID { 16 } else { 8 }))
+        }
+        DType::F16 | DType::Bf16 => {
+            let pairs = counts.wide.saturating_mul(n.div_ceil(64));
+            let takes = (n == 128 || n == 256) && wide_fill >= 0.08 && pairs >= UNEVEN_FEW_ROWS_HALF_PAIRS;
+            takes.then(|| wide(8))
+        }
+        DType::F64 => None,
     }
-    if let Some(config) = select_tf32x3(m, n, nnz, wide_fill, counts.wide, wgmma) {
-        return Some(config);
-    }
-    let windows = m.div_ceil(WIDE_WINDOW);
-    let grid = windows * n.div_ceil(128);
-    let launch = grid * wgmma_splits(grid, windows, counts.wide);
-    let tiles_n = if wgmma && n >= 256 && launch >= WGMMA_SHORT_MIN_GRID { 16 } else { 8 };
-    Some(TensorCoreConfig { dtype: DType::F32, window: WIDE_WINDOW as u32, tiles_n })
 }
 
-/// f16/bf16 on the same few uneven rows as [`uneven_few_rows_tf32x3`] ([`UNEVEN_FEW_ROWS`] rows, cv 0.5-1.2, k =
-/// [`UNEVEN_FEW_ROWS_K`]) at n = 128 and 256: the 64-row windows, 64 columns per block, where their blocks are at
-/// least 8% full and there are at least [`UNEVEN_FEW_ROWS_HALF_PAIRS`] (k-block, 64-column slice) pairs. On fewer
-/// rows [`select_tensor_core`] takes them only from n = 512 ([`FEW_ROWS_WIDE_PAIRS`], measured on pruned rows); on
-/// these rows they beat the 16-row windows and the tiles at n = 128-256 too. Checked before the other half-precision
-/// rules. Pure.
-///
-/// Measured on the H200 (NOTES.md, "SpMM step 78"; every f16 and bf16 variant on step 78's 40 calibration matrices):
-/// on the 19 problems per type with at least 2900 pairs the 64-row windows took 0.55x-1.01x of the chosen kernel's
-/// time (0.79x on geometric mean in both types; f16 757 x 6096, rows of 739, n = 256: 41.5 -> 22.8 us, from the
-/// k = 8 tile; 870 x 3042, n = 256: 24.0 -> 16.9 us, from the 16-row windows); with 660-2304 pairs 0.92x-1.31x.
-pub(crate) fn uneven_few_rows_half(
-    dtype: DType,
-    m: usize,
-    k: usize,
-    n: usize,
-    nnz: usize,
-    cv: f64,
-    counts: BlockCounts,
-) -> Option<TensorCoreConfig> {
-    let shape = UNEVEN_FEW_ROWS.contains(&m) && UNEVEN_FEW_ROWS_K.contains(&k) && (n == 128 || n == 256);
-    if dtype.size() != 2 || !shape || !(0.5..=1.2).contains(&cv) || counts.wide == 0 {
-        return None;
-    }
-    let wide_fill = nnz as f64 / (counts.wide * WIDE_WINDOW * SLOTS) as f64;
-    let pairs = counts.wide.saturating_mul(n.div_ceil(64));
-    (wide_fill >= 0.08 && pairs >= UNEVEN_FEW_ROWS_HALF_PAIRS).then_some(TensorCoreConfig {
-        dtype,
-        window: WIDE_WINDOW as u32,
-        tiles_n: 8,
-    })
-}
-
-/// See [`uneven_few_rows_half`].
+/// See [`uneven_few_rows_windows`].
 pub(crate) const UNEVEN_FEW_ROWS_HALF_PAIRS: usize = 2900;
 
-/// The rows of A [`uneven_few_rows_tf32x3`] takes (295-1017 moved where measured, in a set of 258-1049).
+/// Whether A's rows are the few uneven rows [`uneven_few_rows_windows`] takes:
+/// [`UNEVEN_FEW_ROWS`] rows over k = [`UNEVEN_FEW_ROWS_K`], of a length variation (cv) of 0.5-1.2.
+fn uneven_few_rows(m: usize, k: usize, cv: f64) -> bool {
+    UNEVEN_FEW_ROWS.contains(&m) && UNEVEN_FEW_ROWS_K.contains(&k) && (0.5..=1.2).contains(&cv)
+}
+
+/// The rows of A [`uneven_few_rows_windows`] takes (295-1017 moved where measured, in a set of 258-1049).
 pub(crate) const UNEVEN_FEW_ROWS: std::ops::RangeInclusive<usize> = 256..=1024;
-/// The columns of A [`uneven_few_rows_tf32x3`] takes (1052-8122 measured; not the pruned 384 x 384 weights, whose
+/// The columns of A [`uneven_few_rows_windows`] takes (1052-8122 measured; not the pruned 384 x 384 weights, whose
 /// rows at 90% sparsity are as uneven and their windows as full).
 pub(crate) const UNEVEN_FEW_ROWS_K: std::ops::RangeInclusive<usize> = 1024..=8192;
-/// The fill of the 64-row windows from which [`uneven_few_rows_tf32x3`] takes them at n = 128-256, and at every n on
-/// a device without the wgmma kernel (there the mma.sync one ran level with the tile at n = 512 on rows 9.6-12% full).
+/// The fill of the 64-row windows from which [`uneven_few_rows_windows`] takes them in f32 at n = 128-256, and at
+/// every n on a device without the wgmma kernel (there the mma.sync one ran level with the tile at n = 512 on rows
+/// 9.6-12% full).
 pub(crate) const UNEVEN_FEW_ROWS_FILL: f64 = 0.12;
 /// The same from n = 384 where the wgmma kernel runs.
 pub(crate) const UNEVEN_FEW_ROWS_WIDE_FILL: f64 = 0.09;
@@ -1695,7 +1692,8 @@ mod tests {
         let sel = |m: usize, k: usize, n: usize, fill: f64, per_window: usize, cv: f64, wgmma: bool| {
             let wide = m.div_ceil(WIDE_WINDOW) * per_window;
             let nnz = (fill * (wide * WIDE_WINDOW * SLOTS) as f64).ceil() as usize;
-            uneven_few_rows_tf32x3(m, k, n, nnz, cv, BlockCounts { narrow: 4 * wide, wide }, wgmma).map(|c| c.tiles_n)
+            let counts = BlockCounts { narrow: 4 * wide, wide };
+            uneven_few_rows_windows(DType::F32, m, k, n, nnz, cv, counts, wgmma).map(|c| c.tiles_n)
         };
         // Power-law 870 x 3042 (14 windows of 190 k-blocks) 13% full: the mma.sync kernel at n = 128 (14 x 8 = 112
         // blocks), the wgmma one at n = 256-1024 (28 x 8 = 224 blocks from n = 256).
@@ -1716,26 +1714,11 @@ mod tests {
         assert_eq!(sel(870, 3042, 384, 0.089, 190, 0.97, true), None);
         assert_eq!(sel(870, 3042, 512, 0.1, 190, 0.97, false), None);
         assert_eq!(sel(870, 3042, 512, 0.12, 190, 0.97, false), Some(8));
-        // Either side of the rows, columns, widths and length variation.
-        for (m, k, n, cv, takes) in [
-            (256, 3042, 256, 0.8, true),
-            (255, 3042, 256, 0.8, false),
-            (1024, 3042, 256, 0.8, true),
-            (1025, 3042, 256, 0.8, false),
-            (870, 1024, 256, 0.8, true),
-            (870, 1023, 256, 0.8, false),
-            (870, 8192, 256, 0.8, true),
-            (870, 8193, 256, 0.8, false),
-            (870, 3042, 64, 0.8, false),
-            (870, 3042, 320, 0.8, false),
-            (870, 3042, 1152, 0.8, false),
-            (870, 3042, 256, 0.5, true),
-            (870, 3042, 256, 0.49, false),
-            (870, 3042, 256, 1.2, true),
-            (870, 3042, 256, 1.21, false),
-        ] {
-            assert_eq!(sel(m, k, n, 0.2, 100, cv, true).is_some(), takes, "{m} x {k}, n = {n}, cv {cv}");
+        // The widths (the rows: `few_uneven_rows_are_256_to_1024_rows_over_k_1024_to_8192`).
+        for (n, takes) in [(128, true), (1024, true), (64, false), (320, false), (1152, false)] {
+            assert_eq!(sel(870, 3042, n, 0.2, 100, 0.8, true).is_some(), takes, "n = {n}");
         }
+        assert_eq!(sel(870, 3042, 256, 0.2, 100, 0.49, true), None);
         // Where select_tf32x3 takes the windows already (here 40% full), its kernel: the mma.sync one at n = 256
         // on 14 windows (28 blocks, fewer than WGMMA_MIN_GRID).
         let wide = 14 * 190;
@@ -1743,9 +1726,10 @@ mod tests {
         let counts = BlockCounts { narrow: 4 * wide, wide };
         let own = select_tf32x3(870, 256, nnz, 0.4, wide, true);
         assert!(own.is_some());
-        assert_eq!(uneven_few_rows_tf32x3(870, 3042, 256, nnz, 0.8, counts, true), own);
+        assert_eq!(uneven_few_rows_windows(DType::F32, 870, 3042, 256, nnz, 0.8, counts, true), own);
         // No blocks, no windows.
-        assert_eq!(uneven_few_rows_tf32x3(870, 3042, 256, 0, 0.8, BlockCounts { narrow: 0, wide: 0 }, true), None);
+        let none = BlockCounts { narrow: 0, wide: 0 };
+        assert_eq!(uneven_few_rows_windows(DType::F32, 870, 3042, 256, 0, 0.8, none, true), None);
     }
 
     #[test]
@@ -1753,7 +1737,7 @@ mod tests {
         let sel = |dtype: DType, m: usize, k: usize, n: usize, fill: f64, per_window: usize, cv: f64| {
             let wide = m.div_ceil(WIDE_WINDOW) * per_window;
             let nnz = (fill * (wide * WIDE_WINDOW * SLOTS) as f64).ceil() as usize;
-            uneven_few_rows_half(dtype, m, k, n, nnz, cv, BlockCounts { narrow: 4 * wide, wide })
+            uneven_few_rows_windows(dtype, m, k, n, nnz, cv, BlockCounts { narrow: 4 * wide, wide }, true)
                 .map(|c| (c.window, c.tiles_n))
         };
         // Power-law 757 x 6096 (12 windows of 381 k-blocks, 12% full): 9144 pairs at n = 128, both types.
@@ -1761,33 +1745,28 @@ mod tests {
             assert_eq!(sel(dtype, 757, 6096, 128, 0.12, 381, 0.83), Some((64, 8)), "{dtype}");
             assert_eq!(sel(dtype, 757, 6096, 256, 0.12, 381, 0.83), Some((64, 8)), "{dtype}");
         }
-        assert_eq!(sel(DType::F32, 757, 6096, 128, 0.12, 381, 0.83), None);
+        assert_eq!(sel(DType::F64, 757, 6096, 128, 0.12, 381, 0.83), None);
         // Pairs: 2900 from 1450 per 64 columns at n = 128 (10 windows of 145), not 2880 (of 144); 8% full.
         assert_eq!(UNEVEN_FEW_ROWS_HALF_PAIRS, 2900);
         assert!(sel(DType::F16, 640, 3000, 128, 0.1, 145, 0.8).is_some());
         assert_eq!(sel(DType::F16, 640, 3000, 128, 0.1, 144, 0.8), None);
         assert!(sel(DType::F16, 640, 3000, 256, 0.08, 145, 0.8).is_some());
         assert_eq!(sel(DType::F16, 640, 3000, 256, 0.079, 145, 0.8), None);
-        // Either side of the rows, columns, widths and length variation.
-        for (m, k, n, cv, takes) in [
-            (256, 3042, 256, 0.8, true),
-            (255, 3042, 256, 0.8, false),
-            (1024, 3042, 256, 0.8, true),
-            (1025, 3042, 256, 0.8, false),
-            (870, 1024, 256, 0.8, true),
-            (870, 1023, 256, 0.8, false),
-            (870, 8192, 256, 0.8, true),
-            (870, 8193, 256, 0.8, false),
-            (870, 3042, 64, 0.8, false),
-            (870, 3042, 192, 0.8, false),
-            (870, 3042, 384, 0.8, false),
-            (870, 3042, 256, 0.5, true),
-            (870, 3042, 256, 0.49, false),
-            (870, 3042, 256, 1.2, true),
-            (870, 3042, 256, 1.21, false),
-        ] {
-            assert_eq!(sel(DType::Bf16, m, k, n, 0.2, 400, cv).is_some(), takes, "{m} x {k}, n = {n}, cv {cv}");
+        // The widths (the rows: `few_uneven_rows_are_256_to_1024_rows_over_k_1024_to_8192`).
+        for (n, takes) in [(128, true), (256, true), (64, false), (192, false), (384, false)] {
+            assert_eq!(sel(DType::Bf16, 870, 3042, n, 0.2, 400, 0.8).is_some(), takes, "n = {n}");
         }
+        assert_eq!(sel(DType::Bf16, 870, 3042, 256, 0.2, 400, 1.21), None);
+    }
+
+    #[test]
+    fn few_uneven_rows_are_256_to_1024_rows_over_k_1024_to_8192() {
+        // Each bound from inside, then one step past it: rows, columns, length variation.
+        let inside = [(256, 3042, 0.8), (1024, 3042, 0.8), (870, 1024, 0.8), (870, 8192, 0.8), (870, 3042, 0.5)];
+        let outside = [(255, 3042, 0.8), (1025, 3042, 0.8), (870, 1023, 0.8), (870, 8193, 0.8), (870, 3042, 0.49)];
+        assert!(inside.iter().all(|&(m, k, cv)| uneven_few_rows(m, k, cv)));
+        assert!(outside.iter().all(|&(m, k, cv)| !uneven_few_rows(m, k, cv)));
+        assert!(uneven_few_rows(870, 3042, 1.2) && !uneven_few_rows(870, 3042, 1.21));
     }
 
     #[test]
