@@ -403,7 +403,7 @@ impl SpmmKernel {
         // Few uneven rows dense enough for the windows: before the row-split tiles and the other rules, whose tiles
         // walk the longest row.
         let few_uneven = tensor_core_blocks
-            .and_then(|counts| tensor_core::uneven_few_rows_windows(dtype, m, k, n, nnz, stats.cv, counts, wgmma));
+            .and_then(|counts| tensor_core::uneven_few_rows_windows(dtype, m, k, n, nnz, stats, counts, wgmma));
         if let Some(config) = few_uneven {
             return SpmmKernel::TensorCore(config);
         }

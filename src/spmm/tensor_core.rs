@@ -599,8 +599,8 @@ pub const WGMMA_SHORT_TILES_MIN_GRID: usize = 70;
 /// lost (banded 6022 x 2373 at 25%, n = 128, 95 blocks: 26.0 -> 30.4 us).
 pub const WGMMA_SHORT_TILES_MIN_N: usize = 256;
 
-/// The 64-row windows on few uneven rows ([`UNEVEN_FEW_ROWS`] rows over k = [`UNEVEN_FEW_ROWS_K`], cv 0.5-1.2), or
-/// None; checked before the other rules. Pure.
+/// The 64-row windows on few uneven rows ([`UNEVEN_FEW_ROWS`] rows over k = [`UNEVEN_FEW_ROWS_K`], cv 0.5-1.2; in f32
+/// the cv of the rows that are not empty), or None; checked before the other rules. Pure.
 ///
 /// f32 (3xTF32): at n = 128-1024 (a multiple of 128), from [`UNEVEN_FEW_ROWS_FILL`] full ([`UNEVEN_FEW_ROWS_WIDE_FILL`]
 /// at n >= 384 where the wgmma kernel runs), whatever the work; where `select_tf32x3` already takes the windows, its
@@ -616,7 +616,9 @@ pub const WGMMA_SHORT_TILES_MIN_N: usize = 256;
 /// from 9% at n = 512-1024, where a tile was chosen, 0.43x-0.96x on all 15 (the tile 0.74x-1.44x of cuSPARSE), and
 /// 0.74x-1.16x at 6.5-8.5%. From n = 256 the wgmma kernel took 0.63x-1.04x of the mma.sync one's time where its launch
 /// had 128 blocks or more (faster on 33 of 34) and 1.04x-1.30x below (all 8). Even rows in few rows keep the tiles:
-/// step 11 measured them faster at 30% full.
+/// step 11 measured them faster at 30% full; so do even rows some of which are empty, whose cv over all rows is 0.6-1.2
+/// (`u6.sh`: 16 uniform, banded and pruned matrices of 309-973 rows, 28-59% of them emptied: on the cv of all rows the
+/// windows took 0.77x-1.75x of the tile's time on 28 problems, 1.15x on geometric mean).
 ///
 /// f16/bf16, at n = 128 and 256: 64 columns per block, where the windows' blocks are at least 8% full and there are
 /// at least [`UNEVEN_FEW_ROWS_HALF_PAIRS`] (k-block, 64-column slice) pairs. On fewer rows [`select_tensor_core`]
@@ -634,10 +636,16 @@ pub(crate) fn uneven_few_rows_windows(
     k: usize,
     n: usize,
     nnz: usize,
-    cv: f64,
+    stats: &crate::csr::RowStats,
     counts: BlockCounts,
     wgmma: bool,
 ) -> Option<TensorCoreConfig> {
+    // f32: the length variation of the rows A stores something in, so that even rows some of which are empty are not
+    // taken for uneven ones (f16/bf16 gained on those too).
+    let cv = match dtype {
+        DType::F32 => super::select::nonempty_rows(m, stats).1.cv,
+        _ => stats.cv,
+    };
     if !uneven_few_rows(m, k, cv) || counts.wide == 0 {
         return None;
     }
@@ -1686,6 +1694,11 @@ mod tests {
         }
     }
 
+    /// Row statistics of length variation `cv`, no row empty (the window rules read only the cv and the empty rows).
+    fn rows(cv: f64) -> crate::csr::RowStats {
+        crate::csr::RowStats { min: 1, max: 1000, mean: 100.0, cv, empty_rows: 0, columns_per_entry: None }
+    }
+
     #[test]
     fn f32_few_uneven_rows_take_the_windows_from_their_fill() {
         // m x k with `per_window` 64-row k-blocks per window, `fill` of their slots stored, cv 0.8.
@@ -1693,7 +1706,7 @@ mod tests {
             let wide = m.div_ceil(WIDE_WINDOW) * per_window;
             let nnz = (fill * (wide * WIDE_WINDOW * SLOTS) as f64).ceil() as usize;
             let counts = BlockCounts { narrow: 4 * wide, wide };
-            uneven_few_rows_windows(DType::F32, m, k, n, nnz, cv, counts, wgmma).map(|c| c.tiles_n)
+            uneven_few_rows_windows(DType::F32, m, k, n, nnz, &rows(cv), counts, wgmma).map(|c| c.tiles_n)
         };
         // Power-law 870 x 3042 (14 windows of 190 k-blocks) 13% full: the mma.sync kernel at n = 128 (14 x 8 = 112
         // blocks), the wgmma one at n = 256-1024 (28 x 8 = 224 blocks from n = 256).
@@ -1726,10 +1739,10 @@ mod tests {
         let counts = BlockCounts { narrow: 4 * wide, wide };
         let own = select_tf32x3(870, 256, nnz, 0.4, wide, true);
         assert!(own.is_some());
-        assert_eq!(uneven_few_rows_windows(DType::F32, 870, 3042, 256, nnz, 0.8, counts, true), own);
+        assert_eq!(uneven_few_rows_windows(DType::F32, 870, 3042, 256, nnz, &rows(0.8), counts, true), own);
         // No blocks, no windows.
         let none = BlockCounts { narrow: 0, wide: 0 };
-        assert_eq!(uneven_few_rows_windows(DType::F32, 870, 3042, 256, 0, 0.8, none, true), None);
+        assert_eq!(uneven_few_rows_windows(DType::F32, 870, 3042, 256, 0, &rows(0.8), none, true), None);
     }
 
     #[test]
@@ -1737,7 +1750,7 @@ mod tests {
         let sel = |dtype: DType, m: usize, k: usize, n: usize, fill: f64, per_window: usize, cv: f64| {
             let wide = m.div_ceil(WIDE_WINDOW) * per_window;
             let nnz = (fill * (wide * WIDE_WINDOW * SLOTS) as f64).ceil() as usize;
-            uneven_few_rows_windows(dtype, m, k, n, nnz, cv, BlockCounts { narrow: 4 * wide, wide }, true)
+            uneven_few_rows_windows(dtype, m, k, n, nnz, &rows(cv), BlockCounts { narrow: 4 * wide, wide }, true)
                 .map(|c| (c.window, c.tiles_n))
         };
         // Power-law 757 x 6096 (12 windows of 381 k-blocks, 12% full): 9144 pairs at n = 128, both types.
@@ -1757,6 +1770,24 @@ mod tests {
             assert_eq!(sel(DType::Bf16, 870, 3042, n, 0.2, 400, 0.8).is_some(), takes, "n = {n}");
         }
         assert_eq!(sel(DType::Bf16, 870, 3042, 256, 0.2, 400, 1.21), None);
+    }
+
+    #[test]
+    fn f32_windows_ask_the_cv_of_the_rows_that_are_not_empty() {
+        // 870 rows, 40% of them empty, the others even (cv 0.2): cv 0.9 over all rows. f32 keeps its tiles (the
+        // windows lost 1.15x on such rows, step 78), f16 and bf16 take the 64-row windows (they gained 1.41x).
+        let all_rows = crate::csr::RowStats { empty_rows: 348, ..rows((1.04_f64 / 0.6 - 1.0).sqrt()) };
+        let (_, others) = super::super::select::nonempty_rows(870, &all_rows);
+        assert!((others.cv - 0.2).abs() < 1e-9 && all_rows.cv > 0.8, "{} {}", others.cv, all_rows.cv);
+        let wide = 14 * 190;
+        let nnz = (0.2 * (wide * WIDE_WINDOW * SLOTS) as f64) as usize;
+        let counts = BlockCounts { narrow: 4 * wide, wide };
+        for (dtype, takes) in [(DType::F32, false), (DType::F16, true), (DType::Bf16, true)] {
+            let got = uneven_few_rows_windows(dtype, 870, 3042, 256, nnz, &all_rows, counts, true);
+            assert_eq!(got.is_some(), takes, "{dtype}");
+        }
+        // The same cv with no row empty: f32 takes them.
+        assert!(uneven_few_rows_windows(DType::F32, 870, 3042, 256, nnz, &rows(all_rows.cv), counts, true).is_some());
     }
 
     #[test]
