@@ -900,35 +900,34 @@ mod tests {
         (stats, Some(tensor_core::BlockCounts::of(a.cols(), &indptr, a.indices())))
     }
 
+    /// The choice for `a` (all its rows, the empty ones after) on a device with the wgmma kernel, by name.
+    fn choice(a: &sprs::CsMat<f32>, n: usize, dtype: crate::DType) -> String {
+        let (stats, counts) = stats_and_counts(a);
+        SpmmKernel::select_with(true, a.rows(), a.cols(), n, a.nnz(), &stats, dtype, counts).to_string()
+    }
+
     /// f16/bf16 16-row windows at n = 32 over a small B (`select::small_b_window_tiles_n`, NOTES.md "SpMM step 77"),
     /// on matrices drawn as step 75's scan drew them.
     #[test]
     fn windows_over_a_small_b_take_64_columns_per_warp_at_n_32() {
-        let pick = |a: &sprs::CsMat<f32>, n: usize, dtype: crate::DType| {
-            let (stats, counts) = stats_and_counts(a);
-            SpmmKernel::select_with(true, a.rows(), a.cols(), n, a.nnz(), &stats, dtype, counts).to_string()
-        };
         // Power-law rows of 95 over k = 443 (9.2 us on 64 columns per warp, 11.3 on 32).
         let a = crate::gen::by_name("powerlaw", 4991, 443, 0.230248, 1028915420).unwrap();
         for dtype in [DType::F16, DType::Bf16] {
-            assert_eq!(pick(&a, 32, dtype), format!("spmm_tc_{dtype}_n8"));
+            assert_eq!(choice(&a, 32, dtype), format!("spmm_tc_{dtype}_n8"));
         }
         // Rows of 4 (40730 x 269): 32 columns per warp, as before.
         let short = crate::gen::by_name("powerlaw", 40730, 269, 0.01487, 733378849).unwrap();
-        assert_eq!(pick(&short, 32, DType::F16), "spmm_tc_f16_n4");
+        assert_eq!(choice(&short, 32, DType::F16), "spmm_tc_f16_n4");
         // Rows of 47 over k = 17391 (3925 rows): as before.
         let wide_k = crate::gen::by_name("powerlaw", 3925, 17391, 0.002703, 780106393).unwrap();
-        assert_eq!(pick(&wide_k, 32, DType::F16), "spmm_tc_f16_n4");
+        assert_eq!(choice(&wide_k, 32, DType::F16), "spmm_tc_f16_n4");
     }
 
     /// f32 few uneven rows (NOTES.md "SpMM step 78"): the windows from their fill, two warps per row where a warp per
     /// row walked the longest on the critical path; on matrices drawn as step 78's sets drew them.
     #[test]
     fn few_uneven_f32_rows_take_the_windows_or_two_warps_per_row() {
-        let pick = |a: &sprs::CsMat<f32>, n: usize| {
-            let (stats, counts) = stats_and_counts(a);
-            SpmmKernel::select_with(true, a.rows(), a.cols(), n, a.nnz(), &stats, DType::F32, counts).to_string()
-        };
+        let pick = |a: &sprs::CsMat<f32>, n: usize| choice(a, n, DType::F32);
         // Power-law 870 x 3042, rows of 410, 13% full (59.9 -> 23.2 us at n = 128, 94.3 -> 50.7 us at n = 512).
         let dense = crate::gen::by_name("powerlaw", 870, 3042, 0.134451, 264990650).unwrap();
         assert_eq!(pick(&dense, 128), "spmm_tc_f32_w64_n8");
@@ -958,18 +957,14 @@ mod tests {
     /// f16/bf16 few uneven rows at n = 128-256 (NOTES.md "SpMM step 78"): the 64-row windows from 2900 pairs.
     #[test]
     fn few_uneven_half_rows_take_the_wide_windows() {
-        let pick = |a: &sprs::CsMat<f32>, n: usize, dtype: DType| {
-            let (stats, counts) = stats_and_counts(a);
-            SpmmKernel::select_with(true, a.rows(), a.cols(), n, a.nnz(), &stats, dtype, counts).to_string()
-        };
         // Power-law 757 x 6096, rows of 739 (f16 at n = 256: 41.5 -> 22.8 us from the k = 8 tile).
         let long = crate::gen::by_name("powerlaw", 757, 6096, 0.125, 531212698).unwrap();
         // Power-law 307 x 1052, rows of 309 (1320 pairs at n = 256): the 16-row windows stay.
         let short = crate::gen::by_name("powerlaw", 307, 1052, 0.333333, 294199983).unwrap();
         for dtype in [DType::F16, DType::Bf16] {
             for n in [128, 256] {
-                assert_eq!(pick(&long, n, dtype), format!("spmm_tc_{dtype}_w64_n8"), "n = {n}");
-                assert!(!pick(&short, n, dtype).contains("_w64_"), "n = {n}");
+                assert_eq!(choice(&long, n, dtype), format!("spmm_tc_{dtype}_w64_n8"), "n = {n}");
+                assert!(!choice(&short, n, dtype).contains("_w64_"), "n = {n}");
             }
         }
     }

@@ -1195,18 +1195,19 @@ fn longest_row_tile(config: &SpmmConfig, m: usize, n: usize, stats: &RowStats) -
 }
 
 /// Two warps per row over 128 columns ([`split_row_warp_tile`]) in place of a warp per row, for f32 rows of 40 or more
-/// on average whose length varies (cv 0.5 or more) in [`FEW_ROWS_SPLIT_WARP`] rows over k = 1024-8192 (the range
-/// measured) at n = 128-512 (a multiple of 128), where the warp walks the longest row for 3 times a resident warp's
-/// share of the launch or more ([`longest_row_is_the_critical_path`]). [`longest_row_tile`] does the same in place of
-/// the 8- and 16-entry tiles; the warp per row reaches these rows from `select_f32`'s rule for rows too few for the
-/// two-row tile. Measured on the H200 (NOTES.md, "SpMM step 78"; every f32 variant on 40 fresh power-law matrices of
-/// 258-1049 rows and 10 of step 77): where the warp per row was chosen on such rows at n = 128-512 and the windows
-/// (`uneven_few_rows_windows`) do not take them, two warps per row took 0.66x-0.95x of its time on all 19 (461 x
-/// 3552, rows of 45, n = 512: 15.8 -> 11.6 us); on rows of 34-39 0.83x-1.16x (slower on the three in 915-997 rows at
-/// n = 512).
+/// on average whose length varies (cv 0.5 or more) in the few rows of the windows rule, `UNEVEN_FEW_ROWS` rows over k =
+/// `UNEVEN_FEW_ROWS_K` (src/spmm/tensor_core.rs; 256-1024 over 1024-8192, the range measured), at n = 128-512 (a
+/// multiple of 128), where the warp walks the longest row for 3 times a resident warp's share of the launch or more
+/// ([`longest_row_is_the_critical_path`]). [`longest_row_tile`] does the same in place of the 8- and 16-entry tiles;
+/// the warp per row reaches these rows from `select_f32`'s rule for rows too few for the two-row tile. Measured on the
+/// H200 (NOTES.md, "SpMM step 78"; every f32 variant on 40 fresh power-law matrices of 258-1049 rows and 10 of step
+/// 77): where the warp per row was chosen on such rows at n = 128-512 and the windows (`uneven_few_rows_windows`) do
+/// not take them, two warps per row took 0.66x-0.95x of its time on all 19 (461 x 3552, rows of 45, n = 512: 15.8 ->
+/// 11.6 us); on rows of 34-39 0.83x-1.16x (slower on the three in 915-997 rows at n = 512).
 fn few_rows_split_warp(config: &SpmmConfig, m: usize, k: usize, n: usize, stats: &RowStats) -> Option<SpmmConfig> {
+    use super::tensor_core::{UNEVEN_FEW_ROWS, UNEVEN_FEW_ROWS_K};
     let dtype = config.dtype;
-    let rows = FEW_ROWS_SPLIT_WARP.contains(&m) && (1024..=8192).contains(&k) && stats.mean >= 40.0 && stats.cv >= 0.5;
+    let rows = UNEVEN_FEW_ROWS.contains(&m) && UNEVEN_FEW_ROWS_K.contains(&k) && stats.mean >= 40.0 && stats.cv >= 0.5;
     let width = n % 128 == 0 && (128..=512).contains(&n);
     (dtype == DType::F32
         && *config == warp_per_row_tile(dtype)
@@ -1216,8 +1217,11 @@ fn few_rows_split_warp(config: &SpmmConfig, m: usize, k: usize, n: usize, stats:
     .then(|| split_row_warp_tile(dtype))
 }
 
-/// The rows [`few_rows_split_warp`] takes (258-1014 moved where measured; up to 1024 as step 52's rule).
-const FEW_ROWS_SPLIT_WARP: std::ops::RangeInclusive<usize> = 256..=1024;
+/// `config`, or the tile [`longest_row_tile`] or [`few_rows_split_warp`] puts in its place where it walks A's longest
+/// row on the launch's critical path (f32).
+fn longest_row_choice(config: SpmmConfig, m: usize, k: usize, n: usize, stats: &RowStats) -> SpmmConfig {
+    longest_row_tile(&config, m, n, stats).or_else(|| few_rows_split_warp(&config, m, k, n, stats)).unwrap_or(config)
+}
 
 /// [`longest_row_tile`] for f16 and bf16: where the tile the other rules give is the k = 8 tile over 64 columns
 /// (held to 64 registers or not; one column tile at a time) and walks the longest row whole for 3 times a resident
@@ -1433,15 +1437,10 @@ impl SpmmConfig {
                 // Of [`longest_row_tile`]'s branches only the thirty-two-row block (multiples of 16 from 144 to 960)
                 // and the two-row 32-entry tile at n = 40-56 reach these widths; the others were measured at widths
                 // the tiles fill.
-                return longest_row_tile(&config, m, n, stats)
-                    .or_else(|| few_rows_split_warp(&config, m, k, n, stats))
-                    .unwrap_or(config);
+                return longest_row_choice(config, m, k, n, stats);
             }
         }
-        let config = Self::select_f32(m, k, n, stats, dtype);
-        longest_row_tile(&config, m, n, stats)
-            .or_else(|| few_rows_split_warp(&config, m, k, n, stats))
-            .unwrap_or(config)
+        longest_row_choice(Self::select_f32(m, k, n, stats, dtype), m, k, n, stats)
     }
 
     /// The f32 choice at n itself.

@@ -649,7 +649,7 @@ pub(crate) fn uneven_few_rows_windows(
     if !uneven_few_rows(m, k, cv) || counts.wide == 0 {
         return None;
     }
-    let wide_fill = nnz as f64 / (counts.wide * WIDE_WINDOW * SLOTS) as f64;
+    let wide_fill = counts.fill(WIDE_WINDOW, nnz);
     let wide = |tiles_n: u32| TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n };
     match dtype {
         DType::F32 => {
@@ -683,10 +683,11 @@ fn uneven_few_rows(m: usize, k: usize, cv: f64) -> bool {
     UNEVEN_FEW_ROWS.contains(&m) && UNEVEN_FEW_ROWS_K.contains(&k) && (0.5..=1.2).contains(&cv)
 }
 
-/// The rows of A [`uneven_few_rows_windows`] takes (295-1017 moved where measured, in a set of 258-1049).
+/// The rows of A [`uneven_few_rows_windows`] takes (295-1017 moved where measured, in a set of 258-1049), and
+/// `select::few_rows_split_warp` (258-1014 moved; up to 1024 as step 52's rule).
 pub(crate) const UNEVEN_FEW_ROWS: std::ops::RangeInclusive<usize> = 256..=1024;
-/// The columns of A [`uneven_few_rows_windows`] takes (1052-8122 measured; not the pruned 384 x 384 weights, whose
-/// rows at 90% sparsity are as uneven and their windows as full).
+/// The columns of A [`uneven_few_rows_windows`] and `select::few_rows_split_warp` take (1052-8122 measured; not the
+/// pruned 384 x 384 weights, whose rows at 90% sparsity are as uneven and their windows as full).
 pub(crate) const UNEVEN_FEW_ROWS_K: std::ops::RangeInclusive<usize> = 1024..=8192;
 /// The fill of the 64-row windows from which [`uneven_few_rows_windows`] takes them in f32 at n = 128-256, and at
 /// every n on a device without the wgmma kernel (there the mma.sync one ran level with the tile at n = 512 on rows
