@@ -93,6 +93,7 @@ mod salt {
     pub const DENSE_ROW: u64 = 6;
     pub const PRUNED: u64 = 7;
     pub const DENSE: u64 = 8;
+    pub const ROW_SCALE: u64 = 9;
 }
 
 /// The random stream for item `index` (usually a row) of generator `salt`.
@@ -186,9 +187,11 @@ fn build_rows(
 
 /// The generators by the names the command line takes: `uniform` ([`uniform_random`] at `density`), `powerlaw`
 /// ([`power_law`], mean row length `density * k`, exponent 2), `banded` ([`banded`], half-bandwidth
-/// `density * k / 2`) and `pruned` ([`pruned_dense`] at sparsity `1 - density`). A clear error, before anything
-/// is drawn, for an unknown name, a density that is not a fraction in [0, 1], a dimension past i32::MAX (the
-/// kernels' index type) and, for `pruned`, a dense m x k past i32::MAX elements (it draws that matrix first).
+/// `density * k / 2`), `pruned` ([`pruned_dense`] at sparsity `1 - density`) and `scaled-SIGMA`
+/// ([`pruned_row_scaled`], rows scaled by `exp(SIGMA * N(0, 1))` before the pruning, SIGMA in [0, 4], e.g.
+/// `scaled-0.45`). A clear error, before anything is drawn, for an unknown name, a density that is not a fraction
+/// in [0, 1], a dimension past i32::MAX (the kernels' index type) and, for `pruned` and `scaled-SIGMA`, a dense
+/// m x k past i32::MAX elements (they draw that matrix first).
 pub fn by_name(generator: &str, m: usize, k: usize, density: f64, seed: u64) -> Result<CsMat<f32>> {
     if !(0.0..=1.0).contains(&density) {
         return Err(Error::Usage(format!("density {density}: must be a fraction in [0, 1]")));
@@ -196,17 +199,29 @@ pub fn by_name(generator: &str, m: usize, k: usize, density: f64, seed: u64) -> 
     if let Some(d) = [m, k].into_iter().find(|&d| d > i32::MAX as usize) {
         return Err(Error::TooLarge(format!("dimension {d} is past i32::MAX, which the kernels index with")));
     }
+    // `scaled-SIGMA`: pruned rows scaled by exp(SIGMA * N(0, 1)); plain `pruned` is SIGMA = 0.
+    let row_scale = match generator.strip_prefix("scaled-").map(str::parse::<f64>) {
+        Some(Ok(sigma)) if (0.0..=4.0).contains(&sigma) => Some(sigma),
+        Some(_) => {
+            return Err(Error::Usage(format!("generator '{generator}': SIGMA of scaled-SIGMA must be in [0, 4]")))
+        }
+        None => (generator == "pruned").then_some(0.0),
+    };
+    if let Some(sigma) = row_scale {
+        if m.checked_mul(k).is_none_or(|e| e > i32::MAX as usize) {
+            return Err(Error::TooLarge(format!("{generator}: {m} x {k} elements before pruning, past i32::MAX")));
+        }
+        return Ok(pruned_row_scaled(m, k, 1.0 - density, sigma, seed));
+    }
     Ok(match generator {
         "uniform" => uniform_random(m, k, density, seed),
         "powerlaw" => power_law(m, k, density * k as f64, 2.0, seed),
         "banded" => banded(m, k, ((density * k as f64) / 2.0) as usize, seed),
-        "pruned" => {
-            if m.checked_mul(k).is_none_or(|e| e > i32::MAX as usize) {
-                return Err(Error::TooLarge(format!("pruned: {m} x {k} elements before pruning, past i32::MAX")));
-            }
-            pruned_dense(m, k, 1.0 - density, seed)
+        other => {
+            return Err(Error::Usage(format!(
+                "unknown generator '{other}' (uniform, powerlaw, banded, pruned, scaled-SIGMA)"
+            )))
         }
-        other => return Err(Error::Usage(format!("unknown generator '{other}' (uniform, powerlaw, banded, pruned)"))),
     })
 }
 
@@ -371,14 +386,25 @@ pub fn with_dense_row(a: &CsMat<f32>, row: usize) -> CsMat<f32> {
 /// `round((1 - sparsity) * m * k)` largest in magnitude over the whole matrix are kept
 /// (global magnitude pruning); ties at the threshold are kept in row-major order.
 pub fn pruned_dense(m: usize, k: usize, sparsity: f64, seed: u64) -> CsMat<f32> {
+    pruned_row_scaled(m, k, sparsity, 0.0, seed)
+}
+
+/// [`pruned_dense`] with each row's values first scaled by `exp(sigma * N(0, 1))`, drawn per row: the weight
+/// matrix of a layer whose rows (output units) differ in scale, which global magnitude pruning leaves with rows
+/// of lognormally spread lengths (row cv about 0.9-2.1 at sigma 0.3-0.6 and 5-10% density; NOTES.md, "SpMM step
+/// 16", whose `scaled:M:SIGMA` sweeps set `select`'s eight-row tile rule). `sigma = 0` is [`pruned_dense`]
+/// exactly: the row scales come from their own streams and `exp(0)` is 1.
+pub fn pruned_row_scaled(m: usize, k: usize, sparsity: f64, sigma: f64, seed: u64) -> CsMat<f32> {
     // Callers often pass 1 - density, so the density is named too.
     assert!((0.0..=1.0).contains(&sparsity), "sparsity {sparsity} (density {}) not in [0, 1]", 1.0 - sparsity);
+    assert!(sigma.is_finite() && sigma >= 0.0, "row-scale sigma {sigma} must be finite and >= 0");
     let cells = m.checked_mul(k).unwrap_or_else(|| panic!("pruned_dense: {m} x {k} entries overflow usize"));
     let mut dense = vec![0f32; cells];
     if k > 0 {
         dense.par_chunks_mut(k).enumerate().for_each(|(r, row)| {
+            let scale = if sigma == 0.0 { 1.0 } else { (sigma * stream(seed, salt::ROW_SCALE, r).normal()).exp() };
             let mut rng = stream(seed, salt::PRUNED, r);
-            row.iter_mut().for_each(|v| *v = (rng.normal() * 0.05) as f32);
+            row.iter_mut().for_each(|v| *v = (rng.normal() * 0.05 * scale) as f32);
         });
     }
     let total = dense.len();
@@ -693,6 +719,45 @@ mod tests {
         }
         assert_ne!(a, pruned_dense(m, k, 0.9, 9));
         assert_eq!(pruned_dense(m, k, 1.0, 8).nnz(), 0);
+    }
+
+    #[test]
+    fn row_scaled_pruning_spreads_the_row_lengths() {
+        let (m, k) = (512, 1536);
+        // sigma = 0 is pruned_dense, draw for draw.
+        assert_eq!(pruned_row_scaled(m, k, 0.9, 0.0, 5), pruned_dense(m, k, 0.9, 5));
+        let cv = |a: &CsMat<f32>| {
+            let lens: Vec<f64> = a.indptr().as_slice().unwrap().windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+            let mean = lens.iter().sum::<f64>() / lens.len() as f64;
+            (lens.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / lens.len() as f64).sqrt() / mean
+        };
+        let even = pruned_dense(m, k, 0.9, 5);
+        let mut last = cv(&even);
+        assert!(last < 0.3, "unscaled rows cv {last}");
+        for sigma in [0.3, 0.6] {
+            let a = pruned_row_scaled(m, k, 0.9, sigma, 5);
+            check(&a, m, k, false);
+            // The global threshold keeps the same count; the scales only move it between rows.
+            assert_eq!(a.nnz(), even.nnz());
+            let c = cv(&a);
+            assert!(c > last + 0.3, "sigma {sigma}: cv {c} after {last}");
+            last = c;
+        }
+        // The scale multiplies the whole row: a row's values keep their order (the unscaled row's kept values in
+        // the same columns are the same normals).
+        let full = pruned_row_scaled(4, 64, 0.0, 0.5, 7);
+        let plain = pruned_dense(4, 64, 0.0, 7);
+        for r in 0..4 {
+            let (a, b) = (full.outer_view(r).unwrap(), plain.outer_view(r).unwrap());
+            let ratios: Vec<f64> = a.data().iter().zip(b.data()).map(|(&x, &y)| x as f64 / y as f64).collect();
+            assert!(ratios.iter().all(|q| (q / ratios[0] - 1.0).abs() < 1e-5), "row {r}: {ratios:?}");
+        }
+        assert!(matches!(by_name("scaled-0.45", m, k, 0.1, 5), Ok(a) if a == pruned_row_scaled(m, k, 0.9, 0.45, 5)));
+        for bad in ["scaled-", "scaled-x", "scaled--1", "scaled-5", "scaled-NaN", "scaled-inf"] {
+            assert!(matches!(by_name(bad, 8, 8, 0.5, 1), Err(Error::Usage(_))), "{bad}");
+        }
+        assert!(matches!(by_name("scaled", 8, 8, 0.5, 1), Err(Error::Usage(_))));
+        assert!(matches!(by_name("scaled-0.3", 1 << 16, 1 << 16, 0.5, 1), Err(Error::TooLarge(_))));
     }
 
     #[test]

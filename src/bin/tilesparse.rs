@@ -46,7 +46,7 @@ struct MatrixArgs {
     /// Matrix Market file (.mtx or .mtx.gz). Without it, a matrix is generated.
     #[arg(long)]
     matrix: Option<PathBuf>,
-    /// Generator: uniform, powerlaw, banded, pruned.
+    /// Generator: uniform, powerlaw, banded, pruned, scaled-SIGMA (pruned rows scaled by exp(SIGMA * N(0, 1))).
     #[arg(long, default_value = "uniform")]
     gen: String,
     #[arg(long, default_value_t = 4096)]
@@ -257,7 +257,7 @@ enum BenchCommand {
         #[arg(long = "matrix")]
         matrices: Vec<PathBuf>,
         /// A generated matrix instead of the suite, as GENERATOR:MxK:DENSITY[:SEED[:eFRACTION]] with the
-        /// generators of `spmm --gen` (uniform, powerlaw, banded, pruned), e.g. uniform:8192x2048:0.085;
+        /// generators of `spmm --gen` (uniform, powerlaw, banded, pruned, scaled-SIGMA), e.g. uniform:8192x2048:0.085;
         /// eFRACTION empties that share of the rows (powerlaw:16384x4096:0.002:7:e0.5); repeat for several.
         #[arg(long = "gen")]
         generated: Vec<String>,
