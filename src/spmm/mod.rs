@@ -954,6 +954,21 @@ mod tests {
         assert_eq!(pick(&short, 512), "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
     }
 
+    /// f32 long uneven rows in 384-1024 rows at n = 1024-2048 (NOTES.md "SpMM step 79"): power-law rows, their longest
+    /// far out, leave the eight-row tile; rows whose scales differ keep it. On matrices of step 79's calibration set.
+    #[test]
+    fn rare_long_rows_leave_the_eight_row_tile() {
+        let pick = |a: &sprs::CsMat<f32>, n: usize| choice(a, n, DType::F32);
+        // Power-law 464 x 6134, rows of 232, longest 4597 (13.7 standard deviations out; 104.8 -> 53.9 us at n = 1024).
+        let power_law = crate::gen::by_name("powerlaw", 464, 6134, 0.037985, 726042693).unwrap();
+        // Rows scaled by exp(0.55 N) before pruning, 664 x 4024, rows of 232, longest 2279 (4.9 out).
+        let scaled = crate::gen::by_name("scaled-0.55", 664, 4024, 0.0577, 415904126).unwrap();
+        for n in [1024, 1536, 2048] {
+            assert_eq!(pick(&power_law, n), "spmm_f32_s1d2_y2k32x32w16_u4_pred", "n = {n}");
+            assert_eq!(pick(&scaled, n), "spmm_f32_s1d2_y8k32x64w32_u4_nopred_lb2", "n = {n}");
+        }
+    }
+
     /// f16/bf16 few uneven rows at n = 128-256 (NOTES.md "SpMM step 78"): the 64-row windows from 2900 pairs.
     #[test]
     fn few_uneven_half_rows_take_the_wide_windows() {

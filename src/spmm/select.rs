@@ -636,6 +636,39 @@ fn moderately_uneven_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats)
         && (0.3..0.85).contains(&stats.cv)
 }
 
+/// How many standard deviations the longest row lies above the mean row length, (max - mean) / (cv * mean); 0 where
+/// every row has the same length. Of two matrices with the same cv, it tells rows whose spread is a few long rows
+/// far out (a power-law tail: 8-21 here) from rows whose spread is many long rows and many short or empty ones (a
+/// weight matrix whose rows differ in scale: 4-7 here).
+pub(crate) fn longest_row_sigmas(stats: &RowStats) -> f64 {
+    let sd = stats.cv * stats.mean;
+    if sd > 0.0 {
+        (stats.max as f64 - stats.mean) / sd
+    } else {
+        0.0
+    }
+}
+
+/// The longest row at least this many standard deviations above the mean ([`longest_row_sigmas`]): a few rows far
+/// longer than the rest ([`rare_long_rows`]).
+const RARE_LONG_ROW_SIGMAS: f64 = 9.0;
+
+/// In [`uneven_long_rows`]' range at n = 1024-2048, rows whose longest lies [`RARE_LONG_ROW_SIGMAS`] or more standard
+/// deviations above the mean, as power-law rows have: two rows of 16 threads over 32 columns, not the eight-row
+/// tile. That tile was set on weight matrices whose rows differ in scale (step 16), where a large share of the
+/// rows is long (their longest 4-7 standard deviations out); where a few rows are far longer than the rest, its
+/// blocks of eight one-row warps on 64 columns, two per SM, wait on them. Measured on the H200 (NOTES.md, "SpMM
+/// step 79"; every f32 variant on 40 matrices the eight-row tile was chosen for, 24 power-law and 16 `scaled-SIGMA`
+/// ones, 384-1024 rows, k = 1325-7777, means 78-446, at n = 1024, 1536 and 2048): on the 60 problems from 9.7
+/// standard deviations out the two-row tile took 0.51x-0.94x of the eight-row tile's time (0.707x on geometric
+/// mean, within 1% of the fastest variant; 464 x 6134, mean 232, n = 1024: 104.8 -> 53.9 us), 0.84x -> 1.18x of
+/// cuSPARSE's best, below it 51 -> 0. At 7.8-8.5 (2 matrices, 4 problems) it took 0.97x-1.10x; at 4.1-7.0 (the 16
+/// scaled ones, 38 problems) 0.88x-1.28x at n = 1024 (1.003x on geometric mean) and 1.01x-1.16x from n = 1536, so
+/// the eight-row tile stays there.
+fn rare_long_rows(n: usize, stats: &RowStats) -> bool {
+    n <= 2048 && longest_row_sigmas(stats) >= RARE_LONG_ROW_SIGMAS
+}
+
 /// Long rows of uneven length (as magnitude pruning leaves a weight matrix whose rows differ in scale) in
 /// 384-1024 rows, over n >= 1024: the range of the sweep behind [`eight_row_tile`] (NOTES.md, "SpMM step 16"),
 /// less the sixteen-row block's where no row is long enough to split.
@@ -1511,8 +1544,14 @@ impl SpmmConfig {
             // 25 fresh problems (m 384-896, k 2048 and 2560, 7% and 15%, n 1024-3072) 1.28x (1.02x-1.65x). The
             // uniform rows of the same shapes lose (768 x 1536 at 10%, n = 4096: 173 vs 119 us), and where the
             // sixteen-row block is chosen below it is as fast or faster on rows too short to split (384 x 3072 at
-            // 10%, cv 0.9, n = 1024: 41.7 vs 49.6 us).
-            eight_row_tile(dtype)
+            // 10%, cv 0.9, n = 1024: 41.7 vs 49.6 us). But a few rows far longer than the rest (power-law rows, the
+            // longest 9 standard deviations out) take two rows of 16 threads over 32 columns ([`rare_long_rows`]:
+            // 1.41x faster on 60 problems at n = 1024-2048 on the H200, 0.84x -> 1.18x of cuSPARSE).
+            if rare_long_rows(n, stats) {
+                SpmmConfig { predicate_loads: true, ..narrow_k32_tile(dtype) }
+            } else {
+                eight_row_tile(dtype)
+            }
         } else if moderately_uneven_rows_wide_n(m, k, n, stats) {
             // Long rows of moderately uneven length over n = 3072-4096: the sixteen-row block. Pruned Gaussian
             // matrices as above with sigma 0.1-0.2 (cv 0.33-0.68; m 384-1024, k 1536 and 3072, 5% and 10%; NOTES.md,
@@ -2232,6 +2271,25 @@ mod tests {
         assert_ne!(pick(768, 3072, 960, 307.0, 1.41), eight_rows);
         assert_ne!(pick(768, 3072, 1056, 307.0, 1.41), eight_rows);
         assert_ne!(pick(768, 3073, 4096, 307.0, 1.41), eight_rows);
+        // Unless the longest row lies 9 or more standard deviations above the mean (`rare_long_rows`, power-law
+        // rows) at n = 1024-2048: two rows of 16 threads over 32 columns. 910 x 3251, mean 146, cv 1.03 (longest 2850,
+        // 18 out: 83.9 -> 55.4 us at n = 1024); a longest row of 1500 is 9.004 out, of 1499 8.997.
+        let rare = |n: usize, max: usize| {
+            let stats = RowStats { min: 73, max, mean: 146.0, cv: 1.03, empty_rows: 0, columns_per_entry: None };
+            SpmmConfig::select_with_stats(910, 3251, n, &stats, DType::F32).kernel_name()
+        };
+        let two_rows_32 = "spmm_f32_s1d2_y2k32x32w16_u4_pred";
+        for n in [1024, 1536, 2048] {
+            assert_eq!(rare(n, 2850), two_rows_32, "n = {n}");
+            assert_eq!(rare(n, 1500), two_rows_32, "n = {n}");
+            assert_eq!(rare(n, 1499), eight_rows, "n = {n}");
+        }
+        assert_eq!(rare(2112, 2850), eight_rows, "past n = 2048");
+        assert_eq!(rare(3072, 2850), eight_rows, "past n = 2048");
+        // n = 1000 takes the choice at 1024, guarded as it is.
+        assert_eq!(rare(1000, 2850), two_rows_32);
+        assert_eq!(longest_row_sigmas(&RowStats { max: 5, mean: 5.0, cv: 0.0, ..Default::default() }), 0.0);
+        assert_eq!(longest_row_sigmas(&RowStats::default()), 0.0);
         // n = 768: the sixteen-row block for uneven rows in 384-640 rows (cv >= 0.4, mean >= 100 over k >= 1536;
         // cv >= 0.75, mean >= 70 over k 1024-1535 in at most 512 rows); a warp per row otherwise.
         let (sixteen, one_warp) = ("spmm_f32_s1d2_y16k32x64w32_u4_nopred", "spmm_f32_s1d4_y1k32x128w32_u4_nopred");
