@@ -278,6 +278,14 @@ pub const PADDED_MIN_WORK: usize = 12_000_000;
 /// 0.93x / 0.95x between three shapes, 4704-5600 wide by up to 1.24x or level, 6144 and more always wide).
 pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 
+/// The wide windows' fill from which they take 384-1023 rows at n = 1024-2048 (not 8%, [`FEW_ROWS_WIDE_PAIRS`]'
+/// rule): on weight-like rows whose scales differ and on power-law rows there (NOTES.md, "SpMM step 79"; every f16 and
+/// bf16 variant on 40 matrices of 388-974 rows, k = 1325-7777, 2-13% dense, at n = 1024, 1536 and 2048), from 5%
+/// full they took 0.38x-1.02x of the chosen tile's or 16-row windows' time (0.70x f16 and 0.67x bf16 on geometric
+/// mean over 33 problems per type, one 1.00x-1.02x); at 4.5-5% 0.46x-1.22x (4 of 27 per type slower); under 4%
+/// slower on 28 of 30 (up to 1.62x).
+pub const FEW_ROWS_WIDE_N_FILL: f64 = 0.05;
+
 /// The tensor-core variant for a product C (m x n) = A * B whose A has `nnz` entries in `counts`
 /// k-blocks ([`BlockCounts::of`]), or None where the CUDA-core tiles are faster. Pure; each branch from the
 /// H100 runs in NOTES.md ("SpMM step 7: 64-row windows" and "step 6: tensor cores"):
@@ -299,7 +307,8 @@ pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 ///   where both widths split, 128 columns stay faster: 4096^2, n = 256, 46.3-47.2 vs 53.8-54.9 us). C counts as
 ///   large from [`HALF_WIDE_PAIRS`] (k-block, 64-column slice) pairs at n >= 128;
 /// - the wide windows on fewer rows too, where n >= 512 (the range measured), their blocks are at least 8% full
-///   (as above for a large C) and there are at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs:
+///   (as above for a large C; [`FEW_ROWS_WIDE_N_FILL`], 5%, in 384-1023 rows at n = 1024-2048) and there are at
+///   least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs:
 ///   since the split ranges are added in clusters (step 9) they beat the narrow windows and the tiles there
 ///   (NOTES.md, "SpMM step 23", four sweeps of pruned 128-992 rows at 50-95% sparsity, f16 and bf16: 1.35x-1.51x
 ///   on geometric mean where the rule moves a problem, 0.97x at worst; the pruned 384 x 1536 at 70%, n = 1024,
@@ -400,7 +409,9 @@ pub(crate) fn select_tensor_core_rows(
         let tiles_n = if n > 64 && launch(128) >= 256 && !unsplit_at_64 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
-    if m < 1024 && n >= 512 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
+    let few_rows_fill =
+        if (384..1024).contains(&m) && (1024..=2048).contains(&n) { FEW_ROWS_WIDE_N_FILL } else { 0.08 };
+    if m < 1024 && n >= 512 && wide_fill >= few_rows_fill && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
         // 128 columns per block where that makes 120 blocks before any split: within 7% of the better width on
         // the 112 wide problems of step 23's first sweep (the rule above would be within 16%).
         let tiles_n = if wide_windows * n.div_ceil(128) >= 120 { 16 } else { 8 };
@@ -1513,7 +1524,8 @@ mod tests {
         assert_eq!(sel(DType::F16, 1536, 256, 176_947, 2_304, 576), Some((16, 8)));
         // Pruned 384-row weights: narrow for a small C whatever the fill (384 x 1536 at 98%) ...
         assert_eq!(sel(DType::F16, 384, 256, 11_796, 576, 500), Some((16, 4)));
-        assert_eq!(sel(DType::F16, 384, 1024, 44_237, 2_304, 576), Some((16, 8)));
+        assert_eq!(sel(DType::F16, 384, 1024, 29_000, 2_304, 576), Some((16, 8)));
+        assert_eq!(sel(DType::F16, 384, 512, 44_237, 2_304, 576), Some((16, 8)));
         // ... but wide from 8% full with 4800 (k-block, slice) pairs (step 23): 384 x 1536 at 70% (30% full, 6
         // windows of 96 k-blocks) at n = 1024 (9216 pairs), not at n = 256 (2304); at 90% (10.1% full, a tie) too,
         // at 98% (2% full: narrow 1.46x faster) not; 384 x 384 at 70% (144 k-blocks) at n = 1024 not (2304).
@@ -1524,10 +1536,23 @@ mod tests {
         assert_eq!(sel(DType::F16, 384, 1024, 11_796, 1_400, 576), Some((16, 8)));
         assert_eq!(sel(DType::F16, 384, 1024, 44_237, 576, 144), Some((16, 8)));
         // 640 x 2048 at 80% (10 windows of 128 k-blocks, 20% full), n = 1536: wide where the tiles ran 3.4x
-        // slower; 8% full is enough, 7.9% not; 120 blocks of 128 columns take 128 columns each.
+        // slower; 120 blocks of 128 columns take 128 columns each. At n = 768 8% full is enough, 7.9% not.
         assert_eq!(sel(DType::F16, 640, 1536, 262_144, 5_120, 1_280), Some((64, 16)));
         assert_eq!(sel(DType::F16, 640, 1536, 104_858, 5_120, 1_280), Some((64, 16)));
-        assert_eq!(sel(DType::F16, 640, 1536, 103_547, 5_120, 1_280), None);
+        assert_eq!(sel(DType::F16, 640, 768, 104_858, 5_120, 1_280), Some((64, 8)));
+        assert_ne!(sel(DType::F16, 640, 768, 103_547, 5_120, 1_280).map(|c| c.0), Some(64));
+        // ... and at n = 1024-2048 in 384-1023 rows 5% full is (`FEW_ROWS_WIDE_N_FILL`, step 79): 65,536 entries are
+        // 5.0% full, 65,535 not; not past those widths and rows.
+        for (dtype, n) in [(DType::F16, 1536), (DType::Bf16, 1024), (DType::F16, 2048)] {
+            assert_eq!(sel(dtype, 640, n, 103_547, 5_120, 1_280).map(|c| c.0), Some(64), "{dtype} n = {n}");
+            assert_eq!(sel(dtype, 640, n, 65_536, 5_120, 1_280).map(|c| c.0), Some(64), "{dtype} n = {n}");
+            assert_ne!(sel(dtype, 640, n, 65_535, 5_120, 1_280).map(|c| c.0), Some(64), "{dtype} n = {n}");
+        }
+        assert_ne!(sel(DType::F16, 640, 960, 65_536, 5_120, 1_280).map(|c| c.0), Some(64));
+        assert_ne!(sel(DType::F16, 640, 2112, 65_536, 5_120, 1_280).map(|c| c.0), Some(64));
+        assert_ne!(sel(DType::F16, 383, 1536, 39_300, 3_064, 766).map(|c| c.0), Some(64));
+        assert_eq!(sel(DType::F16, 384, 1536, 39_322, 3_072, 768).map(|c| c.0), Some(64));
+        assert_eq!(sel(DType::F32, 640, 1536, 65_536, 5_120, 1_280), None);
         // Either side of the pairs: 192 x 1280 (3 windows of 80 k-blocks, 30% full) at n = 1280 is 4800 pairs
         // (wide), at n = 1216 4560 (narrow); 768 x 768 (12 x 48) at n = 512 4608 (narrow), at n = 1024 9216
         // (wide). 128 columns per block from 120 blocks of 128 columns: 512 rows (8 windows) at n = 2048, not 768
