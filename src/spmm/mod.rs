@@ -407,6 +407,12 @@ impl SpmmKernel {
         if let Some(config) = few_uneven {
             return SpmmKernel::TensorCore(config);
         }
+        // f16/bf16: the same at n = 1024-2048 from fewer entries per window.
+        let wide_n =
+            tensor_core_blocks.and_then(|counts| tensor_core::uneven_few_rows_wide_n(dtype, m, n, nnz, stats, counts));
+        if let Some(config) = wide_n {
+            return SpmmKernel::TensorCore(config);
+        }
         if let Some(config) = select::row_split_tile(m, k, n, stats, dtype) {
             return SpmmKernel::Tiled(config);
         }
@@ -967,6 +973,28 @@ mod tests {
             assert_eq!(pick(&power_law, n), "spmm_f32_s1d2_y2k32x32w16_u4_pred", "n = {n}");
             assert_eq!(pick(&scaled, n), "spmm_f32_s1d2_y8k32x64w32_u4_nopred_lb2", "n = {n}");
         }
+    }
+
+    /// f16/bf16 uneven rows in 384-1023 rows at n = 1024-2048 (NOTES.md "SpMM step 79"): the 64-row windows from 5%
+    /// full; even rows as full keep their tile. On matrices of step 79's calibration and held-out sets.
+    #[test]
+    fn uneven_half_rows_take_the_wide_windows_at_a_wide_n() {
+        // Rows scaled by exp(0.55 N), 664 x 4024, cv 1.79, windows 5.7% full (f16 at n = 1536: 61.5 -> 39.8 us).
+        let scaled = crate::gen::by_name("scaled-0.55", 664, 4024, 0.0577, 415904126).unwrap();
+        // Power-law 620 x 3650, cv 0.94, 5.8% full.
+        let power_law = crate::gen::by_name("powerlaw", 620, 3650, 0.058082, 1070278986).unwrap();
+        // Uniform 588 x 1809, 6.1% full: the tile stays (0.80x-0.96x on the windows).
+        let uniform = crate::gen::by_name("uniform", 588, 1809, 0.0625, 900227630).unwrap();
+        for dtype in [DType::F16, DType::Bf16] {
+            for n in [1024, 1536, 2048] {
+                assert!(choice(&scaled, n, dtype).starts_with(&format!("spmm_tc_{dtype}_w64_")), "{dtype} n = {n}");
+                assert!(choice(&power_law, n, dtype).starts_with(&format!("spmm_tc_{dtype}_w64_")), "{dtype} n = {n}");
+                assert!(!choice(&uniform, n, dtype).contains("_w64_"), "{dtype} n = {n}");
+            }
+            // Not at n = 512 (8% full asked there), nor in f32.
+            assert!(!choice(&scaled, 512, dtype).contains("_w64_"), "{dtype}");
+        }
+        assert!(!choice(&scaled, 1536, DType::F32).starts_with("spmm_tc_"));
     }
 
     /// f16/bf16 few uneven rows at n = 128-256 (NOTES.md "SpMM step 78"): the 64-row windows from 2900 pairs.

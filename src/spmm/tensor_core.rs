@@ -278,14 +278,6 @@ pub const PADDED_MIN_WORK: usize = 12_000_000;
 /// 0.93x / 0.95x between three shapes, 4704-5600 wide by up to 1.24x or level, 6144 and more always wide).
 pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 
-/// The wide windows' fill from which they take 384-1023 rows at n = 1024-2048 (not 8%, [`FEW_ROWS_WIDE_PAIRS`]'
-/// rule): on weight-like rows whose scales differ and on power-law rows there (NOTES.md, "SpMM step 79"; every f16 and
-/// bf16 variant on 40 matrices of 388-974 rows, k = 1325-7777, 2-13% dense, at n = 1024, 1536 and 2048), from 5%
-/// full they took 0.38x-1.02x of the chosen tile's or 16-row windows' time (0.70x f16 and 0.67x bf16 on geometric
-/// mean over 33 problems per type, one 1.00x-1.02x); at 4.5-5% 0.46x-1.22x (4 of 27 per type slower); under 4%
-/// slower on 28 of 30 (up to 1.62x).
-pub const FEW_ROWS_WIDE_N_FILL: f64 = 0.05;
-
 /// The tensor-core variant for a product C (m x n) = A * B whose A has `nnz` entries in `counts`
 /// k-blocks ([`BlockCounts::of`]), or None where the CUDA-core tiles are faster. Pure; each branch from the
 /// H100 runs in NOTES.md ("SpMM step 7: 64-row windows" and "step 6: tensor cores"):
@@ -307,8 +299,7 @@ pub const FEW_ROWS_WIDE_N_FILL: f64 = 0.05;
 ///   where both widths split, 128 columns stay faster: 4096^2, n = 256, 46.3-47.2 vs 53.8-54.9 us). C counts as
 ///   large from [`HALF_WIDE_PAIRS`] (k-block, 64-column slice) pairs at n >= 128;
 /// - the wide windows on fewer rows too, where n >= 512 (the range measured), their blocks are at least 8% full
-///   (as above for a large C; [`FEW_ROWS_WIDE_N_FILL`], 5%, in 384-1023 rows at n = 1024-2048) and there are at
-///   least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs:
+///   (as above for a large C) and there are at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs:
 ///   since the split ranges are added in clusters (step 9) they beat the narrow windows and the tiles there
 ///   (NOTES.md, "SpMM step 23", four sweeps of pruned 128-992 rows at 50-95% sparsity, f16 and bf16: 1.35x-1.51x
 ///   on geometric mean where the rule moves a problem, 0.97x at worst; the pruned 384 x 1536 at 70%, n = 1024,
@@ -409,9 +400,7 @@ pub(crate) fn select_tensor_core_rows(
         let tiles_n = if n > 64 && launch(128) >= 256 && !unsplit_at_64 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
-    let few_rows_fill =
-        if (384..1024).contains(&m) && (1024..=2048).contains(&n) { FEW_ROWS_WIDE_N_FILL } else { 0.08 };
-    if m < 1024 && n >= 512 && wide_fill >= few_rows_fill && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
+    if m < 1024 && n >= 512 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
         // 128 columns per block where that makes 120 blocks before any split: within 7% of the better width on
         // the 112 wide problems of step 23's first sweep (the rule above would be within 16%).
         let tiles_n = if wide_windows * n.div_ceil(128) >= 120 { 16 } else { 8 };
@@ -687,6 +676,46 @@ pub(crate) fn uneven_few_rows_windows(
 
 /// See [`uneven_few_rows_windows`].
 pub(crate) const UNEVEN_FEW_ROWS_HALF_PAIRS: usize = 2900;
+
+/// f16/bf16 uneven rows ([`UNEVEN_WIDE_N_CV`]) in [`UNEVEN_WIDE_N_ROWS`] rows at n = 1024-2048: the 64-row windows
+/// from [`UNEVEN_WIDE_N_FILL`] full with at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs, where
+/// [`select_tensor_core`] asks 8% (set on pruned rows, whose lengths are even), 128 columns per block as its rule for
+/// fewer rows gives them. Checked before the tiles' rules, as [`uneven_few_rows_windows`] is.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 79"; every f16 and bf16 variant on 40 matrices of 388-974 rows over k =
+/// 1325-7777, 24 power-law and 16 `scaled-SIGMA` weight-like ones, row cv 0.89-1.96, at n = 1024, 1536 and 2048): from
+/// 5% full the windows took 0.38x-1.02x of the chosen kernel's time (the k = 8 tile, a warp per row or the 16-row
+/// windows; 0.70x f16 and 0.67x bf16 on geometric mean over 33 problems per type), at 4.5-5% 0.46x-1.22x (4 of 27 per
+/// type slower), under 4% slower on 28 of 30. Held out (26 fresh matrices, f16 at n = 1024, 1536, 2048, bf16 at 1280
+/// and 1792): 1.55x faster on the 35 scaled problems (1.11x-2.82x) and 1.22x on the 20 power-law ones (0.95x-1.86x),
+/// but even rows lost, which is why the cv bound: uniform rows 0.76x-1.93x (15 of 40 slower), pruned rows 0.83x-1.65x
+/// (10 of 35 slower).
+pub(crate) fn uneven_few_rows_wide_n(
+    dtype: DType,
+    m: usize,
+    n: usize,
+    nnz: usize,
+    stats: &crate::csr::RowStats,
+    counts: BlockCounts,
+) -> Option<TensorCoreConfig> {
+    let takes = matches!(dtype, DType::F16 | DType::Bf16)
+        && UNEVEN_WIDE_N_ROWS.contains(&m)
+        && (1024..=2048).contains(&n)
+        && UNEVEN_WIDE_N_CV.contains(&stats.cv)
+        && counts.wide > 0
+        && counts.fill(WIDE_WINDOW, nnz) >= UNEVEN_WIDE_N_FILL
+        && counts.wide.saturating_mul(n.div_ceil(64)) >= FEW_ROWS_WIDE_PAIRS;
+    let tiles_n = if m.div_ceil(WIDE_WINDOW) * n.div_ceil(128) >= 120 { 16 } else { 8 };
+    takes.then_some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n })
+}
+
+/// The rows [`uneven_few_rows_wide_n`] takes (388-974 measured; from 1024 [`select_tensor_core`]'s rule for many rows).
+pub(crate) const UNEVEN_WIDE_N_ROWS: std::ops::Range<usize> = 384..1024;
+/// The row-length variation (cv) [`uneven_few_rows_wide_n`] takes: 0.89-1.96 measured; uniform and pruned rows (cv
+/// 0-0.1) lost.
+pub(crate) const UNEVEN_WIDE_N_CV: std::ops::RangeInclusive<f64> = 0.85..=2.0;
+/// The 64-row windows' fill from which [`uneven_few_rows_wide_n`] takes them.
+pub(crate) const UNEVEN_WIDE_N_FILL: f64 = 0.05;
 
 /// Whether A's rows are the few uneven rows [`uneven_few_rows_windows`] takes:
 /// [`UNEVEN_FEW_ROWS`] rows over k = [`UNEVEN_FEW_ROWS_K`], of a length variation (cv) of 0.5-1.2.
@@ -1478,6 +1507,37 @@ mod tests {
         assert!(counts.wide < counts.narrow, "{counts:?}: 64-row windows share columns");
     }
 
+    /// `uneven_few_rows_wide_n`: either side of each bound (rows, n, cv, fill, pairs), f16 and bf16 only.
+    #[test]
+    fn uneven_rows_at_a_wide_n_take_the_wide_windows_from_five_percent() {
+        let rows = |cv: f64| crate::csr::RowStats { mean: 150.0, cv, max: 1500, ..Default::default() };
+        // 640 rows: 10 windows; 1280 wide blocks: 5% full at 65,536 entries.
+        let pick = |dtype, m: usize, n: usize, nnz: usize, cv: f64, wide: usize| {
+            uneven_few_rows_wide_n(dtype, m, n, nnz, &rows(cv), BlockCounts { narrow: 4 * wide, wide })
+                .map(|c| (c.window, c.tiles_n))
+        };
+        for dtype in [DType::F16, DType::Bf16] {
+            assert_eq!(pick(dtype, 640, 1024, 65_536, 1.3, 1_280), Some((64, 8)), "{dtype}");
+            assert_eq!(pick(dtype, 640, 2048, 65_536, 1.3, 1_280), Some((64, 16)), "{dtype}: 10 x 16 blocks of 128");
+            assert_eq!(pick(dtype, 640, 1024, 65_535, 1.3, 1_280), None, "{dtype}: under 5%");
+            assert_eq!(pick(dtype, 640, 960, 65_536, 1.3, 1_280), None, "{dtype}");
+            assert_eq!(pick(dtype, 640, 2112, 65_536, 1.3, 1_280), None, "{dtype}");
+            assert_eq!(pick(dtype, 640, 1024, 65_536, 0.84, 1_280), None, "{dtype}: even rows");
+            assert_eq!(pick(dtype, 640, 1024, 65_536, 0.85, 1_280), Some((64, 8)), "{dtype}");
+            assert_eq!(pick(dtype, 640, 1024, 65_536, 2.0, 1_280), Some((64, 8)), "{dtype}");
+            assert_eq!(pick(dtype, 640, 1024, 65_536, 2.01, 1_280), None, "{dtype}");
+            assert_eq!(pick(dtype, 383, 1024, 39_322, 1.3, 768), None, "{dtype}: 383 rows");
+            assert_eq!(pick(dtype, 384, 1024, 39_322, 1.3, 768), Some((64, 8)), "{dtype}");
+            assert_eq!(pick(dtype, 1023, 1024, 65_536, 1.3, 1_280), Some((64, 16)), "{dtype}: 16 x 8 blocks");
+            assert_eq!(pick(dtype, 1024, 1024, 65_536, 1.3, 1_280), None, "{dtype}: select_tensor_core's rows");
+            // Pairs: 299 wide blocks at n = 1024 are 4784, 300 are 4800.
+            assert_eq!(pick(dtype, 640, 1024, 15_400, 1.3, 300), Some((64, 8)), "{dtype}");
+            assert_eq!(pick(dtype, 640, 1024, 15_400, 1.3, 299), None, "{dtype}");
+            assert_eq!(pick(dtype, 640, 1024, 0, 1.3, 0), None, "{dtype}: no blocks");
+        }
+        assert_eq!(pick(DType::F32, 640, 1024, 65_536, 1.3, 1_280), None);
+    }
+
     #[test]
     fn selection_follows_the_measurements() {
         let sel = |dtype, m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
@@ -1524,8 +1584,7 @@ mod tests {
         assert_eq!(sel(DType::F16, 1536, 256, 176_947, 2_304, 576), Some((16, 8)));
         // Pruned 384-row weights: narrow for a small C whatever the fill (384 x 1536 at 98%) ...
         assert_eq!(sel(DType::F16, 384, 256, 11_796, 576, 500), Some((16, 4)));
-        assert_eq!(sel(DType::F16, 384, 1024, 29_000, 2_304, 576), Some((16, 8)));
-        assert_eq!(sel(DType::F16, 384, 512, 44_237, 2_304, 576), Some((16, 8)));
+        assert_eq!(sel(DType::F16, 384, 1024, 44_237, 2_304, 576), Some((16, 8)));
         // ... but wide from 8% full with 4800 (k-block, slice) pairs (step 23): 384 x 1536 at 70% (30% full, 6
         // windows of 96 k-blocks) at n = 1024 (9216 pairs), not at n = 256 (2304); at 90% (10.1% full, a tie) too,
         // at 98% (2% full: narrow 1.46x faster) not; 384 x 384 at 70% (144 k-blocks) at n = 1024 not (2304).
@@ -1536,23 +1595,10 @@ mod tests {
         assert_eq!(sel(DType::F16, 384, 1024, 11_796, 1_400, 576), Some((16, 8)));
         assert_eq!(sel(DType::F16, 384, 1024, 44_237, 576, 144), Some((16, 8)));
         // 640 x 2048 at 80% (10 windows of 128 k-blocks, 20% full), n = 1536: wide where the tiles ran 3.4x
-        // slower; 120 blocks of 128 columns take 128 columns each. At n = 768 8% full is enough, 7.9% not.
+        // slower; 8% full is enough, 7.9% not; 120 blocks of 128 columns take 128 columns each.
         assert_eq!(sel(DType::F16, 640, 1536, 262_144, 5_120, 1_280), Some((64, 16)));
         assert_eq!(sel(DType::F16, 640, 1536, 104_858, 5_120, 1_280), Some((64, 16)));
-        assert_eq!(sel(DType::F16, 640, 768, 104_858, 5_120, 1_280), Some((64, 8)));
-        assert_ne!(sel(DType::F16, 640, 768, 103_547, 5_120, 1_280).map(|c| c.0), Some(64));
-        // ... and at n = 1024-2048 in 384-1023 rows 5% full is (`FEW_ROWS_WIDE_N_FILL`, step 79): 65,536 entries are
-        // 5.0% full, 65,535 not; not past those widths and rows.
-        for (dtype, n) in [(DType::F16, 1536), (DType::Bf16, 1024), (DType::F16, 2048)] {
-            assert_eq!(sel(dtype, 640, n, 103_547, 5_120, 1_280).map(|c| c.0), Some(64), "{dtype} n = {n}");
-            assert_eq!(sel(dtype, 640, n, 65_536, 5_120, 1_280).map(|c| c.0), Some(64), "{dtype} n = {n}");
-            assert_ne!(sel(dtype, 640, n, 65_535, 5_120, 1_280).map(|c| c.0), Some(64), "{dtype} n = {n}");
-        }
-        assert_ne!(sel(DType::F16, 640, 960, 65_536, 5_120, 1_280).map(|c| c.0), Some(64));
-        assert_ne!(sel(DType::F16, 640, 2112, 65_536, 5_120, 1_280).map(|c| c.0), Some(64));
-        assert_ne!(sel(DType::F16, 383, 1536, 39_300, 3_064, 766).map(|c| c.0), Some(64));
-        assert_eq!(sel(DType::F16, 384, 1536, 39_322, 3_072, 768).map(|c| c.0), Some(64));
-        assert_eq!(sel(DType::F32, 640, 1536, 65_536, 5_120, 1_280), None);
+        assert_eq!(sel(DType::F16, 640, 1536, 103_547, 5_120, 1_280), None);
         // Either side of the pairs: 192 x 1280 (3 windows of 80 k-blocks, 30% full) at n = 1280 is 4800 pairs
         // (wide), at n = 1216 4560 (narrow); 768 x 768 (12 x 48) at n = 512 4608 (narrow), at n = 1024 9216
         // (wide). 128 columns per block from 120 blocks of 128 columns: 512 rows (8 windows) at n = 2048, not 768
