@@ -685,11 +685,14 @@ pub(crate) const UNEVEN_FEW_ROWS_HALF_PAIRS: usize = 2900;
 /// Measured on the H200 (NOTES.md, "SpMM step 79"; every f16 and bf16 variant on 40 matrices of 388-974 rows over k =
 /// 1325-7777, 24 power-law and 16 `scaled-SIGMA` weight-like ones, row cv 0.89-1.96, at n = 1024, 1536 and 2048): from
 /// 5% full the windows took 0.38x-1.02x of the chosen kernel's time (the k = 8 tile, a warp per row or the 16-row
-/// windows; 0.70x f16 and 0.67x bf16 on geometric mean over 33 problems per type), at 4.5-5% 0.46x-1.22x (4 of 27 per
+/// windows; 0.70x f16 and 0.67x bf16 on geometric mean over 33 problems per type), at 4.5-5% 0.46x-1.22x (3-4 of 27 per
 /// type slower), under 4% slower on 28 of 30. Held out (26 fresh matrices, f16 at n = 1024, 1536, 2048, bf16 at 1280
 /// and 1792): 1.55x faster on the 35 scaled problems (1.11x-2.82x) and 1.22x on the 20 power-law ones (0.95x-1.86x),
 /// but even rows lost, which is why the cv bound: uniform rows 0.76x-1.93x (15 of 40 slower), pruned rows 0.83x-1.65x
-/// (10 of 35 slower).
+/// (10 of 35 slower). Held out again with that bound (36 fresh matrices; uniform and pruned rows with 30-60% of them
+/// emptied): 1.38x on the 110 problems it moves (0.87x-3.62x; scaled 1.61x, power-law 1.29x, emptied uniform rows
+/// 1.19x, emptied pruned rows 1.06x), 5 slower; on the emptied rows it leaves (cv 0.67-0.82) the windows would have
+/// run 0.71x-1.27x of the choice's time (0.97x on geometric mean over 65).
 pub(crate) fn uneven_few_rows_wide_n(
     dtype: DType,
     m: usize,
