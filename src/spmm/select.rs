@@ -640,7 +640,7 @@ fn moderately_uneven_rows_wide_n(m: usize, k: usize, n: usize, stats: &RowStats)
 /// every row has the same length. Of two matrices with the same cv, it tells rows whose spread is a few long rows
 /// far out (a power-law tail: 8-21 here) from rows whose spread is many long rows and many short or empty ones (a
 /// weight matrix whose rows differ in scale: 4-7 here).
-pub(crate) fn longest_row_sigmas(stats: &RowStats) -> f64 {
+fn longest_row_sigmas(stats: &RowStats) -> f64 {
     let sd = stats.cv * stats.mean;
     if sd > 0.0 {
         (stats.max as f64 - stats.mean) / sd

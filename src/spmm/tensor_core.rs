@@ -677,10 +677,11 @@ pub(crate) fn uneven_few_rows_windows(
 /// See [`uneven_few_rows_windows`].
 pub(crate) const UNEVEN_FEW_ROWS_HALF_PAIRS: usize = 2900;
 
-/// f16/bf16 uneven rows ([`UNEVEN_WIDE_N_CV`]) in [`UNEVEN_WIDE_N_ROWS`] rows at n = 1024-2048: the 64-row windows
-/// from [`UNEVEN_WIDE_N_FILL`] full with at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice) pairs, where
-/// [`select_tensor_core`] asks 8% (set on pruned rows, whose lengths are even), 128 columns per block as its rule for
-/// fewer rows gives them. Checked before the tiles' rules, as [`uneven_few_rows_windows`] is.
+/// f16/bf16 uneven rows ([`UNEVEN_WIDE_N_CV`]) in [`UNEVEN_WIDE_N_ROWS`] rows at n = 1024-2048 (a multiple of 64; the
+/// widths measured were multiples of 256, and a width the windows must pad is left to [`select_tensor_core`]): the
+/// 64-row windows from [`UNEVEN_WIDE_N_FILL`] full with at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice)
+/// pairs, where [`select_tensor_core`] asks 8% (set on pruned rows, whose lengths are even), 128 columns per block as
+/// its rule for fewer rows gives them. Checked before the tiles' rules, as [`uneven_few_rows_windows`] is.
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 79"; every f16 and bf16 variant on 40 matrices of 388-974 rows over k =
 /// 1325-7777, 24 power-law and 16 `scaled-SIGMA` weight-like ones, row cv 0.89-1.96, at n = 1024, 1536 and 2048): from
@@ -704,6 +705,7 @@ pub(crate) fn uneven_few_rows_wide_n(
     let takes = matches!(dtype, DType::F16 | DType::Bf16)
         && UNEVEN_WIDE_N_ROWS.contains(&m)
         && (1024..=2048).contains(&n)
+        && n % 64 == 0
         && UNEVEN_WIDE_N_CV.contains(&stats.cv)
         && counts.wide > 0
         && counts.fill(WIDE_WINDOW, nnz) >= UNEVEN_WIDE_N_FILL
@@ -1525,6 +1527,8 @@ mod tests {
             assert_eq!(pick(dtype, 640, 1024, 65_535, 1.3, 1_280), None, "{dtype}: under 5%");
             assert_eq!(pick(dtype, 640, 960, 65_536, 1.3, 1_280), None, "{dtype}");
             assert_eq!(pick(dtype, 640, 2112, 65_536, 1.3, 1_280), None, "{dtype}");
+            assert_eq!(pick(dtype, 640, 1088, 65_536, 1.3, 1_280), Some((64, 8)), "{dtype}");
+            assert_eq!(pick(dtype, 640, 1032, 65_536, 1.3, 1_280), None, "{dtype}: not a multiple of 64");
             assert_eq!(pick(dtype, 640, 1024, 65_536, 0.84, 1_280), None, "{dtype}: even rows");
             assert_eq!(pick(dtype, 640, 1024, 65_536, 0.85, 1_280), Some((64, 8)), "{dtype}");
             assert_eq!(pick(dtype, 640, 1024, 65_536, 2.0, 1_280), Some((64, 8)), "{dtype}");
