@@ -975,6 +975,21 @@ mod tests {
         }
     }
 
+    /// f32 power-law rows past 1024 rows (NOTES.md "SpMM step 79"): the k = 16 tile where the four-row tile's longest row
+    /// sets the launch's time at n = 1024-1536; weight-like rows keep the four-row tile. On step 79's calibration set.
+    #[test]
+    fn rare_long_rows_on_the_critical_path_leave_the_four_row_tile() {
+        let pick = |a: &sprs::CsMat<f32>, n: usize| choice(a, n, DType::F32);
+        let (four_rows, k16) = ("spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8", "spmm_f32_s2d4_y4k16x32w8_u4_nopred");
+        // Power-law 2197 x 3629, rows of 146, longest 3629 (0.63x of the four-row tile's time at n = 1024).
+        let power_law = crate::gen::by_name("powerlaw", 2197, 3629, 0.038854, 380691810).unwrap();
+        assert_eq!(pick(&power_law, 1024), k16);
+        assert_eq!(pick(&power_law, 2048), four_rows, "the longest row within the share");
+        // Rows scaled by exp(0.48 N), 2352 x 3333 (the k = 16 tile 1.20x slower at n = 1024).
+        let scaled = crate::gen::by_name("scaled-0.48", 2352, 3333, 0.1110, 349865334).unwrap();
+        assert_eq!(pick(&scaled, 1024), four_rows);
+    }
+
     /// f16/bf16 uneven rows in 384-1023 rows at n = 1024-2048 (NOTES.md "SpMM step 79"): the 64-row windows from 5%
     /// full; even rows as full keep their tile. On matrices of step 79's calibration and held-out sets.
     #[test]

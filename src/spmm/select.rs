@@ -708,6 +708,25 @@ fn long_uneven_rows_large_k(m: usize, k: usize, n: usize, stats: &RowStats) -> b
         && (k <= 4096 || !is_skewed(stats) || (stats.mean >= 380.0 && four_row_tile_longest_within_share(m, n, stats)))
 }
 
+/// [`longest_row_steps_over_share`] of [`four_row_tile`] from which [`rare_long_rows_four_rows`] leaves it.
+const FOUR_ROW_CRITICAL_SHARE: f64 = 1.3;
+
+/// In [`long_uneven_rows_large_k`]'s range at n = 1024-1536, rows whose longest lies [`RARE_LONG_ROW_SIGMAS`] or more
+/// standard deviations above the mean (power-law rows) and takes [`four_row_tile`] [`FOUR_ROW_CRITICAL_SHARE`] times
+/// a resident subwarp's share of the launch or more ([`longest_row_steps_over_share`]): the k = 16 tile over 32
+/// columns, whose column tiles split that row's work in two. Measured on the H200 (NOTES.md, "SpMM step 79"; every
+/// f32 variant on 43 power-law matrices of 1100-3968 rows over k = 2064-4644, means 144-456, that the four-row tile was
+/// chosen for, at n = 1024, and 12 of them at n = 1536 and 2048): where both bounds hold (27 problems at n = 1024 and
+/// 1536) the k = 16 tile took 0.63x-0.96x of the four-row tile's time (0.80x on geometric mean; 2197 x 3629, rows of
+/// 146, n = 1024: 0.63x); on the other power-law problems 0.82x-1.22x, 1.06x on geometric mean (3231 x 2495, rows of
+/// 271, 0.71 times the share: 1.22x); on 13 weight-like `scaled-SIGMA` matrices (3.7-6.2 standard deviations out) at
+/// n = 1024, 0.67x-1.20x.
+fn rare_long_rows_four_rows(m: usize, n: usize, stats: &RowStats) -> bool {
+    n <= 1536
+        && longest_row_sigmas(stats) >= RARE_LONG_ROW_SIGMAS
+        && longest_row_steps_over_share(&four_row_tile(DType::F32), m, n, stats) >= FOUR_ROW_CRITICAL_SHARE
+}
+
 /// Whether [`four_row_tile`]'s longest row, walked by one subwarp 16 entries a step, takes no more steps than a resident
 /// subwarp's share of the launch: every row's steps (one for its bounds, one per 16 entries) over n / 64 column tiles,
 /// shared by four rows per block, eight blocks per SM, on 132 SMs (the tile's own parameters).
@@ -1569,8 +1588,14 @@ impl SpmmConfig {
             // us, from the k = 8 tile with split rows; 1792 x 3072 at 11%, cv 1.3, n = 1024: 253 -> 161 us, from
             // two rows per block), and 1.27x on 118 fresh ones (m 704-3328, k 2048-3584; 0.99x-1.63x). Less uneven
             // rows past 3072 rows ran 0.88x-1.28x (cv 0.6-0.8: left out). Not k <= 1536 (mean 51-169 there:
-            // 0.75x-1.36x, mixed), n = 512 (0.64x-1.51x), nor uniform rows (2048 x 4096 at 5%: 0.76x-0.85x).
-            four_row_tile(dtype)
+            // 0.75x-1.36x, mixed), n = 512 (0.64x-1.51x), nor uniform rows (2048 x 4096 at 5%: 0.76x-0.85x). Power-law
+            // rows whose longest row sets the launch's time at n = 1024-1536 take the k = 16 tile over 32 columns
+            // ([`rare_long_rows_four_rows`]: 0.63x-0.96x of the four-row tile's time on 27 problems on the H200).
+            if rare_long_rows_four_rows(m, n, stats) {
+                k16_tile(dtype, false)
+            } else {
+                four_row_tile(dtype)
+            }
         } else if uneven_few_rows(m, n, stats) {
             // Few rows of power-law length, longest past two pieces though not skewed, outside the ranges above:
             // two warps per row over 128 columns ([`uneven_few_rows`]; 512 x 32768, n = 256: 22.3 -> 17.0 us).
@@ -2288,6 +2313,22 @@ mod tests {
         assert_eq!(rare(3072, 2850), eight_rows, "past n = 2048");
         // n = 1000 takes the choice at 1024, guarded as it is.
         assert_eq!(rare(1000, 2850), two_rows_32);
+        // Past 1024 rows, the four-row tile's range: the k = 16 tile over 32 columns where such a row also takes the
+        // four-row tile 1.3 times a resident subwarp's share or more (`rare_long_rows_four_rows`), at n = 1024-1536.
+        // 1100 x 3629, rows of 146, cv 1.16: a longest row of 1671 is 9.005 out (1670: 8.999), and 2.5 times the
+        // share at n = 1024; in 2197 rows a longest row of 1745 is 1.305 times it (1744: 1.294).
+        let four = |m: usize, n: usize, max: usize| {
+            let stats = RowStats { min: 73, max, mean: 146.0, cv: 1.16, empty_rows: 0, columns_per_entry: None };
+            SpmmConfig::select_with_stats(m, 3629, n, &stats, DType::F32).kernel_name()
+        };
+        let (four_rows, k16) = ("spmm_f32_s2d4_y4k16x64w8_u4_nopred_lb8", "spmm_f32_s2d4_y4k16x32w8_u4_nopred");
+        for n in [1024, 1536] {
+            assert_eq!(four(1100, n, 1671), k16, "n = {n}");
+            assert_eq!(four(1100, n, 1670), four_rows, "n = {n}");
+        }
+        assert_eq!(four(1100, 1600, 1671), four_rows, "past n = 1536");
+        assert_eq!(four(2197, 1024, 1745), k16);
+        assert_eq!(four(2197, 1024, 1744), four_rows);
         assert_eq!(longest_row_sigmas(&RowStats { max: 5, mean: 5.0, cv: 0.0, ..Default::default() }), 0.0);
         assert_eq!(longest_row_sigmas(&RowStats::default()), 0.0);
         // n = 768: the sixteen-row block for uneven rows in 384-640 rows (cv >= 0.4, mean >= 100 over k >= 1536;
