@@ -1591,10 +1591,12 @@ impl SpmmConfig {
             // 0.75x-1.36x, mixed), n = 512 (0.64x-1.51x), nor uniform rows (2048 x 4096 at 5%: 0.76x-0.85x). Power-law
             // rows whose longest row sets the launch's time at n = 1024-1536 take the k = 16 tile over 32 columns
             // ([`rare_long_rows_four_rows`]: 0.63x-0.96x of the four-row tile's time on 27 problems on the H200).
-            if rare_long_rows_four_rows(m, n, stats) {
+            // Not where `longest_row_choice` gives the thirty-two-row block for the four-row tile (steps 68-72).
+            let four_rows = four_row_tile(dtype);
+            if rare_long_rows_four_rows(m, n, stats) && longest_row_tile(&four_rows, m, n, stats).is_none() {
                 k16_tile(dtype, false)
             } else {
-                four_row_tile(dtype)
+                four_rows
             }
         } else if uneven_few_rows(m, n, stats) {
             // Few rows of power-law length, longest past two pieces though not skewed, outside the ranges above:
