@@ -720,7 +720,9 @@ const FOUR_ROW_CRITICAL_SHARE: f64 = 1.3;
 /// 1536) the k = 16 tile took 0.63x-0.96x of the four-row tile's time (0.80x on geometric mean; 2197 x 3629, rows of
 /// 146, n = 1024: 0.63x); on the other power-law problems 0.82x-1.22x, 1.06x on geometric mean (3231 x 2495, rows of
 /// 271, 0.71 times the share: 1.22x); on 13 weight-like `scaled-SIGMA` matrices (3.7-6.2 standard deviations out) at
-/// n = 1024, 0.67x-1.20x.
+/// n = 1024, 0.67x-1.20x. Held out (fresh power-law matrices of 1025-4096 rows at n = 1024, 1280 and 1536): 1.28x
+/// faster on the 43 problems it moves (1.06x-1.67x, none slower), 0.91x -> 1.17x of cuSPARSE, below it 35 -> 0. Where
+/// `longest_row_choice` gives the thirty-two-row block for the four-row tile (steps 68-72), that block stays.
 fn rare_long_rows_four_rows(m: usize, n: usize, stats: &RowStats) -> bool {
     n <= 1536
         && longest_row_sigmas(stats) >= RARE_LONG_ROW_SIGMAS
