@@ -400,17 +400,13 @@ impl SpmmKernel {
         dtype: crate::DType,
         tensor_core_blocks: Option<tensor_core::BlockCounts>,
     ) -> SpmmKernel {
-        // Few uneven rows dense enough for the windows: before the row-split tiles and the other rules, whose tiles
-        // walk the longest row.
-        let few_uneven = tensor_core_blocks
-            .and_then(|counts| tensor_core::uneven_few_rows_windows(dtype, m, k, n, nnz, stats, counts, wgmma));
+        // Few uneven rows dense enough for the windows (in f16/bf16 at n = 1024-2048 from fewer entries per window):
+        // before the row-split tiles and the other rules, whose tiles walk the longest row.
+        let few_uneven = tensor_core_blocks.and_then(|counts| {
+            tensor_core::uneven_few_rows_windows(dtype, m, k, n, nnz, stats, counts, wgmma)
+                .or_else(|| tensor_core::uneven_few_rows_wide_n(dtype, m, n, nnz, stats, counts))
+        });
         if let Some(config) = few_uneven {
-            return SpmmKernel::TensorCore(config);
-        }
-        // f16/bf16: the same at n = 1024-2048 from fewer entries per window.
-        let wide_n =
-            tensor_core_blocks.and_then(|counts| tensor_core::uneven_few_rows_wide_n(dtype, m, n, nnz, stats, counts));
-        if let Some(config) = wide_n {
             return SpmmKernel::TensorCore(config);
         }
         if let Some(config) = select::row_split_tile(m, k, n, stats, dtype) {

@@ -401,10 +401,7 @@ pub(crate) fn select_tensor_core_rows(
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
     if m < 1024 && n >= 512 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
-        // 128 columns per block where that makes 120 blocks before any split: within 7% of the better width on
-        // the 112 wide problems of step 23's first sweep (the rule above would be within 16%).
-        let tiles_n = if wide_windows * n.div_ceil(128) >= 120 { 16 } else { 8 };
-        return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
+        return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: few_rows_wide_tiles_n(m, n) });
     }
     let fill = counts.narrow_fill(nnz);
     let small =
@@ -677,11 +674,12 @@ pub(crate) fn uneven_few_rows_windows(
 /// See [`uneven_few_rows_windows`].
 pub(crate) const UNEVEN_FEW_ROWS_HALF_PAIRS: usize = 2900;
 
-/// f16/bf16 uneven rows ([`UNEVEN_WIDE_N_CV`]) in [`UNEVEN_WIDE_N_ROWS`] rows at n = 1024-2048 (a multiple of 64; the
-/// widths measured were multiples of 256, and a width the windows must pad is left to [`select_tensor_core`]): the
-/// 64-row windows from [`UNEVEN_WIDE_N_FILL`] full with at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column slice)
-/// pairs, where [`select_tensor_core`] asks 8% (set on pruned rows, whose lengths are even), 128 columns per block as
-/// its rule for fewer rows gives them. Checked before the tiles' rules, as [`uneven_few_rows_windows`] is.
+/// f16/bf16 uneven rows ([`UNEVEN_WIDE_N_CV`]) in [`UNEVEN_WIDE_N_ROWS`] rows at n = 1024-2048 (a multiple of 64;
+/// the widths measured were multiples of 256, and a width the windows must pad is left to [`select_tensor_core`]):
+/// the 64-row windows from [`UNEVEN_WIDE_N_FILL`] full with at least [`FEW_ROWS_WIDE_PAIRS`] (k-block, 64-column
+/// slice) pairs, where [`select_tensor_core`] asks 8% (set on pruned rows, whose lengths are even), as many columns
+/// per block as its rule for fewer rows gives them ([`few_rows_wide_tiles_n`]). Checked before the tiles' rules, as
+/// [`uneven_few_rows_windows`] is.
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 79"; every f16 and bf16 variant on 40 matrices of 388-974 rows over k =
 /// 1325-7777, 24 power-law and 16 `scaled-SIGMA` weight-like ones, row cv 0.89-1.96, at n = 1024, 1536 and 2048): from
@@ -710,8 +708,18 @@ pub(crate) fn uneven_few_rows_wide_n(
         && counts.wide > 0
         && counts.fill(WIDE_WINDOW, nnz) >= UNEVEN_WIDE_N_FILL
         && counts.wide.saturating_mul(n.div_ceil(64)) >= FEW_ROWS_WIDE_PAIRS;
-    let tiles_n = if m.div_ceil(WIDE_WINDOW) * n.div_ceil(128) >= 120 { 16 } else { 8 };
-    takes.then_some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n })
+    takes.then_some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: few_rows_wide_tiles_n(m, n) })
+}
+
+/// Columns per block (in 8-column mma tiles) of the 64-row windows on fewer than 1024 rows: 128 where that makes 120
+/// blocks before any split into ranges, else 64 (within 7% of the better width on the 112 wide problems of step 23's
+/// first sweep; the many-row rule's width would be within 16%).
+fn few_rows_wide_tiles_n(m: usize, n: usize) -> u32 {
+    if m.div_ceil(WIDE_WINDOW) * n.div_ceil(128) >= 120 {
+        16
+    } else {
+        8
+    }
 }
 
 /// The rows [`uneven_few_rows_wide_n`] takes (388-974 measured; from 1024 [`select_tensor_core`]'s rule for many rows).
@@ -1515,7 +1523,6 @@ mod tests {
     /// `uneven_few_rows_wide_n`: either side of each bound (rows, n, cv, fill, pairs), f16 and bf16 only.
     #[test]
     fn uneven_rows_at_a_wide_n_take_the_wide_windows_from_five_percent() {
-        let rows = |cv: f64| crate::csr::RowStats { mean: 150.0, cv, max: 1500, ..Default::default() };
         // 640 rows: 10 windows; 1280 wide blocks: 5% full at 65,536 entries.
         let pick = |dtype, m: usize, n: usize, nnz: usize, cv: f64, wide: usize| {
             uneven_few_rows_wide_n(dtype, m, n, nnz, &rows(cv), BlockCounts { narrow: 4 * wide, wide })
