@@ -94,6 +94,8 @@ mod salt {
     pub const PRUNED: u64 = 7;
     pub const DENSE: u64 = 8;
     pub const ROW_SCALE: u64 = 9;
+    pub const BLOCKS: u64 = 10;
+    pub const BLOCK_VALUES: u64 = 11;
 }
 
 /// The random stream for item `index` (usually a row) of generator `salt`.
@@ -187,11 +189,13 @@ fn build_rows(
 
 /// The generators by the names the command line takes: `uniform` ([`uniform_random`] at `density`), `powerlaw`
 /// ([`power_law`], mean row length `density * k`, exponent 2), `banded` ([`banded`], half-bandwidth
-/// `density * k / 2`), `pruned` ([`pruned_dense`] at sparsity `1 - density`) and `scaled-SIGMA`
+/// `density * k / 2`), `pruned` ([`pruned_dense`] at sparsity `1 - density`), `scaled-SIGMA`
 /// ([`pruned_row_scaled`], rows scaled by `exp(SIGMA * N(0, 1))` before the pruning, SIGMA in [0, 4], e.g.
-/// `scaled-0.45`). A clear error, before anything is drawn, for an unknown name, a density that is not a fraction
-/// in [0, 1], a dimension past i32::MAX (the kernels' index type) and, for `pruned` and `scaled-SIGMA`, a dense
-/// m x k past i32::MAX elements (they draw that matrix first).
+/// `scaled-0.45`) and `blocks-RxC` or `blocks-B` ([`block_sparse`], blocks of R x C or B x B kept at `density`,
+/// e.g. `blocks-16x16`, `blocks-1x8`). A clear error, before anything is drawn, for an unknown name, a density
+/// that is not a fraction in [0, 1], a dimension past i32::MAX (the kernels' index type), a block side that is
+/// 0 or not a number and, for `pruned` and `scaled-SIGMA`, a dense m x k past i32::MAX elements (they draw that
+/// matrix first).
 pub fn by_name(generator: &str, m: usize, k: usize, density: f64, seed: u64) -> Result<CsMat<f32>> {
     if !(0.0..=1.0).contains(&density) {
         return Err(Error::Usage(format!("density {density}: must be a fraction in [0, 1]")));
@@ -207,6 +211,19 @@ pub fn by_name(generator: &str, m: usize, k: usize, density: f64, seed: u64) -> 
         }
         None => (generator == "pruned").then_some(0.0),
     };
+    if let Some(shape) = generator.strip_prefix("blocks-") {
+        let side = |t: &str| t.parse::<usize>().ok().filter(|&b| b >= 1);
+        let (r, c) = match shape.split_once('x') {
+            Some((r, c)) => (side(r), side(c)),
+            None => (side(shape), side(shape)),
+        };
+        let (Some(r), Some(c)) = (r, c) else {
+            return Err(Error::Usage(format!(
+                "generator '{generator}': blocks-RxC or blocks-B takes block sides that are whole numbers >= 1"
+            )));
+        };
+        return Ok(block_sparse(m, k, r, c, density, seed));
+    }
     if let Some(sigma) = row_scale {
         if m.checked_mul(k).is_none_or(|e| e > i32::MAX as usize) {
             return Err(Error::TooLarge(format!("{generator}: {m} x {k} elements before pruning, past i32::MAX")));
@@ -219,7 +236,7 @@ pub fn by_name(generator: &str, m: usize, k: usize, density: f64, seed: u64) -> 
         "banded" => banded(m, k, ((density * k as f64) / 2.0) as usize, seed),
         other => {
             return Err(Error::Usage(format!(
-                "unknown generator '{other}' (uniform, powerlaw, banded, pruned, scaled-SIGMA)"
+                "unknown generator '{other}' (uniform, powerlaw, banded, pruned, scaled-SIGMA, blocks-RxC)"
             )))
         }
     })
@@ -434,6 +451,39 @@ pub fn pruned_row_scaled(m: usize, k: usize, sparsity: f64, sigma: f64, seed: u6
         indptr.push(indices.len());
     }
     CsMat::new((m, k), indptr, indices, data)
+}
+
+/// Block-sparse weight matrix: m x k cut into `r` x `c` blocks (the last block row and block column cut short
+/// where `r` does not divide m or `c` does not divide k), each kept whole with probability `density`, drawn
+/// independently per block; values normal(0, 1) * 0.05 as in [`pruned_dense`]. This is what magnitude pruning
+/// by blocks (the norm of each block of iid weights against one global threshold) keeps, but for the exact
+/// count: the kept blocks of such pruning are a uniform choice, and each block row holds a binomial number of
+/// them. The rows of one block row have the same columns; `r = c = 1` is unstructured, `1 x c` keeps runs of
+/// c columns in a row, `r x 1` the same columns in r rows.
+pub fn block_sparse(m: usize, k: usize, r: usize, c: usize, density: f64, seed: u64) -> CsMat<f32> {
+    assert!((0.0..=1.0).contains(&density), "density {density} not in [0, 1]");
+    assert!(r >= 1 && c >= 1, "block of {r} x {c}: both sides must be at least 1");
+    let block_cols = k.div_ceil(c);
+    // The kept blocks of each block row, by block column, ascending.
+    let kept: Vec<Vec<usize>> = (0..m.div_ceil(r))
+        .into_par_iter()
+        .map(|br| {
+            let mut rng = stream(seed, salt::BLOCKS, br);
+            (0..block_cols).filter(|_| rng.uniform() < density).collect()
+        })
+        .collect();
+    let width = |bc: usize| c.min(k - bc * c);
+    build_rows(
+        m,
+        k,
+        |row| kept[row / r].iter().map(|&bc| width(bc)).sum(),
+        |row, cols, vals| {
+            let run = kept[row / r].iter().flat_map(|&bc| bc * c..bc * c + width(bc));
+            cols.iter_mut().zip(run).for_each(|(o, j)| *o = j);
+            let mut rng = stream(seed, salt::BLOCK_VALUES, row);
+            vals.iter_mut().for_each(|v| *v = (rng.normal() * 0.05) as f32);
+        },
+    )
 }
 
 /// 27-point stencil on an nx * ny * nz grid (row = x + nx * (y + ny * z)): 26 on the
@@ -758,6 +808,48 @@ mod tests {
         }
         assert!(matches!(by_name("scaled", 8, 8, 0.5, 1), Err(Error::Usage(_))));
         assert!(matches!(by_name("scaled-0.3", 1 << 16, 1 << 16, 0.5, 1), Err(Error::TooLarge(_))));
+    }
+
+    #[test]
+    fn block_sparse_keeps_whole_blocks() {
+        // 100 x 90 in 16 x 8 blocks: the last block row has 4 rows and the last block column 2 columns.
+        let (m, k, r, c) = (100, 90, 16, 8);
+        let a = block_sparse(m, k, r, c, 0.3, 11);
+        check(&a, m, k, false);
+        let (block_rows, block_cols) = (m.div_ceil(r), k.div_ceil(c));
+        let mut kept = 0;
+        for br in 0..block_rows {
+            for bc in 0..block_cols {
+                // A block is all there or all missing.
+                let cells: Vec<bool> = (br * r..(br * r + r).min(m))
+                    .flat_map(|i| (bc * c..(bc * c + c).min(k)).map(move |j| (i, j)))
+                    .map(|(i, j)| a.get(i, j).is_some())
+                    .collect();
+                assert!(cells.iter().all(|&x| x == cells[0]), "block ({br}, {bc}) partly kept");
+                kept += usize::from(cells[0]);
+            }
+        }
+        // 132 blocks at 0.3: 39.6 expected, sd 5.3.
+        assert!((20..=60).contains(&kept), "{kept} of {} blocks kept", block_rows * block_cols);
+        assert!(a.data().iter().all(|v| v.is_finite() && *v != 0.0));
+        let std = (a.data().iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / a.nnz() as f64).sqrt();
+        assert!((std - 0.05).abs() < 0.01, "std {std}");
+        assert_eq!(a, block_sparse(m, k, r, c, 0.3, 11));
+        assert_ne!(a, block_sparse(m, k, r, c, 0.3, 12));
+        // Density over a large matrix, and the extremes.
+        let big = block_sparse(512, 512, 4, 4, 0.1, 3);
+        let d = big.nnz() as f64 / (512.0 * 512.0);
+        assert!((d - 0.1).abs() < 0.01, "density {d}");
+        assert_eq!(block_sparse(m, k, r, c, 1.0, 1).nnz(), m * k);
+        assert_eq!(block_sparse(m, k, r, c, 0.0, 1).nnz(), 0);
+        assert_eq!(block_sparse(0, k, r, c, 0.5, 1).shape(), (0, k));
+        assert_eq!(block_sparse(m, 0, r, c, 0.5, 1).nnz(), 0);
+        // 1 x 1 blocks are unstructured; by name.
+        assert!(matches!(by_name("blocks-16x8", m, k, 0.3, 11), Ok(b) if b == a));
+        assert!(matches!(by_name("blocks-4", 512, 512, 0.1, 3), Ok(b) if b == big));
+        for bad in ["blocks-", "blocks-0", "blocks-4x0", "blocks-x4", "blocks-4x", "blocks-a", "blocks-4x4x4"] {
+            assert!(matches!(by_name(bad, 8, 8, 0.5, 1), Err(Error::Usage(_))), "{bad}");
+        }
     }
 
     #[test]

@@ -46,7 +46,8 @@ struct MatrixArgs {
     /// Matrix Market file (.mtx or .mtx.gz). Without it, a matrix is generated.
     #[arg(long)]
     matrix: Option<PathBuf>,
-    /// Generator: uniform, powerlaw, banded, pruned, scaled-SIGMA (pruned rows scaled by exp(SIGMA * N(0, 1))).
+    /// Generator: uniform, powerlaw, banded, pruned, scaled-SIGMA (pruned rows scaled by exp(SIGMA * N(0, 1))),
+    /// blocks-RxC or blocks-B (blocks of R x C or B x B kept whole at the density).
     #[arg(long, default_value = "uniform")]
     gen: String,
     #[arg(long, default_value_t = 4096)]
@@ -257,7 +258,8 @@ enum BenchCommand {
         #[arg(long = "matrix")]
         matrices: Vec<PathBuf>,
         /// A generated matrix instead of the suite, as GENERATOR:MxK:DENSITY[:SEED[:eFRACTION]] with the
-        /// generators of `spmm --gen` (uniform, powerlaw, banded, pruned, scaled-SIGMA), e.g. uniform:8192x2048:0.085;
+        /// generators of `spmm --gen` (uniform, powerlaw, banded, pruned, scaled-SIGMA, blocks-RxC), e.g.
+        /// uniform:8192x2048:0.085 or blocks-16x16:3072x768:0.1;
         /// eFRACTION empties that share of the rows (powerlaw:16384x4096:0.002:7:e0.5); repeat for several.
         #[arg(long = "gen")]
         generated: Vec<String>,
