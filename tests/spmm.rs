@@ -701,6 +701,32 @@ fn automatic_tiles_for_sparse_windows() {
     automatic_tiles_for_sparse_windows_case::<bf16>(&gpu);
 }
 
+/// f16/bf16 block-sparse rows (`gen::block_sparse`), whose 16-row windows are 2.9-3.5 times as full as the 64-row
+/// ones (src/spmm/tensor_core.rs, `narrow_windows_fuller`; NOTES.md, "SpMM step 80"): `spmm_auto` runs the 16-row
+/// windows, and they match the oracle on a poisoned C; 4096 rows at n = 1024 with 6.2 k-blocks per 16-row window keep
+/// the 64-row ones.
+fn automatic_narrow_windows_on_blocks_case<T: Scalar>(gpu: &Gpu) {
+    let cases = [
+        (4096, 1024, 16, 128, "spmm_tc_{}_n8"),
+        (4096, 1024, 16, 1024, "spmm_tc_{}_w64_n16"),
+        (2048, 2048, 8, 1024, "spmm_tc_{}_n8"),
+        (768, 1536, 16, 1024, "spmm_tc_{}_n8"),
+    ];
+    for (i, (m, k, side, n, expected)) in cases.into_iter().enumerate() {
+        let a = gen::block_sparse(m, k, side, side, 0.1, seed(170 + i as u64));
+        let what = format!("{} {m} x {k} in {side} x {side} blocks at 10%, n = {n}", T::DTYPE);
+        let used = check_auto::<T>(gpu, &what, &a, n, seed(180 + i as u64));
+        assert_eq!(used.to_string(), expected.replace("{}", T::DTYPE.name()), "{what}");
+    }
+}
+
+#[test]
+fn automatic_narrow_windows_on_blocks() {
+    let Some(gpu) = gpu_or_skip("automatic_narrow_windows_on_blocks") else { return };
+    automatic_narrow_windows_on_blocks_case::<f16>(&gpu);
+    automatic_narrow_windows_on_blocks_case::<bf16>(&gpu);
+}
+
 /// `spmm_tune` on fresh matrices of type T, awkward shapes included. C, poisoned first, holds A * B by the chosen
 /// kernel (checked against the oracle with that kernel's bound, and bit for bit against another run of it), and the
 /// report holds together: the automatic choice is `spmm_auto`'s and one of the candidates, every candidate was

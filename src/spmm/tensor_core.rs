@@ -304,6 +304,8 @@ pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 ///   (NOTES.md, "SpMM step 23", four sweeps of pruned 128-992 rows at 50-95% sparsity, f16 and bf16: 1.35x-1.51x
 ///   on geometric mean where the rule moves a problem, 0.97x at worst; the pruned 384 x 1536 at 70%, n = 1024,
 ///   16.4 vs 18.7 us; at 90% a tie; at 98%, 2% full, the narrow windows are 1.46x faster);
+/// - the narrow windows below instead of the wide ones where A's rows share their columns in blocks, so that the
+///   16-row windows are much fuller than the 64-row ones ([`narrow_windows_fuller`]);
 /// - else the 16-row windows (narrow) where their blocks are at least a quarter full (f16; a fifth for bf16,
 ///   whose CUDA-core tiles are slower) or C is small (m * n < 2^19, where the tiles leave most of the GPU idle):
 ///   the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at n = 256 win at 7-30%
@@ -389,7 +391,17 @@ pub(crate) fn select_tensor_core_rows(
     let large = n >= 256 || m.saturating_mul(n) >= 1 << 19 || (n >= 128 && pairs >= HALF_WIDE_PAIRS);
     // From n = 128, where step 55 measured it (at n = 64 the 16-row windows won, NOTES.md "SpMM step 56").
     let uneven_wide = uneven && n >= 128 && wide_fill >= UNEVEN_WIDE_FILL && m.saturating_mul(n) >= 1 << 20;
+    let windows = m.div_ceil(WINDOW);
+    let narrow = || {
+        let tiles_n = if n > 32 && windows * n.div_ceil(64) >= 128 { 8 } else { 4 };
+        TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n }
+    };
+    // Where the wide windows would be chosen below, rows that share their columns in blocks take the narrow ones.
+    let fuller = narrow_windows_fuller(m, n, nnz, counts);
     if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large) || uneven_wide) && launch(64) >= 128 {
+        if fuller {
+            return Some(narrow());
+        }
         // 128 columns per block where that makes 256 blocks, unless only the split into ranges makes them there
         // while 64 columns per block need none and keep three quarters of their waves busy (see the function's
         // documentation). Never at n <= 64, where a block of 128 columns leaves half its warps without columns.
@@ -401,6 +413,9 @@ pub(crate) fn select_tensor_core_rows(
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
     }
     if m < 1024 && n >= 512 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
+        if fuller {
+            return Some(narrow());
+        }
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: few_rows_wide_tiles_n(m, n) });
     }
     let fill = counts.narrow_fill(nnz);
@@ -410,10 +425,44 @@ pub(crate) fn select_tensor_core_rows(
     if fill < min_fill && !small && !thin {
         return None;
     }
-    let windows = m.div_ceil(WINDOW);
-    let tiles_n = if n > 32 && windows * n.div_ceil(64) >= 128 { 8 } else { 4 };
-    Some(TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n })
+    Some(narrow())
 }
+
+/// f16/bf16 ([`select_tensor_core_rows`]): the 16-row windows instead of the 64-row ones at n = 128-2048 (n padded)
+/// where their blocks are at least [`NARROW_FULLER`] times as full (at n = 128 also from 1.75 times where they hold
+/// at least 6 k-blocks per window on average), and from n = 257 only where they hold at least
+/// [`NARROW_FULLER_MIN_BLOCKS`] k-blocks per window or A has fewer than 1024 rows. Rows that share their columns in
+/// blocks (block-sparse weights, `gen::block_sparse`) fill the 16-row windows 1.3-3.9 times as much as the 64-row
+/// ones; on uniform rows the 64-row windows' own thresholds (8% full and more) keep the ratio under 1.4. Banded rows
+/// reach 1.75-2.5 times in 2-4 k-blocks per 16-row window, where the 64-row windows stayed faster.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 80"; every variant, f16 and bf16, 60 block-sparse matrices of 768-4096
+/// x 768-4096 in blocks of 4 x 4 to 32 x 32 and 1 x 8 at 3-30%, n = 128-2048; the 200 problems per type the library
+/// gave the 64-row windows), the same in both types within 0.02: at n = 128 and 1.8-3.8 times as full the 16-row
+/// windows took 0.63x-0.86x of their time (17 problems); at n = 256 and 2.9-3.9 times 0.63x-0.98x (14); from n = 512
+/// at 2.9-3.9 times 0.61x-1.00x where their windows hold 4.8 k-blocks or more in 768 rows or 12 or more in 1024-4096
+/// (37), but 0.94x-1.24x with 1.4-9.5 k-blocks per window in 3072-4096 rows (18). At 1.6-2.4 times as full they took
+/// 0.76x-1.52x from n = 256 (1.11x on geometric mean, 71 problems).
+pub(crate) fn narrow_windows_fuller(m: usize, n: usize, nnz: usize, counts: BlockCounts) -> bool {
+    if !(128..=2048).contains(&n) || counts.wide == 0 || nnz == 0 {
+        return false;
+    }
+    let (narrow, wide) = (counts.narrow_fill(nnz), counts.fill(WIDE_WINDOW, nnz));
+    let per_window = counts.narrow as f64 / m.div_ceil(WINDOW) as f64;
+    let fuller = narrow >= NARROW_FULLER * wide
+        || (n <= 128 && narrow >= NARROW_FULLER_AT_128 * wide && per_window >= NARROW_FULLER_AT_128_MIN_BLOCKS);
+    fuller && (n <= 256 || m < 1024 || per_window >= NARROW_FULLER_MIN_BLOCKS)
+}
+
+/// [`narrow_windows_fuller`]: how many times fuller the 16-row windows must be than the 64-row ones from n = 129.
+pub(crate) const NARROW_FULLER: f64 = 2.6;
+/// [`narrow_windows_fuller`]: the same at n = 128 where the 16-row windows hold at least
+/// [`NARROW_FULLER_AT_128_MIN_BLOCKS`] k-blocks each on average.
+pub(crate) const NARROW_FULLER_AT_128: f64 = 1.75;
+/// [`narrow_windows_fuller`]: k-blocks per 16-row window for [`NARROW_FULLER_AT_128`].
+pub(crate) const NARROW_FULLER_AT_128_MIN_BLOCKS: f64 = 6.0;
+/// [`narrow_windows_fuller`]: k-blocks per 16-row window from n = 257 where A has 1024 rows or more.
+pub(crate) const NARROW_FULLER_MIN_BLOCKS: f64 = 12.0;
 
 /// f16/bf16 on uneven rows ([`select_tensor_core_rows`]): the 16-row windows at n = 64-1024 where C has at most
 /// this many elements, whatever their fill. Measured on the H100 (NOTES.md, "SpMM step 55"; every variant, f16 and
@@ -1550,6 +1599,60 @@ mod tests {
             assert_eq!(pick(dtype, 640, 1024, 0, 1.3, 0), None, "{dtype}: no blocks");
         }
         assert_eq!(pick(DType::F32, 640, 1024, 65_536, 1.3, 1_280), None);
+    }
+
+    /// `narrow_windows_fuller`: either side of each bound (the fill ratio at n = 128 and above, the k-blocks per
+    /// window from n = 257 in 1024 rows or more, the widths), in both wide branches, and on real block-sparse and
+    /// uniform matrices; f32 keeps its 64-row windows.
+    #[test]
+    fn rows_sharing_columns_in_blocks_take_the_16_row_windows() {
+        let sel = |dtype, m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
+            select_tensor_core(dtype, m, n, nnz, BlockCounts { narrow, wide }).map(|c| (c.window, c.tiles_n))
+        };
+        // 4096 rows (256 16-row windows, 64 64-row ones), 25% full in the 64-row windows: 4096 wide blocks of 1024
+        // slots for 1,048,576 entries. The 16-row windows 1.75 times as full: 4 x 4096 / 1.75 = 9362.3 blocks.
+        let (m, nnz, wide) = (4096, 1 << 20, 4096);
+        for dtype in [DType::F16, DType::Bf16] {
+            assert_eq!(sel(dtype, m, 128, nnz, 9_362, wide), Some((16, 8)), "{dtype}: 1.75x as full at n = 128");
+            assert_eq!(sel(dtype, m, 128, nnz, 9_363, wide), Some((64, 16)), "{dtype}: just under 1.75x");
+            // At n = 128 from 1.75 times only with 6 k-blocks per 16-row window (1536 for 256 windows), else from 2.6.
+            assert_eq!(sel(dtype, m, 128, 179_200, 1_536, 700), Some((16, 8)), "{dtype}: 1.82x, 6 per window");
+            let five = sel(dtype, m, 128, 179_200, 1_535, 700);
+            assert_eq!(five.map(|c| c.0), Some(64), "{dtype}: 1.82x, 5.996 per window");
+            assert_eq!(sel(dtype, m, 128, 179_200, 1_500, 1_000), Some((16, 8)), "{dtype}: 2.67x, 5.86 per window");
+            // From n = 129 (n = 136 padded from 129): 2.6 times, 4 x 4096 / 2.6 = 6301.5.
+            assert_eq!(sel(dtype, m, 136, nnz, 6_301, wide), Some((16, 8)), "{dtype}: 2.6x as full");
+            assert_eq!(sel(dtype, m, 136, nnz, 6_302, wide), Some((64, 16)), "{dtype}: just under 2.6x");
+            assert_eq!(sel(dtype, m, 256, nnz, 6_301, wide), Some((16, 8)), "{dtype}");
+            // From n = 257: at least 12 blocks per 16-row window (3072 for 256 windows), or fewer than 1024 rows.
+            assert_eq!(sel(dtype, m, 264, nnz, 6_301, wide), Some((16, 8)), "{dtype}: 24.6 blocks per window");
+            assert_eq!(sel(dtype, m, 2048, nnz, 3_072, wide), Some((16, 8)), "{dtype}: 12 blocks per window");
+            let few = (m, 1 << 19, 2_048);
+            assert_eq!(sel(dtype, few.0, 2048, few.1, 3_071, few.2), Some((64, 16)), "{dtype}: 11.996 per window");
+            assert_eq!(sel(dtype, few.0, 256, few.1, 3_071, few.2), Some((16, 8)), "{dtype}: n = 256");
+            // Outside n = 128-2048 (n = 2056 padded).
+            assert_eq!(sel(dtype, m, 2056, nnz, 3_072, wide), Some((64, 16)), "{dtype}: n = 2056");
+            assert_eq!(sel(dtype, m, 120, nnz, 4_096, wide).map(|c| c.0), Some(64), "{dtype}: n = 120");
+            // Fewer than 1024 rows (the few-row wide branch, n >= 512): no bound on blocks per window. 768 rows: 12
+            // wide windows, 48 narrow ones; 768 wide blocks 10% full for 78,643 entries.
+            assert_eq!(sel(dtype, 768, 1024, 78_643, 768, 768), Some((16, 8)), "{dtype}: 768 rows, 16 per window");
+            assert_eq!(sel(dtype, 768, 1024, 78_643, 1_181, 768), Some((16, 8)), "{dtype}: 2.601x");
+            assert_eq!(sel(dtype, 768, 1024, 78_643, 1_182, 768), Some((64, 8)), "{dtype}: 2.599x");
+        }
+        assert_eq!(sel(DType::F32, m, 1024, nnz, 3_072, wide).map(|c| c.0), Some(64), "f32: 64-row windows only");
+        // Generated, 4096 x 1024: 16 x 16 blocks at 10% fill the 16-row windows (29% full in 64 rows), but hold 6.4
+        // k-blocks per 16-row window; uniform rows at 10% do not move.
+        let counts = |a: &sprs::CsMat<f32>| BlockCounts::of(a.cols(), a.indptr().raw_storage(), a.indices());
+        let blocks = crate::gen::block_sparse(4096, 1024, 16, 16, 0.1, 5);
+        let uniform = crate::gen::uniform_random(4096, 1024, 0.1, 5);
+        let (b, u) = (counts(&blocks), counts(&uniform));
+        let window = |a: &sprs::CsMat<f32>, counts, n| {
+            select_tensor_core(DType::F16, 4096, n, a.nnz(), counts).map(|c| c.window)
+        };
+        assert_eq!(window(&blocks, b, 128), Some(16));
+        assert_eq!(window(&blocks, b, 1024), Some(64), "6.4 k-blocks per 16-row window");
+        assert_eq!(window(&uniform, u, 128), Some(64));
+        assert_eq!(window(&uniform, u, 1024), Some(64));
     }
 
     #[test]
