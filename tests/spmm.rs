@@ -701,7 +701,7 @@ fn automatic_tiles_for_sparse_windows() {
     automatic_tiles_for_sparse_windows_case::<bf16>(&gpu);
 }
 
-/// f16/bf16 block-sparse rows (`gen::block_sparse`), whose 16-row windows are 2.9-3.5 times as full as the 64-row
+/// f16/bf16 block-sparse rows (`gen::block_sparse`), whose 16-row windows are 3.4-3.5 times as full as the 64-row
 /// ones (src/spmm/tensor_core.rs, `narrow_windows_fuller`; NOTES.md, "SpMM step 80"): `spmm_auto` runs the 16-row
 /// windows, and they match the oracle on a poisoned C; 4096 rows at n = 1024 with 6.2 k-blocks per 16-row window keep
 /// the 64-row ones.
@@ -709,7 +709,7 @@ fn automatic_narrow_windows_on_blocks_case<T: Scalar>(gpu: &Gpu) {
     let cases = [
         (4096, 1024, 16, 128, "spmm_tc_{}_n8"),
         (4096, 1024, 16, 1024, "spmm_tc_{}_w64_n16"),
-        (2048, 2048, 8, 1024, "spmm_tc_{}_n8"),
+        (2048, 4096, 16, 1024, "spmm_tc_{}_n8"),
         (768, 1536, 16, 1024, "spmm_tc_{}_n8"),
     ];
     for (i, (m, k, side, n, expected)) in cases.into_iter().enumerate() {

@@ -449,16 +449,20 @@ pub(crate) fn narrow_windows_fuller(m: usize, n: usize, nnz: usize, counts: Bloc
     }
     let (narrow, wide) = (counts.narrow_fill(nnz), counts.fill(WIDE_WINDOW, nnz));
     let per_window = counts.narrow as f64 / m.div_ceil(WINDOW) as f64;
-    let fuller = narrow >= NARROW_FULLER * wide
-        || (n <= 128 && narrow >= NARROW_FULLER_AT_128 * wide && per_window >= NARROW_FULLER_AT_128_MIN_BLOCKS);
-    fuller && (n <= 256 || m < 1024 || per_window >= NARROW_FULLER_MIN_BLOCKS)
+    if n > 256 {
+        return narrow >= NARROW_FULLER_WIDE_N * wide && (m < 1024 || per_window >= NARROW_FULLER_MIN_BLOCKS);
+    }
+    narrow >= NARROW_FULLER * wide
+        || (n <= 128 && narrow >= NARROW_FULLER_AT_128 * wide && per_window >= NARROW_FULLER_AT_128_MIN_BLOCKS)
 }
 
-/// [`narrow_windows_fuller`]: how many times fuller the 16-row windows must be than the 64-row ones from n = 129.
+/// [`narrow_windows_fuller`]: how many times fuller the 16-row windows must be than the 64-row ones at n = 128-256.
 pub(crate) const NARROW_FULLER: f64 = 2.6;
+/// [`narrow_windows_fuller`]: the same from n = 257.
+pub(crate) const NARROW_FULLER_WIDE_N: f64 = 2.9;
 /// [`narrow_windows_fuller`]: the same at n = 128 where the 16-row windows hold at least
 /// [`NARROW_FULLER_AT_128_MIN_BLOCKS`] k-blocks each on average.
-pub(crate) const NARROW_FULLER_AT_128: f64 = 1.75;
+pub(crate) const NARROW_FULLER_AT_128: f64 = 2.2;
 /// [`narrow_windows_fuller`]: k-blocks per 16-row window for [`NARROW_FULLER_AT_128`].
 pub(crate) const NARROW_FULLER_AT_128_MIN_BLOCKS: f64 = 6.0;
 /// [`narrow_windows_fuller`]: k-blocks per 16-row window from n = 257 where A has 1024 rows or more.
@@ -1610,22 +1614,24 @@ mod tests {
             select_tensor_core(dtype, m, n, nnz, BlockCounts { narrow, wide }).map(|c| (c.window, c.tiles_n))
         };
         // 4096 rows (256 16-row windows, 64 64-row ones), 25% full in the 64-row windows: 4096 wide blocks of 1024
-        // slots for 1,048,576 entries. The 16-row windows 1.75 times as full: 4 x 4096 / 1.75 = 9362.3 blocks.
+        // slots for 1,048,576 entries. The 16-row windows 2.6 times as full: 4 x 4096 / 2.6 = 6301.5 blocks.
         let (m, nnz, wide) = (4096, 1 << 20, 4096);
         for dtype in [DType::F16, DType::Bf16] {
-            assert_eq!(sel(dtype, m, 128, nnz, 9_362, wide), Some((16, 8)), "{dtype}: 1.75x as full at n = 128");
-            assert_eq!(sel(dtype, m, 128, nnz, 9_363, wide), Some((64, 16)), "{dtype}: just under 1.75x");
-            // At n = 128 from 1.75 times only with 6 k-blocks per 16-row window (1536 for 256 windows), else from 2.6.
-            assert_eq!(sel(dtype, m, 128, 179_200, 1_536, 700), Some((16, 8)), "{dtype}: 1.82x, 6 per window");
-            let five = sel(dtype, m, 128, 179_200, 1_535, 700);
-            assert_eq!(five.map(|c| c.0), Some(64), "{dtype}: 1.82x, 5.996 per window");
-            assert_eq!(sel(dtype, m, 128, 179_200, 1_500, 1_000), Some((16, 8)), "{dtype}: 2.67x, 5.86 per window");
-            // From n = 129 (n = 136 padded from 129): 2.6 times, 4 x 4096 / 2.6 = 6301.5.
-            assert_eq!(sel(dtype, m, 136, nnz, 6_301, wide), Some((16, 8)), "{dtype}: 2.6x as full");
-            assert_eq!(sel(dtype, m, 136, nnz, 6_302, wide), Some((64, 16)), "{dtype}: just under 2.6x");
-            assert_eq!(sel(dtype, m, 256, nnz, 6_301, wide), Some((16, 8)), "{dtype}");
-            // From n = 257: at least 12 blocks per 16-row window (3072 for 256 windows), or fewer than 1024 rows.
-            assert_eq!(sel(dtype, m, 264, nnz, 6_301, wide), Some((16, 8)), "{dtype}: 24.6 blocks per window");
+            assert_eq!(sel(dtype, m, 128, nnz, 6_301, wide), Some((16, 8)), "{dtype}: 2.6x as full at n = 128");
+            assert_eq!(sel(dtype, m, 256, nnz, 6_301, wide), Some((16, 8)), "{dtype}: at n = 256");
+            assert_eq!(sel(dtype, m, 136, nnz, 6_301, wide), Some((16, 8)), "{dtype}: n = 129 padded");
+            assert_eq!(sel(dtype, m, 256, nnz, 6_302, wide), Some((64, 16)), "{dtype}: just under 2.6x");
+            // At n = 128 from 2.2 times with 6 k-blocks per 16-row window (1536 for 256 windows): 4 x 4096 / 2.2 =
+            // 7447.3 blocks, 29 per window; 179,200 entries in 700 wide blocks and 1273 narrow ones are 2.2 times.
+            assert_eq!(sel(dtype, m, 128, nnz, 7_447, wide), Some((16, 8)), "{dtype}: 2.2x at n = 128");
+            assert_eq!(sel(dtype, m, 128, nnz, 7_448, wide), Some((64, 16)), "{dtype}: just under 2.2x");
+            assert_eq!(sel(dtype, m, 136, nnz, 7_447, wide), Some((64, 16)), "{dtype}: 2.2x above n = 128");
+            assert_eq!(sel(dtype, m, 128, 179_200, 1_273, 700).map(|c| c.0), Some(64), "{dtype}: 4.97 per window");
+            assert_eq!(sel(dtype, m, 128, 179_200, 1_076, 1_000), Some((16, 8)), "{dtype}: 3.7x, 4.2 per window");
+            // From n = 257: 2.9 times (4 x 4096 / 2.9 = 5649.7) and at least 12 blocks per 16-row window (3072), or
+            // fewer than 1024 rows.
+            assert_eq!(sel(dtype, m, 264, nnz, 5_649, wide), Some((16, 8)), "{dtype}: 2.9x, 22 per window");
+            assert_eq!(sel(dtype, m, 264, nnz, 5_650, wide), Some((64, 16)), "{dtype}: just under 2.9x");
             assert_eq!(sel(dtype, m, 2048, nnz, 3_072, wide), Some((16, 8)), "{dtype}: 12 blocks per window");
             let few = (m, 1 << 19, 2_048);
             assert_eq!(sel(dtype, few.0, 2048, few.1, 3_071, few.2), Some((64, 16)), "{dtype}: 11.996 per window");
@@ -1634,10 +1640,10 @@ mod tests {
             assert_eq!(sel(dtype, m, 2056, nnz, 3_072, wide), Some((64, 16)), "{dtype}: n = 2056");
             assert_eq!(sel(dtype, m, 120, nnz, 4_096, wide).map(|c| c.0), Some(64), "{dtype}: n = 120");
             // Fewer than 1024 rows (the few-row wide branch, n >= 512): no bound on blocks per window. 768 rows: 12
-            // wide windows, 48 narrow ones; 768 wide blocks 10% full for 78,643 entries.
+            // wide windows, 48 narrow ones; 768 wide blocks 10% full for 78,643 entries; 2.9 times: 1059.3 blocks.
             assert_eq!(sel(dtype, 768, 1024, 78_643, 768, 768), Some((16, 8)), "{dtype}: 768 rows, 16 per window");
-            assert_eq!(sel(dtype, 768, 1024, 78_643, 1_181, 768), Some((16, 8)), "{dtype}: 2.601x");
-            assert_eq!(sel(dtype, 768, 1024, 78_643, 1_182, 768), Some((64, 8)), "{dtype}: 2.599x");
+            assert_eq!(sel(dtype, 768, 1024, 78_643, 1_059, 768), Some((16, 8)), "{dtype}: 2.9x");
+            assert_eq!(sel(dtype, 768, 1024, 78_643, 1_060, 768), Some((64, 8)), "{dtype}: just under 2.9x");
         }
         assert_eq!(sel(DType::F32, m, 1024, nnz, 3_072, wide).map(|c| c.0), Some(64), "f32: 64-row windows only");
         // Generated, 4096 x 1024: 16 x 16 blocks at 10% fill the 16-row windows (29% full in 64 rows), but hold 6.4
