@@ -429,20 +429,23 @@ pub(crate) fn select_tensor_core_rows(
 }
 
 /// f16/bf16 ([`select_tensor_core_rows`]): the 16-row windows instead of the 64-row ones at n = 128-2048 (n padded)
-/// where their blocks are at least [`NARROW_FULLER`] times as full (at n = 128 also from 1.75 times where they hold
-/// at least 6 k-blocks per window on average), and from n = 257 only where they hold at least
-/// [`NARROW_FULLER_MIN_BLOCKS`] k-blocks per window or A has fewer than 1024 rows. Rows that share their columns in
-/// blocks (block-sparse weights, `gen::block_sparse`) fill the 16-row windows 1.3-3.9 times as much as the 64-row
-/// ones; on uniform rows the 64-row windows' own thresholds (8% full and more) keep the ratio under 1.4. Banded rows
-/// reach 1.75-2.5 times in 2-4 k-blocks per 16-row window, where the 64-row windows stayed faster.
+/// where their blocks are fuller by a factor: at least [`NARROW_FULLER`] at n = 128-256 (at n = 128 also from
+/// [`NARROW_FULLER_AT_128`] where they hold at least 6 k-blocks per window on average), and from n = 257 at least
+/// [`NARROW_FULLER_WIDE_N`] where they hold at least [`NARROW_FULLER_MIN_BLOCKS`] k-blocks per window or A has fewer
+/// than 1024 rows. Rows that share their columns in blocks (block-sparse weights, `gen::block_sparse`) fill the
+/// 16-row windows 1.3-3.9 times as much as the 64-row ones; on uniform rows the 64-row windows' own thresholds (8%
+/// full and more) keep the factor under 1.4; banded rows reach 1.75-2.5 with 2-4 k-blocks per 16-row window, where
+/// the 64-row windows stayed faster at n = 128 (the 16-row ones 1.03x-1.54x slower on 10 of 13 problems per type).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 80"; every variant, f16 and bf16, 60 block-sparse matrices of 768-4096
 /// x 768-4096 in blocks of 4 x 4 to 32 x 32 and 1 x 8 at 3-30%, n = 128-2048; the 200 problems per type the library
-/// gave the 64-row windows), the same in both types within 0.02: at n = 128 and 1.8-3.8 times as full the 16-row
-/// windows took 0.63x-0.86x of their time (17 problems); at n = 256 and 2.9-3.9 times 0.63x-0.98x (14); from n = 512
-/// at 2.9-3.9 times 0.61x-1.00x where their windows hold 4.8 k-blocks or more in 768 rows or 12 or more in 1024-4096
-/// (37), but 0.94x-1.24x with 1.4-9.5 k-blocks per window in 3072-4096 rows (18). At 1.6-2.4 times as full they took
-/// 0.76x-1.52x from n = 256 (1.11x on geometric mean, 71 problems).
+/// gave the 64-row windows), alike in both types: where the rule moves a problem the 16-row windows took 0.63x-0.86x
+/// of the time at n = 128 (12 problems), 0.63x-0.98x at n = 256 (14) and 0.61x-1.00x from n = 512 (37); at 1.6-2.4
+/// times as full they took 0.76x-1.52x (1.09x on geometric mean, 79), and with 1.4-9.5 k-blocks per window in
+/// 3072-4096 rows from n = 512 0.94x-1.24x (18). Held out (fresh matrices, the old choice timed in the same run): the
+/// first form of the rule (2.6 times from n = 257, 1.75 at n = 128) was slower on 35 of the 78 problems between those
+/// bounds and these; with these bounds, on 100 fresh matrices not used to set them, 0.80x of the time on all 169
+/// problems per type it moved (0.56x-1.07x, 3 slower), 3.8x -> 4.7x of cuSPARSE's speed in f16, 4.1x -> 5.2x in bf16.
 pub(crate) fn narrow_windows_fuller(m: usize, n: usize, nnz: usize, counts: BlockCounts) -> bool {
     if !(128..=2048).contains(&n) || counts.wide == 0 || nnz == 0 {
         return false;
