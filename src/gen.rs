@@ -844,7 +844,7 @@ mod tests {
         assert_eq!(block_sparse(m, k, r, c, 0.0, 1).nnz(), 0);
         assert_eq!(block_sparse(0, k, r, c, 0.5, 1).shape(), (0, k));
         assert_eq!(block_sparse(m, 0, r, c, 0.5, 1).nnz(), 0);
-        // 1 x 1 blocks are unstructured; by name.
+        // By name: blocks-RxC and blocks-B.
         assert!(matches!(by_name("blocks-16x8", m, k, 0.3, 11), Ok(b) if b == a));
         assert!(matches!(by_name("blocks-4", 512, 512, 0.1, 3), Ok(b) if b == big));
         for bad in ["blocks-", "blocks-0", "blocks-4x0", "blocks-x4", "blocks-4x", "blocks-a", "blocks-4x4x4"] {
