@@ -396,27 +396,28 @@ pub(crate) fn select_tensor_core_rows(
         let tiles_n = if n > 32 && windows * n.div_ceil(64) >= 128 { 8 } else { 4 };
         TensorCoreConfig { dtype, window: WINDOW as u32, tiles_n }
     };
-    // Where the wide windows would be chosen below, rows that share their columns in blocks take the narrow ones.
-    let fuller = narrow_windows_fuller(m, n, nnz, counts);
-    if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large) || uneven_wide) && launch(64) >= 128 {
-        if fuller {
+    // The wide windows' columns per block (in tiles of 8) where one of their two rules takes them.
+    let wide_tiles_n =
+        if m >= 1024 && (wide_fill >= 0.15 || (wide_fill >= 0.08 && large) || uneven_wide) && launch(64) >= 128 {
+            // 128 columns per block where that makes 256 blocks, unless only the split into ranges makes them there
+            // while 64 columns per block need none and keep three quarters of their waves busy (see the function's
+            // documentation). Never at n <= 64, where a block of 128 columns leaves half its warps without columns.
+            let grid = |columns: usize| wide_windows * n.div_ceil(columns);
+            let unsplit_at_64 = grid(128) < SPLIT_BELOW_BLOCKS
+                && grid(64) >= SPLIT_BELOW_BLOCKS
+                && keeps_its_waves_busy(grid(64), SPLIT_BELOW_BLOCKS);
+            Some(if n > 64 && launch(128) >= 256 && !unsplit_at_64 { 16 } else { 8 })
+        } else if m < 1024 && n >= 512 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
+            Some(few_rows_wide_tiles_n(m, n))
+        } else {
+            None
+        };
+    if let Some(tiles_n) = wide_tiles_n {
+        // Rows that share their columns in blocks take the narrow windows where those are much fuller.
+        if narrow_windows_fuller(m, n, nnz, counts) {
             return Some(narrow());
         }
-        // 128 columns per block where that makes 256 blocks, unless only the split into ranges makes them there
-        // while 64 columns per block need none and keep three quarters of their waves busy (see the function's
-        // documentation). Never at n <= 64, where a block of 128 columns leaves half its warps without columns.
-        let grid = |columns: usize| wide_windows * n.div_ceil(columns);
-        let unsplit_at_64 = grid(128) < SPLIT_BELOW_BLOCKS
-            && grid(64) >= SPLIT_BELOW_BLOCKS
-            && keeps_its_waves_busy(grid(64), SPLIT_BELOW_BLOCKS);
-        let tiles_n = if n > 64 && launch(128) >= 256 && !unsplit_at_64 { 16 } else { 8 };
         return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n });
-    }
-    if m < 1024 && n >= 512 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
-        if fuller {
-            return Some(narrow());
-        }
-        return Some(TensorCoreConfig { dtype, window: WIDE_WINDOW as u32, tiles_n: few_rows_wide_tiles_n(m, n) });
     }
     let fill = counts.narrow_fill(nnz);
     let small =
