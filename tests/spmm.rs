@@ -727,6 +727,26 @@ fn automatic_narrow_windows_on_blocks() {
     automatic_narrow_windows_on_blocks_case::<bf16>(&gpu);
 }
 
+/// f32 block-sparse rows (`gen::block_sparse`) take the 16-row 3xTF32 windows (src/spmm/tensor_core.rs,
+/// `f32_narrow_windows`; NOTES.md, "SpMM step 81"): 32 x 32 blocks in 1024 rows at n = 128 and at n = 130 (B and C
+/// padded to 136 around the product), 16 x 16 blocks (3.4 times as full as the 64-row windows) at n = 1024; `spmm_auto`
+/// runs them and they match the oracle on a poisoned C. Uniform rows at 10% do not take them.
+#[test]
+fn automatic_f32_narrow_windows_on_blocks() {
+    let Some(gpu) = gpu_or_skip("automatic_f32_narrow_windows_on_blocks") else { return };
+    let narrow = "spmm_tc_f32_n4";
+    for (i, (m, k, side, density, n)) in
+        [(1024, 4096, 32, 0.05, 128), (1024, 4096, 32, 0.05, 130), (2048, 2048, 16, 0.1, 1024)].into_iter().enumerate()
+    {
+        let a = gen::block_sparse(m, k, side, side, density, seed(190 + i as u64));
+        let what = format!("f32 {m} x {k} in {side} x {side} blocks at {density}, n = {n}");
+        assert_eq!(check_auto::<f32>(&gpu, &what, &a, n, seed(195 + i as u64)).to_string(), narrow, "{what}");
+    }
+    let a = gen::uniform_random(2048, 2048, 0.1, seed(199));
+    let used = check_auto::<f32>(&gpu, "f32 uniform 2048 x 2048 at 10%, n = 1024", &a, 1024, seed(200));
+    assert_ne!(used.to_string(), narrow, "uniform rows");
+}
+
 /// `spmm_tune` on fresh matrices of type T, awkward shapes included. C, poisoned first, holds A * B by the chosen
 /// kernel (checked against the oracle with that kernel's bound, and bit for bit against another run of it), and the
 /// report holds together: the automatic choice is `spmm_auto`'s and one of the candidates, every candidate was
@@ -2074,7 +2094,7 @@ fn rows_cleared(a: &CsMat<f32>, cleared: std::ops::Range<usize>) -> CsMat<f32> {
     from_triplets(a.rows(), a.cols(), &entries)
 }
 
-/// The tensor-core SpMM (f16, bf16: both window heights; f32 in 3xTF32: the wide kernel), on awkward shapes: m
+/// The tensor-core SpMM (f16, bf16, and f32 in 3xTF32: both window heights), on awkward shapes: m
 /// not a multiple of 16 or 64, empty rows, 16-row tiles of a 64-row window with no entries, a whole 64-row
 /// window without entries (no k-blocks) between full ones, one dense row (a window of many k-blocks), nnz = 0,
 /// m = 0 and k = 0, m = 1, k = 1, tall and wide, banded, power law; n = 0 (a no-op), and from 8 (one tile, most
@@ -2104,7 +2124,7 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
     let f32_variants = tensor_cores_here(&gpu, DType::F32).len();
     assert!(variants > 0 && f32_variants > 0 && TensorCoreConfig::all(DType::Bf16).len() == variants);
     if gpu.info().compute_capability == (9, 0) {
-        assert_eq!(f32_variants, 2, "the wgmma f32 kernel must run on compute capability 9.0");
+        assert_eq!(f32_variants, 3, "the wgmma f32 kernel must run on compute capability 9.0");
     }
     for (what, a) in &cases {
         for n in [0usize, 1, 7, 8, 16, 40, 60, 64, 101, 136, 263, 264] {
@@ -2189,11 +2209,12 @@ fn tensor_core_refuses_what_it_cannot_run() {
     let mut c = DeviceDense::<f16>::zeros(&gpu, 20, 64).unwrap();
     let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &config);
     assert!(matches!(r, Err(Error::ShapeMismatch(_))), "k mismatch: {r:?}");
-    // f32 has the wide 64-column kernel only; a bf16 config on f16 operands is invalid.
+    // f32 has 32 columns per warp in 16-row windows and 64 or 128 per block in 64-row ones; a bf16 config on f16
+    // operands is invalid.
     let a32 = DeviceCsr::upload(&gpu, a.view()).unwrap();
     let b32 = DeviceDense::upload(&gpu, 30, 64, &dense::<f32>(30, 64, seed(84))).unwrap();
     let mut c32 = DeviceDense::<f32>::zeros(&gpu, 20, 64).unwrap();
-    for (window, tiles_n) in [(16, 4), (16, 8), (64, 4)] {
+    for (window, tiles_n) in [(16, 8), (16, 16), (64, 4)] {
         let f32_config = TensorCoreConfig { dtype: DType::F32, window, tiles_n };
         let r = spmm_tensor_core(&gpu, &a32, &b32, &mut c32, &f32_config);
         assert!(matches!(r, Err(Error::InvalidConfig { .. })), "{f32_config}: {r:?}");

@@ -1,11 +1,13 @@
 /**
- * @file @brief Tensor-core SpMM for f16 and bf16 (fp32 accumulation), and for f32 in 3xTF32 (the wide kernel:
- * TcElem<float>, tf32_big): C = A * B with A cut into windows of 16
+ * @file @brief Tensor-core SpMM for f16 and bf16 (fp32 accumulation), and for f32 in 3xTF32 (TcElem<float>,
+ * tf32_split_b, mma_tf32x3: 32 columns per warp): C = A * B with A cut into windows of 16
  * rows, each window's columns condensed (the sorted union of the columns its rows store) and cut into k-blocks
  * of 16 slots, one dense 16 x 16 block of A per k-block (src/spmm/tensor_core.rs builds them). A block of four
  * warps owns one window and one slice of kTilesN * 8 columns of C; the warps take the window's k-blocks in turn.
  * Per k-block a warp gathers the 16 rows of B its slots name (cp.async, a ring of k-blocks in flight), loads the
- * B fragments with ldmatrix.trans and runs kTilesN mma.sync.m16n8k16; warp 0 adds the four partial tiles.
+ * B fragments with ldmatrix.trans and runs kTilesN mma.sync.m16n8k16 (f32: 16-byte shared loads, six
+ * mma.m16n8k8.tf32 per n8 tile); warp 0 adds the four partial tiles. The wide kernels (spmm_tcw_kernel) take
+ * windows of 64 rows.
  *
  * Semantics are those of the sparse product: a block's padding zeros (slots a row does not store, padding
  * slots) would multiply B too, and 0 * Inf = NaN, so a warp whose B fragments held an Inf or NaN redoes its
@@ -26,10 +28,12 @@ namespace ts {
 
 /// Warps per block of the tensor-core kernels (src/spmm/tensor_core.rs launches them with the same number).
 constexpr int kTcWarps = 4;
-/// k-blocks in flight per warp: as many as 48 KB of static shared memory per block hold.
-template <int kTilesN>
+/// k-blocks in flight per warp of the narrow kernels: as many as 48 KB of static shared memory per block hold
+/// (a stage is a warp's B tile, its A block and its slot columns). f16/bf16: 6 (32 columns) or 4 (64); f32 (32
+/// columns, 3.6 KB per stage and warp): 3.
+template <int kBytes, int kTilesN>
 __host__ __device__ constexpr int tc_stages() {
-  return kTilesN <= 4 ? 6 : 4;
+  return kBytes == 4 ? 3 : kTilesN <= 4 ? 6 : 4;
 }
 
 /// @brief The element type's mma (conversions: common/vector.cuh).
@@ -76,6 +80,39 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, unsigned b
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// @brief One k8 half of a k-block's B fragments split for 3xTF32: `rows` holds rows t and t + 4 of the half, four
+/// columns each (TcElem<float>: column j of the four is n8 tile j's), into [n8 tile][b0, b1] big and small parts.
+__device__ __forceinline__ void tf32_split_b(const float4 (&rows)[2], unsigned (&big)[4][2], unsigned (&small)[4][2]) {
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    const float x[4] = {rows[q].x, rows[q].y, rows[q].z, rows[q].w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      big[j][q] = tf32_big(x[j]);
+      small[j][q] = __float_as_uint(x[j] - __uint_as_float(big[j][q]));
+    }
+  }
+}
+
+/// @brief One k8 half of a 16-row tile of A (its mma A fragment, four f32) times the half's B parts
+/// (tf32_split_b), four n8 tiles, three mma.m16n8k8.tf32 each, the small terms first, into `part`.
+__device__ __forceinline__ void mma_tf32x3(float (&part)[4][4], const uint4& a, const unsigned (&b_big)[4][2],
+                                          const unsigned (&b_small)[4][2]) {
+  const float x[4] = {__uint_as_float(a.x), __uint_as_float(a.y), __uint_as_float(a.z), __uint_as_float(a.w)};
+  unsigned a_big[4], a_small[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    a_big[i] = tf32_big(x[i]);
+    a_small[i] = __float_as_uint(x[i] - __uint_as_float(a_big[i]));
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    mma_tf32(part[j], a_small, b_big[j][0], b_big[j][1]);
+    mma_tf32(part[j], a_big, b_small[j][0], b_small[j][1]);
+    mma_tf32(part[j], a_big, b_big[j][0], b_big[j][1]);
+  }
 }
 
 /// @brief Layout of an element type in the tensor-core kernels (src/spmm/tensor_core.rs, `fragment_index`,
@@ -182,24 +219,31 @@ __device__ __forceinline__ void exact_block(float (&acc)[kTiles][4], const T* va
 /// @brief The kernel body; see the file comment. Grid: (windows, column slices); the kTcWarps warps of block
 /// (x, y) share window x and column slice y and take its k-blocks in turn (warp w: k-blocks w, w + kTcWarps,
 /// ...), so that a window's chain of k-blocks is walked by four warps at once; warp 0 adds the four partial
-/// tiles in warp order (the same bits every run) and stores C.
+/// tiles in warp order (the same bits every run) and stores C. f32 (3xTF32, 32 columns per warp): B fragments by
+/// 16-byte shared loads and the k-block's six mma per n8 tile summed from zero, as in spmm_tcw_kernel.
 template <typename T, int kTilesN>
 __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
+  using Elem = TcElem<T>;
+  constexpr bool kF32 = Elem::kBytes == 4;       // 3xTF32
+  static_assert(!kF32 || kTilesN == 4, "f32: 32 columns per warp (mma_tf32x3)");
   constexpr int kColumns = kTilesN * 8;          // columns of C per warp
-  constexpr int kChunksPerRow = kColumns / 8;    // 16-byte chunks per row of the B tile
+  constexpr int kChunkColumns = 16 / Elem::kBytes;  // columns per 16-byte chunk
+  constexpr int kChunksPerRow = kColumns / kChunkColumns;  // per row of the B tile
   constexpr int kChunks = 16 * kChunksPerRow;    // per k-block
   constexpr int kChunksPerLane = kChunks / 32;
-  constexpr int kStride = kColumns * 2 + 16;     // bytes per B tile row (+16: ldmatrix rows hit distinct banks)
+  // Bytes per B tile row (+16: ldmatrix rows hit distinct banks; f32 +32: TcElem<float>).
+  constexpr int kStride = kColumns * Elem::kBytes + Elem::kPad;
   constexpr int kTileBytes = 16 * kStride;
-  constexpr int kTcStages = tc_stages<kTilesN>();
-  // Copies through L1 for the 64-column warps: the blocks an SM holds gather the same B rows when windows share
-  // columns (f16, uniform 50%, n = 128: 0.078 -> 0.068 ms; 1536 x 384 at 70%, n = 256: 0.0117 -> 0.0097 ms);
-  // the 32-column warps lost 5-13% with it (NOTES.md, "SpMM step 6").
-  constexpr bool kL1 = kTilesN >= 8;
+  constexpr int kTcStages = tc_stages<Elem::kBytes, kTilesN>();
+  // Copies through L1 for B tile rows of 128 bytes (f16/bf16 64-column warps, f32 32-column ones): the blocks an
+  // SM holds gather the same B rows when windows share columns (f16, uniform 50%, n = 128: 0.078 -> 0.068 ms;
+  // 1536 x 384 at 70%, n = 256: 0.0117 -> 0.0097 ms); the f16 32-column warps lost 5-13% with it (NOTES.md, "SpMM
+  // step 6").
+  constexpr bool kL1 = kColumns * Elem::kBytes >= 128;
   static_assert(kChunks % 32 == 0, "whole chunks per lane");
 
   __shared__ __align__(128) unsigned char b_tiles[kTcWarps][kTcStages][kTileBytes];
-  __shared__ __align__(16) uint4 a_tiles[kTcWarps][kTcStages][32];
+  __shared__ __align__(16) uint4 a_tiles[kTcWarps][kTcStages][32 * Elem::kAVecs];
   __shared__ __align__(16) int c_ring[kTcWarps][kTcStages][16];
 
   const int lane = threadIdx.x % 32;
@@ -223,12 +267,12 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   constexpr int kRowStep = 32 / kChunksPerRow;
   const int chunk_row = lane / kChunksPerRow;
   const int chunk_part = lane % kChunksPerRow;
-  const bool in_n = n0 + 8 * chunk_part < p.n;
-  const PieceAddresses pieces(dense, p.n, n0 + 8 * chunk_part, in_n);
+  const bool in_n = n0 + kChunkColumns * chunk_part < p.n;  // n % 8 == 0: a chunk is in or out as a whole
+  const PieceAddresses pieces(dense, p.n, n0 + kChunkColumns * chunk_part, in_n);
   const unsigned chunk_smem = b_base + chunk_row * kStride + chunk_part * 16;
 
-  // Issues the copies of k-block `b` (window-relative) into ring slot `stage`; `column(row)` gives the B row
-  // of each slot.
+  // Issues the copies of k-block `b` (window-relative) into ring slot `stage`: the B rows (`column(row)` gives
+  // the B row of each slot) and the A block (16 bytes per lane, 32 for f32).
   const auto load = [&](int b, int stage, auto column) {
     const int block = block_of(b);
 #pragma unroll
@@ -237,8 +281,11 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
       const bool valid = c >= 0 && in_n;
       cp_async_16<kL1>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, pieces.at(c), valid);
     }
-    const uint4* a_src = p.block_values + 32 * static_cast<size_t>(block) + lane;
-    cp_async_16<kL1>(a_base + (stage * 32 + lane) * 16, a_src, true);
+    const uint4* a_src = p.block_values + 32 * Elem::kAVecs * static_cast<size_t>(block) + lane;
+#pragma unroll
+    for (int v = 0; v < Elem::kAVecs; ++v) {
+      cp_async_16<kL1>(a_base + ((stage * Elem::kAVecs + v) * 32 + lane) * 16, a_src + 32 * v, true);
+    }
   };
   // The slot columns of k-block `b` travel through the same pipeline, kTcStages - 1 steps before the B rows
   // they name: lanes 0-3 copy 16 bytes each into ring slot `slot` (b % kTcStages).
@@ -265,9 +312,10 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   const int t = lane % 4;
   // ldmatrix.x4.trans: lanes 0-7 address k rows 0-7, lanes 8-15 k rows 8-15 of the first 8 columns, lanes
   // 16-31 the same for the next 8 columns: b0/b1 of two n8 tiles.
-  const int k_row = (lane & 8) + (lane & 7);
-  const int col_half = (lane >> 4) * 8;
-  const unsigned frag_smem = b_base + k_row * kStride + col_half * 2;
+  // f32: lane (g, t) loads row t (and t + 4) of each k8 half, columns 4g .. 4g + 3 (TcElem<float>).
+  const int k_row = kF32 ? t : (lane & 8) + (lane & 7);
+  const int col_half = kF32 ? 4 * g : (lane >> 4) * 8;
+  const unsigned frag_smem = b_base + k_row * kStride + col_half * Elem::kBytes;
   // Ring slots as counters: stage = b % kTcStages is read, slot = (b + kTcStages - 1) % kTcStages written, the
   // columns of block b + 2 kTcStages - 2 go to (b + kTcStages - 2) % kTcStages.
   int stage = 0;
@@ -280,19 +328,52 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     cp_async_wait<kTcStages - 2>();
     __syncwarp();
     // Fragments first, then the copies of a later k-block, then the mma (as in spmm_tcw_kernel).
-    unsigned frag[kTilesN / 2][4];
-    load_b_fragments(frag, frag_smem + stage * kTileBytes);
-    const uint4 a4 = a_tiles[warp][stage][lane];
-    if (b + kTcStages - 1 < blocks) {
-      load(b + kTcStages - 1, slot, [&](int row) { return c_ring[warp][slot][row]; });
-    }
-    copy_columns(b + 2 * kTcStages - 2, column_slot);  // block b + kTcStages - 2's columns were read in step b - 1
-    cp_async_commit();
-    const unsigned a[4] = {a4.x, a4.y, a4.z, a4.w};
+    const auto refill = [&] {
+      if (b + kTcStages - 1 < blocks) {
+        load(b + kTcStages - 1, slot, [&](int row) { return c_ring[warp][slot][row]; });
+      }
+      copy_columns(b + 2 * kTcStages - 2, column_slot);  // block b + kTcStages - 2's columns were read in step b - 1
+      cp_async_commit();
+    };
+    if constexpr (kF32) {
+      // [k8 half][rows t, t + 4] of B, four columns each; the A block's two halves. Each half's mma sum into the
+      // k-block's partial sums from zero, added to the accumulators in f32 after both (spmm_tcw_kernel's reason).
+      float4 rows[2][2];
 #pragma unroll
-    for (int j = 0; j < kTilesN / 2; ++j) {
-      TcOps<T>::mma(acc[2 * j], a, frag[j][0], frag[j][1]);
-      TcOps<T>::mma(acc[2 * j + 1], a, frag[j][2], frag[j][3]);
+      for (int h = 0; h < 2; ++h) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const unsigned at = frag_smem + stage * kTileBytes + (8 * h + 4 * q) * kStride;
+          asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                       : "=f"(rows[h][q].x), "=f"(rows[h][q].y), "=f"(rows[h][q].z), "=f"(rows[h][q].w)
+                       : "r"(at));
+        }
+      }
+      const uint4 a_half[2] = {a_tiles[warp][stage][lane], a_tiles[warp][stage][32 + lane]};
+      refill();
+      float part[4][4] = {};
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        unsigned b_big[4][2], b_small[4][2];
+        tf32_split_b(rows[h], b_big, b_small);
+        mma_tf32x3(part, a_half[h], b_big, b_small);
+      }
+#pragma unroll
+      for (int j = 0; j < kTilesN; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] += part[j][e];
+      }
+    } else {
+      unsigned frag[kTilesN / 2][4];
+      load_b_fragments(frag, frag_smem + stage * kTileBytes);
+      const uint4 a4 = a_tiles[warp][stage][lane];
+      refill();
+      const unsigned a[4] = {a4.x, a4.y, a4.z, a4.w};
+#pragma unroll
+      for (int j = 0; j < kTilesN / 2; ++j) {
+        TcOps<T>::mma(acc[2 * j], a, frag[j][0], frag[j][1]);
+        TcOps<T>::mma(acc[2 * j + 1], a, frag[j][2], frag[j][3]);
+      }
     }
     stage = next(stage);
     slot = next(slot);
@@ -337,18 +418,36 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   T* out = static_cast<T*>(p.out);
   const int row_lo = window * 16 + g;
   const int row_hi = row_lo + 8;
+  if constexpr (kF32) {
+    // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned (n % 8
+    // == 0), in or out as a whole.
 #pragma unroll
-  for (int j = 0; j < kTilesN; ++j) {
-    const int column = n0 + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
-    if (column >= p.n) continue;
-    // Two adjacent elements per row in one 4-byte store (column and n even: aligned).
-    if (row_lo < p.m) {
-      const Vec<T, 2> v = {{from_float<T>(acc[j][0]), from_float<T>(acc[j][1])}};
-      store(out + static_cast<size_t>(row_lo) * p.n + column, v);
+    for (int e = 0; e < 2; ++e) {
+      const int column = n0 + 8 * t + 4 * e;
+      if (column >= p.n) continue;
+      if (row_lo < p.m) {
+        *reinterpret_cast<float4*>(out + static_cast<size_t>(row_lo) * p.n + column) =
+            make_float4(acc[0][e], acc[1][e], acc[2][e], acc[3][e]);
+      }
+      if (row_hi < p.m) {
+        *reinterpret_cast<float4*>(out + static_cast<size_t>(row_hi) * p.n + column) =
+            make_float4(acc[0][2 + e], acc[1][2 + e], acc[2][2 + e], acc[3][2 + e]);
+      }
     }
-    if (row_hi < p.m) {
-      const Vec<T, 2> v = {{from_float<T>(acc[j][2]), from_float<T>(acc[j][3])}};
-      store(out + static_cast<size_t>(row_hi) * p.n + column, v);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kTilesN; ++j) {
+      const int column = n0 + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
+      if (column >= p.n) continue;
+      // Two adjacent elements per row in one 4-byte store (column and n even: aligned).
+      if (row_lo < p.m) {
+        const Vec<T, 2> v = {{from_float<T>(acc[j][0]), from_float<T>(acc[j][1])}};
+        store(out + static_cast<size_t>(row_lo) * p.n + column, v);
+      }
+      if (row_hi < p.m) {
+        const Vec<T, 2> v = {{from_float<T>(acc[j][2]), from_float<T>(acc[j][3])}};
+        store(out + static_cast<size_t>(row_hi) * p.n + column, v);
+      }
     }
   }
 }
@@ -572,32 +671,9 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         unsigned b_big[4][2], b_small[4][2];
+        tf32_split_b(f.b[h], b_big, b_small);
 #pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          const float x[4] = {f.b[h][q].x, f.b[h][q].y, f.b[h][q].z, f.b[h][q].w};
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            b_big[j][q] = tf32_big(x[j]);
-            b_small[j][q] = __float_as_uint(x[j] - __uint_as_float(b_big[j][q]));
-          }
-        }
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-          const float x[4] = {__uint_as_float(f.a[mt][h].x), __uint_as_float(f.a[mt][h].y),
-                              __uint_as_float(f.a[mt][h].z), __uint_as_float(f.a[mt][h].w)};
-          unsigned a_big[4], a_small[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            a_big[i] = tf32_big(x[i]);
-            a_small[i] = __float_as_uint(x[i] - __uint_as_float(a_big[i]));
-          }
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            mma_tf32(part[mt][j], a_small, b_big[j][0], b_big[j][1]);
-            mma_tf32(part[mt][j], a_big, b_small[j][0], b_small[j][1]);
-            mma_tf32(part[mt][j], a_big, b_big[j][0], b_big[j][1]);
-          }
-        }
+        for (int mt = 0; mt < 2; ++mt) mma_tf32x3(part[mt], f.a[mt][h], b_big, b_small);
       }
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
@@ -838,6 +914,7 @@ TILESPARSE_SPMM_TC(f16, __half, 4)
 TILESPARSE_SPMM_TC(f16, __half, 8)
 TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 4)
 TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 8)
+TILESPARSE_SPMM_TC(f32, float, 4)
 
 /// The wide-window kernels: spmm_tc_<dtype>_w64_n<tiles> (src/spmm/tensor_core.rs builds the same names), for
 /// tcw_min_blocks<T>() blocks per SM.

@@ -293,8 +293,9 @@ impl SpmmKernel {
         }
     }
 
-    /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: for few uneven rows the windows
-    /// `uneven_few_rows_windows` (src/spmm/tensor_core.rs) takes, then the row-split tiles where `row_split_tile` (in
+    /// The kernel for C (m x n) = A (m x k, `nnz` entries) * B: for f32 the 16-row windows where
+    /// `f32_narrow_windows` (src/spmm/tensor_core.rs) takes them, then for few uneven rows the windows
+    /// `uneven_few_rows_windows` takes, then the row-split tiles where `row_split_tile` (in
     /// src/spmm/select.rs) takes them (few rows, small n: they beat the tensor cores there too), else for f16/bf16
     /// rows long for their mean what `long_rows_half` (src/spmm/select.rs) takes, else the tensor cores where
     /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known) unless
@@ -400,6 +401,12 @@ impl SpmmKernel {
         dtype: crate::DType,
         tensor_core_blocks: Option<tensor_core::BlockCounts>,
     ) -> SpmmKernel {
+        // f32 rows that share their columns in blocks: the 16-row windows where they are full (before every rule).
+        if dtype == crate::DType::F32 {
+            if let Some(config) = tensor_core_blocks.and_then(|c| tensor_core::f32_narrow_windows(m, n, nnz, c)) {
+                return SpmmKernel::TensorCore(config);
+            }
+        }
         // Few uneven rows dense enough for the windows (in f16/bf16 at n = 1024-2048 from fewer entries per window):
         // before the row-split tiles and the other rules, whose tiles walk the longest row.
         let few_uneven = tensor_core_blocks.and_then(|counts| {

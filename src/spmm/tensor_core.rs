@@ -6,7 +6,7 @@
 //! kernels gather those 16 rows of B once for four row tiles; the narrow ones have four times as many windows,
 //! for small or sparse problems.
 //!
-//! f32 (wide windows, 64 columns per block): each f32 x is split into x = big + small, big = x rounded to tf32
+//! f32 (16-row windows, 32 columns per warp; 64-row windows, 64 columns per block): each f32 x is split into x = big + small, big = x rounded to tf32
 //! (10 fraction bits), and a * b = a_small b_big + a_big b_small + a_big b_big: three `mma.m16n8k8.tf32` per 8
 //! slots with f32 accumulation ("3xTF32"). Not the f32 FMA's rounding: its elementwise bound,
 //! [`crate::cpu::oracle::spmm_error_bound_tf32x3`], is derived there, and [`TensorCoreConfig::is_tf32x3`]
@@ -57,9 +57,10 @@ pub struct TensorCoreConfig {
 impl TensorCoreConfig {
     /// The compiled (window, tiles_n) pairs of f16 and bf16.
     const COMPILED: [(u32, u32); 4] = [(16, 4), (16, 8), (64, 8), (64, 16)];
-    /// The compiled (window, tiles_n) pairs of f32 (3xTF32, 64-row windows): 64 columns per block on mma.sync,
-    /// 128 on the warpgroup mma (compute capability 9.0 only, [`TensorCoreConfig::is_wgmma`]).
-    const COMPILED_F32: [(u32, u32); 2] = [(64, 8), (64, 16)];
+    /// The compiled (window, tiles_n) pairs of f32 (3xTF32): 16-row windows, 32 columns per warp; 64-row windows,
+    /// 64 columns per block on mma.sync, 128 on the warpgroup mma (compute capability 9.0 only,
+    /// [`TensorCoreConfig::is_wgmma`]).
+    const COMPILED_F32: [(u32, u32); 3] = [(16, 4), (64, 8), (64, 16)];
 
     /// The compiled (window, tiles_n) pairs of `dtype` (none for f64).
     fn compiled(dtype: DType) -> &'static [(u32, u32)] {
@@ -305,7 +306,7 @@ pub const FEW_ROWS_WIDE_PAIRS: usize = 4800;
 ///   on geometric mean where the rule moves a problem, 0.97x at worst; the pruned 384 x 1536 at 70%, n = 1024,
 ///   16.4 vs 18.7 us; at 90% a tie; at 98%, 2% full, the narrow windows are 1.46x faster);
 /// - the narrow windows below instead of the wide ones where A's rows share their columns in blocks, so that the
-///   16-row windows are much fuller than the 64-row ones ([`narrow_windows_fuller`]);
+///   16-row windows are much fuller than the 64-row ones (`narrow_windows_fuller`);
 /// - else the 16-row windows (narrow) where their blocks are at least a quarter full (f16; a fifth for bf16,
 ///   whose CUDA-core tiles are slower) or C is small (m * n < 2^19, where the tiles leave most of the GPU idle):
 ///   the pruned 384 x 384 and 384 x 1536 weights at n = 256 and 1024 and 1536 x 384 at n = 256 win at 7-30%
@@ -652,6 +653,70 @@ pub const WGMMA_SHORT_TILES_MIN_GRID: usize = 70;
 /// See [`WGMMA_SHORT_TILES_MIN_GRID`]: at n = 96-128 (one block of 128 columns per window) the held-out problems
 /// lost (banded 6022 x 2373 at 25%, n = 128, 95 blocks: 26.0 -> 30.4 us).
 pub const WGMMA_SHORT_TILES_MIN_N: usize = 256;
+
+/// f32 (3xTF32): the 16-row windows (`spmm_tc_f32_n4`, 32 columns per warp) at n = 128-2048 (n padded) where their
+/// blocks are at least [`F32_NARROW_MIN_FILL`] full and hold at least [`F32_NARROW_MIN_BLOCKS`] k-blocks per window,
+/// and either the product is small ([`F32_NARROW_SMALL_MAX_N`]: n <= 256, at most 4096 rows and 8192 pairs of the
+/// 64-row windows' work, from 1.15 times their fill) or they are at least [`F32_NARROW_FULLER`] times as full as the
+/// 64-row windows with 3 k-blocks per window or 90% full; or None. Asked before the other rules. Pure.
+///
+/// Rows that share their columns in blocks (block-pruned weights, `gen::block_sparse`) fill the 16-row windows 2-4
+/// times as much as the 64-row ones: 8 x 8 blocks about half, 16 x 16 and 32 x 32 blocks wholly, against 14-60% for the
+/// 64-row windows; banded rows fill them 45-94%, 1.1-2.5 times. Where both heights are about as full, the 64-row
+/// windows' reuse of each B row over four row tiles wins once the product is large (uniform 4096 x 4096 at 50%, n =
+/// 128: 115 against 67.5 us); on small products the 16-row windows' four times as many blocks win. Uniform rows keep
+/// the factor under 1.15 from 50% density down to where the 16-row windows are under 45% full.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 81"; every f32 variant). Set on step 80's 60 block-sparse matrices
+/// (768-4096 x 768-4096, blocks of 4 x 4 to 32 x 32 and 1 x 8 at 3-30%, n = 128, 512, 2048), 79 banded and uniform
+/// shapes of statsx `allsel` (n = 128-2048) and 44 block-sparse matrices of step 80's third held-out set (n = 128, 256,
+/// 1024, 2048): where the rule moves a problem (235) the 16-row windows took 0.707x of the chosen kernel's time on
+/// geometric mean (0.36x-1.15x, 3 slower; 32 x 32 blocks on 1024 x 4096 at 5%, n = 128: 22.9 -> 8.4 us, from the
+/// 64-row windows). Held out (fresh: 76 block-sparse matrices of step 80's first held-out set at n = 128-1024, and the
+/// 31 banded shapes the rule moves at n = 256; the old library and the new one in the same run): block-sparse 0.663x
+/// of the time on 209 problems (0.42x-1.003x, one slower), 2.06x -> 3.10x of cuSPARSE; banded 0.834x on 31 (0.55x-1.13x,
+/// 3 slower).
+pub(crate) fn f32_narrow_windows(m: usize, n: usize, nnz: usize, counts: BlockCounts) -> Option<TensorCoreConfig> {
+    let padded = padded_n(n);
+    if padded != n && nnz.saturating_mul(padded) < PADDED_MIN_WORK {
+        return None;
+    }
+    if !(128..=2048).contains(&padded) || counts.narrow == 0 || counts.wide == 0 || m == 0 {
+        return None;
+    }
+    let (narrow, wide) = (counts.narrow_fill(nnz), counts.fill(WIDE_WINDOW, nnz));
+    let per_window = counts.narrow as f64 / m.div_ceil(WINDOW) as f64;
+    if narrow < F32_NARROW_MIN_FILL || per_window < F32_NARROW_MIN_BLOCKS {
+        return None;
+    }
+    let small = padded <= F32_NARROW_SMALL_MAX_N
+        && m <= F32_NARROW_SMALL_MAX_ROWS
+        && counts.wide.saturating_mul(padded.div_ceil(64)) <= F32_NARROW_SMALL_MAX_PAIRS
+        && narrow >= F32_NARROW_SMALL_FULLER * wide;
+    let fuller = narrow >= F32_NARROW_FULLER * wide && (per_window >= 3.0 || narrow >= 0.9);
+    (small || fuller).then_some(TensorCoreConfig { dtype: DType::F32, window: WINDOW as u32, tiles_n: 4 })
+}
+
+/// [`f32_narrow_windows`]: the 16-row windows' least fill (8 x 8 blocks at 3-5% leave them 48-51% full; 4 x 4 blocks
+/// at 10-30%, which they lost, 29-39%).
+pub(crate) const F32_NARROW_MIN_FILL: f64 = 0.45;
+/// [`f32_narrow_windows`]: how many times fuller than the 64-row windows the 16-row ones must be on larger products
+/// than [`F32_NARROW_SMALL_MAX_N`]'s (8 x 8 blocks are 2.2-3.4 times, 16 x 16 blocks 2.9-3.9, 32 x 32 blocks 1.65-2.0),
+/// with 3 k-blocks per window or 90% full.
+pub(crate) const F32_NARROW_FULLER: f64 = 2.2;
+/// [`f32_narrow_windows`]: the fewest k-blocks per 16-row window on average (windows of empty rows count).
+pub(crate) const F32_NARROW_MIN_BLOCKS: f64 = 1.25;
+/// [`f32_narrow_windows`]: up to this n (padded), [`F32_NARROW_SMALL_MAX_ROWS`] rows and
+/// [`F32_NARROW_SMALL_MAX_PAIRS`] (k-block, 64-column slice) pairs of the 64-row windows' work, the 16-row windows
+/// from [`F32_NARROW_SMALL_FULLER`] times as full.
+pub(crate) const F32_NARROW_SMALL_MAX_N: usize = 256;
+/// See [`F32_NARROW_SMALL_MAX_N`].
+pub(crate) const F32_NARROW_SMALL_MAX_ROWS: usize = 4096;
+/// See [`F32_NARROW_SMALL_MAX_N`].
+pub(crate) const F32_NARROW_SMALL_MAX_PAIRS: usize = 8192;
+/// See [`F32_NARROW_SMALL_MAX_N`]: rows as full in both window heights (uniform rows at 50%, 64 x 64 blocks) went both
+/// ways (0.47x-1.16x), and uniform 4096 x 4096 at 50% ran 1.7 times as long on the 16-row windows at n = 128.
+pub(crate) const F32_NARROW_SMALL_FULLER: f64 = 1.15;
 
 /// The 64-row windows on few uneven rows ([`UNEVEN_FEW_ROWS`] rows over k = [`UNEVEN_FEW_ROWS_K`], cv 0.5-1.2; in f32
 /// the cv of the rows that are not empty), or None; checked before the other rules. Pure.
@@ -1104,7 +1169,7 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
     }
     if !TensorCoreConfig::compiled(dtype).contains(&(config.window, config.tiles_n)) {
         let rule = if dtype == DType::F32 {
-            "f32 (3xTF32) has (window, tiles_n) = (64, 8) or (64, 16) (compute capability 9.0)"
+            "f32 (3xTF32) has (window, tiles_n) = (16, 4), (64, 8) or (64, 16) (compute capability 9.0)"
         } else {
             "(window, tiles_n) must be (16, 4), (16, 8), (64, 8) or (64, 16)"
         };
@@ -1667,6 +1732,67 @@ mod tests {
     }
 
     #[test]
+    fn f32_rows_sharing_columns_take_the_16_row_windows() {
+        let sel = |m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
+            f32_narrow_windows(m, n, nnz, BlockCounts { narrow, wide }).map(|c| (c.dtype, c.window, c.tiles_n))
+        };
+        let narrow_f32 = Some((DType::F32, 16, 4));
+        // 4096 rows: 256 16-row windows, 64 64-row ones. 2^20 entries in 4096 narrow blocks (full, 16 per window) and
+        // 4096 wide ones (25%): 4 times as full, at every n from 128 to 2048.
+        let (m, nnz) = (4096, 1 << 20);
+        for n in [128, 256, 264, 1024, 2048, 130] {
+            assert_eq!(sel(m, n, nnz, 4_096, 4_096), narrow_f32, "n = {n}");
+        }
+        assert_eq!(sel(m, 2056, nnz, 4_096, 4_096), None, "n = 2056");
+        assert_eq!(sel(m, 120, nnz, 4_096, 4_096), None, "n = 120");
+        assert_eq!(sel(m, 0, nnz, 4_096, 4_096), None, "n = 0");
+        // Above n = 256 from 2.2 times as full: 2253 wide blocks are 2.2002 times, 2252 2.1992.
+        assert_eq!(sel(m, 1024, nnz, 4_096, 2_253), narrow_f32);
+        assert_eq!(sel(m, 1024, nnz, 4_096, 2_252), None, "just under 2.2 times");
+        // ... with 3 k-blocks per window (768 blocks) where under 90% full: 98,176 entries, 500 wide blocks (2.6x).
+        assert_eq!(sel(m, 1024, 98_176, 768, 500), narrow_f32, "3 per window");
+        assert_eq!(sel(m, 1024, 98_176, 767, 500), None, "2.996 per window");
+        // At n <= 256 in at most 4096 rows and 8192 (k-block, 64-column slice) pairs, from 1.15 times as full (4 x
+        // wide / narrow): 45% full (9102 blocks; 9103 are 44.996%), 1.8 times, 4096 wide blocks at n = 128 (8192 pairs).
+        assert_eq!(sel(m, 128, nnz, 9_102, 4_096), narrow_f32, "45% full, 1.8 times, n = 128");
+        assert_eq!(sel(m, 128, nnz, 9_103, 4_096), None, "just under 45% full");
+        assert_eq!(sel(m, 128, nnz, 9_102, 4_097), None, "8194 pairs");
+        assert_eq!(sel(m + 1, 128, nnz, 9_102, 4_096), None, "4097 rows");
+        assert_eq!(sel(m, 136, nnz, 9_102, 4_096), None, "n = 136: 12288 pairs");
+        assert_eq!(sel(m, 128, nnz, 9_102, 2_617), narrow_f32, "1.15008 times");
+        assert_eq!(sel(m, 128, nnz, 9_102, 2_616), None, "1.14964 times");
+        // Uniform 4096 x 1024 at 50% (64 k-blocks per window in both heights) at n = 128: as full, 8192 pairs.
+        assert_eq!(sel(m, 128, 1 << 21, 16_384, 4_096), None, "uniform 4096 x 1024 at 50%");
+        // n = 256: 2^19 entries, 4096 narrow blocks (50%), 2048 wide ones (25%, 2 times; 8192 pairs).
+        assert_eq!(sel(m, 256, 1 << 19, 4_096, 2_048), narrow_f32, "2 times at n = 256");
+        assert_eq!(sel(m, 264, 1 << 19, 4_096, 2_048), None, "2 times at n = 264");
+        // At least 1.25 k-blocks per 16-row window (320 of 256 windows); 40,832 entries fill 320 blocks to 49.8%.
+        assert_eq!(sel(m, 128, 40_832, 320, 100), narrow_f32, "1.25 per window");
+        assert_eq!(sel(m, 128, 40_832, 319, 100), None, "1.246 per window");
+        // n not a multiple of 8 from PADDED_MIN_WORK only: 40,832 x 136 is under it.
+        assert_eq!(sel(m, 130, 40_832, 320, 100), None, "padded, too little work");
+        assert_eq!(sel(m, 128, 0, 0, 0), None, "no entries");
+        // The suite's uniform 4096^2 at 50% (every window's union is all 4096 columns) keeps the 64-row windows.
+        assert_eq!(sel(m, 128, 8_388_608, 65_536, 16_384), None, "uniform 50%");
+
+        // Through SpmmKernel::select, on generated matrices: 32 x 32 blocks on 1024 x 4096 at 5% at n = 128 (the
+        // 64-row windows before, 2.7 times the time) and 16 x 16 blocks on 4096 x 4096 at 10% at n = 2048 take the 16-row
+        // windows; uniform rows at 10% and 4 x 4 blocks at 10% (29% full) do not.
+        let choose = |a: &sprs::CsMat<f32>, n: usize| {
+            let (indptr, indices) = (a.indptr().raw_storage().to_vec(), a.indices().to_vec());
+            let stats = crate::csr::RowStats::of_csr(&indptr, &indices);
+            let counts = BlockCounts::of(a.cols(), &indptr, &indices);
+            crate::spmm::SpmmKernel::select(a.rows(), a.cols(), n, a.nnz(), &stats, DType::F32, Some(counts))
+        };
+        let narrow =
+            crate::spmm::SpmmKernel::TensorCore(TensorCoreConfig { dtype: DType::F32, window: 16, tiles_n: 4 });
+        assert_eq!(choose(&crate::gen::block_sparse(1024, 4096, 32, 32, 0.05, 8037), 128), narrow);
+        assert_eq!(choose(&crate::gen::block_sparse(4096, 4096, 16, 16, 0.1, 8056), 2048), narrow);
+        assert_ne!(choose(&crate::gen::uniform_random(1024, 4096, 0.1, 5), 128), narrow);
+        assert_ne!(choose(&crate::gen::block_sparse(1024, 4096, 4, 4, 0.1, 8032), 512), narrow);
+    }
+
+    #[test]
     fn selection_follows_the_measurements() {
         let sel = |dtype, m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
             select_tensor_core(dtype, m, n, nnz, BlockCounts { narrow, wide }).map(|c| (c.window, c.tiles_n))
@@ -2079,8 +2205,12 @@ mod tests {
     fn configs_are_checked() {
         let c = TensorCoreConfig { dtype: DType::F16, window: 16, tiles_n: 4 };
         assert!(matches!(check_tensor_core(&c, DType::F32, 10, 64), Err(Error::InvalidConfig { .. })));
-        let f32c = TensorCoreConfig { dtype: DType::F32, window: 16, tiles_n: 4 };
+        // f32 has 32 columns per warp in 16-row windows, not 64.
+        let f32c = TensorCoreConfig { dtype: DType::F32, window: 16, tiles_n: 8 };
         assert!(matches!(check_tensor_core(&f32c, DType::F32, 10, 64), Err(Error::InvalidConfig { .. })));
+        let f32_narrow = TensorCoreConfig { dtype: DType::F32, window: 16, tiles_n: 4 };
+        assert!(f32_narrow.is_tf32x3() && !f32_narrow.is_wide() && !f32_narrow.is_wgmma());
+        assert_eq!(TensorCoreConfig::all(DType::F32).len(), 3);
         let f64c = TensorCoreConfig { dtype: DType::F64, window: 64, tiles_n: 8 };
         assert!(matches!(check_tensor_core(&f64c, DType::F64, 10, 64), Err(Error::Unsupported { .. })));
         assert!(TensorCoreConfig::all(DType::F64).is_empty());
@@ -2100,6 +2230,7 @@ mod tests {
             assert!(check_tensor_core(&c, DType::F16, 10, 64).is_ok());
             assert!(check_tensor_core(&f32_wide, DType::F32, 10, 60).is_ok());
             assert!(check_tensor_core(&f32_wide, DType::F32, 10, 64).is_ok());
+            assert!(check_tensor_core(&f32_narrow, DType::F32, 10, 60).is_ok());
             let past = i32::MAX as usize - 2;
             assert!(matches!(check_tensor_core(&c, DType::F16, 10, past), Err(Error::TooLarge(_))));
             assert!(check_tensor_core(&wgmma, DType::F32, 10, 64).is_ok(), "valid; the device decides at launch");
