@@ -6,13 +6,13 @@
 //! kernels gather those 16 rows of B once for four row tiles; the narrow ones have four times as many windows,
 //! for small or sparse problems.
 //!
-//! f32 (16-row windows, 32 columns per warp; 64-row windows, 64 columns per block): each f32 x is split into x = big + small, big = x rounded to tf32
-//! (10 fraction bits), and a * b = a_small b_big + a_big b_small + a_big b_big: three `mma.m16n8k8.tf32` per 8
-//! slots with f32 accumulation ("3xTF32"). Not the f32 FMA's rounding: its elementwise bound,
-//! [`crate::cpu::oracle::spmm_error_bound_tf32x3`], is derived there, and [`TensorCoreConfig::is_tf32x3`]
-//! names such kernels. The CUDA-core tiles stay available for f32 as plain FMAs (`SpmmConfig`). The f16/bf16
-//! kernels' mma truncates too: their bound is [`crate::cpu::oracle::spmm_error_bound_tc_half`], which counts on
-//! at most [`crate::cpu::oracle::TC_MAX_PARTIALS`] partial sums per element (`SPLIT_MAX` ranges, `WARPS` warps).
+//! f32 (16-row windows, 32 columns per warp; 64-row windows, 64 columns per block): each f32 x is split into x = big +
+//! small, big = x rounded to tf32 (10 fraction bits), and a * b = a_small b_big + a_big b_small + a_big b_big: three
+//! `mma.m16n8k8.tf32` per 8 slots with f32 accumulation ("3xTF32"). Not the f32 FMA's rounding: its elementwise bound,
+//! [`crate::cpu::oracle::spmm_error_bound_tf32x3`], is derived there, and [`TensorCoreConfig::is_tf32x3`] names such
+//! kernels. The CUDA-core tiles stay available for f32 as plain FMAs (`SpmmConfig`). The f16/bf16 kernels' mma
+//! truncates too: their bound is [`crate::cpu::oracle::spmm_error_bound_tc_half`], which counts on at most
+//! [`crate::cpu::oracle::TC_MAX_PARTIALS`] partial sums per element (`SPLIT_MAX` ranges, `WARPS` warps).
 //!
 //! f32 on Hopper (compute capability 9.0, the sm_90a family): `spmm_tc_f32_w64_n16` multiplies the same 64-row
 //! windows with the same split on the warpgroup mma (`wgmma.m64n64k8.tf32`), 128 columns per block, taking the
@@ -664,18 +664,18 @@ pub const WGMMA_SHORT_TILES_MIN_N: usize = 256;
 /// times as much as the 64-row ones: 8 x 8 blocks about half, 16 x 16 and 32 x 32 blocks wholly, against 14-60% for the
 /// 64-row windows; banded rows fill them 45-94%, 1.1-2.5 times. Where both heights are about as full, the 64-row
 /// windows' reuse of each B row over four row tiles wins once the product is large (uniform 4096 x 4096 at 50%, n =
-/// 128: 115 against 67.5 us); on small products the 16-row windows' four times as many blocks win. Uniform rows keep
-/// the factor under 1.15 from 50% density down to where the 16-row windows are under 45% full.
+/// 128: 115 against 67.5 us); on small products the 16-row windows' four times as many blocks win. Uniform rows dense
+/// enough to fill the 16-row windows 45% fill the 64-row ones as much (1.0-1.1 times measured).
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 81"; every f32 variant). Set on step 80's 60 block-sparse matrices
 /// (768-4096 x 768-4096, blocks of 4 x 4 to 32 x 32 and 1 x 8 at 3-30%, n = 128, 512, 2048), 79 banded and uniform
 /// shapes of statsx `allsel` (n = 128-2048) and 44 block-sparse matrices of step 80's third held-out set (n = 128, 256,
 /// 1024, 2048): where the rule moves a problem (235) the 16-row windows took 0.707x of the chosen kernel's time on
-/// geometric mean (0.36x-1.15x, 3 slower; 32 x 32 blocks on 1024 x 4096 at 5%, n = 128: 22.9 -> 8.4 us, from the
-/// 64-row windows). Held out (fresh: 76 block-sparse matrices of step 80's first held-out set at n = 128-1024, and the
-/// 31 banded shapes the rule moves at n = 256; the old library and the new one in the same run): block-sparse 0.663x
-/// of the time on 209 problems (0.42x-1.003x, one slower), 2.06x -> 3.10x of cuSPARSE; banded 0.834x on 31 (0.55x-1.13x,
-/// 3 slower).
+/// geometric mean (0.36x-1.15x, 3 slower; 32 x 32 blocks on 1024 x 4096 at 5%, n = 128: 22.9 -> 8.4 us, from the 64-row
+/// windows). Held out (fresh: 76 block-sparse matrices of step 80's first held-out set at n = 128-1024, and the 31
+/// banded shapes the rule moves at n = 256; the old library and the new one in the same run): block-sparse 0.663x of
+/// the time on 209 problems (0.42x-1.003x, one slower), 2.06x -> 3.10x of cuSPARSE; banded 0.834x on 31 (0.55x-1.13x, 3
+/// slower).
 pub(crate) fn f32_narrow_windows(m: usize, n: usize, nnz: usize, counts: BlockCounts) -> Option<TensorCoreConfig> {
     let padded = padded_n(n);
     if padded != n && nnz.saturating_mul(padded) < PADDED_MIN_WORK {
@@ -693,7 +693,8 @@ pub(crate) fn f32_narrow_windows(m: usize, n: usize, nnz: usize, counts: BlockCo
         && m <= F32_NARROW_SMALL_MAX_ROWS
         && counts.wide.saturating_mul(padded.div_ceil(64)) <= F32_NARROW_SMALL_MAX_PAIRS
         && narrow >= F32_NARROW_SMALL_FULLER * wide;
-    let fuller = narrow >= F32_NARROW_FULLER * wide && (per_window >= 3.0 || narrow >= 0.9);
+    let fuller = narrow >= F32_NARROW_FULLER * wide
+        && (per_window >= F32_NARROW_FULLER_MIN_BLOCKS || narrow >= F32_NARROW_FULLER_FULL);
     (small || fuller).then_some(TensorCoreConfig { dtype: DType::F32, window: WINDOW as u32, tiles_n: 4 })
 }
 
@@ -701,9 +702,14 @@ pub(crate) fn f32_narrow_windows(m: usize, n: usize, nnz: usize, counts: BlockCo
 /// at 10-30%, which they lost, 29-39%).
 pub(crate) const F32_NARROW_MIN_FILL: f64 = 0.45;
 /// [`f32_narrow_windows`]: how many times fuller than the 64-row windows the 16-row ones must be on larger products
-/// than [`F32_NARROW_SMALL_MAX_N`]'s (8 x 8 blocks are 2.2-3.4 times, 16 x 16 blocks 2.9-3.9, 32 x 32 blocks 1.65-2.0),
-/// with 3 k-blocks per window or 90% full.
+/// than [`F32_NARROW_SMALL_MAX_N`]'s (8 x 8 blocks are 2.2-3.4 times, 16 x 16 blocks 2.9-3.9, 32 x 32 blocks
+/// 1.65-2.0), with [`F32_NARROW_FULLER_MIN_BLOCKS`] k-blocks per window or [`F32_NARROW_FULLER_FULL`] full.
 pub(crate) const F32_NARROW_FULLER: f64 = 2.2;
+/// See [`F32_NARROW_FULLER`]: banded rows of 15 in two k-blocks per window, 47% full and 2.5 times, lost 1.10x-1.21x
+/// from n = 384; block-sparse windows with 1.4-2.5 k-blocks, wholly full, tied or won.
+pub(crate) const F32_NARROW_FULLER_MIN_BLOCKS: f64 = 3.0;
+/// See [`F32_NARROW_FULLER_MIN_BLOCKS`].
+pub(crate) const F32_NARROW_FULLER_FULL: f64 = 0.9;
 /// [`f32_narrow_windows`]: the fewest k-blocks per 16-row window on average (windows of empty rows count).
 pub(crate) const F32_NARROW_MIN_BLOCKS: f64 = 1.25;
 /// [`f32_narrow_windows`]: up to this n (padded), [`F32_NARROW_SMALL_MAX_ROWS`] rows and
@@ -1753,7 +1759,8 @@ mod tests {
         assert_eq!(sel(m, 1024, 98_176, 768, 500), narrow_f32, "3 per window");
         assert_eq!(sel(m, 1024, 98_176, 767, 500), None, "2.996 per window");
         // At n <= 256 in at most 4096 rows and 8192 (k-block, 64-column slice) pairs, from 1.15 times as full (4 x
-        // wide / narrow): 45% full (9102 blocks; 9103 are 44.996%), 1.8 times, 4096 wide blocks at n = 128 (8192 pairs).
+        // wide / narrow): 45% full (9102 blocks; 9103 are 44.996%), 1.8 times, 4096 wide blocks at n = 128 (8192
+        // pairs).
         assert_eq!(sel(m, 128, nnz, 9_102, 4_096), narrow_f32, "45% full, 1.8 times, n = 128");
         assert_eq!(sel(m, 128, nnz, 9_103, 4_096), None, "just under 45% full");
         assert_eq!(sel(m, 128, nnz, 9_102, 4_097), None, "8194 pairs");
@@ -1776,8 +1783,8 @@ mod tests {
         assert_eq!(sel(m, 128, 8_388_608, 65_536, 16_384), None, "uniform 50%");
 
         // Through SpmmKernel::select, on generated matrices: 32 x 32 blocks on 1024 x 4096 at 5% at n = 128 (the
-        // 64-row windows before, 2.7 times the time) and 16 x 16 blocks on 4096 x 4096 at 10% at n = 2048 take the 16-row
-        // windows; uniform rows at 10% and 4 x 4 blocks at 10% (29% full) do not.
+        // 64-row windows before, 2.7 times the time) and 16 x 16 blocks on 4096 x 4096 at 10% at n = 2048 take the
+        // 16-row windows; uniform rows at 10% and 4 x 4 blocks at 10% (29% full) do not.
         let choose = |a: &sprs::CsMat<f32>, n: usize| {
             let (indptr, indices) = (a.indptr().raw_storage().to_vec(), a.indices().to_vec());
             let stats = crate::csr::RowStats::of_csr(&indptr, &indices);
