@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use sprs::CsMat;
 
 use crate::baseline::cublas::Cublas;
-use crate::baseline::cusparse::{Cusparse, CusparseSpmm, SpmmAlg};
+use crate::baseline::cusparse::{Cusparse, CusparseBsrSpmm, CusparseSpmm, HostBsr, SpmmAlg};
 use crate::cpu::oracle::{SpmmReference, Summation, POISON};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -364,6 +364,9 @@ pub struct SpmmReport {
     pub variants: Vec<Entry>,
     pub selected: Entry,
     pub cusparse: Vec<Entry>,
+    /// cuSPARSE's SpMM on A in BSR at the fastest block size that A fills at least half ([`bsr_baseline`]); None
+    /// where none does. Beside the CSR algorithms, not among them: `best_cusparse` is the CSR algorithms' best.
+    pub cusparse_bsr: Option<Entry>,
     pub cublas: Entry,
     /// max |ours - cuSPARSE| / max |cuSPARSE| for the selected variant: a sanity check, not the test.
     pub agreement: f64,
@@ -388,6 +391,10 @@ impl SpmmReport {
     /// cuSPARSE best time / our selected time.
     pub fn speedup_vs_cusparse(&self) -> Option<f64> {
         Some(self.best_cusparse()?.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
+    }
+    /// cuSPARSE's BSR time / our selected time (None without the BSR baseline or where it failed).
+    pub fn speedup_vs_bsr(&self) -> Option<f64> {
+        Some(self.cusparse_bsr.as_ref()?.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
     }
     /// cuSPARSE best time / the tuned kernel's time.
     pub fn tuned_vs_cusparse(&self) -> Option<f64> {
@@ -488,6 +495,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
             reference = Some(c2.download(gpu)?);
         }
     }
+    let cusparse_bsr = bsr_baseline(gpu, &lib, &a_host, &b, opts)?;
     let agreement = reference.map_or(f64::NAN, |r| {
         let scale = r.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
         r.iter().zip(&ours).map(|(x, y)| (x.to_f64() - y.to_f64()).abs()).fold(0.0, f64::max) / scale
@@ -518,10 +526,47 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         variants,
         selected,
         cusparse,
+        cusparse_bsr,
         cublas,
         agreement,
         tuned,
     })
+}
+
+/// Block sizes the BSR baseline tries ([`bsr_baseline`]).
+pub const BSR_BLOCKS: [usize; 5] = [2, 4, 8, 16, 32];
+/// The least share of its blocks' slots A must fill for the BSR baseline to try a block size: below it BSR
+/// multiplies more padding than entries, and a user would not store A so.
+pub const BSR_MIN_FILL: f64 = 0.5;
+
+/// cuSPARSE's SpMM with A in BSR (`CusparseBsrSpmm`, `CUSPARSE_SPMM_BSR_ALG1`) at each block size of [`BSR_BLOCKS`]
+/// that divides both of A's dimensions and whose blocks A fills at least [`BSR_MIN_FILL`]: the fastest, named
+/// `cusparse_BSR_b<block>` (the first failure where none ran), or None where no block size qualifies. The conversion
+/// to BSR is not timed.
+fn bsr_baseline<T: Scalar>(
+    gpu: &Gpu,
+    lib: &Cusparse,
+    a: &CsMat<T>,
+    b: &DeviceDense<T>,
+    opts: &BenchOptions,
+) -> Result<Option<Entry>> {
+    let (mut best, mut failed): (Option<Entry>, Option<Entry>) = (None, None);
+    for block in BSR_BLOCKS {
+        let Ok(bsr) = HostBsr::from_csr(a.view(), block) else { continue };
+        if a.nnz() == 0 || bsr.fill(a.nnz()) < BSR_MIN_FILL {
+            continue;
+        }
+        let mut c = DeviceDense::<T>::zeros(gpu, a.rows(), b.cols())?;
+        let r = CusparseBsrSpmm::new(gpu, lib, &bsr, b, &mut c)
+            .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run(gpu)));
+        let entry = Entry::timed(format!("cusparse_BSR_b{block}"), r);
+        match (&entry.ms, &best) {
+            (Ok(ms), Some(Entry { ms: Ok(old), .. })) if ms >= old => {}
+            (Ok(_), _) => best = Some(entry),
+            (Err(_), _) => failed = failed.or(Some(entry)),
+        }
+    }
+    Ok(best.or(failed))
 }
 
 /// The sparse matrix as a dense row-major array (the cuBLAS baseline's input).
@@ -564,7 +609,7 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
         .map(|r| {
             let list = |v: &[Entry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
             format!(
-                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cublas\":{},\"agreement\":{}{}}}",
+                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cublas\":{},\"agreement\":{}{}}}",
                 json_str(&r.problem),
                 r.m,
                 r.k,
@@ -573,6 +618,7 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
                 json_entry(&r.selected),
                 list(&r.variants),
                 list(&r.cusparse),
+                r.cusparse_bsr.as_ref().map_or("null".into(), json_entry),
                 json_entry(&r.cublas),
                 if r.agreement.is_finite() { r.agreement.to_string() } else { "null".into() },
                 r.tuned.as_ref().map_or(String::new(), |(e, ms)| {

@@ -747,6 +747,40 @@ fn automatic_f32_narrow_windows_on_blocks() {
     assert_ne!(used.to_string(), narrow, "uniform rows");
 }
 
+/// The cuSPARSE BSR baseline (`CusparseBsrSpmm`, beside the CSR algorithms in `bench spmm`) computes A * B: f32
+/// block-sparse rows read as blocks of their own size and of half of it, uniform rows as blocks of 4, n = 40 and 129,
+/// against the oracle (the FMA bound: cuSPARSE sums in f32 in its own order) on a poisoned C. A BSR whose columns do
+/// not match B is a typed error.
+#[test]
+fn cusparse_bsr_baseline_matches_the_oracle() {
+    use tilesparse::baseline::cusparse::{Cusparse, CusparseBsrSpmm, HostBsr};
+    let Some(gpu) = gpu_or_skip("cusparse_bsr_baseline_matches_the_oracle") else { return };
+    let lib = Cusparse::new(&gpu).unwrap();
+    let cases = [
+        (gen::block_sparse(256, 384, 16, 16, 0.2, seed(250)), 16),
+        (gen::block_sparse(256, 384, 16, 16, 0.2, seed(251)), 8),
+        (gen::uniform_random(96, 160, 0.6, seed(252)), 4),
+    ];
+    for (i, (a, block)) in cases.iter().enumerate() {
+        for n in [40, 129] {
+            let what = format!("BSR b{block}, {} x {} ({} entries), n = {n}", a.rows(), a.cols(), a.nnz());
+            let (oracle, _a_dev, b_dev, mut c_dev) = upload_problem::<f32>(&gpu, a, n, seed(255 + i as u64));
+            let bsr = HostBsr::from_csr(a.view(), *block).unwrap();
+            c_dev.fill(&gpu, POISON as f32).unwrap();
+            CusparseBsrSpmm::new(&gpu, &lib, &bsr, &b_dev, &mut c_dev)
+                .and_then(|mut op| op.run(&gpu))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            oracle.check(&what, &c_dev.download(&gpu).unwrap());
+        }
+    }
+    let (a, block) = &cases[0];
+    let bsr = HostBsr::from_csr(a.view(), *block).unwrap();
+    let b = DeviceDense::<f32>::zeros(&gpu, a.cols() + 16, 8).unwrap();
+    let mut c = DeviceDense::<f32>::zeros(&gpu, a.rows(), 8).unwrap();
+    let r = CusparseBsrSpmm::new(&gpu, &lib, &bsr, &b, &mut c).map(|_| ());
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
+}
+
 /// `spmm_tune` on fresh matrices of type T, awkward shapes included. C, poisoned first, holds A * B by the chosen
 /// kernel (checked against the oracle with that kernel's bound, and bit for bit against another run of it), and the
 /// report holds together: the automatic choice is `spmm_auto`'s and one of the candidates, every candidate was

@@ -1,4 +1,5 @@
-//! A small safe wrapper over the cuSPARSE generic API: SpMM and SpMV on CSR with row-major dense operands.
+//! A small safe wrapper over the cuSPARSE generic API: SpMM and SpMV on CSR with row-major dense operands, and SpMM
+//! on BSR (the block-sparse baseline).
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -274,6 +275,229 @@ impl<'a> CusparseSpmm<'a> {
 }
 
 /// Host pointers to alpha and beta in the compute type.
+/// A matrix in block sparse row form, square blocks of `block` x `block` stored row-major inside (cuSPARSE's
+/// `CUSPARSE_ORDER_ROW`), zeros where the CSR stores nothing: the input of the cuSPARSE BSR baseline
+/// ([`CusparseBsrSpmm`]). Built on the host from a CSR whose rows and columns are multiples of the block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostBsr<T> {
+    /// Rows (and columns) per block.
+    pub block: usize,
+    /// Rows of blocks: the CSR's rows / `block`.
+    pub block_rows: usize,
+    /// Columns of blocks: the CSR's columns / `block`.
+    pub block_cols: usize,
+    /// Per row of blocks, where its blocks start in `columns` (`block_rows` + 1 entries).
+    pub offsets: Vec<i32>,
+    /// The block column of each stored block, ascending within a row of blocks.
+    pub columns: Vec<i32>,
+    /// `block` * `block` values per stored block, row-major.
+    pub values: Vec<T>,
+}
+
+impl<T: Scalar> HostBsr<T> {
+    /// The blocks of `a` holding at least one stored entry (a stored zero keeps its block). `InvalidConfig` where
+    /// `block` is 0 or does not divide both dimensions, `TooLarge` where the blocks' values would not fit i32 offsets.
+    pub fn from_csr(a: sprs::CsMatView<'_, T>, block: usize) -> Result<Self> {
+        let (m, k) = (a.rows(), a.cols());
+        if block == 0 || m % block != 0 || k % block != 0 {
+            return Err(Error::InvalidConfig {
+                config: format!("BSR blocks of {block} x {block} for a {m} x {k} matrix"),
+                rule: "the block must divide both dimensions".into(),
+            });
+        }
+        let (block_rows, block_cols) = (m / block, k / block);
+        let csr;
+        let a = if a.is_csr() {
+            a
+        } else {
+            csr = a.to_csr();
+            csr.view()
+        };
+        // Per row of blocks: its block columns (a stamp per block column), then each entry's place.
+        let mut slot = vec![usize::MAX; block_cols];
+        let mut stamp = vec![usize::MAX; block_cols];
+        let (mut offsets, mut columns, mut values) = (vec![0i32], Vec::new(), Vec::new());
+        for br in 0..block_rows {
+            let first = columns.len();
+            for r in br * block..(br + 1) * block {
+                let Some(row) = a.outer_view(r) else { continue };
+                for &c in row.indices() {
+                    if stamp[c / block] != br {
+                        stamp[c / block] = br;
+                        columns.push((c / block) as i32);
+                    }
+                }
+            }
+            columns[first..].sort_unstable();
+            for (i, &bc) in columns[first..].iter().enumerate() {
+                slot[bc as usize] = first + i;
+            }
+            values.resize(columns.len() * block * block, T::default());
+            for r in br * block..(br + 1) * block {
+                if let Some(row) = a.outer_view(r) {
+                    for (c, &v) in row.iter() {
+                        values[slot[c / block] * block * block + (r % block) * block + c % block] = v;
+                    }
+                }
+            }
+            if values.len() > i32::MAX as usize {
+                return Err(Error::TooLarge(format!("BSR blocks of {block} x {block}: more than 2^31 values")));
+            }
+            offsets.push(columns.len() as i32);
+        }
+        Ok(HostBsr { block, block_rows, block_cols, offsets, columns, values })
+    }
+
+    /// The share of the stored blocks' slots that `nnz` entries fill (0 without blocks).
+    pub fn fill(&self, nnz: usize) -> f64 {
+        if self.columns.is_empty() {
+            return 0.0;
+        }
+        nnz as f64 / (self.columns.len() * self.block * self.block) as f64
+    }
+}
+
+/// A BSR matrix on the device with its cuSPARSE descriptor (which borrows the arrays it owns).
+struct BsrDescr {
+    raw: cs::cusparseSpMatDescr_t,
+    _offsets: CudaSlice<i32>,
+    _columns: CudaSlice<i32>,
+    _values: CudaSlice<u8>,
+}
+
+impl BsrDescr {
+    fn new<T: Scalar>(gpu: &Gpu, a: &HostBsr<T>) -> Result<Self> {
+        let offsets = crate::csr::upload_slice(gpu, &a.offsets, "uploading BSR offsets")?;
+        let columns = crate::csr::upload_slice(gpu, &a.columns, "uploading BSR columns")?;
+        let bytes: &[u8] = bytemuck::cast_slice(&a.values);
+        let values = crate::csr::upload_slice(gpu, bytes, "uploading BSR values")?;
+        let stream = gpu.stream();
+        let mut raw = std::ptr::null_mut();
+        {
+            let (o, _g1) = offsets.device_ptr(stream);
+            let (c, _g2) = columns.device_ptr(stream);
+            let (v, _g3) = values.device_ptr(stream);
+            // SAFETY: the arrays live as long as the descriptor (fields of the same struct, dropped after it);
+            // cuSPARSE only reads through them. Sizes: block_rows + 1 offsets, one column per block, block^2 values
+            // per block of T.
+            check("cusparseCreateBsr", unsafe {
+                cs::cusparseCreateBsr(
+                    &mut raw,
+                    a.block_rows as i64,
+                    a.block_cols as i64,
+                    a.columns.len() as i64,
+                    a.block as i64,
+                    a.block as i64,
+                    o as *mut c_void,
+                    c as *mut c_void,
+                    v as *mut c_void,
+                    cs::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                    cs::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                    cs::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
+                    cuda_data_type(T::DTYPE),
+                    cs::cusparseOrder_t::CUSPARSE_ORDER_ROW,
+                )
+            })?;
+        }
+        Ok(BsrDescr { raw, _offsets: offsets, _columns: columns, _values: values })
+    }
+}
+
+impl Drop for BsrDescr {
+    fn drop(&mut self) {
+        // SAFETY: created in new, destroyed once, before the arrays it reads (fields dropped after this).
+        unsafe { cs::cusparseDestroySpMat(self.raw) };
+    }
+}
+
+/// A prepared cuSPARSE SpMM C = A * B with A in BSR (`CUSPARSE_SPMM_BSR_ALG1`, row-major B and C), so that
+/// [`CusparseBsrSpmm::run`] times only the multiplication: the baseline a user with block-sparse rows would also try.
+pub struct CusparseBsrSpmm<'a> {
+    lib: &'a Cusparse,
+    a: BsrDescr,
+    b: DnMatDescr<'a>,
+    c: DnMatDescr<'a>,
+    dtype: DType,
+    buffer: CudaSlice<u8>,
+}
+
+impl<'a> CusparseBsrSpmm<'a> {
+    /// Uploads `a` and prepares C = A * B. Fails with [`Error::Cusparse`] where cuSPARSE does not support the
+    /// combination, [`Error::ShapeMismatch`] where the shapes do not match.
+    pub fn new<T: Scalar>(
+        gpu: &Gpu,
+        lib: &'a Cusparse,
+        a: &HostBsr<T>,
+        b: &'a DeviceDense<T>,
+        c: &'a mut DeviceDense<T>,
+    ) -> Result<Self> {
+        let (m, k) = (a.block_rows * a.block, a.block_cols * a.block);
+        if k != b.rows() || c.rows() != m || c.cols() != b.cols() {
+            return Err(Error::ShapeMismatch(format!(
+                "A {m}x{k} (BSR), B {}x{}, C {}x{}",
+                b.rows(),
+                b.cols(),
+                c.rows(),
+                c.cols()
+            )));
+        }
+        let stream = gpu.stream();
+        let a_d = BsrDescr::new(gpu, a)?;
+        let b_d = DnMatDescr::new(b.rows(), b.cols(), b.data.device_ptr(stream).0, T::DTYPE)?;
+        let c_d = DnMatDescr::new(c.rows(), c.cols(), c.data.device_ptr_mut(stream).0, T::DTYPE)?;
+        let (alpha, beta) = (1f64, 0f64);
+        let (alpha32, beta32) = (1f32, 0f32);
+        let (pa, pb) = scalars(T::DTYPE, &alpha, &beta, &alpha32, &beta32);
+        let mut size = 0usize;
+        let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+        // SAFETY: descriptors and handle are live; alpha/beta point at host scalars of the compute type.
+        check("cusparseSpMM_bufferSize (BSR)", unsafe {
+            cs::cusparseSpMM_bufferSize(
+                lib.handle,
+                op,
+                op,
+                pa,
+                a_d.raw,
+                b_d.raw,
+                pb,
+                c_d.raw,
+                compute_type(T::DTYPE),
+                cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_BSR_ALG1,
+                &mut size,
+            )
+        })?;
+        let buffer = stream
+            .alloc_zeros::<u8>(size.max(1))
+            .map_err(Error::driver("allocating the cuSPARSE BSR SpMM buffer", size))?;
+        Ok(CusparseBsrSpmm { lib, a: a_d, b: b_d, c: c_d, dtype: T::DTYPE, buffer })
+    }
+
+    /// Runs C = A * B on the stream.
+    pub fn run(&mut self, gpu: &Gpu) -> Result<()> {
+        let (alpha, beta) = (1f64, 0f64);
+        let (alpha32, beta32) = (1f32, 0f32);
+        let (pa, pb) = scalars(self.dtype, &alpha, &beta, &alpha32, &beta32);
+        let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+        let (buf, _g) = self.buffer.device_ptr_mut(gpu.stream());
+        // SAFETY: everything was prepared in new and is still borrowed or owned.
+        check("cusparseSpMM (BSR)", unsafe {
+            cs::cusparseSpMM(
+                self.lib.handle,
+                op,
+                op,
+                pa,
+                self.a.raw,
+                self.b.raw,
+                pb,
+                self.c.raw,
+                compute_type(self.dtype),
+                cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_BSR_ALG1,
+                buf as *mut c_void,
+            )
+        })
+    }
+}
+
 fn scalars(dtype: DType, a64: &f64, b64: &f64, a32: &f32, b32: &f32) -> (*const c_void, *const c_void) {
     if dtype == DType::F64 {
         (a64 as *const f64 as *const c_void, b64 as *const f64 as *const c_void)
@@ -639,4 +863,68 @@ pub fn spgemm(
     }
     drop((buffer1, buffer2, descr, c_d));
     Ok(DeviceCsr::from_device_parts(m, n, nnz, c_offsets, columns, values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dense m x k matrix a BSR stands for.
+    fn bsr_dense(a: &HostBsr<f32>) -> Vec<f32> {
+        let (b, k) = (a.block, a.block_cols * a.block);
+        let mut dense = vec![0.0; a.block_rows * b * k];
+        for br in 0..a.block_rows {
+            for i in a.offsets[br] as usize..a.offsets[br + 1] as usize {
+                let bc = a.columns[i] as usize;
+                for (j, &v) in a.values[i * b * b..(i + 1) * b * b].iter().enumerate() {
+                    dense[(br * b + j / b) * k + bc * b + j % b] = v;
+                }
+            }
+        }
+        dense
+    }
+
+    #[test]
+    fn bsr_holds_every_entry_in_its_block() {
+        // 16 x 16 blocks at 20% on 96 x 160, read as blocks of 16, 8 and 32 (3 x 5 of them); uniform rows at 30% as
+        // blocks of 4 and 1; a stored zero keeps its block.
+        let blocks = crate::gen::block_sparse(96, 160, 16, 16, 0.2, 11);
+        let uniform = crate::gen::uniform_random(64, 48, 0.3, 12);
+        let mut with_zero = sprs::TriMat::new((8, 8));
+        with_zero.add_triplet(5, 6, 0.0f32);
+        with_zero.add_triplet(0, 1, 2.0f32);
+        let with_zero: sprs::CsMat<f32> = with_zero.to_csr();
+        for (a, block) in [(&blocks, 16), (&blocks, 8), (&blocks, 32), (&uniform, 4), (&uniform, 1), (&with_zero, 2)] {
+            let bsr = HostBsr::from_csr(a.view(), block).unwrap();
+            let (m, k) = (a.rows(), a.cols());
+            assert_eq!((bsr.block_rows * block, bsr.block_cols * block), (m, k));
+            assert_eq!(bsr.offsets.len(), bsr.block_rows + 1);
+            assert_eq!(*bsr.offsets.last().unwrap() as usize, bsr.columns.len());
+            assert_eq!(bsr.values.len(), bsr.columns.len() * block * block);
+            for br in 0..bsr.block_rows {
+                let row = &bsr.columns[bsr.offsets[br] as usize..bsr.offsets[br + 1] as usize];
+                assert!(row.windows(2).all(|w| w[0] < w[1]), "block {block}: block row {br} not ascending");
+            }
+            let mut dense = vec![0.0f32; m * k];
+            for (&v, (r, c)) in a.iter() {
+                dense[r * k + c] = v;
+            }
+            assert_eq!(bsr_dense(&bsr), dense, "block {block}");
+            // Every stored block holds a stored entry: as many blocks as distinct (row / block, column / block).
+            let distinct: std::collections::BTreeSet<(usize, usize)> =
+                a.iter().map(|(_, (r, c))| (r / block, c / block)).collect();
+            assert_eq!(bsr.columns.len(), distinct.len(), "block {block}");
+            assert!((bsr.fill(a.nnz()) - a.nnz() as f64 / (distinct.len() * block * block) as f64).abs() < 1e-12);
+        }
+        // 16 x 16 blocks are whole at 16, and a CSC input gives the same blocks.
+        let bsr = HostBsr::from_csr(blocks.view(), 16).unwrap();
+        assert_eq!(bsr.fill(blocks.nnz()), 1.0);
+        assert_eq!(HostBsr::from_csr(blocks.to_csc().view(), 16).unwrap(), bsr);
+        // Blocks that do not divide the dimensions, and block 0.
+        for block in [0, 3, 64] {
+            assert!(matches!(HostBsr::from_csr(blocks.view(), block), Err(Error::InvalidConfig { .. })), "{block}");
+        }
+        let empty = HostBsr::from_csr(sprs::CsMat::<f32>::zero((8, 4)).view(), 4).unwrap();
+        assert_eq!((&empty.offsets[..], empty.columns.len(), empty.fill(0)), (&[0, 0, 0][..], 0, 0.0));
+    }
 }

@@ -835,10 +835,14 @@ fn bench_spmm(
         for e in &r.cusparse {
             println!("  {}", line(e));
         }
+        if let Some(e) = &r.cusparse_bsr {
+            println!("  {}", line(e));
+        }
         println!("  {}", line(&r.cublas));
         let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}x"));
+        let bsr = r.speedup_vs_bsr().map_or(String::new(), |v| format!("; vs cuSPARSE BSR: {v:.2}x"));
         println!(
-            "  best variant: {}; selected vs best cuSPARSE: {}; vs cuBLAS: {}; agreement with cuSPARSE {:.1e}",
+            "  best variant: {}; selected vs best cuSPARSE: {}{bsr}; vs cuBLAS: {}; agreement with cuSPARSE {:.1e}",
             r.best_variant().map_or("-".into(), |e| e.name.clone()),
             fmt(r.speedup_vs_cusparse()),
             fmt(r.speedup_vs_cublas()),
