@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use sprs::CsMat;
 
 use crate::baseline::cublas::Cublas;
-use crate::baseline::cusparse::{Cusparse, CusparseBsrSpmm, CusparseSpmm, HostBsr, SpmmAlg};
+use crate::baseline::cusparse::{Cusparse, CusparseSpmm, HostBsr, SpmmAlg};
 use crate::cpu::oracle::{SpmmReference, Summation, POISON};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -539,7 +539,7 @@ pub const BSR_BLOCKS: [usize; 5] = [2, 4, 8, 16, 32];
 /// multiplies more padding than entries, and a user would not store A so.
 pub const BSR_MIN_FILL: f64 = 0.5;
 
-/// cuSPARSE's SpMM with A in BSR (`CusparseBsrSpmm`, `CUSPARSE_SPMM_BSR_ALG1`) at each block size of [`BSR_BLOCKS`]
+/// cuSPARSE's SpMM with A in BSR (`CusparseSpmm::new_bsr`, `CUSPARSE_SPMM_BSR_ALG1`) at each block size of [`BSR_BLOCKS`]
 /// that divides both of A's dimensions and whose blocks A fills at least [`BSR_MIN_FILL`]: the fastest, named
 /// `cusparse_BSR_b<block>` (the first failure where none ran), or None where no block size qualifies. The conversion
 /// to BSR is not timed.
@@ -557,7 +557,7 @@ fn bsr_baseline<T: Scalar>(
             continue;
         }
         let mut c = DeviceDense::<T>::zeros(gpu, a.rows(), b.cols())?;
-        let r = CusparseBsrSpmm::new(gpu, lib, &bsr, b, &mut c)
+        let r = CusparseSpmm::new_bsr(gpu, lib, &bsr, b, &mut c)
             .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run(gpu)));
         let entry = Entry::timed(format!("cusparse_BSR_b{block}"), r);
         match (&entry.ms, &best) {

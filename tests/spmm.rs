@@ -747,13 +747,13 @@ fn automatic_f32_narrow_windows_on_blocks() {
     assert_ne!(used.to_string(), narrow, "uniform rows");
 }
 
-/// The cuSPARSE BSR baseline (`CusparseBsrSpmm`, beside the CSR algorithms in `bench spmm`) computes A * B: f32
+/// The cuSPARSE BSR baseline (`CusparseSpmm::new_bsr`, beside the CSR algorithms in `bench spmm`) computes A * B: f32
 /// block-sparse rows read as blocks of their own size and of half of it, uniform rows as blocks of 4, n = 40 and 129,
 /// against the oracle (the FMA bound: cuSPARSE sums in f32 in its own order) on a poisoned C. A BSR whose columns do
 /// not match B is a typed error.
 #[test]
 fn cusparse_bsr_baseline_matches_the_oracle() {
-    use tilesparse::baseline::cusparse::{Cusparse, CusparseBsrSpmm, HostBsr};
+    use tilesparse::baseline::cusparse::{Cusparse, CusparseSpmm, HostBsr};
     let Some(gpu) = gpu_or_skip("cusparse_bsr_baseline_matches_the_oracle") else { return };
     let lib = Cusparse::new(&gpu).unwrap();
     let cases = [
@@ -767,7 +767,7 @@ fn cusparse_bsr_baseline_matches_the_oracle() {
             let (oracle, _a_dev, b_dev, mut c_dev) = upload_problem::<f32>(&gpu, a, n, seed(255 + i as u64));
             let bsr = HostBsr::from_csr(a.view(), *block).unwrap();
             c_dev.fill(&gpu, POISON as f32).unwrap();
-            CusparseBsrSpmm::new(&gpu, &lib, &bsr, &b_dev, &mut c_dev)
+            CusparseSpmm::new_bsr(&gpu, &lib, &bsr, &b_dev, &mut c_dev)
                 .and_then(|mut op| op.run(&gpu))
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             oracle.check(&what, &c_dev.download(&gpu).unwrap());
@@ -777,7 +777,7 @@ fn cusparse_bsr_baseline_matches_the_oracle() {
     let bsr = HostBsr::from_csr(a.view(), *block).unwrap();
     let b = DeviceDense::<f32>::zeros(&gpu, a.cols() + 16, 8).unwrap();
     let mut c = DeviceDense::<f32>::zeros(&gpu, a.rows(), 8).unwrap();
-    let r = CusparseBsrSpmm::new(&gpu, &lib, &bsr, &b, &mut c).map(|_| ());
+    let r = CusparseSpmm::new_bsr(&gpu, &lib, &bsr, &b, &mut c).map(|_| ());
     assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
 }
 

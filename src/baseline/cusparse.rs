@@ -54,21 +54,24 @@ impl Drop for Cusparse {
     }
 }
 
-/// cuSPARSE's CSR SpMM algorithms.
+/// cuSPARSE's SpMM algorithms: the three on CSR, and the one on BSR ([`CusparseSpmm::new_bsr`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpmmAlg {
     CsrAlg1,
     CsrAlg2,
     CsrAlg3,
+    BsrAlg1,
 }
 
 impl SpmmAlg {
+    /// The CSR algorithms.
     pub const ALL: [SpmmAlg; 3] = [SpmmAlg::CsrAlg1, SpmmAlg::CsrAlg2, SpmmAlg::CsrAlg3];
     fn raw(self) -> cs::cusparseSpMMAlg_t {
         match self {
             SpmmAlg::CsrAlg1 => cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG1,
             SpmmAlg::CsrAlg2 => cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG2,
             SpmmAlg::CsrAlg3 => cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG3,
+            SpmmAlg::BsrAlg1 => cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_BSR_ALG1,
         }
     }
     pub fn name(self) -> &'static str {
@@ -76,6 +79,7 @@ impl SpmmAlg {
             SpmmAlg::CsrAlg1 => "CSR_ALG1",
             SpmmAlg::CsrAlg2 => "CSR_ALG2",
             SpmmAlg::CsrAlg3 => "CSR_ALG3",
+            SpmmAlg::BsrAlg1 => "BSR_ALG1",
         }
     }
 }
@@ -160,11 +164,26 @@ impl Drop for DnMatDescr<'_> {
     }
 }
 
+/// The sparse operand of [`CusparseSpmm`]: a descriptor over a borrowed [`DeviceCsr`], or a BSR it owns.
+enum SparseA<'a> {
+    Csr(CsrDescr<'a>),
+    Bsr(BsrDescr),
+}
+
+impl SparseA<'_> {
+    fn raw(&self) -> cs::cusparseSpMatDescr_t {
+        match self {
+            SparseA::Csr(d) => d.raw,
+            SparseA::Bsr(d) => d.raw,
+        }
+    }
+}
+
 /// A prepared cuSPARSE SpMM C = A * B (descriptors, workspace and, for ALG3, preprocessing done once),
 /// so that [`CusparseSpmm::run`] times only the multiplication.
 pub struct CusparseSpmm<'a> {
     lib: &'a Cusparse,
-    a: CsrDescr<'a>,
+    a: SparseA<'a>,
     b: DnMatDescr<'a>,
     c: DnMatDescr<'a>,
     alg: SpmmAlg,
@@ -172,9 +191,23 @@ pub struct CusparseSpmm<'a> {
     buffer: CudaSlice<u8>,
 }
 
+/// `ShapeMismatch` unless A (m x k) * B fits C.
+fn check_spmm_shapes<T: Scalar>(m: usize, k: usize, b: &DeviceDense<T>, c: &DeviceDense<T>) -> Result<()> {
+    if k != b.rows() || c.rows() != m || c.cols() != b.cols() {
+        return Err(Error::ShapeMismatch(format!(
+            "A {m}x{k}, B {}x{}, C {}x{}",
+            b.rows(),
+            b.cols(),
+            c.rows(),
+            c.cols()
+        )));
+    }
+    Ok(())
+}
+
 impl<'a> CusparseSpmm<'a> {
-    /// Prepares C = A * B with algorithm `alg`. Fails with [`Error::Cusparse`] where cuSPARSE does not
-    /// support the combination.
+    /// Prepares C = A * B with the CSR algorithm `alg`. Fails with [`Error::Cusparse`] where cuSPARSE does not
+    /// support the combination (or `alg` is not a CSR algorithm).
     pub fn new<T: Scalar>(
         gpu: &Gpu,
         lib: &'a Cusparse,
@@ -183,19 +216,33 @@ impl<'a> CusparseSpmm<'a> {
         c: &'a mut DeviceDense<T>,
         alg: SpmmAlg,
     ) -> Result<Self> {
-        if a.cols() != b.rows() || c.rows() != a.rows() || c.cols() != b.cols() {
-            return Err(Error::ShapeMismatch(format!(
-                "A {}x{}, B {}x{}, C {}x{}",
-                a.rows(),
-                a.cols(),
-                b.rows(),
-                b.cols(),
-                c.rows(),
-                c.cols()
-            )));
-        }
+        check_spmm_shapes(a.rows(), a.cols(), b, c)?;
+        Self::prepare(gpu, lib, SparseA::Csr(CsrDescr::new(gpu, a)?), b, c, alg)
+    }
+
+    /// Uploads `a` and prepares C = A * B with A in BSR (`CUSPARSE_SPMM_BSR_ALG1`, row-major B and C): the baseline a
+    /// user with block-sparse rows would also try. Fails as [`CusparseSpmm::new`] does.
+    pub fn new_bsr<T: Scalar>(
+        gpu: &Gpu,
+        lib: &'a Cusparse,
+        a: &HostBsr<T>,
+        b: &'a DeviceDense<T>,
+        c: &'a mut DeviceDense<T>,
+    ) -> Result<Self> {
+        check_spmm_shapes(a.block_rows * a.block, a.block_cols * a.block, b, c)?;
+        Self::prepare(gpu, lib, SparseA::Bsr(BsrDescr::new(gpu, a)?), b, c, SpmmAlg::BsrAlg1)
+    }
+
+    /// The dense descriptors, the workspace and (ALG3) the preprocessing, for shapes already checked.
+    fn prepare<T: Scalar>(
+        gpu: &Gpu,
+        lib: &'a Cusparse,
+        a_d: SparseA<'a>,
+        b: &'a DeviceDense<T>,
+        c: &'a mut DeviceDense<T>,
+        alg: SpmmAlg,
+    ) -> Result<Self> {
         let stream = gpu.stream();
-        let a_d = CsrDescr::new(gpu, a)?;
         let b_d = DnMatDescr::new(b.rows(), b.cols(), b.data.device_ptr(stream).0, T::DTYPE)?;
         let c_d = DnMatDescr::new(c.rows(), c.cols(), c.data.device_ptr_mut(stream).0, T::DTYPE)?;
         let (alpha, beta) = (1f64, 0f64);
@@ -210,7 +257,7 @@ impl<'a> CusparseSpmm<'a> {
                 op,
                 op,
                 pa,
-                a_d.raw,
+                a_d.raw(),
                 b_d.raw,
                 pb,
                 c_d.raw,
@@ -231,7 +278,7 @@ impl<'a> CusparseSpmm<'a> {
                     op,
                     op,
                     pa,
-                    a_d.raw,
+                    a_d.raw(),
                     b_d.raw,
                     pb,
                     c_d.raw,
@@ -251,14 +298,14 @@ impl<'a> CusparseSpmm<'a> {
         let (pa, pb) = scalars(self.dtype, &alpha, &beta, &alpha32, &beta32);
         let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
         let (buf, _g) = self.buffer.device_ptr_mut(gpu.stream());
-        // SAFETY: everything was prepared in new and is still borrowed.
+        // SAFETY: everything was prepared in new and is still borrowed or owned.
         check("cusparseSpMM", unsafe {
             cs::cusparseSpMM(
                 self.lib.handle,
                 op,
                 op,
                 pa,
-                self.a.raw,
+                self.a.raw(),
                 self.b.raw,
                 pb,
                 self.c.raw,
@@ -274,10 +321,9 @@ impl<'a> CusparseSpmm<'a> {
     }
 }
 
-/// Host pointers to alpha and beta in the compute type.
 /// A matrix in block sparse row form, square blocks of `block` x `block` stored row-major inside (cuSPARSE's
 /// `CUSPARSE_ORDER_ROW`), zeros where the CSR stores nothing: the input of the cuSPARSE BSR baseline
-/// ([`CusparseBsrSpmm`]). Built on the host from a CSR whose rows and columns are multiples of the block.
+/// ([`CusparseSpmm::new_bsr`]). Built on the host from a CSR whose rows and columns are multiples of the block.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostBsr<T> {
     /// Rows (and columns) per block.
@@ -407,94 +453,6 @@ impl Drop for BsrDescr {
     fn drop(&mut self) {
         // SAFETY: created in new, destroyed once, before the arrays it reads (fields dropped after this).
         unsafe { cs::cusparseDestroySpMat(self.raw) };
-    }
-}
-
-/// A prepared cuSPARSE SpMM C = A * B with A in BSR (`CUSPARSE_SPMM_BSR_ALG1`, row-major B and C), so that
-/// [`CusparseBsrSpmm::run`] times only the multiplication: the baseline a user with block-sparse rows would also try.
-pub struct CusparseBsrSpmm<'a> {
-    lib: &'a Cusparse,
-    a: BsrDescr,
-    b: DnMatDescr<'a>,
-    c: DnMatDescr<'a>,
-    dtype: DType,
-    buffer: CudaSlice<u8>,
-}
-
-impl<'a> CusparseBsrSpmm<'a> {
-    /// Uploads `a` and prepares C = A * B. Fails with [`Error::Cusparse`] where cuSPARSE does not support the
-    /// combination, [`Error::ShapeMismatch`] where the shapes do not match.
-    pub fn new<T: Scalar>(
-        gpu: &Gpu,
-        lib: &'a Cusparse,
-        a: &HostBsr<T>,
-        b: &'a DeviceDense<T>,
-        c: &'a mut DeviceDense<T>,
-    ) -> Result<Self> {
-        let (m, k) = (a.block_rows * a.block, a.block_cols * a.block);
-        if k != b.rows() || c.rows() != m || c.cols() != b.cols() {
-            return Err(Error::ShapeMismatch(format!(
-                "A {m}x{k} (BSR), B {}x{}, C {}x{}",
-                b.rows(),
-                b.cols(),
-                c.rows(),
-                c.cols()
-            )));
-        }
-        let stream = gpu.stream();
-        let a_d = BsrDescr::new(gpu, a)?;
-        let b_d = DnMatDescr::new(b.rows(), b.cols(), b.data.device_ptr(stream).0, T::DTYPE)?;
-        let c_d = DnMatDescr::new(c.rows(), c.cols(), c.data.device_ptr_mut(stream).0, T::DTYPE)?;
-        let (alpha, beta) = (1f64, 0f64);
-        let (alpha32, beta32) = (1f32, 0f32);
-        let (pa, pb) = scalars(T::DTYPE, &alpha, &beta, &alpha32, &beta32);
-        let mut size = 0usize;
-        let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
-        // SAFETY: descriptors and handle are live; alpha/beta point at host scalars of the compute type.
-        check("cusparseSpMM_bufferSize (BSR)", unsafe {
-            cs::cusparseSpMM_bufferSize(
-                lib.handle,
-                op,
-                op,
-                pa,
-                a_d.raw,
-                b_d.raw,
-                pb,
-                c_d.raw,
-                compute_type(T::DTYPE),
-                cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_BSR_ALG1,
-                &mut size,
-            )
-        })?;
-        let buffer = stream
-            .alloc_zeros::<u8>(size.max(1))
-            .map_err(Error::driver("allocating the cuSPARSE BSR SpMM buffer", size))?;
-        Ok(CusparseBsrSpmm { lib, a: a_d, b: b_d, c: c_d, dtype: T::DTYPE, buffer })
-    }
-
-    /// Runs C = A * B on the stream.
-    pub fn run(&mut self, gpu: &Gpu) -> Result<()> {
-        let (alpha, beta) = (1f64, 0f64);
-        let (alpha32, beta32) = (1f32, 0f32);
-        let (pa, pb) = scalars(self.dtype, &alpha, &beta, &alpha32, &beta32);
-        let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
-        let (buf, _g) = self.buffer.device_ptr_mut(gpu.stream());
-        // SAFETY: everything was prepared in new and is still borrowed or owned.
-        check("cusparseSpMM (BSR)", unsafe {
-            cs::cusparseSpMM(
-                self.lib.handle,
-                op,
-                op,
-                pa,
-                self.a.raw,
-                self.b.raw,
-                pb,
-                self.c.raw,
-                compute_type(self.dtype),
-                cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_BSR_ALG1,
-                buf as *mut c_void,
-            )
-        })
     }
 }
 
