@@ -364,7 +364,7 @@ pub struct SpmmReport {
     pub variants: Vec<Entry>,
     pub selected: Entry,
     pub cusparse: Vec<Entry>,
-    /// cuSPARSE's SpMM on A in BSR at the fastest block size that A fills at least half ([`bsr_baseline`]); None
+    /// cuSPARSE's SpMM on A in BSR at the fastest block size that A fills at least half (`bsr_baseline`); None
     /// where none does. Beside the CSR algorithms, not among them: `best_cusparse` is the CSR algorithms' best.
     pub cusparse_bsr: Option<Entry>,
     pub cublas: Entry,
@@ -533,7 +533,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     })
 }
 
-/// Block sizes the BSR baseline tries ([`bsr_baseline`]).
+/// Block sizes the BSR baseline tries (`bsr_baseline`).
 pub const BSR_BLOCKS: [usize; 5] = [2, 4, 8, 16, 32];
 /// The least share of its blocks' slots A must fill for the BSR baseline to try a block size: below it BSR
 /// multiplies more padding than entries, and a user would not store A so.

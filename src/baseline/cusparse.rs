@@ -456,6 +456,7 @@ impl Drop for BsrDescr {
     }
 }
 
+/// Host pointers to alpha and beta in the compute type.
 fn scalars(dtype: DType, a64: &f64, b64: &f64, a32: &f32, b32: &f32) -> (*const c_void, *const c_void) {
     if dtype == DType::F64 {
         (a64 as *const f64 as *const c_void, b64 as *const f64 as *const c_void)

@@ -183,6 +183,16 @@ impl BlockCounts {
         }
         nnz as f64 / (blocks * window * SLOTS) as f64
     }
+
+    /// The 16-row windows' k-blocks per window on average over an m-row matrix (windows of empty rows count).
+    pub fn narrow_per_window(&self, m: usize) -> f64 {
+        self.narrow as f64 / m.div_ceil(WINDOW) as f64
+    }
+
+    /// The 64-row windows' work at n columns: (k-block, 64-column slice) pairs.
+    pub fn wide_pairs(&self, n: usize) -> usize {
+        self.wide.saturating_mul(n.div_ceil(64))
+    }
 }
 
 /// How a matrix's tensor-core blocks are laid out: the windows' height and the order of each k-block's values.
@@ -388,7 +398,7 @@ pub(crate) fn select_tensor_core_rows(
         let grid = wide_windows * n.div_ceil(columns);
         grid * wide_splits(dtype, grid, wide_windows, counts.wide)
     };
-    let pairs = counts.wide.saturating_mul(n.div_ceil(64));
+    let pairs = counts.wide_pairs(n);
     let large = n >= 256 || m.saturating_mul(n) >= 1 << 19 || (n >= 128 && pairs >= HALF_WIDE_PAIRS);
     // From n = 128, where step 55 measured it (at n = 64 the 16-row windows won, NOTES.md "SpMM step 56").
     let uneven_wide = uneven && n >= 128 && wide_fill >= UNEVEN_WIDE_FILL && m.saturating_mul(n) >= 1 << 20;
@@ -408,7 +418,7 @@ pub(crate) fn select_tensor_core_rows(
                 && grid(64) >= SPLIT_BELOW_BLOCKS
                 && keeps_its_waves_busy(grid(64), SPLIT_BELOW_BLOCKS);
             Some(if n > 64 && launch(128) >= 256 && !unsplit_at_64 { 16 } else { 8 })
-        } else if m < 1024 && n >= 512 && wide_fill >= 0.08 && counts.wide * n.div_ceil(64) >= FEW_ROWS_WIDE_PAIRS {
+        } else if m < 1024 && n >= 512 && wide_fill >= 0.08 && pairs >= FEW_ROWS_WIDE_PAIRS {
             Some(few_rows_wide_tiles_n(m, n))
         } else {
             None
@@ -453,7 +463,7 @@ pub(crate) fn narrow_windows_fuller(m: usize, n: usize, nnz: usize, counts: Bloc
         return false;
     }
     let (narrow, wide) = (counts.narrow_fill(nnz), counts.fill(WIDE_WINDOW, nnz));
-    let per_window = counts.narrow as f64 / m.div_ceil(WINDOW) as f64;
+    let per_window = counts.narrow_per_window(m);
     if n > 256 {
         return narrow >= NARROW_FULLER_WIDE_N * wide && (m < 1024 || per_window >= NARROW_FULLER_MIN_BLOCKS);
     }
@@ -685,13 +695,13 @@ pub(crate) fn f32_narrow_windows(m: usize, n: usize, nnz: usize, counts: BlockCo
         return None;
     }
     let (narrow, wide) = (counts.narrow_fill(nnz), counts.fill(WIDE_WINDOW, nnz));
-    let per_window = counts.narrow as f64 / m.div_ceil(WINDOW) as f64;
+    let per_window = counts.narrow_per_window(m);
     if narrow < F32_NARROW_MIN_FILL || per_window < F32_NARROW_MIN_BLOCKS {
         return None;
     }
     let small = padded <= F32_NARROW_SMALL_MAX_N
         && m <= F32_NARROW_SMALL_MAX_ROWS
-        && counts.wide.saturating_mul(padded.div_ceil(64)) <= F32_NARROW_SMALL_MAX_PAIRS
+        && counts.wide_pairs(padded) <= F32_NARROW_SMALL_MAX_PAIRS
         && narrow >= F32_NARROW_SMALL_FULLER * wide;
     let fuller = narrow >= F32_NARROW_FULLER * wide
         && (per_window >= F32_NARROW_FULLER_MIN_BLOCKS || narrow >= F32_NARROW_FULLER_FULL);
@@ -791,7 +801,7 @@ pub(crate) fn uneven_few_rows_windows(
             Some(wide(if wgmma && n >= 256 && launch >= WGMMA_SHORT_MIN_GRID { 16 } else { 8 }))
         }
         DType::F16 | DType::Bf16 => {
-            let pairs = counts.wide.saturating_mul(n.div_ceil(64));
+            let pairs = counts.wide_pairs(n);
             let takes = (n == 128 || n == 256) && wide_fill >= 0.08 && pairs >= UNEVEN_FEW_ROWS_HALF_PAIRS;
             takes.then(|| wide(8))
         }
