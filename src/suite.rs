@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use sprs::CsMat;
 
 use crate::baseline::cublas::Cublas;
-use crate::baseline::cusparse::{Cusparse, CusparseSpmm, HostBsr, SpmmAlg};
+use crate::baseline::cusparse::{Cusparse, CusparseSpmm, HostBlockedEll, HostBsr, SpmmAlg};
 use crate::cpu::oracle::{SpmmReference, Summation, POISON};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -364,9 +364,10 @@ pub struct SpmmReport {
     pub variants: Vec<Entry>,
     pub selected: Entry,
     pub cusparse: Vec<Entry>,
-    /// cuSPARSE's SpMM on A in BSR at the fastest block size that A fills at least half (`bsr_baseline`); None
-    /// where none does. Beside the CSR algorithms, not among them: `best_cusparse` is the CSR algorithms' best.
-    pub cusparse_bsr: Option<Entry>,
+    /// cuSPARSE's SpMM on A in BSR and in Blocked-ELL at each block size tried ([`blocked_baselines`]), failures
+    /// included; empty where no block size qualifies. Beside the CSR algorithms, not among them: `best_cusparse` is
+    /// the CSR algorithms' best.
+    pub cusparse_blocked: Vec<BlockedEntry>,
     pub cublas: Entry,
     /// max |ours - cuSPARSE| / max |cuSPARSE| for the selected variant: a sanity check, not the test.
     pub agreement: f64,
@@ -392,9 +393,17 @@ impl SpmmReport {
     pub fn speedup_vs_cusparse(&self) -> Option<f64> {
         Some(self.best_cusparse()?.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
     }
-    /// cuSPARSE's BSR time / our selected time (None without the BSR baseline or where it failed).
-    pub fn speedup_vs_bsr(&self) -> Option<f64> {
-        Some(self.cusparse_bsr.as_ref()?.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
+    /// The fastest block size of cuSPARSE's SpMM on A in `format`, else its first failure; None where no block
+    /// size was tried.
+    pub fn best_blocked(&self, format: BlockedFormat) -> Option<&Entry> {
+        let tried = self.cusparse_blocked.iter().filter(|b| b.format == format).map(|b| &b.entry);
+        let first = tried.clone().next();
+        let ran = tried.filter_map(|e| e.ms.as_ref().ok().map(|ms| (e, *ms)));
+        ran.min_by(|x, y| x.1.total_cmp(&y.1)).map(|(e, _)| e).or(first)
+    }
+    /// cuSPARSE's fastest time in `format` / our selected time (None where no block size ran).
+    pub fn speedup_vs_blocked(&self, format: BlockedFormat) -> Option<f64> {
+        Some(self.best_blocked(format)?.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
     }
     /// cuSPARSE best time / the tuned kernel's time.
     pub fn tuned_vs_cusparse(&self) -> Option<f64> {
@@ -495,7 +504,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
             reference = Some(c2.download(gpu)?);
         }
     }
-    let cusparse_bsr = bsr_baseline(gpu, &lib, &a_host, &b, opts)?;
+    let cusparse_blocked = blocked_baselines(gpu, &lib, &a_host, &b, opts)?;
     let agreement = reference.map_or(f64::NAN, |r| {
         let scale = r.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
         r.iter().zip(&ours).map(|(x, y)| (x.to_f64() - y.to_f64()).abs()).fold(0.0, f64::max) / scale
@@ -526,32 +535,62 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         variants,
         selected,
         cusparse,
-        cusparse_bsr,
+        cusparse_blocked,
         cublas,
         agreement,
         tuned,
     })
 }
 
-/// Block sizes the BSR baseline tries (`bsr_baseline`).
-pub const BSR_BLOCKS: [usize; 5] = [2, 4, 8, 16, 32];
-/// The least share of its blocks' slots A must fill for the BSR baseline to try a block size: below it BSR
+/// Block sizes the blocked baselines try ([`blocked_baselines`]).
+pub const BLOCKED_SIZES: [usize; 5] = [2, 4, 8, 16, 32];
+/// The least share of its blocks' slots A must fill for the blocked baselines to try a block size: below it BSR
 /// multiplies more padding than entries, and a user would not store A so.
 pub const BSR_MIN_FILL: f64 = 0.5;
+/// The least share of the Blocked-ELL slots (the padding of rows of blocks shorter than the longest included) A
+/// must fill for that baseline to try a block size: at most twice BSR's padding, and at most 4 slots per entry.
+pub const BLOCKED_ELL_MIN_FILL: f64 = 0.25;
 
-/// cuSPARSE's SpMM with A in BSR (`CusparseSpmm::new_bsr`, `CUSPARSE_SPMM_BSR_ALG1`) at each block size of [`BSR_BLOCKS`]
-/// that divides both of A's dimensions and whose blocks A fills at least [`BSR_MIN_FILL`]: the fastest, named
-/// `cusparse_BSR_b<block>` (the first failure where none ran), or None where no block size qualifies. The conversion
-/// to BSR is not timed.
-fn bsr_baseline<T: Scalar>(
+/// cuSPARSE's sparse formats for block-sparse A, timed beside its CSR algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockedFormat {
+    /// Block sparse row (`CusparseSpmm::new_bsr`, `CUSPARSE_SPMM_BSR_ALG1`).
+    Bsr,
+    /// Blocked-ELL (`CusparseSpmm::new_blocked_ell`, `CUSPARSE_SPMM_BLOCKED_ELL_ALG1`), cuSPARSE's tensor-core
+    /// format.
+    BlockedEll,
+}
+
+impl BlockedFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockedFormat::Bsr => "BSR",
+            BlockedFormat::BlockedEll => "Blocked-ELL",
+        }
+    }
+}
+
+/// One block size of a blocked baseline: `entry` is named `cusparse_BSR_b<block>` or `cusparse_BELL_b<block>`.
+#[derive(Clone, Debug)]
+pub struct BlockedEntry {
+    pub format: BlockedFormat,
+    pub block: usize,
+    pub entry: Entry,
+}
+
+/// cuSPARSE's SpMM with A in BSR and in Blocked-ELL at each block size of [`BLOCKED_SIZES`] that divides both of
+/// A's dimensions and whose blocks A fills at least [`BSR_MIN_FILL`] (Blocked-ELL also [`BLOCKED_ELL_MIN_FILL`] of
+/// its padded slots): every one tried, failures included (cuSPARSE refuses some types and block sizes). The
+/// conversions are not timed.
+fn blocked_baselines<T: Scalar>(
     gpu: &Gpu,
     lib: &Cusparse,
     a: &CsMat<T>,
     b: &DeviceDense<T>,
     opts: &BenchOptions,
-) -> Result<Option<Entry>> {
-    let (mut best, mut failed): (Option<Entry>, Option<Entry>) = (None, None);
-    for block in BSR_BLOCKS {
+) -> Result<Vec<BlockedEntry>> {
+    let mut tried = Vec::new();
+    for block in BLOCKED_SIZES {
         let Ok(bsr) = HostBsr::from_csr(a.view(), block) else { continue };
         if a.nnz() == 0 || bsr.fill(a.nnz()) < BSR_MIN_FILL {
             continue;
@@ -560,13 +599,18 @@ fn bsr_baseline<T: Scalar>(
         let r = CusparseSpmm::new_bsr(gpu, lib, &bsr, b, &mut c)
             .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run(gpu)));
         let entry = Entry::timed(format!("cusparse_BSR_b{block}"), r);
-        match (&entry.ms, &best) {
-            (Ok(ms), Some(Entry { ms: Ok(old), .. })) if ms >= old => {}
-            (Ok(_), _) => best = Some(entry),
-            (Err(_), _) => failed = failed.or(Some(entry)),
-        }
+        tried.push(BlockedEntry { format: BlockedFormat::Bsr, block, entry });
+        let ell = match HostBlockedEll::from_bsr(&bsr) {
+            Ok(ell) if ell.fill(a.nnz()) >= BLOCKED_ELL_MIN_FILL => ell,
+            _ => continue,
+        };
+        drop(bsr);
+        let r = CusparseSpmm::new_blocked_ell(gpu, lib, &ell, b, &mut c)
+            .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run(gpu)));
+        let entry = Entry::timed(format!("cusparse_BELL_b{block}"), r);
+        tried.push(BlockedEntry { format: BlockedFormat::BlockedEll, block, entry });
     }
-    Ok(best.or(failed))
+    Ok(tried)
 }
 
 /// The sparse matrix as a dense row-major array (the cuBLAS baseline's input).
@@ -609,7 +653,7 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
         .map(|r| {
             let list = |v: &[Entry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
             format!(
-                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cublas\":{},\"agreement\":{}{}}}",
+                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cusparse_bell\":{},\"cusparse_blocked\":[{}],\"cublas\":{},\"agreement\":{}{}}}",
                 json_str(&r.problem),
                 r.m,
                 r.k,
@@ -618,7 +662,9 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
                 json_entry(&r.selected),
                 list(&r.variants),
                 list(&r.cusparse),
-                r.cusparse_bsr.as_ref().map_or("null".into(), json_entry),
+                r.best_blocked(BlockedFormat::Bsr).map_or("null".into(), json_entry),
+                r.best_blocked(BlockedFormat::BlockedEll).map_or("null".into(), json_entry),
+                r.cusparse_blocked.iter().map(|b| json_entry(&b.entry)).collect::<Vec<_>>().join(","),
                 json_entry(&r.cublas),
                 if r.agreement.is_finite() { r.agreement.to_string() } else { "null".into() },
                 r.tuned.as_ref().map_or(String::new(), |(e, ms)| {

@@ -781,6 +781,64 @@ fn cusparse_bsr_baseline_matches_the_oracle() {
     assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
 }
 
+/// The cuSPARSE Blocked-ELL baseline (`CusparseSpmm::new_blocked_ell`, beside the CSR algorithms in `bench spmm`)
+/// computes A * B: block-sparse rows of different block counts (padded to the longest) read as blocks of 16 and 8,
+/// uniform rows as blocks of 4, n = 40 and 129, against the oracle on a poisoned C. Where cuSPARSE refuses a
+/// combination the error names it. A Blocked-ELL whose columns do not match B is a typed error.
+fn cusparse_blocked_ell_case<T: Scalar>(gpu: &Gpu) -> Vec<String> {
+    use tilesparse::baseline::cusparse::{Cusparse, CusparseSpmm, HostBlockedEll, HostBsr};
+    let lib = Cusparse::new(gpu).unwrap();
+    let cases = [
+        (gen::block_sparse(256, 384, 16, 16, 0.2, seed(260)), 16),
+        (gen::block_sparse(256, 384, 16, 16, 0.2, seed(261)), 8),
+        (gen::uniform_random(96, 160, 0.6, seed(262)), 4),
+    ];
+    let mut refused = Vec::new();
+    for (i, (a, block)) in cases.iter().enumerate() {
+        for n in [40, 129] {
+            let what = format!(
+                "{} Blocked-ELL b{block}, {} x {} ({} entries), n = {n}",
+                T::DTYPE,
+                a.rows(),
+                a.cols(),
+                a.nnz()
+            );
+            let (oracle, _a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed(265 + i as u64));
+            let a_t: CsMat<T> = gen::convert(a);
+            let ell = HostBlockedEll::from_bsr(&HostBsr::from_csr(a_t.view(), *block).unwrap()).unwrap();
+            c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+            match CusparseSpmm::new_blocked_ell(gpu, &lib, &ell, &b_dev, &mut c_dev).and_then(|mut op| op.run(gpu)) {
+                Ok(()) => oracle.check(&what, &c_dev.download(gpu).unwrap()),
+                Err(e @ Error::Cusparse { .. }) => refused.push(format!("{what}: {e}")),
+                Err(e) => panic!("{what}: {e}"),
+            }
+        }
+    }
+    let (a, block) = &cases[0];
+    let a_t: CsMat<T> = gen::convert(a);
+    let ell = HostBlockedEll::from_bsr(&HostBsr::from_csr(a_t.view(), *block).unwrap()).unwrap();
+    let b = DeviceDense::<T>::zeros(gpu, a.cols() + 16, 8).unwrap();
+    let mut c = DeviceDense::<T>::zeros(gpu, a.rows(), 8).unwrap();
+    let r = CusparseSpmm::new_blocked_ell(gpu, &lib, &ell, &b, &mut c).map(|_| ());
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
+    refused
+}
+
+#[test]
+fn cusparse_blocked_ell_baseline_matches_the_oracle() {
+    let Some(gpu) = gpu_or_skip("cusparse_blocked_ell_baseline_matches_the_oracle") else { return };
+    let refused: Vec<String> = [
+        cusparse_blocked_ell_case::<f32>(&gpu),
+        cusparse_blocked_ell_case::<f16>(&gpu),
+        cusparse_blocked_ell_case::<bf16>(&gpu),
+    ]
+    .concat();
+    for r in &refused {
+        println!("REFUSED {r}");
+    }
+    assert!(refused.is_empty(), "cuSPARSE refused {} Blocked-ELL products", refused.len());
+}
+
 /// `spmm_tune` on fresh matrices of type T, awkward shapes included. C, poisoned first, holds A * B by the chosen
 /// kernel (checked against the oracle with that kernel's bound, and bit for bit against another run of it), and the
 /// report holds together: the automatic choice is `spmm_auto`'s and one of the candidates, every candidate was

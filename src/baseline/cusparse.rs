@@ -1,5 +1,5 @@
 //! A small safe wrapper over the cuSPARSE generic API: SpMM and SpMV on CSR with row-major dense operands, and SpMM
-//! on BSR (the block-sparse baseline).
+//! on BSR and Blocked-ELL (the block-sparse baselines).
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -54,13 +54,15 @@ impl Drop for Cusparse {
     }
 }
 
-/// cuSPARSE's SpMM algorithms: the three on CSR, and the one on BSR ([`CusparseSpmm::new_bsr`]).
+/// cuSPARSE's SpMM algorithms: the three on CSR, the one on BSR ([`CusparseSpmm::new_bsr`]) and the one on
+/// Blocked-ELL ([`CusparseSpmm::new_blocked_ell`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpmmAlg {
     CsrAlg1,
     CsrAlg2,
     CsrAlg3,
     BsrAlg1,
+    BlockedEllAlg1,
 }
 
 impl SpmmAlg {
@@ -72,6 +74,7 @@ impl SpmmAlg {
             SpmmAlg::CsrAlg2 => cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG2,
             SpmmAlg::CsrAlg3 => cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG3,
             SpmmAlg::BsrAlg1 => cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_BSR_ALG1,
+            SpmmAlg::BlockedEllAlg1 => cs::cusparseSpMMAlg_t::CUSPARSE_SPMM_BLOCKED_ELL_ALG1,
         }
     }
     pub fn name(self) -> &'static str {
@@ -80,6 +83,7 @@ impl SpmmAlg {
             SpmmAlg::CsrAlg2 => "CSR_ALG2",
             SpmmAlg::CsrAlg3 => "CSR_ALG3",
             SpmmAlg::BsrAlg1 => "BSR_ALG1",
+            SpmmAlg::BlockedEllAlg1 => "BLOCKED_ELL_ALG1",
         }
     }
 }
@@ -164,17 +168,18 @@ impl Drop for DnMatDescr<'_> {
     }
 }
 
-/// The sparse operand of [`CusparseSpmm`]: a descriptor over a borrowed [`DeviceCsr`], or a BSR it owns.
+/// The sparse operand of [`CusparseSpmm`]: a descriptor over a borrowed [`DeviceCsr`], or a BSR or Blocked-ELL
+/// matrix it owns.
 enum SparseA<'a> {
     Csr(CsrDescr<'a>),
-    Bsr(BsrDescr),
+    Blocked(BlockedDescr),
 }
 
 impl SparseA<'_> {
     fn raw(&self) -> cs::cusparseSpMatDescr_t {
         match self {
             SparseA::Csr(d) => d.raw,
-            SparseA::Bsr(d) => d.raw,
+            SparseA::Blocked(d) => d.raw,
         }
     }
 }
@@ -230,7 +235,20 @@ impl<'a> CusparseSpmm<'a> {
         c: &'a mut DeviceDense<T>,
     ) -> Result<Self> {
         check_spmm_shapes(a.block_rows * a.block, a.block_cols * a.block, b, c)?;
-        Self::prepare(gpu, lib, SparseA::Bsr(BsrDescr::new(gpu, a)?), b, c, SpmmAlg::BsrAlg1)
+        Self::prepare(gpu, lib, SparseA::Blocked(BlockedDescr::bsr(gpu, a)?), b, c, SpmmAlg::BsrAlg1)
+    }
+
+    /// Uploads `a` and prepares C = A * B with A in Blocked-ELL (`CUSPARSE_SPMM_BLOCKED_ELL_ALG1`, row-major B and
+    /// C): cuSPARSE's tensor-core path for block-sparse A. Fails as [`CusparseSpmm::new`] does.
+    pub fn new_blocked_ell<T: Scalar>(
+        gpu: &Gpu,
+        lib: &'a Cusparse,
+        a: &HostBlockedEll<T>,
+        b: &'a DeviceDense<T>,
+        c: &'a mut DeviceDense<T>,
+    ) -> Result<Self> {
+        check_spmm_shapes(a.rows, a.cols, b, c)?;
+        Self::prepare(gpu, lib, SparseA::Blocked(BlockedDescr::blocked_ell(gpu, a)?), b, c, SpmmAlg::BlockedEllAlg1)
     }
 
     /// The dense descriptors, the workspace and (ALG3) the preprocessing, for shapes already checked.
@@ -403,20 +421,78 @@ impl<T: Scalar> HostBsr<T> {
     }
 }
 
-/// A BSR matrix on the device with its cuSPARSE descriptor (which borrows the arrays it owns).
-struct BsrDescr {
+/// A matrix in Blocked-ELL form (cuSPARSE's `cusparseCreateBlockedEll`): every row of blocks holds the same number
+/// of `block` x `block` blocks, padded with block column -1; the values are a rows x `ell_cols` row-major array
+/// whose columns j * block .. (j + 1) * block hold the j-th block of each row of blocks. Built on the host from a
+/// [`HostBsr`]; the input of [`CusparseSpmm::new_blocked_ell`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostBlockedEll<T> {
+    pub block: usize,
+    pub rows: usize,
+    pub cols: usize,
+    /// Columns of `values`: the most blocks any row of blocks holds, times `block`.
+    pub ell_cols: usize,
+    /// (rows / block) x (ell_cols / block), row-major: each slot's block column, -1 for padding.
+    pub columns: Vec<i32>,
+    /// rows x ell_cols, row-major; zeros in padding and where A stores nothing.
+    pub values: Vec<T>,
+}
+
+impl<T: Scalar> HostBlockedEll<T> {
+    /// The blocks of `bsr`, each row of blocks padded to the longest. `TooLarge` where the values would not fit i32
+    /// offsets.
+    pub fn from_bsr(bsr: &HostBsr<T>) -> Result<Self> {
+        let b = bsr.block;
+        let widest = bsr.offsets.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0);
+        let (rows, ell_cols) = (bsr.block_rows * b, widest * b);
+        if rows.saturating_mul(ell_cols) > i32::MAX as usize {
+            return Err(Error::TooLarge(format!("Blocked-ELL of {rows} x {ell_cols} values: more than 2^31")));
+        }
+        let mut columns = vec![-1i32; bsr.block_rows * widest];
+        let mut values = vec![T::default(); rows * ell_cols];
+        for br in 0..bsr.block_rows {
+            let first = bsr.offsets[br] as usize;
+            for (slot, i) in (first..bsr.offsets[br + 1] as usize).enumerate() {
+                columns[br * widest + slot] = bsr.columns[i];
+                for r in 0..b {
+                    let src = &bsr.values[(i * b + r) * b..(i * b + r + 1) * b];
+                    let at = (br * b + r) * ell_cols + slot * b;
+                    values[at..at + b].copy_from_slice(src);
+                }
+            }
+        }
+        Ok(HostBlockedEll { block: b, rows, cols: bsr.block_cols * b, ell_cols, columns, values })
+    }
+
+    /// The share of the stored slots (padding included) that `nnz` entries fill (0 without slots).
+    pub fn fill(&self, nnz: usize) -> f64 {
+        if self.values.is_empty() {
+            return 0.0;
+        }
+        nnz as f64 / self.values.len() as f64
+    }
+}
+
+/// A BSR or Blocked-ELL matrix on the device with its cuSPARSE descriptor (which borrows the arrays it owns).
+struct BlockedDescr {
     raw: cs::cusparseSpMatDescr_t,
-    _offsets: CudaSlice<i32>,
+    _offsets: Option<CudaSlice<i32>>,
     _columns: CudaSlice<i32>,
     _values: CudaSlice<u8>,
 }
 
-impl BsrDescr {
-    fn new<T: Scalar>(gpu: &Gpu, a: &HostBsr<T>) -> Result<Self> {
+impl BlockedDescr {
+    /// The columns and values uploaded (a value array is never empty: cuSPARSE is given a valid pointer).
+    fn upload<T: Scalar>(gpu: &Gpu, columns: &[i32], values: &[T]) -> Result<(CudaSlice<i32>, CudaSlice<u8>)> {
+        let columns = crate::csr::upload_slice(gpu, columns, "uploading blocked column indices")?;
+        let bytes: &[u8] = bytemuck::cast_slice(values);
+        let values = crate::csr::upload_slice(gpu, bytes, "uploading blocked values")?;
+        Ok((columns, values))
+    }
+
+    fn bsr<T: Scalar>(gpu: &Gpu, a: &HostBsr<T>) -> Result<Self> {
         let offsets = crate::csr::upload_slice(gpu, &a.offsets, "uploading BSR offsets")?;
-        let columns = crate::csr::upload_slice(gpu, &a.columns, "uploading BSR columns")?;
-        let bytes: &[u8] = bytemuck::cast_slice(&a.values);
-        let values = crate::csr::upload_slice(gpu, bytes, "uploading BSR values")?;
+        let (columns, values) = Self::upload(gpu, &a.columns, &a.values)?;
         let stream = gpu.stream();
         let mut raw = std::ptr::null_mut();
         {
@@ -445,11 +521,38 @@ impl BsrDescr {
                 )
             })?;
         }
-        Ok(BsrDescr { raw, _offsets: offsets, _columns: columns, _values: values })
+        Ok(BlockedDescr { raw, _offsets: Some(offsets), _columns: columns, _values: values })
+    }
+
+    fn blocked_ell<T: Scalar>(gpu: &Gpu, a: &HostBlockedEll<T>) -> Result<Self> {
+        let (columns, values) = Self::upload(gpu, &a.columns, &a.values)?;
+        let stream = gpu.stream();
+        let mut raw = std::ptr::null_mut();
+        {
+            let (c, _g1) = columns.device_ptr(stream);
+            let (v, _g2) = values.device_ptr(stream);
+            // SAFETY: as in `bsr`. Sizes: (rows / block) x (ell_cols / block) block columns (each < cols / block
+            // or -1), rows x ell_cols values of T.
+            check("cusparseCreateBlockedEll", unsafe {
+                cs::cusparseCreateBlockedEll(
+                    &mut raw,
+                    a.rows as i64,
+                    a.cols as i64,
+                    a.block as i64,
+                    a.ell_cols as i64,
+                    c as *mut c_void,
+                    v as *mut c_void,
+                    cs::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                    cs::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
+                    cuda_data_type(T::DTYPE),
+                )
+            })?;
+        }
+        Ok(BlockedDescr { raw, _offsets: None, _columns: columns, _values: values })
     }
 }
 
-impl Drop for BsrDescr {
+impl Drop for BlockedDescr {
     fn drop(&mut self) {
         // SAFETY: created in new, destroyed once, before the arrays it reads (fields dropped after this).
         unsafe { cs::cusparseDestroySpMat(self.raw) };
@@ -885,5 +988,58 @@ mod tests {
         }
         let empty = HostBsr::from_csr(sprs::CsMat::<f32>::zero((8, 4)).view(), 4).unwrap();
         assert_eq!((&empty.offsets[..], empty.columns.len(), empty.fill(0)), (&[0, 0, 0][..], 0, 0.0));
+    }
+
+    #[test]
+    fn blocked_ell_pads_each_row_of_blocks_to_the_longest() {
+        // Blocks of 16 at 20% (rows of blocks of different lengths), uniform rows at 30% in blocks of 4 and 8, one
+        // stored zero, and no entries at all.
+        let blocks = crate::gen::block_sparse(96, 160, 16, 16, 0.2, 13);
+        let uniform = crate::gen::uniform_random(64, 48, 0.3, 14);
+        let mut with_zero = sprs::TriMat::new((8, 8));
+        with_zero.add_triplet(5, 6, 0.0f32);
+        with_zero.add_triplet(0, 1, 2.0f32);
+        let with_zero: sprs::CsMat<f32> = with_zero.to_csr();
+        let empty = sprs::CsMat::<f32>::zero((8, 4));
+        for (a, block) in [(&blocks, 16), (&blocks, 8), (&uniform, 4), (&uniform, 8), (&with_zero, 2), (&empty, 4)] {
+            let bsr = HostBsr::from_csr(a.view(), block).unwrap();
+            let ell = HostBlockedEll::from_bsr(&bsr).unwrap();
+            let (m, k) = (a.rows(), a.cols());
+            let per_row: Vec<usize> = bsr.offsets.windows(2).map(|w| (w[1] - w[0]) as usize).collect();
+            let widest = per_row.iter().copied().max().unwrap_or(0);
+            assert_eq!((ell.block, ell.rows, ell.cols, ell.ell_cols), (block, m, k, widest * block));
+            assert_eq!(ell.columns.len(), m / block * widest);
+            assert_eq!(ell.values.len(), m * widest * block);
+            // Each row of blocks holds its BSR blocks in order, then -1.
+            for (br, &count) in per_row.iter().enumerate() {
+                let row = &ell.columns[br * widest..(br + 1) * widest];
+                let first = bsr.offsets[br] as usize;
+                assert_eq!(&row[..count], &bsr.columns[first..first + count], "block {block}, row of blocks {br}");
+                assert!(row[count..].iter().all(|&c| c == -1), "block {block}: padding");
+            }
+            // The dense matrix it stands for is A; padding slots hold zeros.
+            let mut dense = vec![0.0f32; m * k];
+            for (&v, (r, c)) in a.iter() {
+                dense[r * k + c] = v;
+            }
+            let mut from_ell = vec![0.0f32; m * k];
+            for r in 0..m {
+                for slot in 0..widest {
+                    let bc = ell.columns[r / block * widest + slot];
+                    for j in 0..block {
+                        let v = ell.values[r * ell.ell_cols + slot * block + j];
+                        if bc < 0 {
+                            assert_eq!(v, 0.0, "block {block}: a padding value");
+                        } else {
+                            from_ell[r * k + bc as usize * block + j] = v;
+                        }
+                    }
+                }
+            }
+            assert_eq!(from_ell, dense, "block {block}");
+            let slots = m * widest * block;
+            let expect = if slots == 0 { 0.0 } else { a.nnz() as f64 / slots as f64 };
+            assert_eq!(ell.fill(a.nnz()), expect, "block {block}");
+        }
     }
 }

@@ -13,7 +13,7 @@ use tilesparse::kernels::{compiled_spmm_variants, CUDA_ARCHS, KERNELS_BUILT, NVC
 use tilesparse::spgemm::{self, DeviceCoo, LadderKernel, SpgemmPlan, SPGEMM_K4_GRID};
 use tilesparse::spmm::{tensor_core, SpmmKernel, TuneOptions, TunedSpmm};
 use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace};
-use tilesparse::suite::{self, BenchOptions};
+use tilesparse::suite::{self, BenchOptions, BlockedFormat};
 use tilesparse::suite_spgemm;
 use tilesparse::suite_spmv::{self, compulsory_bytes};
 use tilesparse::timing::time_op;
@@ -835,14 +835,17 @@ fn bench_spmm(
         for e in &r.cusparse {
             println!("  {}", line(e));
         }
-        if let Some(e) = &r.cusparse_bsr {
-            println!("  {}", line(e));
+        for b in &r.cusparse_blocked {
+            println!("  {}", line(&b.entry));
         }
         println!("  {}", line(&r.cublas));
         let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}x"));
-        let bsr = r.speedup_vs_bsr().map_or(String::new(), |v| format!("; vs cuSPARSE BSR: {v:.2}x"));
+        let blocked: String = [BlockedFormat::Bsr, BlockedFormat::BlockedEll]
+            .iter()
+            .filter_map(|&f| r.speedup_vs_blocked(f).map(|v| format!("; vs cuSPARSE {}: {v:.2}x", f.name())))
+            .collect();
         println!(
-            "  best variant: {}; selected vs best cuSPARSE: {}{bsr}; vs cuBLAS: {}; agreement with cuSPARSE {:.1e}",
+            "  best variant: {}; selected vs best cuSPARSE: {}{blocked}; vs cuBLAS: {}; agreement with cuSPARSE {:.1e}",
             r.best_variant().map_or("-".into(), |e| e.name.clone()),
             fmt(r.speedup_vs_cusparse()),
             fmt(r.speedup_vs_cublas()),
