@@ -49,7 +49,8 @@ pub use gpu::Gpu;
 pub use scalar::{DType, Scalar};
 pub use spgemm::{spgemm, SpgemmPlan};
 pub use spmm::{
-    spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, spmm_tune, BlockOrder,
-    RangeSum, SpmmConfig, SpmmKernel, TensorCoreConfig, TuneOptions, TunedSpmm,
+    spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_empty_windows,
+    spmm_tensor_core_with, spmm_tune, BlockOrder, RangeSum, SpmmConfig, SpmmKernel, TensorCoreConfig, TuneOptions,
+    TunedSpmm,
 };
 pub use spmv::{spmv, spmv_seed, SpmvPlan, SpmvStrategy};

@@ -456,8 +456,23 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
                     100.0 * fill
                 )
             };
+            let skipped = crate::spmm::tensor_core::skipped_empty_windows(gpu, &a, n, &config)?;
+            let empty = crate::spmm::tensor_core::empty_windows(gpu, &a, &config)?;
+            let name = if skipped > 0 { format!("{name}, {skipped} empty windows left out") } else { name };
             let op = |c: &mut DeviceDense<T>| spmm_tensor_core(gpu, &a, &b, c, &config);
             variants.push(measure(gpu, opts, reference, &mut c, name, summation, op));
+            if plan.ranges == 1 && empty > 0 {
+                // The other way with the empty windows, whichever the rule took.
+                let (leave, name) = if skipped > 0 {
+                    (false, format!("{config}+walking {empty} empty windows"))
+                } else {
+                    (true, format!("{config}+leaving out {empty} empty windows"))
+                };
+                let op = |c: &mut DeviceDense<T>| {
+                    crate::spmm::spmm_tensor_core_empty_windows(gpu, &a, &b, c, &config, leave).map(|_| ())
+                };
+                variants.push(measure(gpu, opts, reference, &mut c, name, summation, op));
+            }
             if plan.ranges == 1 {
                 continue;
             }

@@ -17,9 +17,9 @@ use tilesparse::spmm::{
     splits_rows, spmm_bias_relu, spmm_leaving_out_empty_rows,
 };
 use tilesparse::{
-    gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_with, spmm_tune, BlockOrder,
-    CsrError, DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum, RowStats, Scalar, SpmmConfig, SpmmKernel,
-    TensorCoreConfig, TuneOptions,
+    gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_empty_windows,
+    spmm_tensor_core_with, spmm_tune, BlockOrder, CsrError, DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum,
+    RowStats, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig, TuneOptions,
 };
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -2449,6 +2449,107 @@ fn sanitizer_spmm_tensor_core() {
     tensor_core_nan_inf_case::<f32>(&gpu);
     split_ranges_case::<f16>(&gpu, [3, 8]);
     split_ranges_case::<f32>(&gpu, [3, 8]);
+}
+
+/// The tensor-core windows that hold no entry, left out of the grid and their rows written by
+/// `spmm_zero_rows_<dtype>` (`tensor_core::leaves_out_empty_windows`). Every tensor-core kernel of every dtype this
+/// device runs, with them left out and walked (`spmm_tensor_core_empty_windows`), on 600 rows whose 16-row windows
+/// 0-3, 13-24 and the partial last one are empty (the 64-row windows 0, 4 and 5), at n = 8, 128 and 130 (B and C
+/// padded to 136): against the oracle on a poisoned C, the same bits both ways, and the count left out (none where
+/// the launch splits its windows' k-blocks). A matrix with no entries leaves every window out and launches only the
+/// fill. Small enough for compute-sanitizer.
+#[test]
+fn sanitizer_tensor_core_empty_windows_left_out() {
+    let Some(gpu) = gpu_or_skip("sanitizer_tensor_core_empty_windows_left_out") else { return };
+    let (m, k) = (600, 300);
+    let busy = |r: usize| (64..200).contains(&r) || (400..590).contains(&r);
+    let a = rows_of_lengths(m, k, |r| if busy(r) { 1 + r % 30 } else { 0 }, seed(300));
+    let none = gen::uniform_random_nnz(m, k, 0, seed(301));
+    fn each<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, empty: [usize; 2], runs: &mut usize) {
+        for n in [8, 128, 130] {
+            let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed(302));
+            for config in tensor_cores_here(gpu, T::DTYPE) {
+                let windows = if config.window == 16 { empty[0] } else { empty[1] };
+                assert_eq!(tilesparse::spmm::tensor_core::empty_windows(gpu, &a_dev, &config).unwrap(), windows);
+                let ranges = tilesparse::spmm::tensor_core::split_plan(gpu, &a_dev, &config, n.next_multiple_of(8))
+                    .unwrap()
+                    .ranges;
+                let label = format!("{what}, n = {n}, {config} ({ranges} ranges)");
+                let mut run = |leave_out: bool| {
+                    c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+                    let left = spmm_tensor_core_empty_windows(gpu, &a_dev, &b_dev, &mut c_dev, &config, leave_out)
+                        .unwrap_or_else(|e| panic!("{label}: {e}"));
+                    let expect = if leave_out && ranges == 1 { windows } else { 0 };
+                    assert_eq!(left, expect, "{label}, leave_out {leave_out}: windows left out");
+                    let c = c_dev.download(gpu).unwrap();
+                    oracle.check_kernel(
+                        &format!("{label}, leave_out {leave_out}"),
+                        &c,
+                        &SpmmKernel::TensorCore(config),
+                    );
+                    c
+                };
+                let (left_out, walked) = (run(true), run(false));
+                assert!(
+                    left_out.iter().zip(&walked).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()),
+                    "{label}: other bits with the empty windows left out"
+                );
+                *runs += 1;
+            }
+        }
+    }
+    let mut runs = 0;
+    for (what, a, empty) in [("empty windows", &a, [17, 3]), ("no entries", &none, [38, 10])] {
+        each::<f32>(&gpu, what, a, empty, &mut runs);
+        each::<f16>(&gpu, what, a, empty, &mut runs);
+        each::<bf16>(&gpu, what, a, empty, &mut runs);
+    }
+    assert!(runs >= 36, "only {runs} runs");
+}
+
+/// The rule that leaves empty windows out (`tensor_core::leaves_out_empty_windows`: `EMPTY_WINDOW_BLOCKS` blocks or
+/// more on them, no split): a tall banded matrix (22,534 x 1,052, 21,473 rows empty) at n = 64 and 1024 on every
+/// tensor-core kernel this device runs. `skipped_empty_windows` says the rule's count (the 16-row windows at n = 1024
+/// leave theirs out, the 64-row ones at n = 64 walk them), and each run matches the oracle on a poisoned C.
+#[test]
+fn tensor_core_leaves_out_empty_windows_by_the_rule() {
+    use tilesparse::spmm::tensor_core::{empty_windows, skipped_empty_windows, split_plan, EMPTY_WINDOW_BLOCKS};
+    let Some(gpu) = gpu_or_skip("tensor_core_leaves_out_empty_windows_by_the_rule") else { return };
+    let a = gen::banded(22534, 1052, 9, seed(310));
+    fn case<T: Scalar>(gpu: &Gpu, a: &CsMat<f32>) -> (usize, usize) {
+        let (mut left, mut kept) = (0, 0);
+        for n in [64, 1024] {
+            let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed(311));
+            for config in tensor_cores_here(gpu, T::DTYPE) {
+                let empty = empty_windows(gpu, &a_dev, &config).unwrap();
+                let skipped = skipped_empty_windows(gpu, &a_dev, n, &config).unwrap();
+                let slices = n.div_ceil(config.columns_per_block());
+                let ranges = split_plan(gpu, &a_dev, &config, n).unwrap().ranges;
+                let label = format!("tall banded, n = {n}, {config}: {empty} empty windows x {slices} slices");
+                assert!(empty > 300, "{label}");
+                let expect = ranges == 1 && empty * slices >= EMPTY_WINDOW_BLOCKS;
+                assert_eq!(skipped, if expect { empty } else { 0 }, "{label}, {ranges} ranges");
+                if config.window == 16 && n == 1024 {
+                    assert_eq!(skipped, empty, "{label}");
+                }
+                if config.window == 64 && n == 64 {
+                    assert_eq!(skipped, 0, "{label}");
+                }
+                (left, kept) = if skipped > 0 { (left + 1, kept) } else { (left, kept + 1) };
+                c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+                spmm_tensor_core(gpu, &a_dev, &b_dev, &mut c_dev, &config).unwrap();
+                oracle.check_kernel(&label, &c_dev.download(gpu).unwrap(), &SpmmKernel::TensorCore(config));
+            }
+        }
+        (left, kept)
+    }
+    for (dtype, (left, kept)) in [
+        (DType::F32, case::<f32>(&gpu, &a)),
+        (DType::F16, case::<f16>(&gpu, &a)),
+        (DType::Bf16, case::<bf16>(&gpu, &a)),
+    ] {
+        assert!(left > 0 && kept > 0, "{dtype}: {left} launches left the empty windows out, {kept} walked them");
+    }
 }
 
 /// spmm_auto picks the tensor cores for a half-full f16/bf16/f32 matrix and (f16) for a small C (SpmmKernel::select),

@@ -85,8 +85,10 @@ struct SpmmTcParams {
   const void* dense;                  // B (k x n), row-major, element type of the kernel
   void* out;                          // C (m x n), row-major, element type of the kernel
   float* partials;                    // splits > 1: (splits, m, n) f32 partial products, global scratch
+  const int* windows;                 // null: block x takes window x; else (grid x) the window block x takes: the
+                                      // windows holding k-blocks, the empty ones' rows left to spmm_zero_rows
 };
-static_assert(sizeof(SpmmTcParams) == 72, "SpmmTcParams must match src/spmm/tensor_core.rs");
+static_assert(sizeof(SpmmTcParams) == 80, "SpmmTcParams must match src/spmm/tensor_core.rs");
 
 /// @brief Arguments of the production SpMV kernels (cuda/spmv/spmv_csr.cu): y = alpha * A x + beta * y.
 struct SpmvCsrParams {

@@ -46,14 +46,20 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
+/// @brief The window this block takes: blockIdx.x, or its entry of p.windows where the launch leaves empty windows
+/// out (src/spmm/tensor_core.rs, `leaves_out_empty_windows`).
+__device__ __forceinline__ int tc_window(const SpmmTcParams& p) {
+  return p.windows != nullptr ? __ldg(p.windows + blockIdx.x) : static_cast<int>(blockIdx.x);
+}
+
 /// @brief The first k-block (in the block arrays) and the number of k-blocks of this block's range of window
-/// blockIdx.x: all of the window's k-blocks when p.splits == 1.
+/// `window`: all of the window's k-blocks when p.splits == 1.
 struct WindowRange {
   int first;
   int blocks;
-  __device__ __forceinline__ explicit WindowRange(const SpmmTcParams& p) {
-    const int window_first = __ldg(p.window_blocks + blockIdx.x);
-    const int window_blocks = __ldg(p.window_blocks + blockIdx.x + 1) - window_first;
+  __device__ __forceinline__ WindowRange(const SpmmTcParams& p, int window) {
+    const int window_first = __ldg(p.window_blocks + window);
+    const int window_blocks = __ldg(p.window_blocks + window + 1) - window_first;
     const int lo = static_cast<int>(static_cast<long long>(window_blocks) * blockIdx.z / p.splits);
     const int hi = static_cast<int>(static_cast<long long>(window_blocks) * (blockIdx.z + 1) / p.splits);
     first = window_first + lo;

@@ -217,9 +217,9 @@ __device__ __forceinline__ void exact_block(float (&acc)[kTiles][4], const T* va
 }
 
 /// @brief The kernel body; see the file comment. Grid: (windows, column slices); the kTcWarps warps of block
-/// (x, y) share window x and column slice y and take its k-blocks in turn (warp w: k-blocks w, w + kTcWarps,
-/// ...), so that a window's chain of k-blocks is walked by four warps at once; warp 0 adds the four partial
-/// tiles in warp order (the same bits every run) and stores C. f32 (3xTF32, 32 columns per warp): B fragments by
+/// (x, y) share window x (p.windows[x] where the launch leaves empty windows out: tc_window) and column slice y
+/// and take its k-blocks in turn (warp w: k-blocks w, w + kTcWarps, ...), so that a window's chain of k-blocks is
+/// walked by four warps at once; warp 0 adds the four partial tiles in warp order (the same bits every run) and stores C. f32 (3xTF32, 32 columns per warp): B fragments by
 /// 16-byte shared loads and the k-block's six mma per n8 tile summed from zero, as in spmm_tcw_kernel.
 template <typename T, int kTilesN>
 __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
@@ -248,7 +248,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
-  const int window = blockIdx.x;
+  const int window = tc_window(p);
   const int n0 = blockIdx.y * kColumns;  // < n: the grid has ceil(n / kColumns) column slices
   const int window_first = __ldg(p.window_blocks + window);
   const int window_blocks = __ldg(p.window_blocks + window + 1) - window_first;
@@ -559,10 +559,10 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   const int warp = tid / 32;
   const int warp_row = warp / 2;                  // row tiles 2 warp_row, 2 warp_row + 1
   const int warp_col = (warp % 2) * kWarpTiles * 8;
-  const int window = blockIdx.x;
+  const int window = tc_window(p);
   const int n0 = blockIdx.y * kColumns;  // < n: the grid has ceil(n / kColumns) column slices
   // This block's range of the window's k-blocks (all of them when p.splits == 1).
-  const WindowRange range(p);
+  const WindowRange range(p, window);
   const int first = range.first;
   const int blocks = range.blocks;
   const T* dense = static_cast<const T*>(p.dense);

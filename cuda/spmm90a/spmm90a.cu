@@ -45,9 +45,9 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
   extern __shared__ __align__(128) float wg_smem[];
   const int tid = threadIdx.x;
   const int lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
-  const int window = blockIdx.x;
+  const int window = tc_window(p);
   const int n0 = blockIdx.y * kWgColumns;
-  const WindowRange range(p);
+  const WindowRange range(p, window);
   const int first = range.first;
   const int blocks = range.blocks;
   const float* dense = static_cast<const float*>(p.dense);

@@ -1002,6 +1002,20 @@ impl<V: Copy + Default> HostBlocks<V> {
     pub(crate) fn num_blocks(&self) -> usize {
         self.block_columns.len() / SLOTS
     }
+
+    /// The windows that hold k-blocks, and the rows (< `m`) of those that hold none, both ascending.
+    pub(crate) fn busy_windows(&self, m: usize) -> (Vec<i32>, Vec<i32>) {
+        let (mut busy, mut empty_rows) = (Vec::new(), Vec::new());
+        for (w, pair) in self.window_blocks.windows(2).enumerate() {
+            if pair[1] > pair[0] {
+                busy.push(w as i32);
+            } else {
+                let rows = w * self.rows_per_window..((w + 1) * self.rows_per_window).min(m);
+                empty_rows.extend(rows.map(|r| r as i32));
+            }
+        }
+        (busy, empty_rows)
+    }
 }
 
 /// The blocks on the device, kept with the matrix ([`DeviceCsr`]'s `tensor_core` cache).
@@ -1014,6 +1028,13 @@ pub(crate) struct DeviceBlocks {
     block_masks: CudaSlice<u16>,
     num_windows: usize,
     num_blocks: usize,
+    /// The windows that hold k-blocks, ascending: the grid of a launch that leaves the empty ones out.
+    busy_windows: CudaSlice<i32>,
+    num_busy: usize,
+    /// The rows (< m) of the windows that hold no k-block, ascending: what `spmm_zero_rows_<dtype>` writes when a
+    /// launch leaves those windows out ([`leaves_out_empty_windows`]).
+    empty_rows: CudaSlice<i32>,
+    num_empty_rows: usize,
 }
 
 impl DeviceBlocks {
@@ -1035,18 +1056,25 @@ impl DeviceBlocks {
         match (T::DTYPE.size(), layout) {
             (4, BlockLayout::WideCore) => {
                 let values = bytemuck::cast_slice(data);
-                Self::upload(gpu, HostBlocks::<u32>::build_in(&indptr, indices, values, rows, core_index_f32))
+                Self::upload(gpu, HostBlocks::<u32>::build_in(&indptr, indices, values, rows, core_index_f32), a.rows())
             }
             (_, BlockLayout::WideCore) => {
                 Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core blocks in core matrices (f32)" })
             }
-            (2, _) => Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
-            (4, _) => Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
+            (2, _) => {
+                let values = bytemuck::cast_slice(data);
+                Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, values, rows), a.rows())
+            }
+            (4, _) => {
+                let values = bytemuck::cast_slice(data);
+                Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, values, rows), a.rows())
+            }
             _ => Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core SpMM (f16, bf16, f32)" }),
         }
     }
 
-    fn upload<V: bytemuck::Pod + Default>(gpu: &Gpu, blocks: HostBlocks<V>) -> Result<DeviceBlocks> {
+    /// The blocks of a matrix of `m` rows on the device.
+    fn upload<V: bytemuck::Pod + Default>(gpu: &Gpu, blocks: HostBlocks<V>, m: usize) -> Result<DeviceBlocks> {
         if blocks.block_columns.len() > i32::MAX as usize {
             return Err(Error::TooLarge(format!(
                 "the tensor-core blocks of this matrix need {} k-blocks",
@@ -1054,7 +1082,12 @@ impl DeviceBlocks {
             )));
         }
         let values: &[u16] = bytemuck::cast_slice(&blocks.block_values);
+        let (busy, empty_rows) = blocks.busy_windows(m);
         Ok(DeviceBlocks {
+            busy_windows: upload_slice(gpu, &busy, "uploading the tensor-core windows that hold k-blocks")?,
+            num_busy: busy.len(),
+            empty_rows: upload_slice(gpu, &empty_rows, "uploading the rows of the empty tensor-core windows")?,
+            num_empty_rows: empty_rows.len(),
             rows_per_window: blocks.rows_per_window,
             window_blocks: upload_slice(gpu, &blocks.window_blocks, "uploading the tensor-core windows")?,
             block_columns: upload_slice(gpu, &blocks.block_columns, "uploading the tensor-core block columns")?,
@@ -1092,8 +1125,9 @@ struct SpmmTcParams {
     dense: u64,
     out: u64,
     partials: u64,
+    windows: u64,
 }
-const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 72, "SpmmTcParams must match cuda/common/params.cuh");
+const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 80, "SpmmTcParams must match cuda/common/params.cuh");
 
 /// Dynamic shared memory of `spmm_tc_f32_w64_n16` (`ts::kWgSharedBytes` in cuda/spmm90a/spmm90a.cu): four
 /// stages of a k-block of A twice (split) and 16 gathered rows of 128 columns of B.
@@ -1287,6 +1321,69 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     config: &TensorCoreConfig,
     sum: RangeSum,
 ) -> Result<()> {
+    run_tensor_core(gpu, a, b, c, config, sum, None).map(|_| ())
+}
+
+/// [`spmm_tensor_core`] with A's empty windows (those of `config`'s height that hold no entry) left out of the
+/// grid and their rows written by a second kernel (`leave_out`), or walked by the grid, however many they are,
+/// instead of where [`leaves_out_empty_windows`] says: for tests and benchmarks of both paths. A launch that
+/// splits its windows' k-blocks ([`launch_splits`]) walks every window either way. Returns how many windows it
+/// left out. C is the same, bit for bit, either way.
+pub fn spmm_tensor_core_empty_windows<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    config: &TensorCoreConfig,
+    leave_out: bool,
+) -> Result<usize> {
+    run_tensor_core(gpu, a, b, c, config, RangeSum::Auto, Some(leave_out))
+}
+
+/// How many of A's windows of `config`'s height hold no entry; builds A's blocks on first use.
+pub fn empty_windows<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, config: &TensorCoreConfig) -> Result<usize> {
+    let blocks = a.tensor_core_blocks(gpu, BlockLayout::of(config)?)?;
+    Ok(blocks.num_windows - blocks.num_busy)
+}
+
+/// How many of A's windows [`spmm_tensor_core`] with `config` on A with `n` columns leaves out of its grid
+/// ([`leaves_out_empty_windows`]); builds A's blocks on first use.
+pub fn skipped_empty_windows<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    n: usize,
+    config: &TensorCoreConfig,
+) -> Result<usize> {
+    let empty = empty_windows(gpu, a, config)?;
+    let padded = padded_n(n);
+    let plan = split_plan(gpu, a, config, padded)?;
+    let slices = padded.div_ceil(config.columns_per_block());
+    Ok(if n > 0 && leaves_out_empty_windows(empty, slices, plan.ranges) { empty } else { 0 })
+}
+
+/// The blocks a tensor-core launch spends on A's empty windows (empty windows x column slices) from which it
+/// leaves those windows out of its grid for `spmm_zero_rows_<dtype>` to write ([`leaves_out_empty_windows`]).
+pub const EMPTY_WINDOW_BLOCKS: usize = 12_288;
+
+/// Whether a tensor-core launch of `slices` column slices leaves A's `empty_windows` windows that hold no entry out
+/// of its grid (which then walks only the windows that hold k-blocks, through `SpmmTcParams::windows`) and has a
+/// second kernel write their rows: where they would take [`EMPTY_WINDOW_BLOCKS`] blocks or more, and the launch
+/// does not split its windows' k-blocks (`splits` 1: the fix-up adds every window's partial tiles).
+pub fn leaves_out_empty_windows(empty_windows: usize, slices: usize, splits: usize) -> bool {
+    splits == 1 && empty_windows.saturating_mul(slices) >= EMPTY_WINDOW_BLOCKS
+}
+
+/// [`spmm_tensor_core_with`], the empty windows left out where `leave_out` says (None: by
+/// [`leaves_out_empty_windows`]); returns how many windows were left out.
+fn run_tensor_core<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    config: &TensorCoreConfig,
+    sum: RangeSum,
+    leave_out: Option<bool>,
+) -> Result<usize> {
     super::check_gpu_operands(gpu, a, b, c)?;
     super::check_shapes(a, b, c)?;
     let (m, n) = (a.rows(), b.cols());
@@ -1318,13 +1415,13 @@ pub fn spmm_tensor_core_with<T: Scalar>(
         });
     }
     if m == 0 || n == 0 {
-        return Ok(());
+        return Ok(0);
     }
     let padded = padded_n(n);
     if padded == n {
         let (dense, _gb) = b.data.device_ptr(gpu.stream());
         let (out, _gc) = c.data.device_ptr_mut(gpu.stream());
-        return launch_tensor_core(gpu, a, dense, out, n, config, sum, clusters);
+        return launch_tensor_core(gpu, a, dense, out, n, config, sum, clusters, leave_out);
     }
     let k = a.cols();
     if k > i32::MAX as usize {
@@ -1340,12 +1437,13 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     let mut c_padded = unsafe { stream.alloc::<T>(m * padded) }
         .map_err(Error::driver("allocating C padded to a multiple of 8 columns", bytes(m)))?;
     copy_rows::<T>(gpu, &b.data, &mut b_padded, k, n, padded)?;
-    {
+    let left_out = {
         let (dense, _gb) = b_padded.device_ptr(stream);
         let (out, _gc) = c_padded.device_ptr_mut(stream);
-        launch_tensor_core(gpu, a, dense, out, padded, config, sum, clusters)?;
-    }
-    copy_rows::<T>(gpu, &c_padded, &mut c.data, m, padded, n)
+        launch_tensor_core(gpu, a, dense, out, padded, config, sum, clusters, leave_out)?
+    };
+    copy_rows::<T>(gpu, &c_padded, &mut c.data, m, padded, n)?;
+    Ok(left_out)
 }
 
 /// Most blocks of a launch of the row copy: 8 blocks of 256 threads on each of an H100's 132 SMs, one wave.
@@ -1402,7 +1500,8 @@ fn copy_rows<T: Scalar>(
     Ok(())
 }
 
-/// The launch (and fix-up) of [`spmm_tensor_core_with`] on B and C at `dense` and `out`, n a multiple of 8.
+/// The launch (and fix-up, or fill of the empty windows' rows) of [`spmm_tensor_core_with`] on B and C at `dense`
+/// and `out`, n a multiple of 8; returns how many empty windows it left out of the grid.
 #[allow(clippy::too_many_arguments)]
 fn launch_tensor_core<T: Scalar>(
     gpu: &Gpu,
@@ -1413,7 +1512,8 @@ fn launch_tensor_core<T: Scalar>(
     config: &TensorCoreConfig,
     sum: RangeSum,
     clusters: bool,
-) -> Result<()> {
+    leave_out: Option<bool>,
+) -> Result<usize> {
     debug_assert!(n % 8 == 0);
     let m = a.rows();
     let blocks = a.tensor_core_blocks(gpu, BlockLayout::of(config)?)?;
@@ -1439,12 +1539,34 @@ fn launch_tensor_core<T: Scalar>(
         dense,
         out,
         partials: 0,
+        windows: 0,
     };
+    let empty = blocks.num_windows - blocks.num_busy;
+    let left_out =
+        if empty > 0 && splits == 1 && leave_out.unwrap_or_else(|| leaves_out_empty_windows(empty, slices, splits)) {
+            empty
+        } else {
+            0
+        };
+    let busy_windows = (left_out > 0).then(|| blocks.busy_windows.device_ptr(stream));
+    let empty_rows = (left_out > 0).then(|| blocks.empty_rows.device_ptr(stream));
+    if let Some((windows, _)) = &busy_windows {
+        params.windows = *windows;
+    }
+    let grid_windows = if left_out > 0 { blocks.num_busy } else { blocks.num_windows };
     let cfg = LaunchConfig {
-        grid_dim: (blocks.num_windows as u32, slices as u32, splits as u32),
+        grid_dim: (grid_windows as u32, slices as u32, splits as u32),
         block_dim: ((WARPS * 32) as u32, 1, 1),
         shared_mem_bytes,
     };
+    if let Some((rows, _)) = &empty_rows {
+        // SAFETY: the empty windows' rows, each < m once (DeviceBlocks::upload), alive with A's blocks; C is m x n
+        // at `out`; no bias. The launch below leaves these windows out and writes none of their rows.
+        unsafe { super::launch_zero_rows::<T>(gpu, *rows, 1, blocks.num_empty_rows, n, 0, out) }?;
+        if grid_windows == 0 {
+            return Ok(left_out);
+        }
+    }
     // SAFETY (this launch and the next): the shapes and the config were checked (B is k x n, C is m x n, n a
     // multiple of 8 so 16-byte pieces of B rows and 4-byte stores of C are aligned); the blocks were built from
     // this matrix (the cache lives in it and is dropped when its structure changes) for windows of config.window
@@ -1452,12 +1574,13 @@ fn launch_tensor_core<T: Scalar>(
     // dynamic shared memory its limit was raised to when it was loaded): every slot column is < k or -1 (never
     // read), every window's k-blocks lie in the block arrays, windows cover rows < ceil(m / window) * window and rows >= m are
     // not stored; the grid has ceil(n / columns per block) column slices, each starting below n, and `splits`
-    // ranges (1 for the narrow kernels, which ignore it). Split ranges either run as clusters of the `splits`
+    // ranges (1 for the narrow kernels, which ignore it); where it leaves the empty windows out (splits 1), its x
+    // extent is the windows that hold k-blocks and `windows` names them, each < num_windows. Split ranges either run as clusters of the `splits`
     // (<= 8) blocks of a window, which add their tiles in the kernel and never touch `partials`, or store
     // partial tiles of splits x m x n f32 into `partials`.
     if splits > 1 && clusters && (sum == RangeSum::Cluster || (sum == RangeSum::Auto && plan.clusters_fit())) {
         match unsafe { gpu.launch_clustered(&function, cfg, splits as u32, params) } {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(left_out),
             Err(e) if sum == RangeSum::Cluster => {
                 return Err(Error::driver("launching the tensor-core SpMM with clusters", 0)(e));
             }
@@ -1493,7 +1616,7 @@ fn launch_tensor_core<T: Scalar>(
         unsafe { stream.launch_builder(&fixup).arg(&params).launch(cfg) }
             .map_err(Error::driver("launching the tensor-core fix-up", 0))?;
     }
-    Ok(())
+    Ok(left_out)
 }
 
 #[cfg(test)]
@@ -1656,6 +1779,37 @@ mod tests {
         }
         let counts = BlockCounts::of(257, &indptr, &indices);
         assert!(counts.wide < counts.narrow, "{counts:?}: 64-row windows share columns");
+    }
+
+    #[test]
+    fn busy_windows_and_the_rows_of_the_empty_ones() {
+        // 150 rows: entries in rows 20, 70-79 and 149. The 16-row windows 1 (16-31), 4 (64-79) and 9 (144-149, the
+        // partial last one) hold them; the others are empty. Every 64-row window holds one.
+        let mut indptr = vec![0usize];
+        let mut indices = Vec::new();
+        for r in 0..150 {
+            if r == 20 || (70..80).contains(&r) || r == 149 {
+                indices.extend([r % 7, 9]);
+            }
+            indptr.push(indices.len());
+        }
+        let values = vec![1u16; indices.len()];
+        let narrow = HostBlocks::build(&indptr, &indices, &values, WINDOW);
+        let (busy, empty_rows) = narrow.busy_windows(150);
+        assert_eq!(busy, [1, 4, 9]);
+        let expect: Vec<i32> = (0..16).chain(32..64).chain(80..144).collect();
+        assert_eq!(empty_rows, expect);
+        let wide = HostBlocks::build(&indptr, &indices, &values, WIDE_WINDOW);
+        assert_eq!(wide.busy_windows(150), (vec![0, 1, 2], vec![]));
+        // No entries: every window empty, rows only up to m.
+        let none = HostBlocks::build(&[0; 41], &[], &[] as &[u16], WIDE_WINDOW);
+        assert_eq!(none.busy_windows(40), (vec![], (0..40).collect()));
+        // The rule: the blocks on empty windows from EMPTY_WINDOW_BLOCKS, a launch that splits never.
+        assert!(leaves_out_empty_windows(EMPTY_WINDOW_BLOCKS, 1, 1));
+        assert!(leaves_out_empty_windows(384, 32, 1));
+        assert!(!leaves_out_empty_windows(383, 32, 1));
+        assert!(!leaves_out_empty_windows(EMPTY_WINDOW_BLOCKS, 1, 2));
+        assert!(!leaves_out_empty_windows(0, 1 << 20, 1));
     }
 
     /// `uneven_few_rows_wide_n`: either side of each bound (rows, n, cv, fill, pairs), f16 and bf16 only.
