@@ -54,6 +54,19 @@ struct SpmmZeroRowsParams {
 };
 static_assert(sizeof(SpmmZeroRowsParams) == 40, "SpmmZeroRowsParams must match src/spmm/mod.rs");
 
+/// @brief Arguments of spmm_zero_windows: the rows of C in the tensor-core windows that hold no entry, when the
+/// launch leaves them out of its grid (src/spmm/tensor_core.rs, `leaves_out_empty_windows`). A window's rows are
+/// one contiguous range of C, written with zeros (the windows kernels' value for a row with no entry).
+struct SpmmZeroWindowsParams {
+  const int* windows;           // (count) the empty windows, global
+  int count;                    // windows to write
+  int rows_per_window;          // 16 or 64
+  int m;                        // rows of C: the last window stops there
+  int row_vectors;              // 16-byte pieces per row of C (n * sizeof(T) / 16; n * sizeof(T) a multiple of 16)
+  void* out;                    // (m, n) C, row-major, global
+};
+static_assert(sizeof(SpmmZeroWindowsParams) == 32, "SpmmZeroWindowsParams must match src/spmm/tensor_core.rs");
+
 /// @brief Arguments of the seed SpMV kernels: y = alpha * A x + beta * y.
 struct SpmvParams {
   int m;                        // rows of A, length of y

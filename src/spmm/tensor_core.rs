@@ -1003,18 +1003,10 @@ impl<V: Copy + Default> HostBlocks<V> {
         self.block_columns.len() / SLOTS
     }
 
-    /// The windows that hold k-blocks, and the rows (< `m`) of those that hold none, both ascending.
-    pub(crate) fn busy_windows(&self, m: usize) -> (Vec<i32>, Vec<i32>) {
-        let (mut busy, mut empty_rows) = (Vec::new(), Vec::new());
-        for (w, pair) in self.window_blocks.windows(2).enumerate() {
-            if pair[1] > pair[0] {
-                busy.push(w as i32);
-            } else {
-                let rows = w * self.rows_per_window..((w + 1) * self.rows_per_window).min(m);
-                empty_rows.extend(rows.map(|r| r as i32));
-            }
-        }
-        (busy, empty_rows)
+    /// The windows that hold k-blocks, and those that hold none, both ascending.
+    pub(crate) fn busy_windows(&self) -> (Vec<i32>, Vec<i32>) {
+        (0..self.window_blocks.len() as i32 - 1)
+            .partition(|&w| self.window_blocks[w as usize + 1] > self.window_blocks[w as usize])
     }
 }
 
@@ -1031,10 +1023,9 @@ pub(crate) struct DeviceBlocks {
     /// The windows that hold k-blocks, ascending: the grid of a launch that leaves the empty ones out.
     busy_windows: CudaSlice<i32>,
     num_busy: usize,
-    /// The rows (< m) of the windows that hold no k-block, ascending: what `spmm_zero_rows_<dtype>` writes when a
-    /// launch leaves those windows out ([`leaves_out_empty_windows`]).
-    empty_rows: CudaSlice<i32>,
-    num_empty_rows: usize,
+    /// The windows that hold no k-block, ascending: whose rows `spmm_zero_windows` writes when a launch leaves them
+    /// out ([`leaves_out_empty_windows`]).
+    empty_windows: CudaSlice<i32>,
 }
 
 impl DeviceBlocks {
@@ -1082,12 +1073,12 @@ impl DeviceBlocks {
             )));
         }
         let values: &[u16] = bytemuck::cast_slice(&blocks.block_values);
-        let (busy, empty_rows) = blocks.busy_windows(m);
+        let (busy, empty) = blocks.busy_windows();
+        debug_assert_eq!(busy.len() + empty.len(), m.div_ceil(blocks.rows_per_window));
         Ok(DeviceBlocks {
             busy_windows: upload_slice(gpu, &busy, "uploading the tensor-core windows that hold k-blocks")?,
             num_busy: busy.len(),
-            empty_rows: upload_slice(gpu, &empty_rows, "uploading the rows of the empty tensor-core windows")?,
-            num_empty_rows: empty_rows.len(),
+            empty_windows: upload_slice(gpu, &empty, "uploading the empty tensor-core windows")?,
             rows_per_window: blocks.rows_per_window,
             window_blocks: upload_slice(gpu, &blocks.window_blocks, "uploading the tensor-core windows")?,
             block_columns: upload_slice(gpu, &blocks.block_columns, "uploading the tensor-core block columns")?,
@@ -1128,6 +1119,26 @@ struct SpmmTcParams {
     windows: u64,
 }
 const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 80, "SpmmTcParams must match cuda/common/params.cuh");
+
+/// Arguments of `spmm_zero_windows`; mirrors `ts::SpmmZeroWindowsParams` in cuda/common/params.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct SpmmZeroWindowsParams {
+    windows: u64,
+    count: i32,
+    rows_per_window: i32,
+    m: i32,
+    row_vectors: i32,
+    out: u64,
+}
+const _: () = assert!(
+    std::mem::size_of::<SpmmZeroWindowsParams>() == 32,
+    "SpmmZeroWindowsParams must match cuda/common/params.cuh"
+);
+// SAFETY: plain old data with the C layout the kernel expects.
+unsafe impl cudarc::driver::DeviceRepr for SpmmZeroWindowsParams {}
+/// Threads per block of `spmm_zero_windows` (TILESPARSE_SPMM_ZERO_WINDOWS_THREADS in cuda/spmm/spmm.cu).
+const ZERO_WINDOWS_THREADS: u32 = 256;
 
 /// Dynamic shared memory of `spmm_tc_f32_w64_n16` (`ts::kWgSharedBytes` in cuda/spmm90a/spmm90a.cu): four
 /// stages of a k-block of A twice (split) and 16 gathered rows of 128 columns of B.
@@ -1549,7 +1560,7 @@ fn launch_tensor_core<T: Scalar>(
             0
         };
     let busy_windows = (left_out > 0).then(|| blocks.busy_windows.device_ptr(stream));
-    let empty_rows = (left_out > 0).then(|| blocks.empty_rows.device_ptr(stream));
+    let empty_windows = (left_out > 0).then(|| blocks.empty_windows.device_ptr(stream));
     if let Some((windows, _)) = &busy_windows {
         params.windows = *windows;
     }
@@ -1559,10 +1570,28 @@ fn launch_tensor_core<T: Scalar>(
         block_dim: ((WARPS * 32) as u32, 1, 1),
         shared_mem_bytes,
     };
-    if let Some((rows, _)) = &empty_rows {
-        // SAFETY: the empty windows' rows, each < m once (DeviceBlocks::upload), alive with A's blocks; C is m x n
-        // at `out`; no bias. The launch below leaves these windows out and writes none of their rows.
-        unsafe { super::launch_zero_rows::<T>(gpu, *rows, 1, blocks.num_empty_rows, n, 0, out) }?;
+    if let Some((windows, _)) = &empty_windows {
+        let zero = SpmmZeroWindowsParams {
+            windows: *windows,
+            count: left_out as i32,
+            rows_per_window: blocks.rows_per_window as i32,
+            m: m as i32,
+            row_vectors: (n * std::mem::size_of::<T>() / 16) as i32,
+            out,
+        };
+        let fill = gpu.function(Family::Spmm, "spmm_zero_windows")?;
+        let pieces = left_out * blocks.rows_per_window * n * std::mem::size_of::<T>() / 16;
+        let cfg = LaunchConfig {
+            grid_dim: (pieces.div_ceil(ZERO_WINDOWS_THREADS as usize).min(8 * gpu.info().sm_count).max(1) as u32, 1, 1),
+            block_dim: (ZERO_WINDOWS_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: `windows` holds the `left_out` empty windows, each < ceil(m / rows_per_window), alive with A's
+        // blocks; C is m x n at `out` with n * size_of::<T>() a multiple of 16 (n a multiple of 8, 2- or 4-byte
+        // elements), so each window's rows below m are whole 16-byte pieces of it; the loop strides over any grid.
+        // The launch below leaves these windows out and writes none of their rows.
+        unsafe { stream.launch_builder(&fill).arg(&zero).launch(cfg) }
+            .map_err(Error::driver("launching the fill of the empty tensor-core windows", 0))?;
         if grid_windows == 0 {
             return Ok(left_out);
         }
@@ -1795,15 +1824,14 @@ mod tests {
         }
         let values = vec![1u16; indices.len()];
         let narrow = HostBlocks::build(&indptr, &indices, &values, WINDOW);
-        let (busy, empty_rows) = narrow.busy_windows(150);
-        assert_eq!(busy, [1, 4, 9]);
-        let expect: Vec<i32> = (0..16).chain(32..64).chain(80..144).collect();
-        assert_eq!(empty_rows, expect);
+        assert_eq!(narrow.busy_windows(), (vec![1, 4, 9], vec![0, 2, 3, 5, 6, 7, 8]));
         let wide = HostBlocks::build(&indptr, &indices, &values, WIDE_WINDOW);
-        assert_eq!(wide.busy_windows(150), (vec![0, 1, 2], vec![]));
-        // No entries: every window empty, rows only up to m.
+        assert_eq!(wide.busy_windows(), (vec![0, 1, 2], vec![]));
+        // No entries: every window empty, the last one partial.
         let none = HostBlocks::build(&[0; 41], &[], &[] as &[u16], WIDE_WINDOW);
-        assert_eq!(none.busy_windows(40), (vec![], (0..40).collect()));
+        assert_eq!(none.busy_windows(), (vec![], vec![0]));
+        let none = HostBlocks::build(&[0; 41], &[], &[] as &[u16], WINDOW);
+        assert_eq!(none.busy_windows(), (vec![], vec![0, 1, 2]));
         // The rule: the blocks on empty windows from EMPTY_WINDOW_BLOCKS, a launch that splits never.
         assert!(leaves_out_empty_windows(EMPTY_WINDOW_BLOCKS, 1, 1));
         assert!(leaves_out_empty_windows(384, 32, 1));
