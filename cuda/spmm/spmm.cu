@@ -299,20 +299,18 @@ __device__ __forceinline__ void spmm_zero_rows(const SpmmZeroRowsParams& p) {
 
 namespace ts {
 
-/// @brief Zeros over the rows of the empty tensor-core windows (SpmmZeroWindowsParams): thread i of the grid-stride
-/// loop writes the (i % per-window)-th 16-byte piece of window i / per-window, so that consecutive threads write
-/// consecutive bytes of C and each window's region, contiguous in C, is one stream of stores. Any element type:
-/// zero is all zero bits in f32, f16 and bf16.
+/// @brief Zeros over the rows of the empty tensor-core windows (SpmmZeroWindowsParams): block b writes windows b,
+/// b + gridDim.x, ..., each window's region of C (contiguous: its rows are consecutive) as one stream of 16-byte
+/// stores by the block's threads in turn, cut at row m. Any element type: zero is all zero bits in f32, f16 and
+/// bf16.
 __device__ __forceinline__ void spmm_zero_windows(const SpmmZeroWindowsParams& p) {
   const size_t per_window = static_cast<size_t>(p.rows_per_window) * p.row_vectors;
-  const size_t total = per_window * p.count;
   const size_t limit = static_cast<size_t>(p.m) * p.row_vectors;  // pieces of C
   uint4* out = static_cast<uint4*>(p.out);
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const size_t w = i / per_window;
-    const size_t piece = static_cast<size_t>(__ldg(p.windows + w)) * per_window + (i - w * per_window);
-    if (piece < limit) out[piece] = make_uint4(0, 0, 0, 0);
+  for (int w = blockIdx.x; w < p.count; w += gridDim.x) {
+    const size_t first = static_cast<size_t>(__ldg(p.windows + w)) * per_window;  // < limit: window < windows
+    const size_t end = min(first + per_window, limit);
+    for (size_t i = first + threadIdx.x; i < end; i += blockDim.x) out[i] = make_uint4(0, 0, 0, 0);
   }
 }
 

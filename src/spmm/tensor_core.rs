@@ -1369,19 +1369,28 @@ pub fn skipped_empty_windows<T: Scalar>(
     let padded = padded_n(n);
     let plan = split_plan(gpu, a, config, padded)?;
     let slices = padded.div_ceil(config.columns_per_block());
-    Ok(if n > 0 && leaves_out_empty_windows(empty, slices, plan.ranges) { empty } else { 0 })
+    Ok(if n > 0 && leaves_out_empty_windows(config, empty, slices, plan.ranges) { empty } else { 0 })
 }
 
 /// The blocks a tensor-core launch spends on A's empty windows (empty windows x column slices) from which it
-/// leaves those windows out of its grid for `spmm_zero_rows_<dtype>` to write ([`leaves_out_empty_windows`]).
-pub const EMPTY_WINDOW_BLOCKS: usize = 12_288;
+/// leaves those windows out of its grid for `spmm_zero_windows` to write ([`leaves_out_empty_windows`]).
+pub const EMPTY_WINDOW_BLOCKS: usize = 3072;
 
-/// Whether a tensor-core launch of `slices` column slices leaves A's `empty_windows` windows that hold no entry out
-/// of its grid (which then walks only the windows that hold k-blocks, through `SpmmTcParams::windows`) and has a
-/// second kernel write their rows: where they would take [`EMPTY_WINDOW_BLOCKS`] blocks or more, and the launch
-/// does not split its windows' k-blocks (`splits` 1: the fix-up adds every window's partial tiles).
-pub fn leaves_out_empty_windows(empty_windows: usize, slices: usize, splits: usize) -> bool {
-    splits == 1 && empty_windows.saturating_mul(slices) >= EMPTY_WINDOW_BLOCKS
+/// Whether a tensor-core launch with `config` of `slices` column slices leaves A's `empty_windows` windows that hold
+/// no entry out of its grid (which then walks only the windows that hold k-blocks, through `SpmmTcParams::windows`)
+/// and has `spmm_zero_windows` write their rows first: where they would take [`EMPTY_WINDOW_BLOCKS`] blocks or more,
+/// the launch does not split its windows' k-blocks (`splits` 1: the fix-up adds every window's partial tiles), and
+/// the kernel is not the wgmma one.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 84"; tall banded matrices and block-sparse ones with empty rows of
+/// blocks, every tensor-core kernel both ways, n = 128-1024): the second launch costs about 2 us, so a few empty
+/// windows lose (up to 1.37x slower at 69 blocks on them); the mma.sync kernels lost at most 6% from 2,208 to 2,688
+/// blocks and gained everywhere from 3,200 (0.95x to 0.22x of the time; banded 65,337 x 2,329, f16 16-row windows at
+/// n = 1024: 236.1 -> 51.5 us). The
+/// wgmma kernel walks an empty window for little more than the stores of its zeros: leaving them out never gained
+/// more than 4.4% and lost up to 1.44x, so it walks them.
+pub fn leaves_out_empty_windows(config: &TensorCoreConfig, empty_windows: usize, slices: usize, splits: usize) -> bool {
+    !config.is_wgmma() && splits == 1 && empty_windows.saturating_mul(slices) >= EMPTY_WINDOW_BLOCKS
 }
 
 /// [`spmm_tensor_core_with`], the empty windows left out where `leave_out` says (None: by
@@ -1553,12 +1562,14 @@ fn launch_tensor_core<T: Scalar>(
         windows: 0,
     };
     let empty = blocks.num_windows - blocks.num_busy;
-    let left_out =
-        if empty > 0 && splits == 1 && leave_out.unwrap_or_else(|| leaves_out_empty_windows(empty, slices, splits)) {
-            empty
-        } else {
-            0
-        };
+    let left_out = if empty > 0
+        && splits == 1
+        && leave_out.unwrap_or_else(|| leaves_out_empty_windows(config, empty, slices, splits))
+    {
+        empty
+    } else {
+        0
+    };
     let busy_windows = (left_out > 0).then(|| blocks.busy_windows.device_ptr(stream));
     let empty_windows = (left_out > 0).then(|| blocks.empty_windows.device_ptr(stream));
     if let Some((windows, _)) = &busy_windows {
@@ -1580,15 +1591,15 @@ fn launch_tensor_core<T: Scalar>(
             out,
         };
         let fill = gpu.function(Family::Spmm, "spmm_zero_windows")?;
-        let pieces = left_out * blocks.rows_per_window * n * std::mem::size_of::<T>() / 16;
+        // A block per window, at most eight per SM (the kernel's loop takes the rest in turn).
         let cfg = LaunchConfig {
-            grid_dim: (pieces.div_ceil(ZERO_WINDOWS_THREADS as usize).min(8 * gpu.info().sm_count).max(1) as u32, 1, 1),
+            grid_dim: (left_out.min(8 * gpu.info().sm_count.max(1)) as u32, 1, 1),
             block_dim: (ZERO_WINDOWS_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: `windows` holds the `left_out` empty windows, each < ceil(m / rows_per_window), alive with A's
         // blocks; C is m x n at `out` with n * size_of::<T>() a multiple of 16 (n a multiple of 8, 2- or 4-byte
-        // elements), so each window's rows below m are whole 16-byte pieces of it; the loop strides over any grid.
+        // elements), so each window's rows below m are whole 16-byte pieces of it; the loops stride over any grid.
         // The launch below leaves these windows out and writes none of their rows.
         unsafe { stream.launch_builder(&fill).arg(&zero).launch(cfg) }
             .map_err(Error::driver("launching the fill of the empty tensor-core windows", 0))?;
@@ -1832,12 +1843,20 @@ mod tests {
         assert_eq!(none.busy_windows(), (vec![], vec![0]));
         let none = HostBlocks::build(&[0; 41], &[], &[] as &[u16], WINDOW);
         assert_eq!(none.busy_windows(), (vec![], vec![0, 1, 2]));
-        // The rule: the blocks on empty windows from EMPTY_WINDOW_BLOCKS, a launch that splits never.
-        assert!(leaves_out_empty_windows(EMPTY_WINDOW_BLOCKS, 1, 1));
-        assert!(leaves_out_empty_windows(384, 32, 1));
-        assert!(!leaves_out_empty_windows(383, 32, 1));
-        assert!(!leaves_out_empty_windows(EMPTY_WINDOW_BLOCKS, 1, 2));
-        assert!(!leaves_out_empty_windows(0, 1 << 20, 1));
+        // The rule: the blocks on empty windows from EMPTY_WINDOW_BLOCKS; a launch that splits, and the wgmma
+        // kernel, never.
+        let narrow: TensorCoreConfig = "spmm_tc_f16_n4".parse().unwrap();
+        let wide: TensorCoreConfig = "spmm_tc_f32_w64_n8".parse().unwrap();
+        let wgmma: TensorCoreConfig = "spmm_tc_f32_w64_n16".parse().unwrap();
+        assert!(wgmma.is_wgmma() && !wide.is_wgmma());
+        for config in [narrow, wide] {
+            assert!(leaves_out_empty_windows(&config, EMPTY_WINDOW_BLOCKS, 1, 1));
+            assert!(leaves_out_empty_windows(&config, 96, 32, 1));
+            assert!(!leaves_out_empty_windows(&config, 95, 32, 1));
+            assert!(!leaves_out_empty_windows(&config, EMPTY_WINDOW_BLOCKS, 1, 2));
+            assert!(!leaves_out_empty_windows(&config, 0, 1 << 20, 1));
+        }
+        assert!(!leaves_out_empty_windows(&wgmma, 1 << 20, 32, 1));
     }
 
     /// `uneven_few_rows_wide_n`: either side of each bound (rows, n, cv, fill, pairs), f16 and bf16 only.
