@@ -364,7 +364,7 @@ pub struct SpmmReport {
     pub variants: Vec<Entry>,
     pub selected: Entry,
     pub cusparse: Vec<Entry>,
-    /// cuSPARSE's SpMM on A in BSR and in Blocked-ELL at each block size tried ([`blocked_baselines`]), failures
+    /// cuSPARSE's SpMM on A in BSR and in Blocked-ELL at each block size tried (`blocked_baselines`), failures
     /// included; empty where no block size qualifies. Beside the CSR algorithms, not among them: `best_cusparse` is
     /// the CSR algorithms' best.
     pub cusparse_blocked: Vec<BlockedEntry>,
@@ -557,7 +557,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     })
 }
 
-/// Block sizes the blocked baselines try ([`blocked_baselines`]).
+/// Block sizes the blocked baselines try (`blocked_baselines`).
 pub const BLOCKED_SIZES: [usize; 5] = [2, 4, 8, 16, 32];
 /// The least share of its blocks' slots A must fill for the blocked baselines to try a block size: below it BSR
 /// multiplies more padding than entries, and a user would not store A so.

@@ -99,7 +99,7 @@ struct SpmmTcParams {
   void* out;                          // C (m x n), row-major, element type of the kernel
   float* partials;                    // splits > 1: (splits, m, n) f32 partial products, global scratch
   const int* windows;                 // null: block x takes window x; else (grid x) the window block x takes: the
-                                      // windows holding k-blocks, the empty ones' rows left to spmm_zero_rows
+                                      // windows holding k-blocks, the empty ones left to spmm_zero_windows
 };
 static_assert(sizeof(SpmmTcParams) == 80, "SpmmTcParams must match src/spmm/tensor_core.rs");
 
