@@ -595,7 +595,7 @@ pub struct BlockedEntry {
 
 /// cuSPARSE's SpMM with A in BSR and in Blocked-ELL at each block size of [`BLOCKED_SIZES`] that divides both of
 /// A's dimensions and whose blocks A fills at least [`BSR_MIN_FILL`] (Blocked-ELL also [`BLOCKED_ELL_MIN_FILL`] of
-/// its padded slots): every one tried, failures included (cuSPARSE refuses some types and block sizes). The
+/// its padded slots): every one tried, a failure (cuSPARSE refusing a type or a block size) as its error. The
 /// conversions are not timed.
 fn blocked_baselines<T: Scalar>(
     gpu: &Gpu,

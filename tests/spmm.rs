@@ -801,10 +801,10 @@ fn check_tf32(what: &str, a: CsMatView<f32>, b: &[f32], n: usize, got: &[f32]) {
 
 /// The cuSPARSE Blocked-ELL baseline (`CusparseSpmm::new_blocked_ell`, beside the CSR algorithms in `bench spmm`)
 /// computes A * B: block-sparse rows of different block counts (padded to the longest) read as blocks of 16 and 8,
-/// uniform rows as blocks of 4, n = 40 and 129, against the oracle on a poisoned C: f16 and bf16 with the bound of our
-/// own tensor-core kernels (products exact in f32, sums in f32), f32 with a one-pass TF32 bound ([`check_tf32`]: cuSPARSE
-/// computes f32 Blocked-ELL in TF32, and fails the f32 FMA bound, measured on the H200). A Blocked-ELL whose columns
-/// do not match B is a typed error.
+/// uniform rows as blocks of 4, n = 40 and 129, against the oracle on a poisoned C: f16 and bf16 with the bound of
+/// our own tensor-core kernels (products exact in f32, sums in f32), f32 with a one-pass TF32 bound ([`check_tf32`]:
+/// cuSPARSE computes f32 Blocked-ELL in TF32, and fails the f32 FMA bound, measured on the H200). A Blocked-ELL whose
+/// columns do not match B is a typed error.
 fn cusparse_blocked_ell_case<T: Scalar>(gpu: &Gpu) {
     use tilesparse::baseline::cusparse::{Cusparse, CusparseSpmm, HostBlockedEll, HostBsr};
     let lib = Cusparse::new(gpu).unwrap();

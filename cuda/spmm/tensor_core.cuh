@@ -219,8 +219,9 @@ __device__ __forceinline__ void exact_block(float (&acc)[kTiles][4], const T* va
 /// @brief The kernel body; see the file comment. Grid: (windows, column slices); the kTcWarps warps of block
 /// (x, y) share window x (p.windows[x] where the launch leaves empty windows out: tc_window) and column slice y
 /// and take its k-blocks in turn (warp w: k-blocks w, w + kTcWarps, ...), so that a window's chain of k-blocks is
-/// walked by four warps at once; warp 0 adds the four partial tiles in warp order (the same bits every run) and stores C. f32 (3xTF32, 32 columns per warp): B fragments by
-/// 16-byte shared loads and the k-block's six mma per n8 tile summed from zero, as in spmm_tcw_kernel.
+/// walked by four warps at once; warp 0 adds the four partial tiles in warp order (the same bits every run) and
+/// stores C. f32 (3xTF32, 32 columns per warp): B fragments by 16-byte shared loads and the k-block's six mma per
+/// n8 tile summed from zero, as in spmm_tcw_kernel.
 template <typename T, int kTilesN>
 __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   using Elem = TcElem<T>;

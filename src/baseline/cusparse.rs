@@ -946,16 +946,30 @@ mod tests {
         dense
     }
 
+    /// 8 x 8 with two entries, one of them a stored zero.
+    fn with_a_stored_zero() -> sprs::CsMat<f32> {
+        let mut a = sprs::TriMat::new((8, 8));
+        a.add_triplet(5, 6, 0.0f32);
+        a.add_triplet(0, 1, 2.0f32);
+        a.to_csr()
+    }
+
+    /// A as a dense row-major array.
+    fn dense_of(a: &sprs::CsMat<f32>) -> Vec<f32> {
+        let mut dense = vec![0.0f32; a.rows() * a.cols()];
+        for (&v, (r, c)) in a.iter() {
+            dense[r * a.cols() + c] = v;
+        }
+        dense
+    }
+
     #[test]
     fn bsr_holds_every_entry_in_its_block() {
         // 16 x 16 blocks at 20% on 96 x 160, read as blocks of 16, 8 and 32 (3 x 5 of them); uniform rows at 30% as
         // blocks of 4 and 1; a stored zero keeps its block.
         let blocks = crate::gen::block_sparse(96, 160, 16, 16, 0.2, 11);
         let uniform = crate::gen::uniform_random(64, 48, 0.3, 12);
-        let mut with_zero = sprs::TriMat::new((8, 8));
-        with_zero.add_triplet(5, 6, 0.0f32);
-        with_zero.add_triplet(0, 1, 2.0f32);
-        let with_zero: sprs::CsMat<f32> = with_zero.to_csr();
+        let with_zero = with_a_stored_zero();
         for (a, block) in [(&blocks, 16), (&blocks, 8), (&blocks, 32), (&uniform, 4), (&uniform, 1), (&with_zero, 2)] {
             let bsr = HostBsr::from_csr(a.view(), block).unwrap();
             let (m, k) = (a.rows(), a.cols());
@@ -967,11 +981,7 @@ mod tests {
                 let row = &bsr.columns[bsr.offsets[br] as usize..bsr.offsets[br + 1] as usize];
                 assert!(row.windows(2).all(|w| w[0] < w[1]), "block {block}: block row {br} not ascending");
             }
-            let mut dense = vec![0.0f32; m * k];
-            for (&v, (r, c)) in a.iter() {
-                dense[r * k + c] = v;
-            }
-            assert_eq!(bsr_dense(&bsr), dense, "block {block}");
+            assert_eq!(bsr_dense(&bsr), dense_of(a), "block {block}");
             // Every stored block holds a stored entry: as many blocks as distinct (row / block, column / block).
             let distinct: std::collections::BTreeSet<(usize, usize)> =
                 a.iter().map(|(_, (r, c))| (r / block, c / block)).collect();
@@ -996,10 +1006,7 @@ mod tests {
         // stored zero, and no entries at all.
         let blocks = crate::gen::block_sparse(96, 160, 16, 16, 0.2, 13);
         let uniform = crate::gen::uniform_random(64, 48, 0.3, 14);
-        let mut with_zero = sprs::TriMat::new((8, 8));
-        with_zero.add_triplet(5, 6, 0.0f32);
-        with_zero.add_triplet(0, 1, 2.0f32);
-        let with_zero: sprs::CsMat<f32> = with_zero.to_csr();
+        let with_zero = with_a_stored_zero();
         let empty = sprs::CsMat::<f32>::zero((8, 4));
         for (a, block) in [(&blocks, 16), (&blocks, 8), (&uniform, 4), (&uniform, 8), (&with_zero, 2), (&empty, 4)] {
             let bsr = HostBsr::from_csr(a.view(), block).unwrap();
@@ -1018,10 +1025,6 @@ mod tests {
                 assert!(row[count..].iter().all(|&c| c == -1), "block {block}: padding");
             }
             // The dense matrix it stands for is A; padding slots hold zeros.
-            let mut dense = vec![0.0f32; m * k];
-            for (&v, (r, c)) in a.iter() {
-                dense[r * k + c] = v;
-            }
             let mut from_ell = vec![0.0f32; m * k];
             for r in 0..m {
                 for slot in 0..widest {
@@ -1036,7 +1039,7 @@ mod tests {
                     }
                 }
             }
-            assert_eq!(from_ell, dense, "block {block}");
+            assert_eq!(from_ell, dense_of(a), "block {block}");
             let slots = m * widest * block;
             let expect = if slots == 0 { 0.0 } else { a.nnz() as f64 / slots as f64 };
             assert_eq!(ell.fill(a.nnz()), expect, "block {block}");

@@ -1616,9 +1616,9 @@ fn launch_tensor_core<T: Scalar>(
     // read), every window's k-blocks lie in the block arrays, windows cover rows < ceil(m / window) * window and rows >= m are
     // not stored; the grid has ceil(n / columns per block) column slices, each starting below n, and `splits`
     // ranges (1 for the narrow kernels, which ignore it); where it leaves the empty windows out (splits 1), its x
-    // extent is the windows that hold k-blocks and `windows` names them, each < num_windows. Split ranges either run as clusters of the `splits`
-    // (<= 8) blocks of a window, which add their tiles in the kernel and never touch `partials`, or store
-    // partial tiles of splits x m x n f32 into `partials`.
+    // extent is the windows that hold k-blocks and `windows` names them, each < num_windows. Split ranges either
+    // run as clusters of the `splits` (<= 8) blocks of a window, which add their tiles in the kernel and never touch
+    // `partials`, or store partial tiles of splits x m x n f32 into `partials`.
     if splits > 1 && clusters && (sum == RangeSum::Cluster || (sum == RangeSum::Auto && plan.clusters_fit())) {
         match unsafe { gpu.launch_clustered(&function, cfg, splits as u32, params) } {
             Ok(()) => return Ok(left_out),
