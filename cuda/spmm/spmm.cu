@@ -295,10 +295,6 @@ __device__ __forceinline__ void spmm_zero_rows(const SpmmZeroRowsParams& p) {
   }
 }
 
-}  // namespace ts
-
-namespace ts {
-
 /// @brief Zeros over the rows of the empty tensor-core windows (SpmmZeroWindowsParams): block b writes windows b,
 /// b + gridDim.x, ..., each window's region of C (contiguous: its rows are consecutive) as one stream of 16-byte
 /// stores by the block's threads in turn, cut at row m. Any element type: zero is all zero bits in f32, f16 and

@@ -873,46 +873,30 @@ fn launch<T: Scalar>(
             Some(s) => (pieces.as_ref().map_or(0, |(p, _)| *p), 4 * (s.num_pieces - skipped)),
             None => (ptr(&swizzled_rows), 4 * (m - skipped) + 2),
         };
+        let zero = SpmmZeroRowsParams {
+            rows: rows + 4 * first as u64,
+            stride: 4,
+            count: skipped as i32,
+            n: n as i32,
+            pad: 0,
+            bias: ptr(&bias_ptr),
+            out,
+        };
+        let zero_rows = gpu.function(Family::Spmm, &format!("spmm_zero_rows_{}", T::DTYPE.name()))?;
+        let warps = (ZERO_ROWS_THREADS / 32) as usize;
+        let cfg = LaunchConfig {
+            grid_dim: (skipped.div_ceil(warps).min(65_535) as u32, 1, 1),
+            block_dim: (ZERO_ROWS_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: `rows` points into the swizzle or the pieces (alive on this stream past the launch), whose
-        // last `skipped` entries are the empty rows of A, each a row < m, once, 4 ints apart; C is m x n; the bias,
-        // when given, holds m floats (checked at the top of this function). The tile kernel's grid wrote none of
-        // these rows.
-        unsafe { launch_zero_rows::<T>(gpu, rows + 4 * first as u64, 4, skipped, n, ptr(&bias_ptr), out) }?;
+        // last `skipped` entries are the empty rows of A, each a row < m, once; each warp writes all n elements of
+        // its rows of C (m x n, n a multiple of 16 / size_of::<T>() where it stores 16 bytes); the bias, when
+        // given, holds m floats (checked at the top of this function). The tile kernel's grid wrote none of these rows.
+        unsafe { stream.launch_builder(&zero_rows).arg(&zero).launch(cfg) }
+            .map_err(Error::driver("launching the SpMM empty-row fill", 0))?;
     }
     Ok(skipped)
-}
-
-/// Writes rows `rows[i * stride]`, i < count, of C (m x n at `out`) with `spmm_zero_rows_<dtype>`: zeros, or
-/// ReLU(bias[row]) where `bias` is not 0, the value a kernel walking the empty row would have written.
-///
-/// # Safety
-/// `rows` addresses `count` ints `stride` apart, each a distinct row < m, alive on the stream until the launch
-/// ends; `out` addresses m x n elements of T; `bias` is 0 or addresses m floats.
-pub(crate) unsafe fn launch_zero_rows<T: Scalar>(
-    gpu: &Gpu,
-    rows: u64,
-    stride: usize,
-    count: usize,
-    n: usize,
-    bias: u64,
-    out: u64,
-) -> Result<()> {
-    if count == 0 || n == 0 {
-        return Ok(());
-    }
-    let zero = SpmmZeroRowsParams { rows, stride: stride as i32, count: count as i32, n: n as i32, pad: 0, bias, out };
-    let zero_rows = gpu.function(Family::Spmm, &format!("spmm_zero_rows_{}", T::DTYPE.name()))?;
-    let warps = (ZERO_ROWS_THREADS / 32) as usize;
-    let cfg = LaunchConfig {
-        grid_dim: (count.div_ceil(warps).min(65_535) as u32, 1, 1),
-        block_dim: (ZERO_ROWS_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // SAFETY: by the caller's contract; each warp writes all n elements of its rows (16 bytes a lane only where n
-    // keeps rows 16-byte aligned), and the loop strides over any grid.
-    unsafe { gpu.stream().launch_builder(&zero_rows).arg(&zero).launch(cfg) }
-        .map_err(Error::driver("launching the SpMM empty-row fill", 0))?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1047,25 +1047,18 @@ impl DeviceBlocks {
         match (T::DTYPE.size(), layout) {
             (4, BlockLayout::WideCore) => {
                 let values = bytemuck::cast_slice(data);
-                Self::upload(gpu, HostBlocks::<u32>::build_in(&indptr, indices, values, rows, core_index_f32), a.rows())
+                Self::upload(gpu, HostBlocks::<u32>::build_in(&indptr, indices, values, rows, core_index_f32))
             }
             (_, BlockLayout::WideCore) => {
                 Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core blocks in core matrices (f32)" })
             }
-            (2, _) => {
-                let values = bytemuck::cast_slice(data);
-                Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, values, rows), a.rows())
-            }
-            (4, _) => {
-                let values = bytemuck::cast_slice(data);
-                Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, values, rows), a.rows())
-            }
+            (2, _) => Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
+            (4, _) => Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
             _ => Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core SpMM (f16, bf16, f32)" }),
         }
     }
 
-    /// The blocks of a matrix of `m` rows on the device.
-    fn upload<V: bytemuck::Pod + Default>(gpu: &Gpu, blocks: HostBlocks<V>, m: usize) -> Result<DeviceBlocks> {
+    fn upload<V: bytemuck::Pod + Default>(gpu: &Gpu, blocks: HostBlocks<V>) -> Result<DeviceBlocks> {
         if blocks.block_columns.len() > i32::MAX as usize {
             return Err(Error::TooLarge(format!(
                 "the tensor-core blocks of this matrix need {} k-blocks",
@@ -1074,7 +1067,6 @@ impl DeviceBlocks {
         }
         let values: &[u16] = bytemuck::cast_slice(&blocks.block_values);
         let (busy, empty) = blocks.busy_windows();
-        debug_assert_eq!(busy.len() + empty.len(), m.div_ceil(blocks.rows_per_window));
         Ok(DeviceBlocks {
             busy_windows: upload_slice(gpu, &busy, "uploading the tensor-core windows that hold k-blocks")?,
             num_busy: busy.len(),
@@ -1087,6 +1079,25 @@ impl DeviceBlocks {
             num_windows: blocks.window_blocks.len() - 1,
             num_blocks: blocks.num_blocks(),
         })
+    }
+
+    /// How many empty windows a launch of `config` over `slices` column slices in `splits` ranges leaves out of
+    /// its grid: all of them where `leave_out` says so (None: [`leaves_out_empty_windows`]) and the launch does not
+    /// split, else none.
+    fn windows_left_out(
+        &self,
+        config: &TensorCoreConfig,
+        slices: usize,
+        splits: usize,
+        leave_out: Option<bool>,
+    ) -> usize {
+        let empty = self.num_windows - self.num_busy;
+        let leaves = leave_out.unwrap_or_else(|| leaves_out_empty_windows(config, empty, slices, splits));
+        if empty > 0 && splits == 1 && leaves {
+            empty
+        } else {
+            0
+        }
     }
 
     /// Stored entries / (k-blocks * rows per window * 16): how full the blocks are.
@@ -1365,11 +1376,13 @@ pub fn skipped_empty_windows<T: Scalar>(
     n: usize,
     config: &TensorCoreConfig,
 ) -> Result<usize> {
-    let empty = empty_windows(gpu, a, config)?;
+    if n == 0 {
+        return Ok(0);
+    }
+    let blocks = a.tensor_core_blocks(gpu, BlockLayout::of(config)?)?;
     let padded = padded_n(n);
-    let plan = split_plan(gpu, a, config, padded)?;
-    let slices = padded.div_ceil(config.columns_per_block());
-    Ok(if n > 0 && leaves_out_empty_windows(config, empty, slices, plan.ranges) { empty } else { 0 })
+    let plan = plan_splits(gpu, blocks, config, padded)?;
+    Ok(blocks.windows_left_out(config, padded.div_ceil(config.columns_per_block()), plan.ranges, None))
 }
 
 /// The blocks a tensor-core launch spends on A's empty windows (empty windows x column slices) from which it
@@ -1562,15 +1575,7 @@ fn launch_tensor_core<T: Scalar>(
         partials: 0,
         windows: 0,
     };
-    let empty = blocks.num_windows - blocks.num_busy;
-    let left_out = if empty > 0
-        && splits == 1
-        && leave_out.unwrap_or_else(|| leaves_out_empty_windows(config, empty, slices, splits))
-    {
-        empty
-    } else {
-        0
-    };
+    let left_out = blocks.windows_left_out(config, slices, splits, leave_out);
     let busy_windows = (left_out > 0).then(|| blocks.busy_windows.device_ptr(stream));
     let empty_windows = (left_out > 0).then(|| blocks.empty_windows.device_ptr(stream));
     if let Some((windows, _)) = &busy_windows {
