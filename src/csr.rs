@@ -275,7 +275,7 @@ pub struct DeviceCsr<T: Scalar> {
     derived: OnceLock<Derived>,
     /// The tensor-core SpMM's blocks (crate::spmm::tensor_core) for 16-row and 64-row windows in mma fragment
     /// order, and for 64-row windows in wgmma core matrices (f32), each built on first use.
-    tensor_core: [OnceLock<crate::spmm::tensor_core::DeviceBlocks>; 3],
+    tensor_core: [OnceLock<crate::spmm::tensor_core::DeviceBlocks>; crate::spmm::tensor_core::BLOCK_LAYOUTS],
     /// Their k-block counts ([`crate::spmm::tensor_core::BlockCounts`]), counted at upload for f16, bf16, f32.
     tensor_core_count: Option<crate::spmm::tensor_core::BlockCounts>,
     /// Whether a stored value is Inf or NaN: known where the values were on the host (uploads), else None.

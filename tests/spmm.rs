@@ -747,6 +747,34 @@ fn automatic_f32_narrow_windows_on_blocks() {
     assert_ne!(used.to_string(), narrow, "uniform rows");
 }
 
+/// Rows that share their columns in runs of 32 (32 x 32 and 32 x 16 blocks: the 32-row windows as full as the 16-row
+/// ones, the 64-row ones half full) take the 32-row windows where the choice had been the 64-row ones
+/// (src/spmm/tensor_core.rs, `mid_windows`; NOTES.md, "SpMM step 85"), in every type: `spmm_auto` runs them and they
+/// match the oracle on a poisoned C, also at n = 130 (B and C padded to 136 around the product).
+fn automatic_mid_windows_case<T: Scalar>(gpu: &Gpu) {
+    let f32 = T::DTYPE == DType::F32;
+    let cases = [
+        (4096, 4096, 32, 32, 0.2, 128, if f32 { 8 } else { 16 }),
+        (8192, 2048, 32, 32, 0.05, 128, 8),
+        (8192, 2048, 32, 32, 0.05, 130, if f32 { 8 } else { 16 }),
+        (2048, 4096, 32, 16, 0.2, 1024, if f32 { 8 } else { 16 }),
+    ];
+    for (i, (m, k, r, c, density, n, tiles)) in cases.into_iter().enumerate() {
+        let a = gen::block_sparse(m, k, r, c, density, seed(330 + i as u64));
+        let what = format!("{} {m} x {k} in {r} x {c} blocks at {density}, n = {n}", T::DTYPE);
+        let used = check_auto::<T>(gpu, &what, &a, n, seed(340 + i as u64));
+        assert_eq!(used.to_string(), format!("spmm_tc_{}_w32_n{tiles}", T::DTYPE.name()), "{what}");
+    }
+}
+
+#[test]
+fn automatic_mid_windows_on_rows_of_32() {
+    let Some(gpu) = gpu_or_skip("automatic_mid_windows_on_rows_of_32") else { return };
+    automatic_mid_windows_case::<f16>(&gpu);
+    automatic_mid_windows_case::<bf16>(&gpu);
+    automatic_mid_windows_case::<f32>(&gpu);
+}
+
 /// The cuSPARSE BSR baseline (`CusparseSpmm::new_bsr`, beside the CSR algorithms in `bench spmm`) computes A * B: f32
 /// block-sparse rows read as blocks of their own size and of half of it, uniform rows as blocks of 4, n = 40 and 129,
 /// against the oracle (the FMA bound: cuSPARSE sums in f32 in its own order) on a poisoned C. A BSR whose columns do
@@ -2208,7 +2236,7 @@ fn rows_cleared(a: &CsMat<f32>, cleared: std::ops::Range<usize>) -> CsMat<f32> {
     from_triplets(a.rows(), a.cols(), &entries)
 }
 
-/// The tensor-core SpMM (f16, bf16, and f32 in 3xTF32: both window heights), on awkward shapes: m
+/// The tensor-core SpMM (f16, bf16, and f32 in 3xTF32: windows of 16, 32 and 64 rows), on awkward shapes: m
 /// not a multiple of 16 or 64, empty rows, 16-row tiles of a 64-row window with no entries, a whole 64-row
 /// window without entries (no k-blocks) between full ones, one dense row (a window of many k-blocks), nnz = 0,
 /// m = 0 and k = 0, m = 1, k = 1, tall and wide, banded, power law; n = 0 (a no-op), and from 8 (one tile, most
@@ -2238,7 +2266,7 @@ fn tensor_core_matches_the_oracle_on_awkward_shapes() {
     let f32_variants = tensor_cores_here(&gpu, DType::F32).len();
     assert!(variants > 0 && f32_variants > 0 && TensorCoreConfig::all(DType::Bf16).len() == variants);
     if gpu.info().compute_capability == (9, 0) {
-        assert_eq!(f32_variants, 3, "the wgmma f32 kernel must run on compute capability 9.0");
+        assert_eq!(f32_variants, 4, "the wgmma f32 kernel must run on compute capability 9.0");
     }
     for (what, a) in &cases {
         for n in [0usize, 1, 7, 8, 16, 40, 60, 64, 101, 136, 263, 264] {
@@ -2350,12 +2378,14 @@ fn tensor_core_refuses_what_it_cannot_run() {
     let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &bf);
     assert!(matches!(r, Err(Error::InvalidConfig { .. })), "bf16 config, f16 operands: {r:?}");
     // Windows of a height no kernel has.
-    let odd = TensorCoreConfig { dtype: DType::F16, window: 32, tiles_n: 8 };
+    let odd = TensorCoreConfig { dtype: DType::F16, window: 48, tiles_n: 8 };
     let r = spmm_tensor_core(&gpu, &a_dev, &b, &mut c, &odd);
-    assert!(matches!(r, Err(Error::InvalidConfig { .. })), "32-row windows: {r:?}");
-    let r = tilesparse::spmm::tensor_core::block_fill(&gpu, &a_dev, 32);
-    assert!(matches!(r, Err(Error::InvalidConfig { .. })), "block fill of 32-row windows: {r:?}");
-    assert!(tilesparse::spmm::tensor_core::block_fill(&gpu, &a_dev, 64).unwrap() > 0.0);
+    assert!(matches!(r, Err(Error::InvalidConfig { .. })), "48-row windows: {r:?}");
+    let r = tilesparse::spmm::tensor_core::block_fill(&gpu, &a_dev, 48);
+    assert!(matches!(r, Err(Error::InvalidConfig { .. })), "block fill of 48-row windows: {r:?}");
+    for rows in [16, 32, 64] {
+        assert!(tilesparse::spmm::tensor_core::block_fill(&gpu, &a_dev, rows).unwrap() > 0.0, "{rows}-row windows");
+    }
 }
 
 /// The wide kernels split a window's k-blocks into 2 to 8 ranges when the grid is small (`wide_splits`); the
@@ -2366,9 +2396,9 @@ fn tensor_core_refuses_what_it_cannot_run() {
 fn split_ranges_case<T: Scalar>(gpu: &Gpu, ranges: impl IntoIterator<Item = usize>) {
     let clusters = gpu.info().has_clusters();
     for splits in ranges {
-        // 190 rows (three 64-row windows, the last partial), every window's union all of k (a column is
-        // missing from 62 rows at density 0.4 with probability 0.6^62): ceil(k / 16) = 16 splits + 2 k-blocks
-        // per window, so `wide_splits` gives `splits` ranges (the grid has at most 9 blocks).
+        // 190 rows (three 64-row windows or six 32-row ones, the last partial), every window's union all of k (a
+        // column is missing from 30 rows at density 0.4 with probability 0.6^30): ceil(k / 16) = 16 splits + 2
+        // k-blocks per window, so `wide_splits` gives `splits` ranges (the grid has at most 18 blocks).
         let (m, k, n) = (190, 256 * splits + 17, 136);
         let a = gen::uniform_random(m, k, 0.4, seed(200 + splits as u64));
         let a: CsMat<T> = gen::convert(&a);
@@ -2382,9 +2412,10 @@ fn split_ranges_case<T: Scalar>(gpu: &Gpu, ranges: impl IntoIterator<Item = usiz
         assert!(!wide.is_empty(), "no wide {} tensor-core kernel", T::DTYPE);
         for config in wide {
             let slices = n.div_ceil(config.columns_per_block());
-            let blocks = m.div_ceil(64) * k.div_ceil(16);
+            let windows = m.div_ceil(config.window as usize);
+            let blocks = windows * k.div_ceil(16);
             assert_eq!(
-                tilesparse::spmm::tensor_core::launch_splits(&config, 3 * slices, 3, blocks),
+                tilesparse::spmm::tensor_core::launch_splits(&config, windows * slices, windows, blocks),
                 splits,
                 "{config}"
             );
@@ -2476,10 +2507,10 @@ fn sanitizer_spmm_tensor_core() {
 /// The tensor-core windows that hold no entry, left out of the grid and their rows written by
 /// `spmm_zero_windows` (`tensor_core::leaves_out_empty_windows`). Every tensor-core kernel of every dtype this
 /// device runs, with them left out and walked (`spmm_tensor_core_empty_windows`), on 600 rows whose 16-row windows
-/// 0-3, 13-24 and the partial last one are empty (the 64-row windows 0, 4 and 5), at n = 8, 128 and 130 (B and C
-/// padded to 136): against the oracle on a poisoned C, the same bits both ways, and the count left out (none where
-/// the launch splits its windows' k-blocks). A matrix with no entries leaves every window out and launches only the
-/// fill. Small enough for compute-sanitizer.
+/// 0-3, 13-24 and the partial last one are empty (the 32-row windows 0, 1 and 7-11, the 64-row windows 0, 4 and 5),
+/// at n = 8, 128 and 130 (B and C padded to 136): against the oracle on a poisoned C, the same bits both ways, and
+/// the count left out (none where the launch splits its windows' k-blocks). A matrix with no entries leaves every
+/// window out and launches only the fill. Small enough for compute-sanitizer.
 #[test]
 fn sanitizer_tensor_core_empty_windows_left_out() {
     let Some(gpu) = gpu_or_skip("sanitizer_tensor_core_empty_windows_left_out") else { return };
@@ -2487,11 +2518,15 @@ fn sanitizer_tensor_core_empty_windows_left_out() {
     let busy = |r: usize| (64..200).contains(&r) || (400..590).contains(&r);
     let a = rows_of_lengths(m, k, |r| if busy(r) { 1 + r % 30 } else { 0 }, seed(300));
     let none = gen::uniform_random_nnz(m, k, 0, seed(301));
-    fn each<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, empty: [usize; 2], runs: &mut usize) {
+    fn each<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, empty: [usize; 3], runs: &mut usize) {
         for n in [8, 128, 130] {
             let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed(302));
             for config in tensor_cores_here(gpu, T::DTYPE) {
-                let windows = if config.window == 16 { empty[0] } else { empty[1] };
+                let windows = match config.window {
+                    16 => empty[0],
+                    32 => empty[1],
+                    _ => empty[2],
+                };
                 assert_eq!(tilesparse::spmm::tensor_core::empty_windows(gpu, &a_dev, &config).unwrap(), windows);
                 let ranges = tilesparse::spmm::tensor_core::split_plan(gpu, &a_dev, &config, n.next_multiple_of(8))
                     .unwrap()
@@ -2521,7 +2556,7 @@ fn sanitizer_tensor_core_empty_windows_left_out() {
         }
     }
     let mut runs = 0;
-    for (what, a, empty) in [("empty windows", &a, [17, 3]), ("no entries", &none, [38, 10])] {
+    for (what, a, empty) in [("empty windows", &a, [17, 7, 3]), ("no entries", &none, [38, 19, 10])] {
         each::<f32>(&gpu, what, a, empty, &mut runs);
         each::<f16>(&gpu, what, a, empty, &mut runs);
         each::<bf16>(&gpu, what, a, empty, &mut runs);

@@ -505,32 +505,34 @@ __host__ __device__ constexpr int tcw_min_blocks() {
 }
 
 /// @brief One k-block's fragments of a warp of the wide kernel, in registers: f16/bf16: B from ldmatrix (b0/b1
-/// of two n8 tiles per entry) and the warp's two A blocks; f32: B as [k8 half][row t, row t + 4] four columns
+/// of two n8 tiles per entry) and the warp's kMt A blocks; f32: B as [k8 half][row t, row t + 4] four columns
 /// each (TcElem<float>), A as [row tile][k8 half].
-template <typename T, int kWarpTiles>
+template <typename T, int kWarpTiles, int kMt>
 struct TcwFragments {
   unsigned b[kWarpTiles / 2][4];
-  uint4 a[2];
+  uint4 a[kMt];
 };
-template <int kWarpTiles>
-struct TcwFragments<float, kWarpTiles> {
+template <int kWarpTiles, int kMt>
+struct TcwFragments<float, kWarpTiles, kMt> {
   static_assert(kWarpTiles == 4, "f32: 32 columns per warp");
   float4 b[2][2];
-  uint4 a[2][2];
+  uint4 a[kMt][2];
 };
 
-/// @brief The wide-window kernel: windows of 64 rows whose k-blocks hold one 16 x 16 block of A per 16 rows
-/// (src/spmm/tensor_core.rs, `WIDE_WINDOW`). A block of four warps owns one window and one slice of
-/// kTilesN * 8 columns of C; per k-block the block gathers the 16 rows of B its slots name once, into a ring
-/// shared by its warps, and the warps split the 64 x kTilesN * 8 tile two by two: warp w multiplies rows
-/// 32 (w / 2) .. + 31 (two mma row tiles) by columns (w % 2) * kTilesN * 4 .. + kTilesN * 4 of the slice. Each
-/// gathered B tile serves four row tiles, each B fragment two mma, each A fragment kTilesN / 2. A warp whose B
+/// @brief The wide-window kernel: windows of kRows = 64 or 32 rows whose k-blocks hold one 16 x 16 block of A per
+/// 16 rows (src/spmm/tensor_core.rs, `WIDE_WINDOW`, `MID_WINDOW`). A block of four warps owns one window and one
+/// slice of kTilesN * 8 columns of C; per k-block the block gathers the 16 rows of B its slots name once, into a
+/// ring shared by its warps, and the warps split the kRows x kTilesN * 8 tile two by two: warp w multiplies rows
+/// kRows / 2 * (w / 2) .. (kMt = kRows / 32 mma row tiles) by columns (w % 2) * kTilesN * 4 .. + kTilesN * 4 of
+/// the slice. Each gathered B tile serves kRows / 16 row tiles, each B fragment kMt mma, each A fragment
+/// kTilesN / 2. The 32-row windows are for rows that share their columns in runs of 32 (32 x 32 blocks), which
+/// leave half of a 64-row window's slots empty. A warp whose B
 /// fragments held an Inf or NaN redoes its tile of the range by exact FMAs over the stored entries
 /// (exact_block). With p.splits > 1 (a grid too small for the GPU), block z of a window takes the z-th of
 /// p.splits equal ranges of its k-blocks; launched as clusters of the p.splits blocks of a window (sm_90), the
 /// blocks add their tiles in range order through distributed shared memory, else each stores an f32 partial
 /// tile and spmm_tc_fixup adds them in range order.
-template <typename T, int kTilesN>
+template <typename T, int kTilesN, int kRows>
 __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   using Elem = TcElem<T>;
   constexpr bool kF32 = Elem::kBytes == 4;        // 3xTF32
@@ -544,21 +546,24 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   constexpr int kStride = kColumns * Elem::kBytes + Elem::kPad;  // bytes per B tile row
   constexpr int kTileBytes = 16 * kStride;
   constexpr int kStages = tcw_stages<T, kTilesN>();
-  constexpr int kRows = 16 * kTcWarps;              // rows per window: four 16-row tiles
+  static_assert(kRows == 64 || kRows == 32, "windows of four or two 16-row tiles");
+  constexpr int kMt = kRows / 32;                   // mma row tiles per warp
   static_assert(kTcWarps == 4 && kChunks % kThreads == 0 && kWarpTiles % 2 == 0, "2 x 2 warps, whole chunks");
+  // Threads that copy a k-block's A blocks, 16 bytes each per 16-byte vector of an A fragment (32 lanes per 16 rows).
+  constexpr int kAThreads = 2 * kRows;
 
   // The ring of kStages k-blocks: B tiles, then A blocks (one buffer: a split range's partial tile reuses it).
-  constexpr int kABytes = kThreads * 16 * Elem::kAVecs;
+  constexpr int kABytes = kAThreads * 16 * Elem::kAVecs;
   constexpr int kRingBytes = kStages * (kTileBytes + kABytes);
   __shared__ __align__(128) unsigned char ring[kRingBytes];
   auto b_tiles = reinterpret_cast<unsigned char (*)[kTileBytes]>(ring);
-  auto a_tiles = reinterpret_cast<uint4 (*)[kThreads * Elem::kAVecs]>(ring + kStages * kTileBytes);
+  auto a_tiles = reinterpret_cast<uint4 (*)[kAThreads * Elem::kAVecs]>(ring + kStages * kTileBytes);
   __shared__ __align__(16) int c_ring[2 * kStages][16];  // slot columns of block x at x % (2 kStages)
 
   const int tid = threadIdx.x;
   const int lane = tid % 32;
   const int warp = tid / 32;
-  const int warp_row = warp / 2;                  // row tiles 2 warp_row, 2 warp_row + 1
+  const int warp_row = warp / 2;                  // row tiles kMt warp_row ..
   const int warp_col = (warp % 2) * kWarpTiles * 8;
   const int window = tc_window(p);
   const int n0 = blockIdx.y * kColumns;  // < n: the grid has ceil(n / kColumns) column slices
@@ -580,11 +585,11 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   const PieceAddresses pieces(static_cast<const T*>(p.dense), p.n, n0 + kChunkColumns * chunk_part, in_n);
   const unsigned chunk_smem = b_base + chunk_row * kStride + chunk_part * 16;
 
-  // This thread's 16-byte pieces of the range's first k-block of A (tid, tid + kThreads, ...); k-block b's are
-  // kThreads * Elem::kAVecs further per b.
-  const uint4* a_first = p.block_values + static_cast<size_t>(kThreads * Elem::kAVecs) * first + tid;
+  // This thread's 16-byte pieces of the range's first k-block of A (tid, tid + kAThreads, ...; threads below
+  // kAThreads); k-block b's are kAThreads * Elem::kAVecs further per b.
+  const uint4* a_first = p.block_values + static_cast<size_t>(kAThreads * Elem::kAVecs) * first + tid;
   // Issues the copies of k-block `b` (range-relative) into ring slot `stage`: the B rows (`column(row)` gives
-  // the B row of each slot) and the four blocks of A (16 bytes per thread, 32 for f32).
+  // the B row of each slot) and the kRows / 16 blocks of A (16 bytes per thread below kAThreads, 32 for f32).
   const auto load = [&](int b, int stage, auto column) {
 #pragma unroll
     for (int i = 0; i < kChunksPerThread; ++i) {
@@ -592,10 +597,12 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       const bool valid = c >= 0 && in_n;
       cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, pieces.at(c), valid);
     }
+    if (kAThreads == kThreads || tid < kAThreads) {  // whole warps
 #pragma unroll
-    for (int v = 0; v < Elem::kAVecs; ++v) {
-      cp_async_16<false>(a_base + ((stage * Elem::kAVecs + v) * kThreads + tid) * 16,
-                         a_first + kThreads * Elem::kAVecs * b + kThreads * v, true);
+      for (int v = 0; v < Elem::kAVecs; ++v) {
+        cp_async_16<false>(a_base + ((stage * Elem::kAVecs + v) * kAThreads + tid) * 16,
+                           a_first + kAThreads * Elem::kAVecs * b + kAThreads * v, true);
+      }
     }
   };
   // The slot columns of k-block `b` travel through the same pipeline, kStages steps before the B rows they
@@ -607,9 +614,9 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     }
   };
 
-  float acc[2][kWarpTiles][4];
+  float acc[kMt][kWarpTiles][4];
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
+  for (int mt = 0; mt < kMt; ++mt) {
 #pragma unroll
     for (int j = 0; j < kWarpTiles; ++j) acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.0f;
   }
@@ -637,8 +644,8 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   const int k_row = kF32 ? t : (lane & 8) + (lane & 7);
   const int col_half = kF32 ? 4 * g : (lane >> 4) * 8;
   const unsigned frag_smem = b_base + k_row * kStride + (warp_col + col_half) * Elem::kBytes;
-  // One k-block's fragments in registers: B and this warp's two A blocks.
-  using Fragments = TcwFragments<T, kWarpTiles>;
+  // One k-block's fragments in registers: B and this warp's kMt A blocks.
+  using Fragments = TcwFragments<T, kWarpTiles, kMt>;
   const auto fetch = [&](Fragments& f, int stage) {
     if constexpr (kF32) {
 #pragma unroll
@@ -652,14 +659,14 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
         }
       }
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
+      for (int mt = 0; mt < kMt; ++mt) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) f.a[mt][h] = a_tiles[stage][((2 * warp_row + mt) * 2 + h) * 32 + lane];
+        for (int h = 0; h < 2; ++h) f.a[mt][h] = a_tiles[stage][((kMt * warp_row + mt) * 2 + h) * 32 + lane];
       }
     } else {
       load_b_fragments(f.b, frag_smem + stage * kTileBytes);
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) f.a[mt] = a_tiles[stage][(2 * warp_row + mt) * 32 + lane];
+      for (int mt = 0; mt < kMt; ++mt) f.a[mt] = a_tiles[stage][(kMt * warp_row + mt) * 32 + lane];
     }
   };
   const auto multiply = [&](const Fragments& f) {
@@ -668,16 +675,16 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       // n8 tile into the k-block's partial sums, which start from zero; after both halves they are added to the
       // accumulators in f32 (round to nearest): the tensor core truncates its sums, and a long chain of mma into
       // one accumulator lost 5-9 times the CUDA-core kernels' accuracy on the H100 (NOTES.md, "SpMM step 10").
-      float part[2][4][4] = {};
+      float part[kMt][4][4] = {};
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         unsigned b_big[4][2], b_small[4][2];
         tf32_split_b(f.b[h], b_big, b_small);
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) mma_tf32x3(part[mt], f.a[mt][h], b_big, b_small);
+        for (int mt = 0; mt < kMt; ++mt) mma_tf32x3(part[mt], f.a[mt][h], b_big, b_small);
       }
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
+      for (int mt = 0; mt < kMt; ++mt) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
 #pragma unroll
@@ -686,7 +693,7 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       }
     } else {
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
+      for (int mt = 0; mt < kMt; ++mt) {
         const unsigned a[4] = {f.a[mt].x, f.a[mt].y, f.a[mt].z, f.a[mt].w};
 #pragma unroll
         for (int j = 0; j < kWarpTiles / 2; ++j) {
@@ -757,22 +764,22 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     }
   }
   cp_async_wait<0>();
-  if (any_nonfinite<2 * kWarpTiles * 4>(&acc[0][0][0])) {
+  if (any_nonfinite<kMt * kWarpTiles * 4>(&acc[0][0][0])) {
     // An accumulator is Inf or NaN (a B tile held one, see any_nonfinite): redo this warp's tile of the range
-    // exactly, stored entries only (rows g and g + 8 of each of its two row tiles, this lane's columns).
+    // exactly, stored entries only (rows g and g + 8 of each of its kMt row tiles, this lane's columns).
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
+    for (int mt = 0; mt < kMt; ++mt) {
 #pragma unroll
       for (int j = 0; j < kWarpTiles; ++j) acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.0f;
     }
     for (int b = 0; b < blocks; ++b) {
       const size_t block = static_cast<size_t>(first + b);
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        const int sub = 2 * warp_row + mt;
-        exact_block<T, kWarpTiles>(acc[mt], reinterpret_cast<const T*>(p.block_values) + (block * kTcWarps + sub) * 256,
-                                   p.block_masks + block * kRows + 16 * sub, p.block_columns + 16 * block, dense,
-                                   p.n, n0 + warp_col, g, t);
+      for (int mt = 0; mt < kMt; ++mt) {
+        const int sub = kMt * warp_row + mt;  // 16-row tile of the window
+        const T* values = reinterpret_cast<const T*>(p.block_values) + (block * (kRows / 16) + sub) * 256;
+        exact_block<T, kWarpTiles>(acc[mt], values, p.block_masks + block * kRows + 16 * sub,
+                                   p.block_columns + 16 * block, dense, p.n, n0 + warp_col, g, t);
       }
     }
   }
@@ -790,8 +797,8 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     __syncthreads();  // every warp is done with the ring
     float* tile = reinterpret_cast<float*>(ring);
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-      const int row = warp_row * 32 + mt * 16 + g;
+    for (int mt = 0; mt < kMt; ++mt) {
+      const int row = warp_row * 16 * kMt + mt * 16 + g;
       if constexpr (kF32) {
         // Columns 8t + 4e + j of the warp's (TcElem<float>): two float4 per row.
 #pragma unroll
@@ -853,8 +860,8 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     }
   };
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
-    const int row_lo = window * kRows + warp_row * 32 + mt * 16 + g;
+  for (int mt = 0; mt < kMt; ++mt) {
+    const int row_lo = window * kRows + warp_row * 16 * kMt + mt * 16 + g;
     const int row_hi = row_lo + 8;
     if constexpr (kF32) {
       // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned
@@ -917,18 +924,23 @@ TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 4)
 TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 8)
 TILESPARSE_SPMM_TC(f32, float, 4)
 
-/// The wide-window kernels: spmm_tc_<dtype>_w64_n<tiles> (src/spmm/tensor_core.rs builds the same names), for
+/// The wide-window kernels: spmm_tc_<dtype>_w<rows>_n<tiles> (src/spmm/tensor_core.rs builds the same names), for
 /// tcw_min_blocks<T>() blocks per SM.
-#define TILESPARSE_SPMM_TCW(tag, T, tiles)                                                              \
+#define TILESPARSE_SPMM_TCW(tag, T, rows, tiles)                                                        \
   extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32, ts::tcw_min_blocks<T>())            \
-      spmm_tc_##tag##_w64_n##tiles(const ts::SpmmTcParams p) {                                       \
-    ts::spmm_tcw_kernel<T, tiles>(p);                                                                \
+      spmm_tc_##tag##_w##rows##_n##tiles(const ts::SpmmTcParams p) {                                 \
+    ts::spmm_tcw_kernel<T, tiles, rows>(p);                                                          \
   }
-TILESPARSE_SPMM_TCW(f16, __half, 8)
-TILESPARSE_SPMM_TCW(f16, __half, 16)
-TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 8)
-TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 16)
-TILESPARSE_SPMM_TCW(f32, float, 8)
+TILESPARSE_SPMM_TCW(f16, __half, 64, 8)
+TILESPARSE_SPMM_TCW(f16, __half, 64, 16)
+TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 64, 8)
+TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 64, 16)
+TILESPARSE_SPMM_TCW(f32, float, 64, 8)
+TILESPARSE_SPMM_TCW(f16, __half, 32, 8)
+TILESPARSE_SPMM_TCW(f16, __half, 32, 16)
+TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 32, 8)
+TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 32, 16)
+TILESPARSE_SPMM_TCW(f32, float, 32, 8)
 /// Threads per block of the fix-up (src/spmm/tensor_core.rs launches it with the same number).
 #define TILESPARSE_SPMM_TC_FIXUP_THREADS 256
 #define TILESPARSE_SPMM_TC_FIXUP(tag, T)                                                                \

@@ -131,9 +131,9 @@ struct SpmmArgs {
     #[arg(long, default_value = "f32")]
     dtype: DType,
     /// `auto` or a kernel name such as spmm_f32_s4d4_y4k32x32w8_u4_pred (see `tilesparse info`), or a tensor-core
-    /// kernel: f16/bf16 spmm_tc_<dtype>_n<4|8> (16-row windows) or spmm_tc_<dtype>_w64_n<8|16> (64-row windows);
-    /// f32 spmm_tc_f32_w64_n8 (3xTF32) or spmm_tc_f32_w64_n16 (3xTF32 on wgmma, sm_90 only). A tensor-core kernel
-    /// runs an n that is not a multiple of 8 on copies of B and C padded to one.
+    /// kernel: f16/bf16 spmm_tc_<dtype>_n<4|8> (16-row windows) or spmm_tc_<dtype>_w<32|64>_n<8|16> (32- or 64-row
+    /// windows); f32 spmm_tc_f32_n4, spmm_tc_f32_w<32|64>_n8 (3xTF32) or spmm_tc_f32_w64_n16 (3xTF32 on wgmma, sm_90
+    /// only). A tensor-core kernel runs an n that is not a multiple of 8 on copies of B and C padded to one.
     #[arg(long, default_value = "auto")]
     config: String,
     /// Choose the kernel by timing every one that can run the product on this matrix (`spmm_tune`), then run the

@@ -365,7 +365,14 @@ impl SpmmKernel {
         dtype: crate::DType,
         tensor_core_blocks: Option<tensor_core::BlockCounts>,
     ) -> SpmmKernel {
-        let kernel = Self::select_rows(wgmma, m, k, n, nnz, stats, dtype, tensor_core_blocks);
+        let kernel =
+            match (Self::select_rows(wgmma, m, k, n, nnz, stats, dtype, tensor_core_blocks), tensor_core_blocks) {
+                // The 64-row windows on rows that share columns in runs of 32: the 32-row ones.
+                (SpmmKernel::TensorCore(c), Some(counts)) => {
+                    SpmmKernel::TensorCore(tensor_core::mid_windows(&c, n, nnz, counts).unwrap_or(c))
+                }
+                (kernel, _) => kernel,
+            };
         if stats.empty_rows == 0 || !rows_longest_first(stats, m, dtype) {
             return kernel;
         }
@@ -1241,7 +1248,7 @@ mod tests {
         // the tensor cores still at n = 1024.
         let stats =
             crate::csr::RowStats { min: 342, max: 817, mean: 460.8, cv: 0.14, empty_rows: 0, columns_per_entry: None };
-        let counts = Some(tensor_core::BlockCounts { narrow: 2304, wide: 576 });
+        let counts = Some(tensor_core::BlockCounts { narrow: 2304, wide: 576, mid: 0 });
         let select = |n| SpmmKernel::select(384, 1536, n, 176_947, &stats, DType::F32, counts);
         assert_eq!(select(256), SpmmKernel::Tiled(select::split_row_warp_tile(DType::F32)));
         assert!(matches!(select(1024), SpmmKernel::TensorCore(_)), "{:?}", select(1024));
@@ -1252,7 +1259,7 @@ mod tests {
         // Power-law rows (NOTES.md, "SpMM step 50"): longest 890, mean 12 (not skewed; 16x the mean is 192).
         let stats =
             crate::csr::RowStats { min: 1, max: 890, mean: 12.0, cv: 1.4, empty_rows: 0, columns_per_entry: None };
-        let counts = Some(tensor_core::BlockCounts { narrow: 100_000, wide: 60_000 });
+        let counts = Some(tensor_core::BlockCounts { narrow: 100_000, wide: 60_000, mid: 0 });
         let pick = |m: usize, n: usize, dtype| SpmmKernel::select(m, 2048, n, m * 12, &stats, dtype, counts);
         let window = |dtype, tiles_n| {
             SpmmKernel::TensorCore(TensorCoreConfig { dtype, window: tensor_core::WINDOW as u32, tiles_n })
@@ -1340,7 +1347,7 @@ mod tests {
         // The bounds, on made-up counts: cv 0.8-2.0, n = 64-1024, C up to 2^20; the wide windows from 7% and 2^20.
         let counts = |fill: f64, m: usize| {
             let wide = m / 64 * 40;
-            tensor_core::BlockCounts { narrow: wide * 3, wide: (wide as f64 * 0.075 / fill) as usize }
+            tensor_core::BlockCounts { narrow: wide * 3, wide: (wide as f64 * 0.075 / fill) as usize, mid: 0 }
         };
         let kind = |m: usize, n: usize, cv: f64, wide_fill: f64| {
             let stats =
@@ -1372,9 +1379,61 @@ mod tests {
     }
 
     #[test]
+    fn rows_sharing_columns_in_runs_of_32_take_the_32_row_windows() {
+        // Step 85's calibration matrices (`bench spmm --gen blocks-RxC:MxK:D:SEED`): where the choice had been the
+        // 64-row windows on 32 x 32 and 32 x 16 blocks, the 32-row ones; 128 columns per block from n = 256 in
+        // f16/bf16, f32's one 32-row kernel. The 16-row choice stays; 64 x 64 and 16 x 32 blocks and uniform rows
+        // do not share columns in runs of 32 only.
+        let gen = |r, c, m, k, density, seed| crate::gen::block_sparse(m, k, r, c, density, seed);
+        let mid = |dtype: DType, tiles: u32| match dtype {
+            DType::F32 => "spmm_tc_f32_w32_n8".to_string(),
+            _ => format!("spmm_tc_{dtype}_w32_n{tiles}"),
+        };
+        for dtype in [DType::F16, DType::Bf16, DType::F32] {
+            let a = gen(32, 32, 4096, 4096, 0.2, 9007);
+            assert_eq!(choice(&a, 1024, dtype), mid(dtype, 16), "{dtype}");
+            assert_eq!(choice(&a, 128, dtype), mid(dtype, 16), "{dtype}: the 64-row choice's width at n = 128");
+            let a = gen(32, 16, 2048, 4096, 0.2, 9005);
+            assert_eq!(choice(&a, 1024, dtype), mid(dtype, 16), "{dtype}: 32 x 16 blocks");
+            let a = gen(32, 32, 8192, 2048, 0.05, 9026);
+            assert_eq!(choice(&a, 128, dtype), mid(dtype, 8), "{dtype}: the 64-row choice's width at n = 128");
+            // The 16-row windows stay theirs.
+            let a = gen(32, 32, 768, 3072, 0.05, 9016);
+            assert!(choice(&a, 128, dtype).ends_with("_n4"), "{dtype}: {}", choice(&a, 128, dtype));
+            for (r, c) in [(64, 64), (16, 32), (16, 16)] {
+                let a = gen(r, c, 4096, 4096, 0.1, 9008);
+                for n in [128, 1024] {
+                    assert!(!choice(&a, n, dtype).contains("_w32_"), "{dtype}: {r} x {c} blocks, n = {n}");
+                }
+            }
+            let a = crate::gen::uniform_random(4096, 4096, 0.1, 9033);
+            assert!(!choice(&a, 1024, dtype).contains("_w32_"), "{dtype}: uniform rows");
+        }
+        // The rule on counts: fills of 100%, 100% and 52% take them; 100%, 89% and 52% do not, nor 100%, 100% and
+        // 71%; nor a choice that is not the 64-row windows, nor counts without the 32-row windows'.
+        let wide = TensorCoreConfig { dtype: DType::F16, window: 64, tiles_n: 8 };
+        let counts = |mid| tensor_core::BlockCounts { narrow: 4000, wide: 1923, mid };
+        let nnz = 4000 * 256;
+        assert_eq!(
+            tensor_core::mid_windows(&wide, 128, nnz, counts(2000)).map(|c| (c.window, c.tiles_n)),
+            Some((32, 8))
+        );
+        assert_eq!(
+            tensor_core::mid_windows(&wide, 256, nnz, counts(2000)).map(|c| (c.window, c.tiles_n)),
+            Some((32, 16))
+        );
+        assert_eq!(tensor_core::mid_windows(&wide, 256, nnz, counts(2248)), None);
+        let fuller = tensor_core::BlockCounts { wide: 1400, ..counts(2000) };
+        assert_eq!(tensor_core::mid_windows(&wide, 256, nnz, fuller), None);
+        let narrow = TensorCoreConfig { window: 16, tiles_n: 4, ..wide };
+        assert_eq!(tensor_core::mid_windows(&narrow, 256, nnz, counts(2000)), None);
+        assert_eq!(tensor_core::mid_windows(&wide, 256, nnz, counts(0)), None);
+    }
+
+    #[test]
     fn wide_windows_take_128_columns_per_block_only_past_n_64() {
         // Step 56: at n <= 64 a block of 128 columns leaves half its warps without columns.
-        let counts = tensor_core::BlockCounts { narrow: 120_000, wide: 32768 / 64 * 32 };
+        let counts = tensor_core::BlockCounts { narrow: 120_000, wide: 32768 / 64 * 32, mid: 0 };
         let nnz = counts.wide * 64 * 16 * 3 / 10; // 30% full
         for (n, tiles_n) in [(8, 8), (32, 8), (64, 8), (128, 16), (256, 16)] {
             let c = tensor_core::select_tensor_core(DType::F16, 32768, n, nnz, counts).unwrap();
@@ -1632,7 +1691,7 @@ mod tests {
             let stats = RowStats { min, max, mean, cv, empty_rows, columns_per_entry };
             let counts = (rng.below(3) != 0).then(|| {
                 let narrow = if nnz == 0 { 0 } else { (nnz as f64 / rng.range(1.0, 256.0)).ceil() as usize };
-                tensor_core::BlockCounts { narrow, wide: narrow.div_ceil(1 + rng.below(4)) }
+                tensor_core::BlockCounts { narrow, wide: narrow.div_ceil(1 + rng.below(4)), mid: 0 }
             });
             for dtype in [DType::F32, DType::F16, DType::Bf16] {
                 for wgmma in [true, false] {

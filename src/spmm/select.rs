@@ -3553,7 +3553,7 @@ mod tests {
             // Through the selection: 20000 x 2000 power-law rows of 2 (longest 230), the windows 5% full (under the
             // tensor cores' own bounds); without blocks (A holds Inf or NaN) the tiles.
             let (m, nnz, rows) = (20000, 40000, rows_of(230, 2.0, 1.4));
-            let counts = Some(BlockCounts { narrow: 3125, wide: 2604 });
+            let counts = Some(BlockCounts { narrow: 3125, wide: 2604, mid: 0 });
             let pick =
                 |n: usize, counts: Option<BlockCounts>| SpmmKernel::select(m, 2000, n, nnz, &rows, dtype, counts);
             assert_eq!(pick(32, counts), SpmmKernel::TensorCore(narrow));

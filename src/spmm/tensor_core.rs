@@ -38,17 +38,20 @@ pub const WINDOW: usize = 16;
 /// Rows per window of the wide kernels: four 16-row mma tiles, two per warp (the block's warps split the tile
 /// two by two).
 pub const WIDE_WINDOW: usize = 64;
+/// Rows per window of the wide kernels' 32-row form: two 16-row mma tiles, one per warp (the same two-by-two
+/// split), for rows that share columns in runs of 32 (32 x 32 blocks half fill a 64-row window).
+pub const MID_WINDOW: usize = 32;
 /// Slots (columns of A, rows of B) per k-block: the mma's K.
 pub const SLOTS: usize = 16;
 /// Warps per block (`ts::kTcWarps`).
 const WARPS: usize = 4;
 
-/// A tensor-core SpMM variant: rows per window (16: narrow, 64: wide) and the columns of C each block owns, in
-/// tiles of 8 (narrow: 4 or 8, i.e. 32 or 64 columns; wide: 8 or 16, i.e. 64 or 128 columns).
+/// A tensor-core SpMM variant: rows per window (16: narrow, 32 or 64: wide) and the columns of C each block owns,
+/// in tiles of 8 (narrow: 4 or 8, i.e. 32 or 64 columns; wide: 8 or 16, i.e. 64 or 128 columns).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TensorCoreConfig {
     pub dtype: DType,
-    /// Rows per window: [`WINDOW`] or [`WIDE_WINDOW`].
+    /// Rows per window: [`WINDOW`], [`MID_WINDOW`] or [`WIDE_WINDOW`].
     pub window: u32,
     /// n8 tiles per block's column slice.
     pub tiles_n: u32,
@@ -56,11 +59,11 @@ pub struct TensorCoreConfig {
 
 impl TensorCoreConfig {
     /// The compiled (window, tiles_n) pairs of f16 and bf16.
-    const COMPILED: [(u32, u32); 4] = [(16, 4), (16, 8), (64, 8), (64, 16)];
+    const COMPILED: [(u32, u32); 6] = [(16, 4), (16, 8), (64, 8), (64, 16), (32, 8), (32, 16)];
     /// The compiled (window, tiles_n) pairs of f32 (3xTF32): 16-row windows, 32 columns per warp; 64-row windows,
     /// 64 columns per block on mma.sync, 128 on the warpgroup mma (compute capability 9.0 only,
-    /// [`TensorCoreConfig::is_wgmma`]).
-    const COMPILED_F32: [(u32, u32); 3] = [(16, 4), (64, 8), (64, 16)];
+    /// [`TensorCoreConfig::is_wgmma`]); 32-row windows, 64 columns per block on mma.sync.
+    const COMPILED_F32: [(u32, u32); 4] = [(16, 4), (64, 8), (64, 16), (32, 8)];
 
     /// The compiled (window, tiles_n) pairs of `dtype` (none for f64).
     fn compiled(dtype: DType) -> &'static [(u32, u32)] {
@@ -103,7 +106,8 @@ impl TensorCoreConfig {
         }
     }
 
-    /// The exported kernel name, e.g. `spmm_tc_f16_n4` (16-row windows) or `spmm_tc_f16_w64_n16`.
+    /// The exported kernel name, e.g. `spmm_tc_f16_n4` (16-row windows), `spmm_tc_f16_w64_n16` or
+    /// `spmm_tc_f16_w32_n8`.
     pub fn kernel_name(&self) -> String {
         match self.window {
             16 => format!("spmm_tc_{}_n{}", self.dtype, self.tiles_n),
@@ -116,9 +120,10 @@ impl TensorCoreConfig {
         8 * self.tiles_n as usize
     }
 
-    /// Whether the windows are [`WIDE_WINDOW`] rows.
+    /// Whether this is a wide kernel: windows of [`WIDE_WINDOW`] or [`MID_WINDOW`] rows, whose block shares each
+    /// gathered B tile among its warps and may split a window's k-blocks into ranges ([`wide_splits`]).
     pub fn is_wide(&self) -> bool {
-        self.window as usize == WIDE_WINDOW
+        self.window as usize > WINDOW
     }
 }
 
@@ -129,9 +134,9 @@ impl std::str::FromStr for TensorCoreConfig {
         let rest = s.strip_prefix("spmm_").unwrap_or(s);
         let rest = rest
             .strip_prefix("tc_")
-            .ok_or_else(|| format!("'{s}' is not a tensor-core kernel (tc_<dtype>[_w64]_n<tiles>)"))?;
+            .ok_or_else(|| format!("'{s}' is not a tensor-core kernel (tc_<dtype>[_w<rows>]_n<tiles>)"))?;
         let (head, tiles) =
-            rest.rsplit_once("_n").ok_or_else(|| format!("'{s}': expected tc_<dtype>[_w64]_n<tiles>"))?;
+            rest.rsplit_once("_n").ok_or_else(|| format!("'{s}': expected tc_<dtype>[_w<rows>]_n<tiles>"))?;
         let (dtype, window) = match head.split_once("_w") {
             Some((dtype, w)) => (dtype, w.parse().map_err(|_| format!("'{s}': window '{w}' is not a number"))?),
             None => (head, WINDOW as u32),
@@ -148,21 +153,24 @@ impl std::fmt::Display for TensorCoreConfig {
     }
 }
 
-/// The k-block counts of a matrix for both window heights (the selection needs them at upload).
+/// The k-block counts of a matrix for every window height (the selection needs them at upload).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockCounts {
     /// k-blocks of the 16-row windows.
     pub narrow: usize,
     /// k-blocks of the 64-row windows.
     pub wide: usize,
+    /// k-blocks of the 32-row windows.
+    pub mid: usize,
 }
 
 impl BlockCounts {
-    /// Counts both ([`count_blocks`]).
+    /// Counts all three ([`count_blocks`]).
     pub fn of(cols: usize, indptr: &[usize], indices: &[usize]) -> BlockCounts {
         BlockCounts {
             narrow: count_blocks(cols, indptr, indices, WINDOW),
             wide: count_blocks(cols, indptr, indices, WIDE_WINDOW),
+            mid: count_blocks(cols, indptr, indices, MID_WINDOW),
         }
     }
 
@@ -174,10 +182,14 @@ impl BlockCounts {
         nnz as f64 / (self.narrow * WINDOW * SLOTS) as f64
     }
 
-    /// The share of the slots of the windows of `window` rows (16 or 64) that A's `nnz` entries fill (0 where there
-    /// are no blocks).
+    /// The share of the slots of the windows of `window` rows (16, 32 or 64) that A's `nnz` entries fill (0 where
+    /// there are no blocks).
     pub fn fill(&self, window: usize, nnz: usize) -> f64 {
-        let blocks = if window == WIDE_WINDOW { self.wide } else { self.narrow };
+        let blocks = match window {
+            WIDE_WINDOW => self.wide,
+            MID_WINDOW => self.mid,
+            _ => self.narrow,
+        };
         if blocks == 0 {
             return 0.0;
         }
@@ -204,7 +216,12 @@ pub(crate) enum BlockLayout {
     Wide,
     /// 64-row windows of f32 in wgmma's K-major core matrices ([`core_index_f32`]).
     WideCore,
+    /// 32-row windows, mma A-fragment order.
+    Mid,
 }
+
+/// The number of [`BlockLayout`]s: a matrix caches its blocks in one slot per layout ([`BlockLayout::slot`]).
+pub(crate) const BLOCK_LAYOUTS: usize = 4;
 
 impl BlockLayout {
     /// The layout `config` reads; `InvalidConfig` for windows of a height no layout has.
@@ -215,14 +232,15 @@ impl BlockLayout {
         Self::of_rows(config.window as usize)
     }
 
-    /// The mma-order layout of windows of `rows_per_window` rows ([`WINDOW`] or [`WIDE_WINDOW`]).
+    /// The mma-order layout of windows of `rows_per_window` rows ([`WINDOW`], [`MID_WINDOW`] or [`WIDE_WINDOW`]).
     pub(crate) fn of_rows(rows_per_window: usize) -> Result<BlockLayout> {
         match rows_per_window {
             WINDOW => Ok(BlockLayout::Narrow),
+            MID_WINDOW => Ok(BlockLayout::Mid),
             WIDE_WINDOW => Ok(BlockLayout::Wide),
             _ => Err(Error::InvalidConfig {
                 config: format!("tensor-core windows of {rows_per_window} rows"),
-                rule: format!("windows are {WINDOW} or {WIDE_WINDOW} rows"),
+                rule: format!("windows are {WINDOW}, {MID_WINDOW} or {WIDE_WINDOW} rows"),
             }),
         }
     }
@@ -230,6 +248,7 @@ impl BlockLayout {
     pub(crate) fn rows(self) -> usize {
         match self {
             BlockLayout::Narrow => WINDOW,
+            BlockLayout::Mid => MID_WINDOW,
             BlockLayout::Wide | BlockLayout::WideCore => WIDE_WINDOW,
         }
     }
@@ -340,6 +359,41 @@ pub fn select_tensor_core(
     counts: BlockCounts,
 ) -> Option<TensorCoreConfig> {
     select_tensor_core_with(dtype, m, n, nnz, counts, true)
+}
+
+/// The 32-row windows are at least this share of the 16-row windows' fill and ...
+pub const MID_FILL_OF_NARROW: f64 = 0.9;
+/// ... at least this many times the 64-row windows' fill where [`mid_windows`] takes them.
+pub const MID_FILL_OVER_WIDE: f64 = 1.5;
+
+/// Where the choice is the 64-row windows (`config`), the 32-row ones ([`MID_WINDOW`]) when A's rows share their
+/// columns in runs of 32: the 32-row windows are about as full as the 16-row ones ([`MID_FILL_OF_NARROW`]) and
+/// much fuller than the 64-row ones ([`MID_FILL_OVER_WIDE`]), as 32 x 32 and 32 x 16 blocks make them (100%, 100%
+/// and 51-57% full). The 64-row windows gather each B tile once for 64 rows but multiply half their slots by
+/// zeros; the 32-row ones gather it for 32 rows at full blocks. 128 columns per block in f16/bf16 from n = 256,
+/// else the 64-row choice's width; f32 64 columns (its one 32-row kernel). Pure.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 85"; block-sparse matrices of 768-10240 rows in 32 x 32 and 32 x 16
+/// blocks at 5% and 20%, n = 128 and 1024, every tensor-core kernel timed): where the choice had been the 64-row
+/// windows, the 32-row ones took 0.92x of its time in f16 (0.77x-1.09x over 23 problems, 2 slower: 3072 x 768 at
+/// n = 1024), 0.93x in bf16 and 0.87x in f32 (0.68x-1.02x, where the choice had been the wgmma kernel). Where the
+/// choice was the 16-row windows it stays: the 32-row ones were 1.2x-1.5x slower there (small grids at n = 128).
+pub fn mid_windows(config: &TensorCoreConfig, n: usize, nnz: usize, counts: BlockCounts) -> Option<TensorCoreConfig> {
+    if config.window as usize != WIDE_WINDOW || counts.mid == 0 {
+        return None;
+    }
+    let mid = counts.fill(MID_WINDOW, nnz);
+    let runs_of_32 = mid >= MID_FILL_OF_NARROW * counts.fill(WINDOW, nnz)
+        && mid >= MID_FILL_OVER_WIDE * counts.fill(WIDE_WINDOW, nnz);
+    if !runs_of_32 {
+        return None;
+    }
+    let tiles_n = match config.dtype {
+        DType::F32 => 8,
+        _ if n >= 256 => 16,
+        _ => config.tiles_n,
+    };
+    Some(TensorCoreConfig { dtype: config.dtype, window: MID_WINDOW as u32, tiles_n })
 }
 
 /// Whether `info`'s device runs the warpgroup-mma f32 kernel (`spmm_tc_f32_w64_n16`): compute capability 9.0,
@@ -1106,7 +1160,8 @@ impl DeviceBlocks {
     }
 }
 
-/// How full A's tensor-core blocks for windows of `rows_per_window` rows ([`WINDOW`] or [`WIDE_WINDOW`]) are:
+/// How full A's tensor-core blocks for windows of `rows_per_window` rows ([`WINDOW`], [`MID_WINDOW`] or
+/// [`WIDE_WINDOW`]) are:
 /// stored entries / (k-blocks * rows_per_window * 16); builds the blocks on first use.
 pub fn block_fill<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, rows_per_window: usize) -> Result<f64> {
     Ok(a.tensor_core_blocks(gpu, BlockLayout::of_rows(rows_per_window)?)?.fill(a.nnz()))
@@ -1241,9 +1296,9 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
     }
     if !TensorCoreConfig::compiled(dtype).contains(&(config.window, config.tiles_n)) {
         let rule = if dtype == DType::F32 {
-            "f32 (3xTF32) has (window, tiles_n) = (16, 4), (64, 8) or (64, 16) (compute capability 9.0)"
+            "f32 (3xTF32) has (window, tiles_n) = (16, 4), (32, 8), (64, 8) or (64, 16) (compute capability 9.0)"
         } else {
-            "(window, tiles_n) must be (16, 4), (16, 8), (64, 8) or (64, 16)"
+            "(window, tiles_n) must be (16, 4), (16, 8), (32, 8), (32, 16), (64, 8) or (64, 16)"
         };
         return Err(Error::InvalidConfig { config: name, rule: rule.into() });
     }
@@ -1711,7 +1766,7 @@ mod tests {
                 }
             }
         }
-        for (rows_per_window, windows) in [(WINDOW, 3), (WIDE_WINDOW, 1)] {
+        for (rows_per_window, windows) in [(WINDOW, 3), (MID_WINDOW, 2), (WIDE_WINDOW, 1)] {
             let b = HostBlocks::build(&indptr, &indices, &values, rows_per_window);
             assert_eq!(b.window_blocks.len(), windows + 1);
             let per_block = rows_per_window * 16;
@@ -1816,7 +1871,7 @@ mod tests {
         let (indptr, indices) = (a.proper_indptr().to_vec(), a.indices().to_vec());
         let ones = vec![1u16; indices.len()];
         let wide: Vec<usize> = indices.iter().map(|&c| c * 1000).collect();
-        for rows_per_window in [WINDOW, WIDE_WINDOW] {
+        for rows_per_window in [WINDOW, MID_WINDOW, WIDE_WINDOW] {
             let b = HostBlocks::build(&indptr, &indices, &ones, rows_per_window);
             assert_eq!(count_blocks(257, &indptr, &indices, rows_per_window), b.num_blocks());
             assert_eq!(count_blocks(5, &[0], &[], rows_per_window), 0);
@@ -1870,7 +1925,7 @@ mod tests {
     fn uneven_rows_at_a_wide_n_take_the_wide_windows_from_five_percent() {
         // 640 rows: 10 windows; 1280 wide blocks: 5% full at 65,536 entries.
         let pick = |dtype, m: usize, n: usize, nnz: usize, cv: f64, wide: usize| {
-            uneven_few_rows_wide_n(dtype, m, n, nnz, &rows(cv), BlockCounts { narrow: 4 * wide, wide })
+            uneven_few_rows_wide_n(dtype, m, n, nnz, &rows(cv), BlockCounts { narrow: 4 * wide, wide, mid: 0 })
                 .map(|c| (c.window, c.tiles_n))
         };
         for dtype in [DType::F16, DType::Bf16] {
@@ -1903,7 +1958,7 @@ mod tests {
     #[test]
     fn rows_sharing_columns_in_blocks_take_the_16_row_windows() {
         let sel = |dtype, m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
-            select_tensor_core(dtype, m, n, nnz, BlockCounts { narrow, wide }).map(|c| (c.window, c.tiles_n))
+            select_tensor_core(dtype, m, n, nnz, BlockCounts { narrow, wide, mid: 0 }).map(|c| (c.window, c.tiles_n))
         };
         // 4096 rows (256 16-row windows, 64 64-row ones), 25% full in the 64-row windows: 4096 wide blocks of 1024
         // slots for 1,048,576 entries. The 16-row windows 2.6 times as full: 4 x 4096 / 2.6 = 6301.5 blocks.
@@ -1957,7 +2012,7 @@ mod tests {
     #[test]
     fn f32_rows_sharing_columns_take_the_16_row_windows() {
         let sel = |m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
-            f32_narrow_windows(m, n, nnz, BlockCounts { narrow, wide }).map(|c| (c.dtype, c.window, c.tiles_n))
+            f32_narrow_windows(m, n, nnz, BlockCounts { narrow, wide, mid: 0 }).map(|c| (c.dtype, c.window, c.tiles_n))
         };
         let narrow_f32 = Some((DType::F32, 16, 4));
         // 4096 rows: 256 16-row windows, 64 64-row ones. 2^20 entries in 4096 narrow blocks (full, 16 per window) and
@@ -2019,7 +2074,7 @@ mod tests {
     #[test]
     fn selection_follows_the_measurements() {
         let sel = |dtype, m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
-            select_tensor_core(dtype, m, n, nnz, BlockCounts { narrow, wide }).map(|c| (c.window, c.tiles_n))
+            select_tensor_core(dtype, m, n, nnz, BlockCounts { narrow, wide, mid: 0 }).map(|c| (c.window, c.tiles_n))
         };
         // Uniform 4096^2 at 50% and 80%: every window's union is all 4096 columns (256 k-blocks): wide at every
         // n, 128 columns per block (n = 128: 64 windows x 5 ranges).
@@ -2189,7 +2244,7 @@ mod tests {
         // Without the wgmma kernel (select_tensor_core_with), f32 keeps the mma.sync kernel's rules: 15% full
         // goes to the tiles, half full to the mma.sync kernel; f16 is the same either way.
         let without = |dtype, m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
-            select_tensor_core_with(dtype, m, n, nnz, BlockCounts { narrow, wide }, false)
+            select_tensor_core_with(dtype, m, n, nnz, BlockCounts { narrow, wide, mid: 0 }, false)
                 .map(|c| (c.window, c.tiles_n))
         };
         assert_eq!(without(DType::F32, 4096, 256, 2_516_582, 60_000, 16_384), None);
@@ -2220,7 +2275,7 @@ mod tests {
     #[test]
     fn f32_needs_enough_work_for_the_windows() {
         let sel = |m: usize, n: usize, nnz: usize, wide: usize| {
-            select_tensor_core(DType::F32, m, n, nnz, BlockCounts { narrow: 4 * wide, wide }).map(|c| c.tiles_n)
+            select_tensor_core(DType::F32, m, n, nnz, BlockCounts { narrow: 4 * wide, wide, mid: 0 }).map(|c| c.tiles_n)
         };
         // Windows half full: from F32_MIN_WORK entries times columns (65,536 entries at n = 256, 2^24), not below
         // (n = 248), whatever the fill.
@@ -2255,7 +2310,7 @@ mod tests {
         let sel = |m: usize, k: usize, n: usize, fill: f64, per_window: usize, cv: f64, wgmma: bool| {
             let wide = m.div_ceil(WIDE_WINDOW) * per_window;
             let nnz = (fill * (wide * WIDE_WINDOW * SLOTS) as f64).ceil() as usize;
-            let counts = BlockCounts { narrow: 4 * wide, wide };
+            let counts = BlockCounts { narrow: 4 * wide, wide, mid: 0 };
             uneven_few_rows_windows(DType::F32, m, k, n, nnz, &rows(cv), counts, wgmma).map(|c| c.tiles_n)
         };
         // Power-law 870 x 3042 (14 windows of 190 k-blocks) 13% full: the mma.sync kernel at n = 128 (14 x 8 = 112
@@ -2286,12 +2341,12 @@ mod tests {
         // on 14 windows (28 blocks, fewer than WGMMA_MIN_GRID).
         let wide = 14 * 190;
         let nnz = (0.4 * (wide * WIDE_WINDOW * SLOTS) as f64) as usize;
-        let counts = BlockCounts { narrow: 4 * wide, wide };
+        let counts = BlockCounts { narrow: 4 * wide, wide, mid: 0 };
         let own = select_tf32x3(870, 256, nnz, 0.4, wide, true);
         assert!(own.is_some());
         assert_eq!(uneven_few_rows_windows(DType::F32, 870, 3042, 256, nnz, &rows(0.8), counts, true), own);
         // No blocks, no windows.
-        let none = BlockCounts { narrow: 0, wide: 0 };
+        let none = BlockCounts { narrow: 0, wide: 0, mid: 0 };
         assert_eq!(uneven_few_rows_windows(DType::F32, 870, 3042, 256, 0, &rows(0.8), none, true), None);
     }
 
@@ -2300,8 +2355,17 @@ mod tests {
         let sel = |dtype: DType, m: usize, k: usize, n: usize, fill: f64, per_window: usize, cv: f64| {
             let wide = m.div_ceil(WIDE_WINDOW) * per_window;
             let nnz = (fill * (wide * WIDE_WINDOW * SLOTS) as f64).ceil() as usize;
-            uneven_few_rows_windows(dtype, m, k, n, nnz, &rows(cv), BlockCounts { narrow: 4 * wide, wide }, true)
-                .map(|c| (c.window, c.tiles_n))
+            uneven_few_rows_windows(
+                dtype,
+                m,
+                k,
+                n,
+                nnz,
+                &rows(cv),
+                BlockCounts { narrow: 4 * wide, wide, mid: 0 },
+                true,
+            )
+            .map(|c| (c.window, c.tiles_n))
         };
         // Power-law 757 x 6096 (12 windows of 381 k-blocks, 12% full): 9144 pairs at n = 128, both types.
         for dtype in [DType::F16, DType::Bf16] {
@@ -2331,7 +2395,7 @@ mod tests {
         assert!((others.cv - 0.2).abs() < 1e-9 && all_rows.cv > 0.8, "{} {}", others.cv, all_rows.cv);
         let wide = 14 * 190;
         let nnz = (0.2 * (wide * WIDE_WINDOW * SLOTS) as f64) as usize;
-        let counts = BlockCounts { narrow: 4 * wide, wide };
+        let counts = BlockCounts { narrow: 4 * wide, wide, mid: 0 };
         for (dtype, takes) in [(DType::F32, false), (DType::F16, true), (DType::Bf16, true)] {
             let got = uneven_few_rows_windows(dtype, 870, 3042, 256, nnz, &all_rows, counts, true);
             assert_eq!(got.is_some(), takes, "{dtype}");
@@ -2423,6 +2487,9 @@ mod tests {
         let wide: TensorCoreConfig = "tc_bf16_w64_n16".parse().unwrap();
         assert_eq!(wide, TensorCoreConfig { dtype: DType::Bf16, window: 64, tiles_n: 16 });
         assert!(wide.is_wide() && wide.columns_per_block() == 128);
+        let mid: TensorCoreConfig = "spmm_tc_f32_w32_n8".parse().unwrap();
+        assert_eq!(mid, TensorCoreConfig { dtype: DType::F32, window: 32, tiles_n: 8 });
+        assert!(mid.is_wide() && !mid.is_wgmma() && mid.columns_per_block() == 64);
     }
 
     #[test]
@@ -2432,9 +2499,12 @@ mod tests {
         // f32 has 32 columns per warp in 16-row windows, not 64.
         let f32c = TensorCoreConfig { dtype: DType::F32, window: 16, tiles_n: 8 };
         assert!(matches!(check_tensor_core(&f32c, DType::F32, 10, 64), Err(Error::InvalidConfig { .. })));
+        // Nor 128 columns per block in 32-row windows (the wgmma kernel's width is 64-row windows only).
+        let f32_mid = TensorCoreConfig { dtype: DType::F32, window: 32, tiles_n: 16 };
+        assert!(matches!(check_tensor_core(&f32_mid, DType::F32, 10, 64), Err(Error::InvalidConfig { .. })));
         let f32_narrow = TensorCoreConfig { dtype: DType::F32, window: 16, tiles_n: 4 };
         assert!(f32_narrow.is_tf32x3() && !f32_narrow.is_wide() && !f32_narrow.is_wgmma());
-        assert_eq!(TensorCoreConfig::all(DType::F32).len(), 3);
+        assert_eq!(TensorCoreConfig::all(DType::F32).len(), 4);
         let f64c = TensorCoreConfig { dtype: DType::F64, window: 64, tiles_n: 8 };
         assert!(matches!(check_tensor_core(&f64c, DType::F64, 10, 64), Err(Error::Unsupported { .. })));
         assert!(TensorCoreConfig::all(DType::F64).is_empty());
@@ -2444,7 +2514,7 @@ mod tests {
         assert!(wgmma.is_wgmma() && wgmma.is_tf32x3() && !f32_wide.is_wgmma());
         let f16_wide = TensorCoreConfig { dtype: DType::F16, window: 64, tiles_n: 16 };
         assert!(!f16_wide.is_wgmma(), "f16's 128-column wide kernel is an mma.sync one");
-        for (window, tiles_n) in [(16, 3), (16, 16), (64, 4), (32, 8)] {
+        for (window, tiles_n) in [(16, 3), (16, 16), (64, 4), (32, 4), (48, 8), (128, 8)] {
             let bad = TensorCoreConfig { dtype: DType::F16, window, tiles_n };
             assert!(matches!(check_tensor_core(&bad, DType::F16, 10, 64), Err(Error::InvalidConfig { .. })), "{bad}");
         }
