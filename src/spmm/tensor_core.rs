@@ -375,9 +375,12 @@ pub const MID_FILL_OVER_WIDE: f64 = 1.5;
 ///
 /// Measured on the H200 (NOTES.md, "SpMM step 85"; block-sparse matrices of 768-10240 rows in 32 x 32 and 32 x 16
 /// blocks at 5% and 20%, n = 128 and 1024, every tensor-core kernel timed): where the choice had been the 64-row
-/// windows, the 32-row ones took 0.92x of its time in f16 (0.77x-1.09x over 23 problems, 2 slower: 3072 x 768 at
-/// n = 1024), 0.93x in bf16 and 0.87x in f32 (0.68x-1.02x, where the choice had been the wgmma kernel). Where the
-/// choice was the 16-row windows it stays: the 32-row ones were 1.2x-1.5x slower there (small grids at n = 128).
+/// windows, the rule's 32-row kernel took 0.921x of its time in f16 (28 problems, 0.77x-1.09x, 3 slower: 3072 x 768
+/// at n = 1024), 0.917x in bf16 (2 slower) and 0.856x in f32 (26, 0.68x-1.02x; the choice had been the wgmma
+/// kernel). Where the choice was the 16-row windows it stays: the 32-row ones were 1.2x-1.5x slower there (small
+/// grids at n = 128). Held out (36 fresh matrices in 32 x 32, 32 x 16, 32 x 64 and 64 x 32 blocks at 3-30%, n = 256
+/// and 768): 0.935x of the time in f16 over the 59 problems it moved (0.82x-1.15x, 12 slower, 5 by more than 3%),
+/// 0.934x in bf16 (59, 12 slower, 3 by more than 3%), 0.839x in f32 (51, 0.64x-1.01x, one slower by 1%).
 pub fn mid_windows(config: &TensorCoreConfig, n: usize, nnz: usize, counts: BlockCounts) -> Option<TensorCoreConfig> {
     if config.window as usize != WIDE_WINDOW || counts.mid == 0 {
         return None;
