@@ -725,7 +725,8 @@ pub const WGMMA_SHORT_TILES_MIN_N: usize = 256;
 /// blocks are at least [`F32_NARROW_MIN_FILL`] full and hold at least [`F32_NARROW_MIN_BLOCKS`] k-blocks per window,
 /// and either the product is small ([`F32_NARROW_SMALL_MAX_N`]: n <= 256, at most 4096 rows and 8192 pairs of the
 /// 64-row windows' work, from 1.15 times their fill) or they are at least [`F32_NARROW_FULLER`] times as full as the
-/// 64-row windows with 3 k-blocks per window or 90% full; or None. Asked before the other rules. Pure.
+/// 64-row windows with 3 k-blocks per window or 90% full, or every window height is full and the windows short and
+/// few at n <= 256 ([`F32_FULL_MIN_FILL`]); or None. Asked before the other rules. Pure.
 ///
 /// Rows that share their columns in blocks (block-pruned weights, `gen::block_sparse`) fill the 16-row windows 2-4
 /// times as much as the 64-row ones: 8 x 8 blocks about half, 16 x 16 and 32 x 32 blocks wholly, against 14-60% for the
@@ -762,8 +763,35 @@ pub(crate) fn f32_narrow_windows(m: usize, n: usize, nnz: usize, counts: BlockCo
         && narrow >= F32_NARROW_SMALL_FULLER * wide;
     let fuller = narrow >= F32_NARROW_FULLER * wide
         && (per_window >= F32_NARROW_FULLER_MIN_BLOCKS || narrow >= F32_NARROW_FULLER_FULL);
-    (small || fuller).then_some(TensorCoreConfig { dtype: DType::F32, window: WINDOW as u32, tiles_n: 4 })
+    let full = padded <= F32_FULL_MAX_N
+        && wide >= F32_FULL_MIN_FILL
+        && per_window <= F32_FULL_MAX_BLOCKS
+        && m.div_ceil(WIDE_WINDOW) * padded.div_ceil(128) <= F32_FULL_MAX_WIDE_GRID;
+    (small || fuller || full).then_some(TensorCoreConfig { dtype: DType::F32, window: WINDOW as u32, tiles_n: 4 })
 }
+
+/// [`f32_narrow_windows`] on windows that every height fills (64 x 64, 128 x 128, 64 x 32 and 64 x 128 blocks: the
+/// 64-row windows at least this full) at n <= [`F32_FULL_MAX_N`] (padded): the 16-row windows where they hold at most
+/// [`F32_FULL_MAX_BLOCKS`] k-blocks per window and the 64-row launch would have at most [`F32_FULL_MAX_WIDE_GRID`]
+/// blocks of 128 columns (under one per SM of an H100 or H200). There the 64-row windows' reuse of each B tile over
+/// four row tiles buys less than the 16-row windows' four times as many blocks and shorter chains.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 86"; every f32 tensor-core kernel on 36 block-sparse matrices of
+/// 1024-12288 rows in 64 x 64 blocks at 5-40% and 128 x 128, 64 x 32 and 64 x 128 blocks at 10%, and step 85's 64 x 64
+/// calibration matrices, n = 128 and 256): where the choice had been the 64-row windows on windows at least 90% full
+/// (78 problems), the 16-row windows took 0.699x of its time on the 41 within these bounds (3 slower, by up to 1.04x;
+/// 128 x 128 blocks on 2048 x 2048 at 10%, n = 128: 24.0 -> 12.1 us); past them they lost on 13 of 37, by up to 1.42x
+/// (64 x 32 blocks on 12288 x 1024, n = 256: 192 blocks of the 64-row launch). Held out (38 fresh matrices in 64 x 64,
+/// 128 x 128, 64 x 32 and 96 x 96 blocks at 3-30% and two near-dense uniform ones, n = 128, 200 and 256): 0.746x of
+/// the time on the 54 problems moved (0.40x-1.13x, 4 slower, the worst two near-dense 2048 x 384 at n = 200 and 256),
+/// 2.18x -> 2.92x of cuSPARSE.
+pub(crate) const F32_FULL_MIN_FILL: f64 = 0.9;
+/// See [`F32_FULL_MIN_FILL`].
+pub(crate) const F32_FULL_MAX_N: usize = 256;
+/// See [`F32_FULL_MIN_FILL`].
+pub(crate) const F32_FULL_MAX_BLOCKS: f64 = 32.0;
+/// See [`F32_FULL_MIN_FILL`].
+pub(crate) const F32_FULL_MAX_WIDE_GRID: usize = 128;
 
 /// [`f32_narrow_windows`]: the 16-row windows' least fill (8 x 8 blocks at 3-5% leave them 48-51% full; 4 x 4 blocks
 /// at 10-30%, which they lost, 29-39%).
@@ -2072,6 +2100,42 @@ mod tests {
         assert_eq!(choose(&crate::gen::block_sparse(4096, 4096, 16, 16, 0.1, 8056), 2048), narrow);
         assert_ne!(choose(&crate::gen::uniform_random(1024, 4096, 0.1, 5), 128), narrow);
         assert_ne!(choose(&crate::gen::block_sparse(1024, 4096, 4, 4, 0.1, 8032), 512), narrow);
+    }
+
+    #[test]
+    fn f32_full_short_few_windows_take_the_16_row_windows() {
+        let sel = |m: usize, n: usize, nnz: usize, narrow: usize, wide: usize| {
+            f32_narrow_windows(m, n, nnz, BlockCounts { narrow, wide, mid: 0 }).map(|c| c.window)
+        };
+        // 4096 rows (256 16-row windows, 64 64-row ones), every window height wholly full: 8192 narrow blocks (32 per
+        // window) and 2048 wide ones hold 2^21 entries. At n = 128 and 256 the 64-row launch has 64 and 128 blocks of
+        // 128 columns.
+        let (m, nnz) = (4096, 1 << 21);
+        assert_eq!(sel(m, 128, nnz, 8_192, 2_048), Some(16));
+        assert_eq!(sel(m, 256, nnz, 8_192, 2_048), Some(16));
+        assert_eq!(sel(m, 264, nnz, 8_192, 2_048), None, "n = 264: past 256");
+        assert_eq!(sel(m + 64, 256, nnz, 8_192, 2_048), None, "130 blocks of the 64-row launch");
+        assert_eq!(sel(m, 128, nnz, 8_193, 2_049), None, "past 32 k-blocks per window");
+        // 90% full in 64 rows: 2276 wide blocks are 89.98%, 2275 90.02% (the 16-row windows' 1.0 is 1.11 times that:
+        // under the other branches' 1.15).
+        assert_eq!(sel(m, 128, nnz, 8_192, 2_275), Some(16));
+        assert_eq!(sel(m, 128, nnz, 8_192, 2_276), None, "the 64-row windows under 90% full");
+        // Through SpmmKernel::select, on step 86's calibration matrices: 64 x 64 blocks on 1024 x 4096 at 5% and 128 x
+        // 128 blocks on 2048 x 2048 at 10% take them at n = 128; 64 x 64 blocks on 12288 x 1024 (192 blocks of the
+        // 64-row launch) and on 3072 x 6144 at 20% (77 k-blocks per window) do not, nor any at n = 512.
+        let choose = |a: &sprs::CsMat<f32>, n: usize| {
+            let (indptr, indices) = (a.indptr().raw_storage().to_vec(), a.indices().to_vec());
+            let stats = crate::csr::RowStats::of_csr(&indptr, &indices);
+            let counts = BlockCounts::of(a.cols(), &indptr, &indices);
+            crate::spmm::SpmmKernel::select(a.rows(), a.cols(), n, a.nnz(), &stats, DType::F32, Some(counts))
+                .to_string()
+        };
+        let blocks = |m, k, side, density, seed| crate::gen::block_sparse(m, k, side, side, density, seed);
+        assert_eq!(choose(&blocks(1024, 4096, 64, 0.05, 9201), 128), "spmm_tc_f32_n4");
+        assert_eq!(choose(&blocks(2048, 2048, 128, 0.1, 9216), 128), "spmm_tc_f32_n4");
+        assert_ne!(choose(&blocks(12288, 1024, 64, 0.05, 9225), 128), "spmm_tc_f32_n4");
+        assert_ne!(choose(&blocks(3072, 6144, 64, 0.2, 9232), 128), "spmm_tc_f32_n4");
+        assert_ne!(choose(&blocks(1024, 4096, 64, 0.05, 9201), 512), "spmm_tc_f32_n4");
     }
 
     #[test]
