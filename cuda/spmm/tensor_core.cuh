@@ -7,7 +7,7 @@
  * Per k-block a warp gathers the 16 rows of B its slots name (cp.async, a ring of k-blocks in flight), loads the
  * B fragments with ldmatrix.trans and runs kTilesN mma.sync.m16n8k16 (f32: 16-byte shared loads, six
  * mma.m16n8k8.tf32 per n8 tile); warp 0 adds the four partial tiles. The wide kernels (spmm_tcw_kernel) take
- * windows of 64 rows.
+ * windows of 64 or 32 rows.
  *
  * Semantics are those of the sparse product: a block's padding zeros (slots a row does not store, padding
  * slots) would multiply B too, and 0 * Inf = NaN, so a warp whose B fragments held an Inf or NaN redoes its
@@ -526,9 +526,8 @@ struct TcwFragments<float, kWarpTiles, kMt> {
 /// kRows / 2 * (w / 2) .. (kMt = kRows / 32 mma row tiles) by columns (w % 2) * kTilesN * 4 .. + kTilesN * 4 of
 /// the slice. Each gathered B tile serves kRows / 16 row tiles, each B fragment kMt mma, each A fragment
 /// kTilesN / 2. The 32-row windows are for rows that share their columns in runs of 32 (32 x 32 blocks), which
-/// leave half of a 64-row window's slots empty. A warp whose B
-/// fragments held an Inf or NaN redoes its tile of the range by exact FMAs over the stored entries
-/// (exact_block). With p.splits > 1 (a grid too small for the GPU), block z of a window takes the z-th of
+/// leave half of a 64-row window's slots empty. A warp whose B fragments held an Inf or NaN redoes its tile of the
+/// range by exact FMAs over the stored entries (exact_block). With p.splits > 1 (a grid too small for the GPU), block z of a window takes the z-th of
 /// p.splits equal ranges of its k-blocks; launched as clusters of the p.splits blocks of a window (sm_90), the
 /// blocks add their tiles in range order through distributed shared memory, else each stores an f32 partial
 /// tile and spmm_tc_fixup adds them in range order.

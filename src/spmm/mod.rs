@@ -304,9 +304,10 @@ impl SpmmKernel {
     /// [`tensor_core::select_tensor_core`] says they win (f16/bf16/f32, `tensor_core_blocks` known) unless
     /// `sparse_windows_half` (src/spmm/select.rs) gives a tile for the 16-row windows (or, at n = 32, the 64-row
     /// ones), else [`SpmmConfig::select_with_stats`]'s tile, or for f16/bf16 rows whose longest row that tile
-    /// walks on the launch's critical path the windows `longest_row_windows_half` (src/spmm/select.rs) gives. Pure.
-    /// This is the choice on a device that runs the warpgroup-mma f32 kernel (an H100); [`SpmmKernel::select_for`]
-    /// makes it for a given device.
+    /// walks on the launch's critical path the windows `longest_row_windows_half` (src/spmm/select.rs) gives; a
+    /// choice of the 64-row windows on rows that share their columns in runs of 32 becomes the 32-row windows
+    /// ([`tensor_core::mid_windows`]). Pure. This is the choice on a device that runs the warpgroup-mma f32 kernel (an
+    /// H100); [`SpmmKernel::select_for`] makes it for a given device.
     pub fn select(
         m: usize,
         k: usize,
@@ -336,16 +337,16 @@ impl SpmmKernel {
         Self::select_with(tensor_core::wgmma_runs_on(info), m, k, n, nnz, stats, dtype, tensor_core_blocks)
     }
 
-    /// [`SpmmKernel::select_rows`], then the empty rows. Where A leaves enough rows empty that the tile chosen for
-    /// its other rows ([`select::nonempty_rows`]) would leave them out of its grid ([`skips_empty_rows`]; the launch
-    /// walks the row swizzle, [`rows_longest_first`]), and those rows are even (length variation 0.5 or less), that
-    /// tile: instead of a tile chosen for all of A's rows, and in f16/bf16 instead of tensor-core windows that walk
-    /// the empty rows' windows too, where they are under 40% full at n = 128-511 or under 60% from n = 512. An f32
-    /// tile that takes column tiles in turn replaces a tile chosen for all rows even where it would not leave the
-    /// empty rows out: in turn it walks them cheaply (NOTES.md, "SpMM step 76"; every f32 variant on 9 tall banded
-    /// matrices of 16475-27189 rows, 75-90% empty, rows of 3, n = 256-1024: on all 27 problems the two-row tile in
-    /// turn over all rows ran 1.24x-1.56x faster than the tile chosen on all rows and 1.19x-1.40x faster than the
-    /// bounded k = 8 tile with the empty rows left out, the choice before step 76).
+    /// [`SpmmKernel::select_rows`], then the 32-row windows ([`tensor_core::mid_windows`]), then the empty rows. Where
+    /// A leaves enough rows empty that the tile chosen for its other rows ([`select::nonempty_rows`]) would leave them
+    /// out of its grid ([`skips_empty_rows`]; the launch walks the row swizzle, [`rows_longest_first`]), and those rows
+    /// are even (length variation 0.5 or less), that tile: instead of a tile chosen for all of A's rows, and in
+    /// f16/bf16 instead of tensor-core windows that walk the empty rows' windows too, where they are under 40% full at
+    /// n = 128-511 or under 60% from n = 512. An f32 tile that takes column tiles in turn replaces a tile chosen for
+    /// all rows even where it would not leave the empty rows out: in turn it walks them cheaply (NOTES.md, "SpMM step
+    /// 76"; every f32 variant on 9 tall banded matrices of 16475-27189 rows, 75-90% empty, rows of 3, n = 256-1024: on
+    /// all 27 problems the two-row tile in turn over all rows ran 1.24x-1.56x faster than the tile chosen on all rows
+    /// and 1.19x-1.40x faster than the bounded k = 8 tile with the empty rows left out, the choice before step 76).
     ///
     /// Measured on the H200 (NOTES.md, "SpMM step 75"; tall banded matrices of 80-99.5% empty rows and uniform ones
     /// with 70-90% of their rows emptied, against the choice on all rows, the empty rows left out by their rule

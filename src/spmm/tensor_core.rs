@@ -1,12 +1,12 @@
 //! Tensor-core SpMM for f16 and bf16 (fp32 accumulation), and for f32 in 3xTF32: A is cut into windows of 16
-//! rows (narrow kernels) or 64 rows (wide kernels); each window's columns are condensed (the sorted union of the
-//! columns its rows store) and cut into k-blocks of 16 slots; a k-block holds one dense 16 x 16 block of A per
+//! rows (narrow kernels) or 64 or 32 rows (wide kernels); each window's columns are condensed (the sorted union of
+//! the columns its rows store) and cut into k-blocks of 16 slots; a k-block holds one dense 16 x 16 block of A per
 //! 16 rows of the window (zeros where a row does not store a slot's column), each of which one
 //! `mma.sync.m16n8k16` multiplies by the 16 rows of B the slots name (cuda/spmm/tensor_core.cuh). The wide
-//! kernels gather those 16 rows of B once for four row tiles; the narrow ones have four times as many windows,
-//! for small or sparse problems.
+//! kernels gather those 16 rows of B once for four (or two) row tiles; the narrow ones have four times as many
+//! windows, for small or sparse problems.
 //!
-//! f32 (16-row windows, 32 columns per warp; 64-row windows, 64 columns per block): each f32 x is split into x = big +
+//! f32 (16-row windows, 32 columns per warp; 64- and 32-row windows, 64 columns per block): each f32 x is split into x = big +
 //! small, big = x rounded to tf32 (10 fraction bits), and a * b = a_small b_big + a_big b_small + a_big b_big: three
 //! `mma.m16n8k8.tf32` per 8 slots with f32 accumulation ("3xTF32"). Not the f32 FMA's rounding: its elementwise bound,
 //! [`crate::cpu::oracle::spmm_error_bound_tf32x3`], is derived there, and [`TensorCoreConfig::is_tf32x3`] names such
@@ -1192,8 +1192,7 @@ impl DeviceBlocks {
 }
 
 /// How full A's tensor-core blocks for windows of `rows_per_window` rows ([`WINDOW`], [`MID_WINDOW`] or
-/// [`WIDE_WINDOW`]) are:
-/// stored entries / (k-blocks * rows_per_window * 16); builds the blocks on first use.
+/// [`WIDE_WINDOW`]) are: stored entries / (k-blocks * rows_per_window * 16); builds the blocks on first use.
 pub fn block_fill<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, rows_per_window: usize) -> Result<f64> {
     Ok(a.tensor_core_blocks(gpu, BlockLayout::of_rows(rows_per_window)?)?.fill(a.nnz()))
 }
