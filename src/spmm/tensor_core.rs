@@ -165,13 +165,45 @@ pub struct BlockCounts {
 }
 
 impl BlockCounts {
-    /// Counts all three ([`count_blocks`]).
+    /// Counts all three ([`count_blocks`]'s numbers): in one walk over the entries where a stamp per column fits
+    /// (each column's stamp is the last 16-row window that stored it, which says whether the 32- and 64-row windows
+    /// around the current one have met it too), else by [`count_blocks`] per height.
     pub fn of(cols: usize, indptr: &[usize], indices: &[usize]) -> BlockCounts {
-        BlockCounts {
-            narrow: count_blocks(cols, indptr, indices, WINDOW),
-            wide: count_blocks(cols, indptr, indices, WIDE_WINDOW),
-            mid: count_blocks(cols, indptr, indices, MID_WINDOW),
+        if !stamps_fit(cols, indices.len()) {
+            return BlockCounts {
+                narrow: count_blocks(cols, indptr, indices, WINDOW),
+                wide: count_blocks(cols, indptr, indices, WIDE_WINDOW),
+                mid: count_blocks(cols, indptr, indices, MID_WINDOW),
+            };
         }
+        // 16-row windows per window of each height: 16, 32 and 64 rows.
+        const SPANS: [usize; 3] = [1, MID_WINDOW / WINDOW, WIDE_WINDOW / WINDOW];
+        let rows = indptr.len().saturating_sub(1);
+        let windows = rows.div_ceil(WINDOW);
+        let mut stamp = vec![u32::MAX; cols];
+        let (mut distinct, mut blocks) = ([0usize; 3], [0usize; 3]);
+        for w in 0..windows {
+            for &c in &indices[indptr[w * WINDOW]..indptr[((w + 1) * WINDOW).min(rows)]] {
+                let last = stamp[c];
+                if last == w as u32 {
+                    continue; // met in this 16-row window, so in the windows around it too
+                }
+                stamp[c] = w as u32;
+                for (h, span) in SPANS.into_iter().enumerate() {
+                    // The first 16-row window of this height's window around w.
+                    if last == u32::MAX || (last as usize) < w - w % span {
+                        distinct[h] += 1;
+                    }
+                }
+            }
+            for (h, span) in SPANS.into_iter().enumerate() {
+                if (w + 1) % span == 0 || w + 1 == windows {
+                    blocks[h] += distinct[h].div_ceil(SLOTS);
+                    distinct[h] = 0;
+                }
+            }
+        }
+        BlockCounts { narrow: blocks[0], mid: blocks[1], wide: blocks[2] }
     }
 
     /// The share of the 16-row windows' slots that A's `nnz` entries fill (0 where there are no blocks).
@@ -266,7 +298,7 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
     let rows = indptr.len().saturating_sub(1);
     let windows = rows.div_ceil(rows_per_window);
     let window = |w: usize| &indices[indptr[w * rows_per_window]..indptr[((w + 1) * rows_per_window).min(rows)]];
-    if cols > 8 * indices.len() + 4096 {
+    if !stamps_fit(cols, indices.len()) {
         let mut union = Vec::new();
         return (0..windows)
             .map(|w| {
@@ -291,6 +323,12 @@ pub fn count_blocks(cols: usize, indptr: &[usize], indices: &[usize], rows_per_w
         blocks += distinct.div_ceil(SLOTS);
     }
     blocks
+}
+
+/// Whether the block counts keep a stamp per column ([`count_blocks`], [`BlockCounts::of`]): where the columns are
+/// not many more than the `entries`.
+fn stamps_fit(cols: usize, entries: usize) -> bool {
+    cols <= 8 * entries + 4096
 }
 
 /// Where n is not a multiple of 8, [`select_tensor_core`] takes the tensor cores (B and C padded to
@@ -1910,6 +1948,27 @@ mod tests {
         }
         let counts = BlockCounts::of(257, &indptr, &indices);
         assert!(counts.wide < counts.narrow, "{counts:?}: 64-row windows share columns");
+        // BlockCounts::of walks the entries once for all three heights: the same numbers as count_blocks per height,
+        // on partial last windows (300, 37 and 1 rows), empty rows and windows, one dense row, blocks of 32 rows, no
+        // entries, and the sorting path.
+        let per_height = |cols: usize, indptr: &[usize], indices: &[usize]| BlockCounts {
+            narrow: count_blocks(cols, indptr, indices, WINDOW),
+            mid: count_blocks(cols, indptr, indices, MID_WINDOW),
+            wide: count_blocks(cols, indptr, indices, WIDE_WINDOW),
+        };
+        let matrices = [
+            a.clone(),
+            crate::gen::with_empty_rows(&crate::gen::uniform_random(37, 90, 0.3, 4), 0.5, 5),
+            crate::gen::with_dense_row(&crate::gen::uniform_random(130, 700, 0.01, 6), 70),
+            crate::gen::block_sparse(200, 300, 32, 32, 0.3, 7),
+            crate::gen::uniform_random(1, 40, 0.5, 8),
+            sprs::CsMat::zero((100, 50)),
+        ];
+        for m in &matrices {
+            let (indptr, indices) = (m.proper_indptr().to_vec(), m.indices().to_vec());
+            assert_eq!(BlockCounts::of(m.cols(), &indptr, &indices), per_height(m.cols(), &indptr, &indices));
+        }
+        assert_eq!(BlockCounts::of(257_000, &indptr, &wide), per_height(257_000, &indptr, &wide), "sorting path");
     }
 
     #[test]
