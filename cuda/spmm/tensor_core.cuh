@@ -587,19 +587,15 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   // This thread's 16-byte pieces of the range's first k-block of A (tid, tid + kAThreads, ...; threads below
   // kAThreads); k-block b's are kAThreads * Elem::kAVecs further per b.
   const uint4* a_first = p.block_values + static_cast<size_t>(kAThreads * Elem::kAVecs) * first + tid;
-  // Issues the copies of a k-block's B rows into ring slot `stage`: `column(i)` gives the B row of this thread's
-  // chunk i (slot chunk_row + kRowStep * i); a padding slot's (-1) copy zero-fills.
-  const auto load_b = [&](int stage, auto column) {
+  // Issues the copies of k-block `b` (range-relative) into ring slot `stage`: the B rows (`column(row)` gives
+  // the B row of each slot) and the kRows / 16 blocks of A (16 bytes per thread below kAThreads, 32 for f32).
+  const auto load = [&](int b, int stage, auto column) {
 #pragma unroll
     for (int i = 0; i < kChunksPerThread; ++i) {
-      const int c = column(i);
+      const int c = column(chunk_row + kRowStep * i);
       const bool valid = c >= 0 && in_n;
       cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, pieces.at(c), valid);
     }
-  };
-  // Issues the copies of k-block `b`'s (range-relative) kRows / 16 blocks of A into ring slot `stage` (16 bytes
-  // per thread below kAThreads, 32 for f32).
-  const auto load_a = [&](int b, int stage) {
     if (kAThreads == kThreads || tid < kAThreads) {  // whole warps
 #pragma unroll
       for (int v = 0; v < Elem::kAVecs; ++v) {
@@ -607,13 +603,6 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
                            a_first + kAThreads * Elem::kAVecs * b + kAThreads * v, true);
       }
     }
-  };
-  // This thread's chunks' B rows of a k-block whose slot columns are in column ring slot `slot` (-1 where
-  // !`copied`: a block past the range, whose slot holds no columns): read one step before the copies that use
-  // them, so that no copy waits on a shared-memory load of its own step.
-  const auto ring_columns = [&](int slot, bool copied, int (&out)[kChunksPerThread]) {
-#pragma unroll
-    for (int i = 0; i < kChunksPerThread; ++i) out[i] = copied ? c_ring[slot][chunk_row + kRowStep * i] : -1;
   };
   // The slot columns of k-block `b` travel through the same pipeline, kStages steps before the B rows they
   // name: threads 0-3 copy 16 bytes each into column ring slot `slot` (b % (2 kStages)).
@@ -637,27 +626,11 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   // Step b waits for group b + 1 and then, after one barrier, loads the fragments of block b + 1 (registers,
   // double-buffered), runs the mma of block b (fragments loaded in step b - 1) and refills slot b % kStages with
   // block b + kStages: every warp read that slot in step b - 1, before the barrier. No mma waits on a
-  // shared-memory load of its own step, and no copy either: the refill's B rows were read from the column ring
-  // in step b - 1 (`ring_columns`; f16, 4096 x 4096 in 32 x 32 blocks at 10%, n = 256: 3-7% of the wide kernels'
-  // time, NOTES.md "SpMM step 89"). (f16/bf16; f32 runs its own loop below, one step later.)
-  // The prologue's B rows: the first range of a window (blockIdx.z == 0) reads its slot columns from
-  // p.window_heads, at a place fixed by the window, so that its first gathers wait on one load, not on
-  // p.window_blocks and then the columns (padding past the window's last k-block zero-fills a stage no step
-  // reads); the other ranges read them from p.block_columns.
-  static_assert(kStages <= kTcHeadBlocks, "the prologue's slot columns fit in the window's heads");
-  const int* head = p.window_heads != nullptr && blockIdx.z == 0
-                        ? p.window_heads + static_cast<size_t>(window) * kTcHeadBlocks * 16
-                        : nullptr;
+  // shared-memory load of its own step. (f16/bf16; f32 runs its own loop below, one step later.)
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
-    if (head != nullptr) {
-      load_b(s, [&](int i) { return __ldg(head + 16 * s + chunk_row + kRowStep * i); });
-      if (s < blocks) load_a(s, s);
-    } else if (s < blocks) {
-      load_b(s, [&](int i) {
-        return __ldg(p.block_columns + 16 * static_cast<size_t>(first + s) + chunk_row + kRowStep * i);
-      });
-      load_a(s, s);
+    if (s < blocks) {
+      load(s, s, [&](int row) { return __ldg(p.block_columns + 16 * static_cast<size_t>(first + s) + row); });
     }
     copy_columns(s + kStages, s + kStages);
     cp_async_commit();
@@ -744,26 +717,18 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     // columns of block 2 kStages), so group g holds block g for g < kStages and block g - 1 after: waiting for
     // group b + 1 covers block b either way (and block 1 at step 0).
     int stage_prev = kStages - 1;  // (b - 1) % kStages
-    int columns[kChunksPerThread];  // the B rows of block b - 1 + kStages, read in step b - 1
     for (int b = 0; b < blocks; ++b) {
       cp_async_wait<kStages - 2>();  // group b + 1
       __syncthreads();
-      // The columns of block b + kStages (refilled in step b + 1), in column slot (b + kStages) % (2 kStages):
-      // copied with group b (or in the prologue), complete since the wait above.
-      int following[kChunksPerThread];
-      ring_columns(b == 0 ? column_read : next(column_read, 2 * kStages), b + kStages < blocks, following);
       Fragments f;
       fetch(f, stage);
       multiply(f);
       if (b > 0) {
         if (b - 1 + kStages < blocks) {
-          load_b(stage_prev, [&](int i) { return columns[i]; });
-          load_a(b - 1 + kStages, stage_prev);
+          load(b - 1 + kStages, stage_prev, [&](int row) { return c_ring[column_read][row]; });
         }
         column_read = next(column_read, 2 * kStages);  // (b + kStages) % (2 kStages) for step b + 1
       }
-#pragma unroll
-      for (int i = 0; i < kChunksPerThread; ++i) columns[i] = following[i];
       copy_columns(b + 2 * kStages, column_write);
       cp_async_commit();
       stage_prev = stage;
@@ -773,22 +738,15 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   } else {
     // Step b of the f16/bf16 pipeline (see above): fragments of block b + 1 into `following`, the mma of block
     // b from `current`, slot b % kStages refilled with block b + kStages.
-    // The B rows of block b + kStages (refilled in step b), read in step b - 1 (before the loop for step 0).
-    int columns[kChunksPerThread];
     const auto step = [&](int b, const Fragments& current, Fragments& following) {
       cp_async_wait<kStages - 2>();  // group b + 1: block b + 1, the columns of block b + kStages + 1
       __syncthreads();
       const int stage_next = next(stage, kStages);
-      int later[kChunksPerThread];  // block b + 1 + kStages's, for step b + 1
-      ring_columns(next(column_read, 2 * kStages), b + 1 + kStages < blocks, later);
       if (b + 1 < blocks) fetch(following, stage_next);
       multiply(current);
       if (b + kStages < blocks) {
-        load_b(stage, [&](int i) { return columns[i]; });
-        load_a(b + kStages, stage);
+        load(b + kStages, stage, [&](int row) { return c_ring[column_read][row]; });
       }
-#pragma unroll
-      for (int i = 0; i < kChunksPerThread; ++i) columns[i] = later[i];
       copy_columns(b + 2 * kStages, column_write);
       cp_async_commit();
       stage = stage_next;
@@ -796,10 +754,9 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       column_write = next(column_write, 2 * kStages);
     };
     Fragments even, odd;
-    cp_async_wait<kStages - 1>();  // group 0: block 0, the columns of block kStages
+    cp_async_wait<kStages - 1>();  // group 0: block 0
     __syncthreads();
     if (blocks > 0) fetch(even, 0);
-    ring_columns(column_read, kStages < blocks, columns);
     for (int b = 0; b < blocks; b += 2) {
       step(b, even, odd);
       if (b + 1 < blocks) step(b + 1, odd, even);
