@@ -72,6 +72,30 @@ fn spmm_tune_chooses_on_the_gpu_or_says_why() {
     }
 }
 
+/// Output into a pipe whose reader has gone ends the CLI quietly (SIGPIPE, as `yes | head` ends), not in a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_output_pipe_ends_the_cli_quietly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut fds = [0; 2];
+    // SAFETY: pipe writes two new descriptors into fds, which the OwnedFds then own alone.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // No reader from the start: the CLI's first write meets a closed pipe, whatever the timing.
+    drop(read);
+    let out = tilesparse()
+        .arg("info")
+        .stdout(Stdio::from(write))
+        .stderr(Stdio::piped())
+        .output()
+        .expect("running tilesparse");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked") && !stderr.contains("failed printing"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}\n{stderr}", out.status);
+}
+
 #[test]
 fn spmm_cpu_flag_uses_the_cpu_backend() {
     let out = tilesparse()

@@ -298,7 +298,19 @@ enum BenchCommand {
     },
 }
 
+/// Restores the default action of SIGPIPE, which Rust's runtime sets to ignore: output into a pipe whose reader
+/// has gone (`tilesparse info | head -3`) then ends the CLI quietly, as it does other command-line tools, where
+/// `println!` would panic on the write's EPIPE.
+fn quiet_on_closed_pipe() {
+    // SAFETY: called first in main, before any other thread exists; SIG_DFL is a valid action for SIGPIPE.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     let r = match cli.command {
         Command::Info => info(),
