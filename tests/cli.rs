@@ -80,8 +80,9 @@ fn a_closed_output_pipe_ends_the_cli_quietly() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
     let mut fds = [0; 2];
-    // SAFETY: pipe writes two new descriptors into fds, which the OwnedFds then own alone.
+    // SAFETY: fds has room for the two descriptors pipe writes.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    // SAFETY: both are new, open descriptors that nothing else owns or closes.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     // No reader from the start: the CLI's first write meets a closed pipe, whatever the timing.
     drop(read);
