@@ -100,8 +100,14 @@ struct SpmmTcParams {
   float* partials;                    // splits > 1: (splits, m, n) f32 partial products, global scratch
   const int* windows;                 // null: block x takes window x; else (grid x) the window block x takes: the
                                       // windows holding k-blocks, the empty ones left to spmm_zero_windows
+  const int* window_heads;            // wide kernels (32- and 64-row windows): (kTcHeadBlocks x 16 per window) the
+                                      // slot columns of each window's first kTcHeadBlocks k-blocks, -1 past its
+                                      // last; null elsewhere (src/spmm/tensor_core.rs, `HostBlocks::window_heads`)
 };
-static_assert(sizeof(SpmmTcParams) == 80, "SpmmTcParams must match src/spmm/tensor_core.rs");
+static_assert(sizeof(SpmmTcParams) == 88, "SpmmTcParams must match src/spmm/tensor_core.rs");
+/// k-blocks per window in SpmmTcParams::window_heads (src/spmm/tensor_core.rs, `HEAD_BLOCKS`): the most ring
+/// stages of the wide kernel (cuda/spmm/tensor_core.cuh, `tcw_stages`).
+constexpr int kTcHeadBlocks = 8;
 
 /// @brief Arguments of the production SpMV kernels (cuda/spmv/spmv_csr.cu): y = alpha * A x + beta * y.
 struct SpmvCsrParams {

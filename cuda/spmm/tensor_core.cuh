@@ -587,15 +587,19 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   // This thread's 16-byte pieces of the range's first k-block of A (tid, tid + kAThreads, ...; threads below
   // kAThreads); k-block b's are kAThreads * Elem::kAVecs further per b.
   const uint4* a_first = p.block_values + static_cast<size_t>(kAThreads * Elem::kAVecs) * first + tid;
-  // Issues the copies of k-block `b` (range-relative) into ring slot `stage`: the B rows (`column(row)` gives
-  // the B row of each slot) and the kRows / 16 blocks of A (16 bytes per thread below kAThreads, 32 for f32).
-  const auto load = [&](int b, int stage, auto column) {
+  // Issues the copies of a k-block's B rows into ring slot `stage`: `column(i)` gives the B row of this thread's
+  // chunk i (slot chunk_row + kRowStep * i); a padding slot's (-1) copy zero-fills.
+  const auto load_b = [&](int stage, auto column) {
 #pragma unroll
     for (int i = 0; i < kChunksPerThread; ++i) {
-      const int c = column(chunk_row + kRowStep * i);
+      const int c = column(i);
       const bool valid = c >= 0 && in_n;
       cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, pieces.at(c), valid);
     }
+  };
+  // Issues the copies of k-block `b`'s (range-relative) kRows / 16 blocks of A into ring slot `stage` (16 bytes
+  // per thread below kAThreads, 32 for f32).
+  const auto load_a = [&](int b, int stage) {
     if (kAThreads == kThreads || tid < kAThreads) {  // whole warps
 #pragma unroll
       for (int v = 0; v < Elem::kAVecs; ++v) {
@@ -626,14 +630,36 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   // Step b waits for group b + 1 and then, after one barrier, loads the fragments of block b + 1 (registers,
   // double-buffered), runs the mma of block b (fragments loaded in step b - 1) and refills slot b % kStages with
   // block b + kStages: every warp read that slot in step b - 1, before the barrier. No mma waits on a
-  // shared-memory load of its own step. (f16/bf16; f32 runs its own loop below, one step later.)
+  // shared-memory load of its own step, and no copy either (`read_columns` below). (f16/bf16; f32 runs its own
+  // loop below, one step later.) The heads and the read-ahead: 0.92x-0.95x of the wide kernels' time on 32 x 32
+  // blocks, NOTES.md "SpMM step 90".
+  // The prologue reads the slot columns of its kStages k-blocks first, all of them, then issues the copies, so
+  // that its gathers wait on one round of loads, not on a load per stage. The first range of a window
+  // (blockIdx.z == 0) reads them from p.window_heads, at a place fixed by the window, so that they need not wait
+  // on p.window_blocks either; padding past the window's last k-block zero-fills a stage no step reads. The
+  // other ranges of a split window read them from p.block_columns, at the range's first k-block.
+  static_assert(kStages <= kTcHeadBlocks, "the prologue's slot columns fit in the window's heads");
+  const auto prologue = [&](const int* source, bool heads) {
+    int columns[kStages][kChunksPerThread];
 #pragma unroll
-  for (int s = 0; s < kStages; ++s) {
-    if (s < blocks) {
-      load(s, s, [&](int row) { return __ldg(p.block_columns + 16 * static_cast<size_t>(first + s) + row); });
+    for (int s = 0; s < kStages; ++s) {
+#pragma unroll
+      for (int i = 0; i < kChunksPerThread; ++i) {
+        columns[s][i] = heads || s < blocks ? __ldg(source + 16 * s + kRowStep * i) : -1;
+      }
     }
-    copy_columns(s + kStages, s + kStages);
-    cp_async_commit();
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      if (heads || s < blocks) load_b(s, [&](int i) { return columns[s][i]; });
+      if (s < blocks) load_a(s, s);
+      copy_columns(s + kStages, s + kStages);
+      cp_async_commit();
+    }
+  };
+  if (p.window_heads != nullptr && blockIdx.z == 0) {
+    prologue(p.window_heads + static_cast<size_t>(window) * kTcHeadBlocks * 16 + chunk_row, true);
+  } else {
+    prologue(p.block_columns + 16 * static_cast<size_t>(first) + chunk_row, false);
   }
   const int g = lane / 4;
   const int t = lane % 4;
@@ -725,7 +751,8 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       multiply(f);
       if (b > 0) {
         if (b - 1 + kStages < blocks) {
-          load(b - 1 + kStages, stage_prev, [&](int row) { return c_ring[column_read][row]; });
+          load_b(stage_prev, [&](int i) { return c_ring[column_read][chunk_row + kRowStep * i]; });
+          load_a(b - 1 + kStages, stage_prev);
         }
         column_read = next(column_read, 2 * kStages);  // (b + kStages) % (2 kStages) for step b + 1
       }
@@ -738,15 +765,28 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   } else {
     // Step b of the f16/bf16 pipeline (see above): fragments of block b + 1 into `following`, the mma of block
     // b from `current`, slot b % kStages refilled with block b + kStages.
+    // The refill's B rows are read from the column ring one step before its copies (`columns`: block b +
+    // kStages's, read in step b - 1), so that no copy waits on a shared-memory load of its own step. A read for a
+    // block past the range finds a slot no copy writes (stale columns, never used).
+    int columns[kChunksPerThread];
+    const auto read_columns = [&](int slot, int (&out)[kChunksPerThread]) {
+#pragma unroll
+      for (int i = 0; i < kChunksPerThread; ++i) out[i] = c_ring[slot][chunk_row + kRowStep * i];
+    };
     const auto step = [&](int b, const Fragments& current, Fragments& following) {
       cp_async_wait<kStages - 2>();  // group b + 1: block b + 1, the columns of block b + kStages + 1
       __syncthreads();
       const int stage_next = next(stage, kStages);
+      int later[kChunksPerThread];  // block b + 1 + kStages's, for step b + 1
+      read_columns(next(column_read, 2 * kStages), later);
       if (b + 1 < blocks) fetch(following, stage_next);
       multiply(current);
       if (b + kStages < blocks) {
-        load(b + kStages, stage, [&](int row) { return c_ring[column_read][row]; });
+        load_b(stage, [&](int i) { return columns[i]; });
+        load_a(b + kStages, stage);
       }
+#pragma unroll
+      for (int i = 0; i < kChunksPerThread; ++i) columns[i] = later[i];
       copy_columns(b + 2 * kStages, column_write);
       cp_async_commit();
       stage = stage_next;
@@ -754,9 +794,10 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       column_write = next(column_write, 2 * kStages);
     };
     Fragments even, odd;
-    cp_async_wait<kStages - 1>();  // group 0: block 0
+    cp_async_wait<kStages - 1>();  // group 0: block 0, the columns of block kStages
     __syncthreads();
     if (blocks > 0) fetch(even, 0);
+    read_columns(column_read, columns);
     for (int b = 0; b < blocks; b += 2) {
       step(b, even, odd);
       if (b + 1 < blocks) step(b + 1, odd, even);

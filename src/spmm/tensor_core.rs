@@ -45,6 +45,9 @@ pub const MID_WINDOW: usize = 32;
 pub const SLOTS: usize = 16;
 /// Warps per block (`ts::kTcWarps`).
 const WARPS: usize = 4;
+/// k-blocks per window in the window heads ([`HostBlocks::window_heads`], `ts::kTcHeadBlocks`): at least the wide
+/// kernel's ring stages, whose prologue reads them (`tcw_stages` in cuda/spmm/tensor_core.cuh, at most 8).
+pub(crate) const HEAD_BLOCKS: usize = 8;
 
 /// A tensor-core SpMM variant: rows per window (16: narrow, 32 or 64: wide) and the columns of C each block owns,
 /// in tiles of 8 (narrow: 4 or 8, i.e. 32 or 64 columns; wide: 8 or 16, i.e. 64 or 128 columns).
@@ -1126,6 +1129,20 @@ impl<V: Copy + Default> HostBlocks<V> {
         self.block_columns.len() / SLOTS
     }
 
+    /// The slot columns of each window's first [`HEAD_BLOCKS`] k-blocks, -1 past its last: `HEAD_BLOCKS` x 16 per
+    /// window, window after window (`SpmmTcParams::window_heads`). The wide kernel's prologue reads them at a place
+    /// fixed by the window, without waiting for `window_blocks` first.
+    pub(crate) fn window_heads(&self) -> Vec<i32> {
+        let windows = self.window_blocks.len() - 1;
+        let mut heads = vec![-1; windows * HEAD_BLOCKS * SLOTS];
+        for (w, head) in heads.chunks_exact_mut(HEAD_BLOCKS * SLOTS).enumerate() {
+            let first = self.window_blocks[w] as usize * SLOTS;
+            let end = (self.window_blocks[w + 1] as usize * SLOTS).min(first + HEAD_BLOCKS * SLOTS);
+            head[..end - first].copy_from_slice(&self.block_columns[first..end]);
+        }
+        heads
+    }
+
     /// The windows that hold k-blocks, and those that hold none, both ascending.
     pub(crate) fn busy_windows(&self) -> (Vec<i32>, Vec<i32>) {
         (0..self.window_blocks.len() as i32 - 1)
@@ -1149,6 +1166,9 @@ pub(crate) struct DeviceBlocks {
     /// The windows that hold no k-block, ascending: whose rows `spmm_zero_windows` writes when a launch leaves them
     /// out ([`leaves_out_empty_windows`]).
     empty_windows: CudaSlice<i32>,
+    /// [`HostBlocks::window_heads`], for the layouts of the mma.sync wide kernel (32- and 64-row windows); None
+    /// for the others, whose kernels do not read them.
+    window_heads: Option<CudaSlice<i32>>,
 }
 
 impl DeviceBlocks {
@@ -1161,7 +1181,9 @@ impl DeviceBlocks {
         // build the device could never hold must be an error, not a host allocation failure.
         let blocks = count_blocks(a.cols(), &indptr, indices, rows);
         let bytes_per_block = SLOTS * 4 + rows * SLOTS * T::DTYPE.size() + rows * 2;
-        let bytes = blocks.saturating_mul(bytes_per_block);
+        let heads = matches!(layout, BlockLayout::Wide | BlockLayout::Mid);
+        let head_bytes = if heads { a.rows().div_ceil(rows) * HEAD_BLOCKS * SLOTS * 4 } else { 0 };
+        let bytes = blocks.saturating_mul(bytes_per_block).saturating_add(head_bytes);
         if blocks.saturating_mul(SLOTS) > i32::MAX as usize || bytes > gpu.info().total_mem {
             return Err(Error::OutOfDeviceMemory { what: "building the tensor-core blocks", bytes });
         }
@@ -1170,18 +1192,23 @@ impl DeviceBlocks {
         match (T::DTYPE.size(), layout) {
             (4, BlockLayout::WideCore) => {
                 let values = bytemuck::cast_slice(data);
-                Self::upload(gpu, HostBlocks::<u32>::build_in(&indptr, indices, values, rows, core_index_f32))
+                Self::upload(gpu, HostBlocks::<u32>::build_in(&indptr, indices, values, rows, core_index_f32), heads)
             }
             (_, BlockLayout::WideCore) => {
                 Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core blocks in core matrices (f32)" })
             }
-            (2, _) => Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
-            (4, _) => Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, bytemuck::cast_slice(data), rows)),
+            (2, _) => {
+                Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, bytemuck::cast_slice(data), rows), heads)
+            }
+            (4, _) => {
+                Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, bytemuck::cast_slice(data), rows), heads)
+            }
             _ => Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core SpMM (f16, bf16, f32)" }),
         }
     }
 
-    fn upload<V: bytemuck::Pod + Default>(gpu: &Gpu, blocks: HostBlocks<V>) -> Result<DeviceBlocks> {
+    /// Uploads `blocks`, with their window heads where `heads` ([`HostBlocks::window_heads`]).
+    fn upload<V: bytemuck::Pod + Default>(gpu: &Gpu, blocks: HostBlocks<V>, heads: bool) -> Result<DeviceBlocks> {
         if blocks.block_columns.len() > i32::MAX as usize {
             return Err(Error::TooLarge(format!(
                 "the tensor-core blocks of this matrix need {} k-blocks",
@@ -1190,7 +1217,13 @@ impl DeviceBlocks {
         }
         let values: &[u16] = bytemuck::cast_slice(&blocks.block_values);
         let (busy, empty) = blocks.busy_windows();
+        let window_heads = if heads {
+            Some(upload_slice(gpu, &blocks.window_heads(), "uploading the tensor-core window heads")?)
+        } else {
+            None
+        };
         Ok(DeviceBlocks {
+            window_heads,
             busy_windows: upload_slice(gpu, &busy, "uploading the tensor-core windows that hold k-blocks")?,
             num_busy: busy.len(),
             empty_windows: upload_slice(gpu, &empty, "uploading the empty tensor-core windows")?,
@@ -1251,8 +1284,9 @@ struct SpmmTcParams {
     out: u64,
     partials: u64,
     windows: u64,
+    window_heads: u64,
 }
-const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 80, "SpmmTcParams must match cuda/common/params.cuh");
+const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 88, "SpmmTcParams must match cuda/common/params.cuh");
 
 /// Arguments of `spmm_zero_windows`; mirrors `ts::SpmmZeroWindowsParams` in cuda/common/params.cuh.
 #[repr(C)]
@@ -1684,6 +1718,7 @@ fn launch_tensor_core<T: Scalar>(
     let (block_columns, _g2) = blocks.block_columns.device_ptr(stream);
     let (block_values, _g3) = blocks.block_values.device_ptr(stream);
     let (block_masks, _g4) = blocks.block_masks.device_ptr(stream);
+    let window_heads = blocks.window_heads.as_ref().map(|h| h.device_ptr(stream));
     let mut params = SpmmTcParams {
         m: m as i32,
         n: n as i32,
@@ -1697,6 +1732,7 @@ fn launch_tensor_core<T: Scalar>(
         out,
         partials: 0,
         windows: 0,
+        window_heads: window_heads.as_ref().map_or(0, |(h, _)| *h),
     };
     let left_out = blocks.windows_left_out(config, slices, splits, leave_out);
     let busy_windows = (left_out > 0).then(|| blocks.busy_windows.device_ptr(stream));
@@ -2007,6 +2043,49 @@ mod tests {
             assert!(!leaves_out_empty_windows(&config, 0, 1 << 20, 1));
         }
         assert!(!leaves_out_empty_windows(&wgmma, 1 << 20, 32, 1));
+    }
+
+    #[test]
+    fn window_heads_hold_each_windows_first_k_blocks() {
+        // 160 rows over k = 1100: row 0 stores columns 0, 5, 10, ..., 995 (200 columns: 13 k-blocks in its window),
+        // row 130 columns 1000-1039 (3 k-blocks, the last half padding); every other row is empty.
+        let mut indptr = vec![0usize];
+        let mut indices = Vec::new();
+        for r in 0..160 {
+            if r == 0 {
+                indices.extend((0..200).map(|j| 5 * j));
+            } else if r == 130 {
+                indices.extend(1000..1040);
+            }
+            indptr.push(indices.len());
+        }
+        let values = vec![1u16; indices.len()];
+        let slots = |first: usize| -> Vec<i32> { (first..first + SLOTS).map(|c| c as i32).collect() };
+        let padding = vec![-1; SLOTS];
+        for (rows, windows, long, short) in [(WIDE_WINDOW, 3, 0, 2), (MID_WINDOW, 5, 0, 4)] {
+            let blocks = HostBlocks::build(&indptr, &indices, &values, rows);
+            let heads = blocks.window_heads();
+            assert_eq!(heads.len(), windows * HEAD_BLOCKS * SLOTS, "{rows}-row windows");
+            let head = |w: usize, b: usize| &heads[(w * HEAD_BLOCKS + b) * SLOTS..(w * HEAD_BLOCKS + b + 1) * SLOTS];
+            for b in 0..HEAD_BLOCKS {
+                // The long window's first 8 of 13 k-blocks: columns 80 b, 80 b + 5, ... (16 of them).
+                let expected: Vec<i32> = (0..SLOTS).map(|j| (5 * (SLOTS * b + j)) as i32).collect();
+                assert_eq!(head(long, b), &expected[..], "{rows}-row window {long}, k-block {b}");
+                let expected = match b {
+                    0 => slots(1000),
+                    1 => slots(1016),
+                    2 => [slots(1032)[..8].to_vec(), vec![-1; 8]].concat(),
+                    _ => padding.clone(),
+                };
+                assert_eq!(head(short, b), &expected[..], "{rows}-row window {short}, k-block {b}");
+                for w in (long + 1)..short {
+                    assert_eq!(head(w, b), &padding[..], "{rows}-row empty window {w}");
+                }
+            }
+        }
+        // No windows with k-blocks at all, and no rows.
+        assert!(HostBlocks::build(&[0; 41], &[], &[] as &[u16], WIDE_WINDOW).window_heads().iter().all(|&c| c == -1));
+        assert!(HostBlocks::build(&[0], &[], &[] as &[u16], WIDE_WINDOW).window_heads().is_empty());
     }
 
     /// `uneven_few_rows_wide_n`: either side of each bound (rows, n, cv, fill, pairs), f16 and bf16 only.
