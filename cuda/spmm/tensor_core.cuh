@@ -28,6 +28,18 @@ namespace ts {
 
 /// Warps per block of the tensor-core kernels (src/spmm/tensor_core.rs launches them with the same number).
 constexpr int kTcWarps = 4;
+/// @brief Zero, computed from all `kCount` values at `v` through a term the compiler cannot fold (n > 0, so n >> 31
+/// is 0). A prologue adds it to its first copy's column: that copy then depends on every column the prologue
+/// loaded, so ptxas issues all those loads before it. Without it ptxas sank each load next to its own stage's
+/// copies and the prologue waited one load latency per stage (NOTES.md, "SpMM step 92").
+template <int kCount>
+__device__ __forceinline__ int depend_on_all(const int* v, int n) {
+  int all = 0;
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) all |= v[i];
+  return all & (n >> 31);
+}
+
 /// k-blocks in flight per warp of the narrow kernels: as many as 48 KB of static shared memory per block hold
 /// (a stage is a warp's B tile, its A block and its slot columns). f16/bf16: 6 (32 columns) or 4 (64); f32 (32
 /// columns, 3.6 KB per stage and warp): 3.
@@ -278,7 +290,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     const int block = block_of(b);
 #pragma unroll
     for (int i = 0; i < kChunksPerLane; ++i) {
-      const int c = column(chunk_row + kRowStep * i);
+      const int c = column(i);
       const bool valid = c >= 0 && in_n;
       cp_async_16<kL1>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, pieces.at(c), valid);
     }
@@ -300,14 +312,26 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   float acc[kTilesN][4];
 #pragma unroll
   for (int j = 0; j < kTilesN; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-  // Prologue: blocks 0 .. kTcStages - 2 with their columns read directly; columns of the blocks after them.
+  // Prologue: blocks 0 .. kTcStages - 2 with their columns read directly, all of them before the first copy
+  // (depend_on_all: 0.94x-0.96x of the 16-row kernels' time on the real matrices at n = 32-128); columns of the
+  // blocks after them.
+  {
+    int columns[kTcStages - 1][kChunksPerLane];
 #pragma unroll
-  for (int s = 0; s < kTcStages - 1; ++s) {
-    if (s < blocks) {
-      load(s, s, [&](int row) { return __ldg(p.block_columns + 16 * static_cast<size_t>(block_of(s)) + row); });
+    for (int s = 0; s < kTcStages - 1; ++s) {
+#pragma unroll
+      for (int i = 0; i < kChunksPerLane; ++i) {
+        const int* at = p.block_columns + 16 * static_cast<size_t>(block_of(s)) + chunk_row + kRowStep * i;
+        columns[s][i] = s < blocks ? __ldg(at) : -1;
+      }
     }
-    copy_columns(s + kTcStages - 1, (s + kTcStages - 1) % kTcStages);
-    cp_async_commit();
+    columns[0][0] += depend_on_all<(kTcStages - 1) * kChunksPerLane>(&columns[0][0], p.n);
+#pragma unroll
+    for (int s = 0; s < kTcStages - 1; ++s) {
+      if (s < blocks) load(s, s, [&](int i) { return columns[s][i]; });
+      copy_columns(s + kTcStages - 1, (s + kTcStages - 1) % kTcStages);
+      cp_async_commit();
+    }
   }
   const int g = lane / 4;
   const int t = lane % 4;
@@ -331,7 +355,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     // Fragments first, then the copies of a later k-block, then the mma (as in spmm_tcw_kernel).
     const auto refill = [&] {
       if (b + kTcStages - 1 < blocks) {
-        load(b + kTcStages - 1, slot, [&](int row) { return c_ring[warp][slot][row]; });
+        load(b + kTcStages - 1, slot, [&](int i) { return c_ring[warp][slot][chunk_row + kRowStep * i]; });
       }
       copy_columns(b + 2 * kTcStages - 2, column_slot);  // block b + kTcStages - 2's columns were read in step b - 1
       cp_async_commit();
@@ -634,7 +658,8 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   // loop below, one step later.) The heads and the read-ahead: 0.92x-0.95x of the wide kernels' time on 32 x 32
   // blocks, NOTES.md "SpMM step 90".
   // The prologue reads the slot columns of its kStages k-blocks first, all of them, then issues the copies, so
-  // that its gathers wait on one round of loads, not on a load per stage. The first range of a window
+  // that its gathers wait on one round of loads, not on a load per stage (depend_on_all keeps ptxas from sinking
+  // each load next to its copy). The first range of a window
   // (blockIdx.z == 0) reads them from p.window_heads, at a place fixed by the window, so that they need not wait
   // on p.window_blocks either; padding past the window's last k-block zero-fills a stage no step reads. The
   // other ranges of a split window read them from p.block_columns, at the range's first k-block.
@@ -648,6 +673,7 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
         columns[s][i] = heads || s < blocks ? __ldg(source + 16 * s + kRowStep * i) : -1;
       }
     }
+    columns[0][0] += depend_on_all<kStages * kChunksPerThread>(&columns[0][0], p.n);
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       if (heads || s < blocks) load_b(s, [&](int i) { return columns[s][i]; });
