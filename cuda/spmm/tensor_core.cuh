@@ -659,10 +659,10 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   // blocks, NOTES.md "SpMM step 90".
   // The prologue reads the slot columns of its kStages k-blocks first, all of them, then issues the copies, so
   // that its gathers wait on one round of loads, not on a load per stage (depend_on_all keeps ptxas from sinking
-  // each load next to its copy). The first range of a window
-  // (blockIdx.z == 0) reads them from p.window_heads, at a place fixed by the window, so that they need not wait
-  // on p.window_blocks either; padding past the window's last k-block zero-fills a stage no step reads. The
-  // other ranges of a split window read them from p.block_columns, at the range's first k-block.
+  // each load next to its copy). The first range of a window (blockIdx.z == 0) reads them from p.window_heads, at
+  // a place fixed by the window, so that they need not wait on p.window_blocks either; padding past the window's
+  // last k-block zero-fills a stage no step reads (a first range shorter than kStages also fills its stages past
+  // its end from the heads, unread). The other ranges read them from p.block_columns, at their first k-block.
   static_assert(kStages <= kTcHeadBlocks, "the prologue's slot columns fit in the window's heads");
   const auto prologue = [&](const int* source, bool heads) {
     int columns[kStages][kChunksPerThread];
