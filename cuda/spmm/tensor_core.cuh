@@ -313,7 +313,7 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
 #pragma unroll
   for (int j = 0; j < kTilesN; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
   // Prologue: blocks 0 .. kTcStages - 2 with their columns read directly, all of them before the first copy
-  // (depend_on_all: 0.94x-0.96x of the 16-row kernels' time on the real matrices at n = 32-128); columns of the
+  // (depend_on_all: 0.94x-0.97x of the 16-row kernels' time on the real matrices at n = 32-128, f16); columns of the
   // blocks after them.
   {
     int columns[kTcStages - 1][kChunksPerLane];
@@ -655,7 +655,7 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   // double-buffered), runs the mma of block b (fragments loaded in step b - 1) and refills slot b % kStages with
   // block b + kStages: every warp read that slot in step b - 1, before the barrier. No mma waits on a
   // shared-memory load of its own step, and no copy either (`read_columns` below). (f16/bf16; f32 runs its own
-  // loop below, one step later.) The heads and the read-ahead: 0.92x-0.95x of the wide kernels' time on 32 x 32
+  // loop below, one step later.) The heads and the read-ahead: 0.90x-0.95x of the wide kernels' time on 32 x 32
   // blocks, NOTES.md "SpMM step 90".
   // The prologue reads the slot columns of its kStages k-blocks first, all of them, then issues the copies, so
   // that its gathers wait on one round of loads, not on a load per stage (depend_on_all keeps ptxas from sinking
