@@ -300,8 +300,8 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
       cp_async_16<kL1>(a_base + ((stage * Elem::kAVecs + v) * 32 + lane) * 16, a_src + 32 * v, true);
     }
   };
-  // The slot columns of k-block `b` travel through the same pipeline, kTcStages - 1 steps before the B rows
-  // they name: lanes 0-3 copy 16 bytes each into ring slot `slot` (b % kTcStages).
+  // The slot columns of k-block `b` travel through the same pipeline, kTcStages steps before the B rows they
+  // name: lanes 0-3 copy 16 bytes each into ring slot `slot` (b % kTcStages).
   const auto copy_columns = [&](int b, int slot) {
     if (lane < 4 && b < blocks) {
       const int* src = p.block_columns + 16 * static_cast<size_t>(block_of(b)) + 4 * lane;
@@ -312,26 +312,35 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   float acc[kTilesN][4];
 #pragma unroll
   for (int j = 0; j < kTilesN; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-  // Prologue: blocks 0 .. kTcStages - 2 with their columns read directly, all of them before the first copy
-  // (depend_on_all: 0.94x-0.97x of the 16-row kernels' time on the real matrices at n = 32-128, f16); columns of the
-  // blocks after them.
+  // Pipeline: block x's B rows and A values live in ring slot x % kTcStages, its slot columns in c_ring slot x %
+  // kTcStages. The prologue commits groups 0 .. kTcStages - 2, group s with the copies of block s and the columns
+  // of block s + kTcStages; step b commits group b + kTcStages - 1 with the copies of block b + kTcStages - 1 and
+  // the columns of block b + 2 kTcStages - 1. Step b waits for group b, copies block b + kTcStages - 1 into the slot
+  // of block b - 1 (read in step b - 1) from the columns in `ahead` (read in step b - 1, or here for step 0), and
+  // reads block b + kTcStages's columns (group b or earlier) into `ahead`: no copy waits on a shared-memory load of
+  // its own step.
+  // The prologue reads the columns of blocks 0 .. kTcStages - 1 directly, all of them before the first copy
+  // (depend_on_all: 0.94x-0.97x of the 16-row kernels' time on the real matrices at n = 32-128, f16).
+  int ahead[kChunksPerLane];
   {
-    int columns[kTcStages - 1][kChunksPerLane];
+    int columns[kTcStages][kChunksPerLane];
 #pragma unroll
-    for (int s = 0; s < kTcStages - 1; ++s) {
+    for (int s = 0; s < kTcStages; ++s) {
 #pragma unroll
       for (int i = 0; i < kChunksPerLane; ++i) {
         const int* at = p.block_columns + 16 * static_cast<size_t>(block_of(s)) + chunk_row + kRowStep * i;
         columns[s][i] = s < blocks ? __ldg(at) : -1;
       }
     }
-    columns[0][0] += depend_on_all<(kTcStages - 1) * kChunksPerLane>(&columns[0][0], p.n);
+    columns[0][0] += depend_on_all<kTcStages * kChunksPerLane>(&columns[0][0], p.n);
 #pragma unroll
     for (int s = 0; s < kTcStages - 1; ++s) {
       if (s < blocks) load(s, s, [&](int i) { return columns[s][i]; });
-      copy_columns(s + kTcStages - 1, (s + kTcStages - 1) % kTcStages);
+      copy_columns(s + kTcStages, s);
       cp_async_commit();
     }
+#pragma unroll
+    for (int i = 0; i < kChunksPerLane; ++i) ahead[i] = columns[kTcStages - 1][i];
   }
   const int g = lane / 4;
   const int t = lane % 4;
@@ -341,23 +350,24 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   const int k_row = kF32 ? t : (lane & 8) + (lane & 7);
   const int col_half = kF32 ? 4 * g : (lane >> 4) * 8;
   const unsigned frag_smem = b_base + k_row * kStride + col_half * Elem::kBytes;
-  // Ring slots as counters: stage = b % kTcStages is read, slot = (b + kTcStages - 1) % kTcStages written, the
-  // columns of block b + 2 kTcStages - 2 go to (b + kTcStages - 2) % kTcStages.
+  // Ring slots as counters: stage = b % kTcStages is read (the B tile and A block of block b, the columns of
+  // block b + kTcStages), slot = (b - 1) % kTcStages written (block b + kTcStages - 1, the columns of block b + 2
+  // kTcStages - 1).
   int stage = 0;
   int slot = kTcStages - 1;
-  int column_slot = kTcStages - 2;
   const auto next = [](int x) { return x + 1 == kTcStages ? 0 : x + 1; };
   for (int b = 0; b < blocks; ++b) {
     // Step b's group (and with it every earlier one) is complete: block b's B rows and A values, and the
-    // columns of block b + kTcStages - 1.
+    // columns of block b + kTcStages.
     cp_async_wait<kTcStages - 2>();
     __syncwarp();
     // Fragments first, then the copies of a later k-block, then the mma (as in spmm_tcw_kernel).
     const auto refill = [&] {
-      if (b + kTcStages - 1 < blocks) {
-        load(b + kTcStages - 1, slot, [&](int i) { return c_ring[warp][slot][chunk_row + kRowStep * i]; });
-      }
-      copy_columns(b + 2 * kTcStages - 2, column_slot);  // block b + kTcStages - 2's columns were read in step b - 1
+      if (b + kTcStages - 1 < blocks) load(b + kTcStages - 1, slot, [&](int i) { return ahead[i]; });
+      // A read for a block past the range finds stale or unwritten columns, never used.
+#pragma unroll
+      for (int i = 0; i < kChunksPerLane; ++i) ahead[i] = c_ring[warp][stage][chunk_row + kRowStep * i];
+      copy_columns(b + 2 * kTcStages - 1, slot);  // the slot's columns (block b + kTcStages - 1) are in `ahead`
       cp_async_commit();
     };
     if constexpr (kF32) {
@@ -402,7 +412,6 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     }
     stage = next(stage);
     slot = next(slot);
-    column_slot = next(column_slot);
   }
   cp_async_wait<0>();
   __syncwarp();  // every lane is done reading the ring before it holds partial sums
@@ -794,7 +803,7 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     // The refill's B rows are read from the column ring one step before its copies (`columns`: block b +
     // kStages's, read in step b - 1), so that no copy waits on a shared-memory load of its own step. A read for a
     // block past the range finds a slot no copy writes (stale columns, never used).
-    int columns[kChunksPerThread];
+    int columns[kChunksPerThread] = {};  // read before the loop (read_columns below)
     const auto read_columns = [&](int slot, int (&out)[kChunksPerThread]) {
 #pragma unroll
       for (int i = 0; i < kChunksPerThread; ++i) out[i] = c_ring[slot][chunk_row + kRowStep * i];
