@@ -284,29 +284,36 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   const PieceAddresses pieces(dense, p.n, n0 + kChunkColumns * chunk_part, in_n);
   const unsigned chunk_smem = b_base + chunk_row * kStride + chunk_part * 16;
 
-  // Issues the copies of k-block `b` (window-relative) into ring slot `stage`: the B rows (`column(row)` gives
-  // the B row of each slot) and the A block (16 bytes per lane, 32 for f32).
-  const auto load = [&](int b, int stage, auto column) {
-    const int block = block_of(b);
+  // This lane's A pieces and (lanes 0-3) slot columns of this warp's first k-block; k-block b's are kAStep and
+  // kColumnStep further per b (the warps take the window's k-blocks in turn).
+  constexpr int kAStep = kTcWarps * 32 * Elem::kAVecs;
+  constexpr int kColumnStep = kTcWarps * 16;
+  const uint4* a_first = p.block_values + 32 * Elem::kAVecs * static_cast<size_t>(first) + lane;
+  const int* columns_first = p.block_columns + 16 * static_cast<size_t>(first) + 4 * lane;
+  // Issues the copies of a k-block into ring slot `stage`: the B rows (`column(row)` gives the B row of each slot)
+  // and the A block from `a_src` (16 bytes per lane, 32 for f32).
+  const auto load_from = [&](const uint4* a_src, int stage, auto column) {
 #pragma unroll
     for (int i = 0; i < kChunksPerLane; ++i) {
       const int c = column(i);
       const bool valid = c >= 0 && in_n;
       cp_async_16<kL1>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, pieces.at(c), valid);
     }
-    const uint4* a_src = p.block_values + 32 * Elem::kAVecs * static_cast<size_t>(block) + lane;
 #pragma unroll
     for (int v = 0; v < Elem::kAVecs; ++v) {
       cp_async_16<kL1>(a_base + ((stage * Elem::kAVecs + v) * 32 + lane) * 16, a_src + 32 * v, true);
     }
   };
+  // The same for k-block `b` (warp-relative).
+  const auto load = [&](int b, int stage, auto column) { load_from(a_first + kAStep * b, stage, column); };
   // The slot columns of k-block `b` travel through the same pipeline, kTcStages steps before the B rows they
-  // name: lanes 0-3 copy 16 bytes each into ring slot `slot` (b % kTcStages).
+  // name: lanes 0-3 copy 16 bytes each from `src` (block b's columns, plus 4 lane) into ring slot `slot` (b %
+  // kTcStages).
+  const auto copy_columns_from = [&](const int* src, bool in_range, int slot) {
+    if (lane < 4 && in_range) cp_async_16<kL1>(c_base + (slot * 16 + 4 * lane) * 4, src, true);
+  };
   const auto copy_columns = [&](int b, int slot) {
-    if (lane < 4 && b < blocks) {
-      const int* src = p.block_columns + 16 * static_cast<size_t>(block_of(b)) + 4 * lane;
-      cp_async_16<kL1>(c_base + (slot * 16 + 4 * lane) * 4, src, true);
-    }
+    copy_columns_from(columns_first + kColumnStep * b, b < blocks, slot);
   };
 
   float acc[kTilesN][4];
@@ -356,6 +363,10 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   int stage = 0;
   int slot = kTcStages - 1;
   const auto next = [](int x) { return x + 1 == kTcStages ? 0 : x + 1; };
+  // The sources of step b's copies, advanced a k-block per step: block b + kTcStages - 1's A, block b + 2
+  // kTcStages - 1's columns (no index arithmetic from the window's start in the loop).
+  const uint4* a_next = a_first + kAStep * (kTcStages - 1);
+  const int* columns_next = columns_first + kColumnStep * (2 * kTcStages - 1);
   for (int b = 0; b < blocks; ++b) {
     // Step b's group (and with it every earlier one) is complete: block b's B rows and A values, and the
     // columns of block b + kTcStages.
@@ -363,11 +374,14 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
     __syncwarp();
     // Fragments first, then the copies of a later k-block, then the mma (as in spmm_tcw_kernel).
     const auto refill = [&] {
-      if (b + kTcStages - 1 < blocks) load(b + kTcStages - 1, slot, [&](int i) { return ahead[i]; });
+      if (b + kTcStages - 1 < blocks) load_from(a_next, slot, [&](int i) { return ahead[i]; });
       // A read for a block past the range finds stale or unwritten columns, never used.
 #pragma unroll
       for (int i = 0; i < kChunksPerLane; ++i) ahead[i] = c_ring[warp][stage][chunk_row + kRowStep * i];
-      copy_columns(b + 2 * kTcStages - 1, slot);  // the slot's columns (block b + kTcStages - 1) are in `ahead`
+      // The slot's columns (block b + kTcStages - 1) are in `ahead`.
+      copy_columns_from(columns_next, b + 2 * kTcStages - 1 < blocks, slot);
+      a_next += kAStep;
+      columns_next += kColumnStep;
       cp_async_commit();
     };
     if constexpr (kF32) {
@@ -630,25 +644,27 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       cp_async_16<false>(chunk_smem + stage * kTileBytes + kRowStep * i * kStride, pieces.at(c), valid);
     }
   };
-  // Issues the copies of k-block `b`'s (range-relative) kRows / 16 blocks of A into ring slot `stage` (16 bytes
-  // per thread below kAThreads, 32 for f32).
-  const auto load_a = [&](int b, int stage) {
+  // Issues the copies of a k-block's kRows / 16 blocks of A, this thread's pieces at `src` (a_first's for that
+  // k-block), into ring slot `stage` (16 bytes per thread below kAThreads, 32 for f32).
+  constexpr int kAStep = kAThreads * Elem::kAVecs;  // uint4 from one k-block's A to the next's
+  const auto load_a_from = [&](const uint4* src, int stage) {
     if (kAThreads == kThreads || tid < kAThreads) {  // whole warps
 #pragma unroll
       for (int v = 0; v < Elem::kAVecs; ++v) {
-        cp_async_16<false>(a_base + ((stage * Elem::kAVecs + v) * kAThreads + tid) * 16,
-                           a_first + kAThreads * Elem::kAVecs * b + kAThreads * v, true);
+        cp_async_16<false>(a_base + ((stage * Elem::kAVecs + v) * kAThreads + tid) * 16, src + kAThreads * v, true);
       }
     }
   };
+  // The same for k-block `b` (range-relative).
+  const auto load_a = [&](int b, int stage) { load_a_from(a_first + kAStep * b, stage); };
   // The slot columns of k-block `b` travel through the same pipeline, kStages steps before the B rows they
-  // name: threads 0-3 copy 16 bytes each into column ring slot `slot` (b % (2 kStages)).
-  const auto copy_columns = [&](int b, int slot) {
-    if (tid < 4 && b < blocks) {
-      const int* src = p.block_columns + 16 * static_cast<size_t>(first + b) + 4 * tid;
-      cp_async_16<false>(c_base + (slot * 16 + 4 * tid) * 4, src, true);
-    }
+  // name: threads 0-3 copy 16 bytes each from `src` (the k-block's 16 columns, plus 4 tid) into column ring slot
+  // `slot` (b % (2 kStages)).
+  const int* columns_first = p.block_columns + 16 * static_cast<size_t>(first) + 4 * tid;
+  const auto copy_columns_from = [&](const int* src, bool in_range, int slot) {
+    if (tid < 4 && in_range) cp_async_16<false>(c_base + (slot * 16 + 4 * tid) * 4, src, true);
   };
+  const auto copy_columns = [&](int b, int slot) { copy_columns_from(columns_first + 16 * b, b < blocks, slot); };
 
   float acc[kMt][kWarpTiles][4];
 #pragma unroll
@@ -778,6 +794,10 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
     // columns of block 2 kStages), so group g holds block g for g < kStages and block g - 1 after: waiting for
     // group b + 1 covers block b either way (and block 1 at step 0).
     int stage_prev = kStages - 1;  // (b - 1) % kStages
+    // The sources of step b's copies, advanced a k-block per step: block b - 1 + kStages's A (from step 1),
+    // block b + 2 kStages's columns.
+    const uint4* a_refill = a_first + kAStep * (kStages - 1);
+    const int* columns_next = columns_first + 16 * 2 * kStages;
     for (int b = 0; b < blocks; ++b) {
       cp_async_wait<kStages - 2>();  // group b + 1
       __syncthreads();
@@ -785,13 +805,15 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       fetch(f, stage);
       multiply(f);
       if (b > 0) {
+        a_refill += kAStep;
         if (b - 1 + kStages < blocks) {
           load_b(stage_prev, [&](int i) { return c_ring[column_read][chunk_row + kRowStep * i]; });
-          load_a(b - 1 + kStages, stage_prev);
+          load_a_from(a_refill, stage_prev);
         }
         column_read = next(column_read, 2 * kStages);  // (b + kStages) % (2 kStages) for step b + 1
       }
-      copy_columns(b + 2 * kStages, column_write);
+      copy_columns_from(columns_next, b + 2 * kStages < blocks, column_write);
+      columns_next += 16;
       cp_async_commit();
       stage_prev = stage;
       stage = next(stage, kStages);
@@ -808,6 +830,10 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
 #pragma unroll
       for (int i = 0; i < kChunksPerThread; ++i) out[i] = c_ring[slot][chunk_row + kRowStep * i];
     };
+    // The sources of step b's copies, advanced a k-block per step: block b + kStages's A, block b + 2 kStages's
+    // columns (no index arithmetic from the range's start in the loop).
+    const uint4* a_next = a_first + kAStep * kStages;
+    const int* columns_next = columns_first + 16 * 2 * kStages;
     const auto step = [&](int b, const Fragments& current, Fragments& following) {
       cp_async_wait<kStages - 2>();  // group b + 1: block b + 1, the columns of block b + kStages + 1
       __syncthreads();
@@ -818,11 +844,13 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       multiply(current);
       if (b + kStages < blocks) {
         load_b(stage, [&](int i) { return columns[i]; });
-        load_a(b + kStages, stage);
+        load_a_from(a_next, stage);
       }
 #pragma unroll
       for (int i = 0; i < kChunksPerThread; ++i) columns[i] = later[i];
-      copy_columns(b + 2 * kStages, column_write);
+      copy_columns_from(columns_next, b + 2 * kStages < blocks, column_write);
+      a_next += kAStep;
+      columns_next += 16;
       cp_async_commit();
       stage = stage_next;
       column_read = next(column_read, 2 * kStages);
