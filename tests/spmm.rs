@@ -17,9 +17,10 @@ use tilesparse::spmm::{
     splits_rows, spmm_bias_relu, spmm_leaving_out_empty_rows,
 };
 use tilesparse::{
-    gen, spmm, spmm_auto, spmm_in_order, spmm_kernel, spmm_tensor_core, spmm_tensor_core_empty_windows,
-    spmm_tensor_core_with, spmm_tune, BlockOrder, CsrError, DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum,
-    RowStats, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig, TuneOptions,
+    gen, spmm, spmm_auto, spmm_bias_relu_auto, spmm_in_order, spmm_kernel, spmm_kernel_bias_relu, spmm_tensor_core,
+    spmm_tensor_core_bias_relu, spmm_tensor_core_empty_windows, spmm_tensor_core_paths, spmm_tensor_core_with,
+    spmm_tune, BlockOrder, CsrError, DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum, RowStats, Scalar, SpmmConfig,
+    SpmmKernel, TensorCoreConfig, TuneOptions,
 };
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -2570,6 +2571,196 @@ fn sanitizer_tensor_core_empty_windows_left_out() {
         each::<bf16>(&gpu, what, a, empty, &mut runs);
     }
     assert!(runs >= 36, "only {runs} runs");
+}
+
+/// A bias for C's `m` rows: ((r % 9) - 4) / 2 (so that the ReLU clears about half of C), with the special values
+/// of `special` at their rows.
+fn bias_with(m: usize, special: &[(usize, f32)]) -> Vec<f32> {
+    let mut bias: Vec<f32> = (0..m).map(|r| ((r % 9) as f32 - 4.0) * 0.5).collect();
+    for &(r, v) in special {
+        bias[r] = v;
+    }
+    bias
+}
+
+/// Whether two results hold the same bits.
+fn same_bits<T: Scalar>(x: &[T], y: &[T]) -> bool {
+    x.len() == y.len() && x.iter().zip(y).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits())
+}
+
+/// C = ReLU(A * B + bias) on every tensor-core kernel of T this device runs (`spmm_tensor_core_paths`), against the
+/// oracle (`SpmmReference::bias_relu`) on a poisoned C, on every path C is stored by:
+/// - 600 rows whose 16-, 32- and 64-row windows are partly empty (as in
+///   `sanitizer_tensor_core_empty_windows_left_out`), at n = 8 and 130 (B and C padded to 136), the empty windows left
+///   out (their rows written by `spmm_zero_windows_<dtype>`) and walked: the same bits both ways; B with a NaN and an
+///   Inf (the warps that meet them redo their tiles exactly, then the epilogue); the bias NaN on an empty row and on a
+///   busy one, +Inf and -Inf on empty rows, negative elsewhere: an empty row holds ReLU(bias) exactly (0, NaN, +Inf,
+///   0), a NaN bias gives a NaN row;
+/// - 190 rows whose wide windows split their k-blocks into 3 ranges (as in `split_ranges_case`): the ranges added by
+///   the fix-up and in clusters (where the device has them) give the same bits, the epilogue after their sum.
+///
+/// Small enough for compute-sanitizer.
+fn tensor_core_bias_relu_case<T: Scalar>(gpu: &Gpu) -> usize {
+    let mut runs = 0;
+    let (m, k) = (600, 300);
+    let busy = |r: usize| (64..200).contains(&r) || (400..590).contains(&r);
+    let a = rows_of_lengths(m, k, |r| if busy(r) { 1 + r % 30 } else { 0 }, seed(320));
+    let a_t: CsMat<T> = gen::convert(&a);
+    let bias = bias_with(m, &[(1, f32::NAN), (2, f32::INFINITY), (3, f32::NEG_INFINITY), (70, f32::NAN)]);
+    let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+    for n in [8, 130] {
+        let mut b = gen::dense_matrix(k, n, seed(321 + n as u64));
+        b[5 * n + 3] = f32::NAN;
+        b[17 * n + 1] = f32::INFINITY;
+        let b: Vec<T> = b.into_iter().map(T::from_f32).collect();
+        let oracle = SpmmOracle::new(a_t.view(), &b, n).bias_relu::<T>(&bias, n);
+        let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
+        let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+        for config in tensor_cores_here(gpu, T::DTYPE) {
+            let label = format!("{} bias + ReLU, n = {n}, {config}", T::DTYPE);
+            let mut run = |leave_out: bool| {
+                c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+                spmm_tensor_core_paths(
+                    gpu,
+                    &a_dev,
+                    &b_dev,
+                    Some(&bias_dev),
+                    &mut c_dev,
+                    &config,
+                    RangeSum::Auto,
+                    Some(leave_out),
+                )
+                .unwrap_or_else(|e| panic!("{label}: {e}"));
+                let c = c_dev.download(gpu).unwrap();
+                oracle.check_kernel(&format!("{label}, leave_out {leave_out}"), &c, &SpmmKernel::TensorCore(config));
+                c
+            };
+            let (left_out, walked) = (run(true), run(false));
+            assert!(same_bits(&left_out, &walked), "{label}: other bits with the empty windows left out");
+            let row = |r: usize| left_out[r * n..(r + 1) * n].iter().map(|v| v.to_f64()).collect::<Vec<f64>>();
+            assert!(row(0).iter().all(|&v| v == 0.0), "{label}: empty row 0, bias -2: ReLU gives 0");
+            assert!(row(1).iter().all(|v| v.is_nan()), "{label}: empty row 1, bias NaN: NaN");
+            assert!(row(2).iter().all(|&v| v == f64::INFINITY), "{label}: empty row 2, bias +Inf: +Inf");
+            assert!(row(3).iter().all(|&v| v == 0.0), "{label}: empty row 3, bias -Inf: 0");
+            assert!(row(70).iter().all(|v| v.is_nan()), "{label}: busy row 70, bias NaN: NaN");
+            // The one-call form gives the same bits.
+            c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+            spmm_tensor_core_bias_relu(gpu, &a_dev, &b_dev, &bias_dev, &mut c_dev, &config).unwrap();
+            assert!(same_bits(&c_dev.download(gpu).unwrap(), &left_out), "{label}: spmm_tensor_core_bias_relu");
+            runs += 1;
+        }
+    }
+
+    // Split ranges: the epilogue after the ranges' sum, in the cluster or the fix-up.
+    let (m, k, n) = (190, 256 * 3 + 17, 136);
+    let a: CsMat<T> = gen::convert(&gen::uniform_random(m, k, 0.4, seed(330)));
+    let b = dense::<T>(k, n, seed(331));
+    // Scaled to C's spread (about 0.4 k / 9 products of random signs): the ReLU clears about half of C.
+    let bias: Vec<f32> = bias_with(m, &[(7, f32::NAN)]).iter().map(|v| 5.0 * v).collect();
+    let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+    let oracle = SpmmOracle::new(a.view(), &b, n).bias_relu::<T>(&bias, n);
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+    let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+    let clusters = gpu.info().has_clusters();
+    for config in tensor_cores_here(gpu, T::DTYPE).into_iter().filter(|c| c.is_wide()) {
+        let ranges = tilesparse::spmm::tensor_core::split_plan(gpu, &a_dev, &config, n).unwrap().ranges;
+        let label = format!("{} bias + ReLU, {ranges} ranges, {config}", T::DTYPE);
+        assert_eq!(ranges, 3, "{label}");
+        let mut run = |sum: RangeSum| -> Result<Vec<T>, Error> {
+            c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+            spmm_tensor_core_paths(gpu, &a_dev, &b_dev, Some(&bias_dev), &mut c_dev, &config, sum, None)?;
+            Ok(c_dev.download(gpu).unwrap())
+        };
+        let fix_up = run(RangeSum::FixUp).unwrap();
+        oracle.check_kernel(&format!("{label}, fix-up"), &fix_up, &SpmmKernel::TensorCore(config));
+        let zeros = fix_up.iter().filter(|v| v.to_f64() == 0.0).count();
+        assert!(zeros > m * n / 5 && zeros < m * n * 4 / 5, "{label}: the ReLU cleared {zeros} of {}", m * n);
+        assert!(fix_up[7 * n..8 * n].iter().all(|v| v.to_f64().is_nan()), "{label}: row 7, bias NaN: NaN");
+        match run(RangeSum::Cluster) {
+            Ok(cluster) => {
+                assert!(clusters && !config.is_wgmma(), "{label}: clusters ran below sm_90 or for the wgmma kernel");
+                assert!(same_bits(&cluster, &fix_up), "{label}: the cluster's epilogue differs from the fix-up's");
+            }
+            Err(e) => {
+                assert!((!clusters || config.is_wgmma()) && matches!(e, Error::Unsupported { .. }), "{label}: {e}")
+            }
+        }
+        runs += 1;
+    }
+    runs
+}
+
+#[test]
+fn sanitizer_tensor_core_bias_relu() {
+    let Some(gpu) = gpu_or_skip("sanitizer_tensor_core_bias_relu") else { return };
+    let per_type = |dtype: DType| {
+        let kernels = tensor_cores_here(&gpu, dtype);
+        2 * kernels.len() + kernels.iter().filter(|c| c.is_wide()).count()
+    };
+    assert_eq!(tensor_core_bias_relu_case::<f32>(&gpu), per_type(DType::F32));
+    assert_eq!(tensor_core_bias_relu_case::<f16>(&gpu), per_type(DType::F16));
+    assert_eq!(tensor_core_bias_relu_case::<bf16>(&gpu), per_type(DType::Bf16));
+}
+
+/// `spmm_bias_relu_auto` (and `spmm_kernel_bias_relu` with each kind of kernel): C = ReLU(A * B + bias) with the
+/// automatic choice, against the oracle on a poisoned C, the choice the same as `spmm_auto`'s and its C the same as
+/// `spmm_kernel_bias_relu`'s with that kernel. Over the problems every type takes both a tile and the tensor cores
+/// (block-sparse rows take the 16-row windows, uniform 4096 x 1024 at 50% the 64-row ones, short uneven rows the
+/// tiles); n = 130 pads B and C around a tensor-core product. A bias of the wrong length is a typed error on both
+/// kinds, and so is a tile config that does not fit.
+#[test]
+fn automatic_bias_relu_matches_the_oracle() {
+    let Some(gpu) = gpu_or_skip("automatic_bias_relu_matches_the_oracle") else { return };
+    fn case<T: Scalar>(gpu: &Gpu) {
+        let cases: Vec<(&str, CsMat<f32>, usize)> = vec![
+            ("blocks 1024 x 4096, n = 128", gen::block_sparse(1024, 4096, 32, 32, 0.05, seed(340)), 128),
+            ("uniform 4096 x 1024 at 50%, n = 130", gen::uniform_random(4096, 1024, 0.5, seed(341)), 130),
+            ("power law 3000 x 2000, n = 64", gen::power_law(3000, 2000, 8.0, 1.5, seed(342)), 64),
+            ("uniform 77 x 90, n = 33", gen::uniform_random(77, 90, 0.3, seed(343)), 33),
+        ];
+        let (mut tiled, mut tensor) = (0, 0);
+        for (i, (what, a, n)) in cases.iter().enumerate() {
+            let what = format!("{} {what}", T::DTYPE);
+            let (m, k) = a.shape();
+            let a_t: CsMat<T> = gen::convert(a);
+            let b = dense::<T>(k, *n, seed(350 + i as u64));
+            // Scaled to C's spread, so that the ReLU clears part of C but not all of it.
+            let spread = (a.nnz() as f32 / m as f32).sqrt() / 3.0;
+            let bias: Vec<f32> = bias_with(m, &[]).iter().map(|v| v * spread).collect();
+            let oracle = SpmmOracle::new(a_t.view(), &b, *n).bias_relu::<T>(&bias, *n);
+            let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
+            let b_dev = DeviceDense::upload(gpu, k, *n, &b).unwrap();
+            let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+            let mut c_dev = DeviceDense::<T>::zeros(gpu, m, *n).unwrap();
+            c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+            let used = spmm_bias_relu_auto(gpu, &a_dev, &b_dev, &bias_dev, &mut c_dev)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(used, tilesparse::spmm::auto_kernel(gpu, &a_dev, *n).unwrap(), "{what}");
+            let c = c_dev.download(gpu).unwrap();
+            oracle.check_kernel(&format!("{what} ({used})"), &c, &used);
+            let zeros = c.iter().filter(|v| v.to_f64() == 0.0).count();
+            assert!(zeros > 0 && zeros < c.len(), "{what}: the ReLU cleared {zeros} of {}", c.len());
+            c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+            spmm_kernel_bias_relu(gpu, &a_dev, &b_dev, &bias_dev, &mut c_dev, &used).unwrap();
+            assert!(same_bits(&c_dev.download(gpu).unwrap(), &c), "{what}: spmm_kernel_bias_relu with {used}");
+            match used {
+                SpmmKernel::Tiled(_) => tiled += 1,
+                SpmmKernel::TensorCore(_) => tensor += 1,
+            }
+            // A bias one element too long or too short: a typed error, C untouched by a launch.
+            for len in [m - 1, m + 1] {
+                let wrong = gpu.stream().clone_htod(&vec![0.5f32; len]).unwrap();
+                let r = spmm_kernel_bias_relu(gpu, &a_dev, &b_dev, &wrong, &mut c_dev, &used);
+                assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{what}: a bias of {len} for {m} rows: {r:?}");
+            }
+        }
+        assert!(tiled > 0 && tensor > 0, "{}: tiles {tiled}, tensor cores {tensor}", T::DTYPE);
+    }
+    case::<f32>(&gpu);
+    case::<f16>(&gpu);
+    case::<bf16>(&gpu);
 }
 
 /// The rule that leaves empty windows out (`tensor_core::leaves_out_empty_windows`: `EMPTY_WINDOW_BLOCKS` blocks or

@@ -56,7 +56,8 @@ static_assert(sizeof(SpmmZeroRowsParams) == 40, "SpmmZeroRowsParams must match s
 
 /// @brief Arguments of spmm_zero_windows: the rows of C in the tensor-core windows that hold no entry, when the
 /// launch leaves them out of its grid (src/spmm/tensor_core.rs, `leaves_out_empty_windows`). A window's rows are
-/// one contiguous range of C, written with zeros (the windows kernels' value for a row with no entry).
+/// one contiguous range of C, written with the windows kernels' value for a row with no entry: zero, or with a
+/// bias ReLU(bias[row]).
 struct SpmmZeroWindowsParams {
   const int* windows;           // (count) the empty windows, global
   int count;                    // windows to write
@@ -64,8 +65,10 @@ struct SpmmZeroWindowsParams {
   int m;                        // rows of C: the last window stops there
   int row_vectors;              // 16-byte pieces per row of C (n * sizeof(T) / 16; n * sizeof(T) a multiple of 16)
   void* out;                    // (m, n) C, row-major, global
+  const float* bias;            // null: zeros; else (m) each row is ReLU(bias[row]), as the tensor-core kernels
+                                // would store it from an empty sum
 };
-static_assert(sizeof(SpmmZeroWindowsParams) == 32, "SpmmZeroWindowsParams must match src/spmm/tensor_core.rs");
+static_assert(sizeof(SpmmZeroWindowsParams) == 40, "SpmmZeroWindowsParams must match src/spmm/tensor_core.rs");
 
 /// @brief Arguments of the seed SpMV kernels: y = alpha * A x + beta * y.
 struct SpmvParams {
@@ -103,8 +106,10 @@ struct SpmmTcParams {
   const int* window_heads;            // wide kernels (32- and 64-row windows): (kTcHeadBlocks x 16 per window) the
                                       // slot columns of each window's first kTcHeadBlocks k-blocks, -1 past its
                                       // last; null elsewhere (src/spmm/tensor_core.rs, `HostBlocks::window_heads`)
+  const float* bias;                  // null: C = A B; else (m) C = ReLU(A B + bias[row]), applied where C is
+                                      // stored (never to a partial tile: the fix-up or the cluster's sum applies it)
 };
-static_assert(sizeof(SpmmTcParams) == 88, "SpmmTcParams must match src/spmm/tensor_core.rs");
+static_assert(sizeof(SpmmTcParams) == 96, "SpmmTcParams must match src/spmm/tensor_core.rs");
 /// k-blocks per window in SpmmTcParams::window_heads (src/spmm/tensor_core.rs, `HEAD_BLOCKS`): the most ring
 /// stages of the wide kernel (cuda/spmm/tensor_core.cuh, `tcw_stages`).
 constexpr int kTcHeadBlocks = 8;

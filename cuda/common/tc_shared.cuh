@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include "common/epilogue.cuh"
 #include "common/params.cuh"
 
 namespace ts {

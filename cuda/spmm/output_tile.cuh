@@ -3,16 +3,11 @@
  */
 #pragma once
 
+#include "common/epilogue.cuh"
 #include "common/vector.cuh"
 #include "spmm/predicates.cuh"
 
 namespace ts {
-
-/// @brief ReLU(x + b). `x < 0 ? 0 : x` and not `x > 0 ? x : 0`: a NaN must come out as NaN, not as 0.
-__device__ __forceinline__ float add_relu(float x, float b) {
-  x += b;
-  return x < 0.0f ? 0.0f : x;
-}
 
 /// @brief Writes this thread's accumulators to C, predicated in n.
 template <typename Config>

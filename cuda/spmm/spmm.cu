@@ -295,29 +295,46 @@ __device__ __forceinline__ void spmm_zero_rows(const SpmmZeroRowsParams& p) {
   }
 }
 
-/// @brief Zeros over the rows of the empty tensor-core windows (SpmmZeroWindowsParams): block b writes windows b,
+/// @brief The rows of the empty tensor-core windows (SpmmZeroWindowsParams): block b writes windows b,
 /// b + gridDim.x, ..., each window's region of C (contiguous: its rows are consecutive) as one stream of 16-byte
-/// stores by the block's threads in turn, cut at row m. Any element type: zero is all zero bits in f32, f16 and
-/// bf16.
+/// stores by the block's threads in turn, cut at row m. Zeros (all zero bits in f32, f16 and bf16), or with a bias
+/// each row's ReLU(0 + bias[row]) in T, the value the tensor-core kernels store for a row with no entry.
+template <typename T>
 __device__ __forceinline__ void spmm_zero_windows(const SpmmZeroWindowsParams& p) {
+  constexpr int kVector = 16 / sizeof(T);
   const size_t per_window = static_cast<size_t>(p.rows_per_window) * p.row_vectors;
   const size_t limit = static_cast<size_t>(p.m) * p.row_vectors;  // pieces of C
   uint4* out = static_cast<uint4*>(p.out);
   for (int w = blockIdx.x; w < p.count; w += gridDim.x) {
     const size_t first = static_cast<size_t>(__ldg(p.windows + w)) * per_window;  // < limit: window < windows
     const size_t end = min(first + per_window, limit);
-    for (size_t i = first + threadIdx.x; i < end; i += blockDim.x) out[i] = make_uint4(0, 0, 0, 0);
+    if (p.bias == nullptr) {
+      for (size_t i = first + threadIdx.x; i < end; i += blockDim.x) out[i] = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    for (size_t i = first + threadIdx.x; i < end; i += blockDim.x) {
+      const int row = static_cast<int>(i / p.row_vectors);  // < m: i < limit
+      const T value = from_float<T>(add_relu(0.0f, __ldg(p.bias + row)));
+      Vec<T, kVector> values;
+#pragma unroll
+      for (int e = 0; e < kVector; ++e) values.v[e] = value;
+      store(reinterpret_cast<T*>(out + i), values);
+    }
   }
 }
 
 }  // namespace ts
 
-/// Threads per block of spmm_zero_windows (src/spmm/tensor_core.rs launches it with the same number).
+/// Threads per block of spmm_zero_windows_<dtype> (src/spmm/tensor_core.rs launches them with the same number).
 #define TILESPARSE_SPMM_ZERO_WINDOWS_THREADS 256
-extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_ZERO_WINDOWS_THREADS)
-    spmm_zero_windows(const ts::SpmmZeroWindowsParams p) {
-  ts::spmm_zero_windows(p);
-}
+#define TILESPARSE_SPMM_ZERO_WINDOWS(tag, T)                                                                  \
+  extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_ZERO_WINDOWS_THREADS)                         \
+      spmm_zero_windows_##tag(const ts::SpmmZeroWindowsParams p) {                                           \
+    ts::spmm_zero_windows<T>(p);                                                                             \
+  }
+TILESPARSE_SPMM_ZERO_WINDOWS(f32, float)
+TILESPARSE_SPMM_ZERO_WINDOWS(f16, __half)
+TILESPARSE_SPMM_ZERO_WINDOWS(bf16, __nv_bfloat16)
 
 /// Threads per block of spmm_zero_rows_<dtype> (src/spmm/mod.rs launches them with the same number).
 #define TILESPARSE_SPMM_ZERO_ROWS_THREADS 256

@@ -466,6 +466,17 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   T* out = static_cast<T*>(p.out);
   const int row_lo = window * 16 + g;
   const int row_hi = row_lo + 8;
+  if (p.bias != nullptr) {
+    // The bias + ReLU epilogue, in place: elements 0 and 1 of each tile are row_lo's, 2 and 3 row_hi's.
+    const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_hi);
+#pragma unroll
+    for (int j = 0; j < kTilesN; ++j) {
+      acc[j][0] = add_relu(acc[j][0], b_lo);
+      acc[j][1] = add_relu(acc[j][1], b_lo);
+      acc[j][2] = add_relu(acc[j][2], b_hi);
+      acc[j][3] = add_relu(acc[j][3], b_hi);
+    }
+  }
   if constexpr (kF32) {
     // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned (n % 8
     // == 0), in or out as a whole.
@@ -943,6 +954,10 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       const int out_row = window * kRows + row;
       const int out_column = n0 + column;  // a multiple of 4 and n of 8: in or out as a whole, 8-byte aligned
       if (out_row < p.m && out_column < p.n) {
+        if (p.bias != nullptr) {
+          const float b = __ldg(p.bias + out_row);
+          sum = make_float4(add_relu(sum.x, b), add_relu(sum.y, b), add_relu(sum.z, b), add_relu(sum.w, b));
+        }
         const Vec<T, 4> v = {{from_float<T>(sum.x), from_float<T>(sum.y), from_float<T>(sum.z), from_float<T>(sum.w)}};
         store(out + static_cast<size_t>(out_row) * p.n + out_column, v);
       }
@@ -952,6 +967,22 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   }
 #endif
   float* partial = p.splits > 1 ? p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n : nullptr;
+  if (p.bias != nullptr && p.splits == 1) {
+    // The bias + ReLU epilogue, in place (C only: a partial tile gets it in the fix-up, after the ranges' sum):
+    // elements 0 and 1 of each tile are row g's of the 16-row tile, 2 and 3 row g + 8's.
+#pragma unroll
+    for (int mt = 0; mt < kMt; ++mt) {
+      const int row_lo = window * kRows + warp_row * 16 * kMt + mt * 16 + g;
+      const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_lo + 8);
+#pragma unroll
+      for (int j = 0; j < kWarpTiles; ++j) {
+        acc[mt][j][0] = add_relu(acc[mt][j][0], b_lo);
+        acc[mt][j][1] = add_relu(acc[mt][j][1], b_lo);
+        acc[mt][j][2] = add_relu(acc[mt][j][2], b_hi);
+        acc[mt][j][3] = add_relu(acc[mt][j][3], b_hi);
+      }
+    }
+  }
   // Two adjacent elements of a row per store (column and n even: aligned): C, or this range's partial tile.
   const auto put = [&](int row, int column, float x, float y) {
     const size_t at = static_cast<size_t>(row) * p.n + column;
@@ -994,7 +1025,8 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
 }
 
 /// @brief C = the sum of the p.splits partial tiles of spmm_tcw_kernel, added in range order (the same bits
-/// every run), rounded once to T. Two elements per thread, grid-stride.
+/// every run), with the bias + ReLU epilogue where the launch has a bias, rounded once to T. Two elements per
+/// thread, grid-stride.
 template <typename T>
 __device__ __forceinline__ void spmm_tc_fixup(const SpmmTcParams& p) {
   const size_t pairs = static_cast<size_t>(p.m) * p.n / 2;  // n is even
@@ -1007,6 +1039,10 @@ __device__ __forceinline__ void spmm_tc_fixup(const SpmmTcParams& p) {
       const float2 v = reinterpret_cast<const float2*>(p.partials + z * plane)[i];
       sum.x += v.x;
       sum.y += v.y;
+    }
+    if (p.bias != nullptr) {
+      const float b = __ldg(p.bias + 2 * i / p.n);  // n even: both elements are in one row
+      sum = make_float2(add_relu(sum.x, b), add_relu(sum.y, b));
     }
     const Vec<T, 2> v = {{from_float<T>(sum.x), from_float<T>(sum.y)}};
     store(out + 2 * i, v);

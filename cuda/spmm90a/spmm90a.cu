@@ -212,6 +212,20 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
   }
   if (!column_in) return;
   float* out = p.splits > 1 ? p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n : static_cast<float*>(p.out);
+  if (p.bias != nullptr && p.splits == 1) {
+    // The bias + ReLU epilogue, in place (C only: split ranges get it in the fix-up, after their sum).
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float b = row_bias(p, window * 64 + 8 * j + 2 * t + r);
+        acc[0][4 * j + r] = add_relu(acc[0][4 * j + r], b);
+        acc[0][4 * j + 2 + r] = add_relu(acc[0][4 * j + 2 + r], b);
+        acc[1][4 * j + r] = add_relu(acc[1][4 * j + r], b);
+        acc[1][4 * j + 2 + r] = add_relu(acc[1][4 * j + 2 + r], b);
+      }
+    }
+  }
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
 #pragma unroll

@@ -420,6 +420,17 @@ impl SpmmReference {
         }
     }
 
+    /// The reference for C = ReLU(A * B + bias), `bias` one f32 per row and A * B n columns wide: each bound
+    /// through [`bias_relu_reference`] for `T`.
+    pub fn bias_relu<T: Scalar>(&self, bias: &[f32], n: usize) -> SpmmReference {
+        let (want, fma) = bias_relu_reference(&self.want, &self.fma, bias, n, T::DTYPE);
+        let tensor_cores = self
+            .tensor_cores
+            .as_ref()
+            .map(|(s, bound)| (*s, bias_relu_reference(&self.want, bound, bias, n, T::DTYPE).1));
+        SpmmReference { want, fma, tensor_cores }
+    }
+
     /// `got`, stored as `T`, against the oracle with `summation`'s bound ([`compare_stored`] with `T`'s range, so
     /// results widened to f64 before the check are held to f64's); None where [`SpmmReference::bound`] has none.
     pub fn compare<T: Scalar>(&self, got: &[T], summation: Summation) -> Option<Comparison> {
@@ -427,6 +438,37 @@ impl SpmmReference {
         let got: Vec<f64> = got.par_iter().map(|v| v.to_f64()).collect();
         Some(compare_stored(&got, &self.want, bound, T::DTYPE))
     }
+}
+
+/// The reference for C = ReLU(A * B + bias) from one for A * B: `want`, the oracle's A * B (m x n row-major), and
+/// `bound`, a kernel's bound for it ([`spmm_error_bound_for`] or [`SpmmReference::bound`]) when it stores `dtype`;
+/// `bias` has one f32 per row. Returns the oracle's ReLU(A * B + bias) and its bound, for [`compare_stored`].
+///
+/// Derivation. Every kernel adds the bias to its f32 sum s of the row's products and applies the ReLU before it
+/// rounds to `dtype` (the tiles' `store_output_tile`, the tensor cores' `RowEpilogue`, the CPU backend's
+/// `spmm_bias_relu`). Write c~ for the oracle's value, b for the bias and e for |s - c~|, at most the bound of A * B
+/// (which also holds an absolute floor for gradual underflow, at least the final rounding's). The f32 add gives
+/// y = (s + b)(1 + d1), |d1| <= u32; the ReLU is 1-Lipschitz; storing gives ReLU(y)(1 + d2) + floor, |d2| <= u_T.
+/// With w = c~ + b and M = |w| + e >= |s + b|: |y - w| <= e + u32 M, ReLU(y) <= max(w, 0) + e + u32 M, so
+/// |got - ReLU(w)| <= e + u32 M + u_T (max(w, 0) + e + u32 M) + floor, and the bound here is that with `bound`
+/// for e + floor. A cleared element (w < 0) is held to about the sum's bound, not to u_T |w|. Where w is not finite
+/// the result must match exactly: NaN and +Inf stay, -Inf becomes 0 (the ReLU), and the bound is 0.
+pub fn bias_relu_reference(want: &[f64], bound: &[f64], bias: &[f32], n: usize, dtype: DType) -> (Vec<f64>, Vec<f64>) {
+    assert_eq!(want.len(), bound.len(), "want and bound differ in length");
+    assert_eq!(want.len(), bias.len() * n, "the bias needs one element per row of C");
+    let (u32_, u_t) = (DType::F32.unit_roundoff(), dtype.unit_roundoff());
+    (0..want.len())
+        .into_par_iter()
+        .map(|i| {
+            let w = want[i] + bias[i / n] as f64;
+            if w.is_finite() {
+                let add = u32_ * (w.abs() + bound[i]);
+                (w.max(0.0), bound[i] + add + u_t * (w.max(0.0) + bound[i] + add))
+            } else {
+                (if w == f64::NEG_INFINITY { 0.0 } else { w }, 0.0)
+            }
+        })
+        .unzip()
 }
 
 /// Per-element error bound for C = A * B (f32) computed in 3xTF32 on the tensor cores

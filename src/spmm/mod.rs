@@ -8,8 +8,8 @@ pub mod tune;
 
 pub use config::SpmmConfig;
 pub use tensor_core::{
-    skipped_empty_windows, spmm_tensor_core, spmm_tensor_core_empty_windows, spmm_tensor_core_with, RangeSum,
-    TensorCoreConfig,
+    skipped_empty_windows, spmm_tensor_core, spmm_tensor_core_bias_relu, spmm_tensor_core_empty_windows,
+    spmm_tensor_core_paths, spmm_tensor_core_with, RangeSum, TensorCoreConfig,
 };
 pub use tune::{spmm_tune, TuneOptions, TunedSpmm};
 
@@ -188,6 +188,26 @@ fn check_shapes<T: Scalar>(a: &DeviceCsr<T>, b: &DeviceDense<T>, c: &DeviceDense
             a.rows(),
             b.cols()
         )));
+    }
+    Ok(())
+}
+
+/// A bias + ReLU epilogue's bias: `gpu`'s, one element per row of C ([`Error::ShapeMismatch`] for any other length;
+/// any length where C has no rows, since the device cannot hold an empty buffer and nothing is read).
+pub(crate) fn check_bias<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    bias: Option<&cudarc::driver::CudaSlice<f32>>,
+) -> Result<()> {
+    if let Some(bias) = bias {
+        gpu.check_owns("the bias", bias)?;
+        if bias.len() != a.rows() && a.rows() != 0 {
+            return Err(Error::ShapeMismatch(format!(
+                "the bias has {} elements, C has {} rows (one per row)",
+                bias.len(),
+                a.rows()
+            )));
+        }
     }
     Ok(())
 }
@@ -482,6 +502,37 @@ pub fn spmm_kernel<T: Scalar>(
     }
 }
 
+/// C = ReLU(A * B + bias) with `kernel`, `bias` one f32 per row of C: the bias + ReLU epilogue on the tiles
+/// ([`spmm_bias_relu`]) or on the tensor cores ([`spmm_tensor_core_bias_relu`]), applied to each element's f32 sum
+/// before it is rounded to `T`.
+pub fn spmm_kernel_bias_relu<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    bias: &cudarc::driver::CudaSlice<f32>,
+    c: &mut DeviceDense<T>,
+    kernel: &SpmmKernel,
+) -> Result<()> {
+    match kernel {
+        SpmmKernel::Tiled(config) => spmm_bias_relu(gpu, a, b, bias, c, config),
+        SpmmKernel::TensorCore(config) => spmm_tensor_core_bias_relu(gpu, a, b, bias, c, config),
+    }
+}
+
+/// C = ReLU(A * B + bias) with [`auto_kernel`]'s choice (the epilogue costs an add and a compare per element of
+/// C, so the choice is [`spmm_auto`]'s); returns the kernel used.
+pub fn spmm_bias_relu_auto<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    bias: &cudarc::driver::CudaSlice<f32>,
+    c: &mut DeviceDense<T>,
+) -> Result<SpmmKernel> {
+    let kernel = auto_kernel(gpu, a, b.cols())?;
+    spmm_kernel_bias_relu(gpu, a, b, bias, c, &kernel)?;
+    Ok(kernel)
+}
+
 /// The kernel [`spmm_auto`] runs for A times n columns of B on `gpu`'s device: [`SpmmKernel::select_for`]'s choice
 /// from A's row statistics and tensor-core block counts, with no tensor cores where A stores an Inf or a NaN
 /// ([`DeviceCsr::holds_non_finite`]). Such a value makes every tensor-core warp whose tile it reaches redo that tile
@@ -752,12 +803,7 @@ fn launch<T: Scalar>(
     overrides: Overrides,
 ) -> Result<usize> {
     check_gpu_operands(gpu, a, b, c)?;
-    if let Some(bias) = bias {
-        gpu.check_owns("the bias", bias)?;
-        if bias.len() < a.rows() {
-            return Err(Error::ShapeMismatch(format!("bias has {} elements, C has {} rows", bias.len(), a.rows())));
-        }
-    }
+    check_bias(gpu, a, bias)?;
     check_shapes(a, b, c)?;
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
     check_config(config, T::DTYPE, m, k, n)?;

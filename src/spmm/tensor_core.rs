@@ -1285,8 +1285,9 @@ struct SpmmTcParams {
     partials: u64,
     windows: u64,
     window_heads: u64,
+    bias: u64,
 }
-const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 88, "SpmmTcParams must match cuda/common/params.cuh");
+const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 96, "SpmmTcParams must match cuda/common/params.cuh");
 
 /// Arguments of `spmm_zero_windows`; mirrors `ts::SpmmZeroWindowsParams` in cuda/common/params.cuh.
 #[repr(C)]
@@ -1298,14 +1299,15 @@ struct SpmmZeroWindowsParams {
     m: i32,
     row_vectors: i32,
     out: u64,
+    bias: u64,
 }
 const _: () = assert!(
-    std::mem::size_of::<SpmmZeroWindowsParams>() == 32,
+    std::mem::size_of::<SpmmZeroWindowsParams>() == 40,
     "SpmmZeroWindowsParams must match cuda/common/params.cuh"
 );
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmmZeroWindowsParams {}
-/// Threads per block of `spmm_zero_windows` (TILESPARSE_SPMM_ZERO_WINDOWS_THREADS in cuda/spmm/spmm.cu).
+/// Threads per block of `spmm_zero_windows_<dtype>` (TILESPARSE_SPMM_ZERO_WINDOWS_THREADS in cuda/spmm/spmm.cu).
 const ZERO_WINDOWS_THREADS: u32 = 256;
 
 /// Dynamic shared memory of `spmm_tc_f32_w64_n16` (`ts::kWgSharedBytes` in cuda/spmm90a/spmm90a.cu): four
@@ -1500,7 +1502,41 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     config: &TensorCoreConfig,
     sum: RangeSum,
 ) -> Result<()> {
-    run_tensor_core(gpu, a, b, c, config, sum, None).map(|_| ())
+    run_tensor_core(gpu, a, b, None, c, config, sum, None).map(|_| ())
+}
+
+/// C = ReLU(A * B + bias) on the tensor cores, `bias` one f32 per row of C: [`spmm_tensor_core`] with the bias +
+/// ReLU epilogue applied to each element's f32 sum before it is rounded to `T` (the tiles' `spmm_bias_relu` does
+/// the same). Where a window's k-blocks are split into ranges, the epilogue follows their sum (in the cluster or
+/// the fix-up), so C has the same bits however the ranges are added. A NaN sum or bias stays NaN.
+pub fn spmm_tensor_core_bias_relu<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    bias: &CudaSlice<f32>,
+    c: &mut DeviceDense<T>,
+    config: &TensorCoreConfig,
+) -> Result<()> {
+    run_tensor_core(gpu, a, b, Some(bias), c, config, RangeSum::Auto, None).map(|_| ())
+}
+
+/// [`spmm_tensor_core_bias_relu`] (or [`spmm_tensor_core`] without a bias) with the way split ranges are added
+/// chosen ([`RangeSum`]) and A's empty windows left out of the grid or walked as `leave_out` says (None: by
+/// [`leaves_out_empty_windows`]), as [`spmm_tensor_core_with`] and [`spmm_tensor_core_empty_windows`] do: for
+/// tests and benchmarks of every path. Returns how many windows it left out. C is the same, bit for bit, on every
+/// path.
+#[allow(clippy::too_many_arguments)]
+pub fn spmm_tensor_core_paths<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    bias: Option<&CudaSlice<f32>>,
+    c: &mut DeviceDense<T>,
+    config: &TensorCoreConfig,
+    sum: RangeSum,
+    leave_out: Option<bool>,
+) -> Result<usize> {
+    run_tensor_core(gpu, a, b, bias, c, config, sum, leave_out)
 }
 
 /// [`spmm_tensor_core`] with A's empty windows (those of `config`'s height that hold no entry) left out of the
@@ -1516,7 +1552,7 @@ pub fn spmm_tensor_core_empty_windows<T: Scalar>(
     config: &TensorCoreConfig,
     leave_out: bool,
 ) -> Result<usize> {
-    run_tensor_core(gpu, a, b, c, config, RangeSum::Auto, Some(leave_out))
+    run_tensor_core(gpu, a, b, None, c, config, RangeSum::Auto, Some(leave_out))
 }
 
 /// How many of A's windows of `config`'s height hold no entry; builds A's blocks on first use.
@@ -1564,12 +1600,14 @@ pub fn leaves_out_empty_windows(config: &TensorCoreConfig, empty_windows: usize,
     !config.is_wgmma() && splits == 1 && empty_windows.saturating_mul(slices) >= EMPTY_WINDOW_BLOCKS
 }
 
-/// [`spmm_tensor_core_with`], the empty windows left out where `leave_out` says (None: by
-/// [`leaves_out_empty_windows`]); returns how many windows were left out.
+/// [`spmm_tensor_core_with`], with the bias + ReLU epilogue where `bias` is given, the empty windows left out where
+/// `leave_out` says (None: by [`leaves_out_empty_windows`]); returns how many windows were left out.
+#[allow(clippy::too_many_arguments)]
 fn run_tensor_core<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
+    bias: Option<&CudaSlice<f32>>,
     c: &mut DeviceDense<T>,
     config: &TensorCoreConfig,
     sum: RangeSum,
@@ -1577,6 +1615,7 @@ fn run_tensor_core<T: Scalar>(
 ) -> Result<usize> {
     super::check_gpu_operands(gpu, a, b, c)?;
     super::check_shapes(a, b, c)?;
+    super::check_bias(gpu, a, bias)?;
     let (m, n) = (a.rows(), b.cols());
     check_tensor_core(config, T::DTYPE, m, n)?;
     if !config.runs_on(gpu.info()) {
@@ -1612,7 +1651,7 @@ fn run_tensor_core<T: Scalar>(
     if padded == n {
         let (dense, _gb) = b.data.device_ptr(gpu.stream());
         let (out, _gc) = c.data.device_ptr_mut(gpu.stream());
-        return launch_tensor_core(gpu, a, dense, out, n, config, sum, clusters, leave_out);
+        return launch_tensor_core(gpu, a, dense, out, bias, n, config, sum, clusters, leave_out);
     }
     let k = a.cols();
     if k > i32::MAX as usize {
@@ -1631,7 +1670,7 @@ fn run_tensor_core<T: Scalar>(
     let left_out = {
         let (dense, _gb) = b_padded.device_ptr(stream);
         let (out, _gc) = c_padded.device_ptr_mut(stream);
-        launch_tensor_core(gpu, a, dense, out, padded, config, sum, clusters, leave_out)?
+        launch_tensor_core(gpu, a, dense, out, bias, padded, config, sum, clusters, leave_out)?
     };
     copy_rows::<T>(gpu, &c_padded, &mut c.data, m, padded, n)?;
     Ok(left_out)
@@ -1699,6 +1738,7 @@ fn launch_tensor_core<T: Scalar>(
     a: &DeviceCsr<T>,
     dense: u64,
     out: u64,
+    bias: Option<&CudaSlice<f32>>,
     n: usize,
     config: &TensorCoreConfig,
     sum: RangeSum,
@@ -1719,6 +1759,8 @@ fn launch_tensor_core<T: Scalar>(
     let (block_values, _g3) = blocks.block_values.device_ptr(stream);
     let (block_masks, _g4) = blocks.block_masks.device_ptr(stream);
     let window_heads = blocks.window_heads.as_ref().map(|h| h.device_ptr(stream));
+    let bias_ptr = bias.map(|s| s.device_ptr(stream));
+    let bias = bias_ptr.as_ref().map_or(0, |(p, _)| *p);
     let mut params = SpmmTcParams {
         m: m as i32,
         n: n as i32,
@@ -1733,6 +1775,7 @@ fn launch_tensor_core<T: Scalar>(
         partials: 0,
         windows: 0,
         window_heads: window_heads.as_ref().map_or(0, |(h, _)| *h),
+        bias,
     };
     let left_out = blocks.windows_left_out(config, slices, splits, leave_out);
     let busy_windows = (left_out > 0).then(|| blocks.busy_windows.device_ptr(stream));
@@ -1754,8 +1797,9 @@ fn launch_tensor_core<T: Scalar>(
             m: m as i32,
             row_vectors: (n * std::mem::size_of::<T>() / 16) as i32,
             out,
+            bias,
         };
-        let fill = gpu.function(Family::Spmm, "spmm_zero_windows")?;
+        let fill = gpu.function(Family::Spmm, &format!("spmm_zero_windows_{}", T::DTYPE.name()))?;
         // A block per window, at most eight per SM (the kernel's loop takes the rest in turn).
         let cfg = LaunchConfig {
             grid_dim: (left_out.min(8 * gpu.info().sm_count.max(1)) as u32, 1, 1),
@@ -1765,7 +1809,8 @@ fn launch_tensor_core<T: Scalar>(
         // SAFETY: `windows` holds the `left_out` empty windows, each < ceil(m / rows_per_window), alive with A's
         // blocks; C is m x n at `out` with n * size_of::<T>() a multiple of 16 (n a multiple of 8, 2- or 4-byte
         // elements), so each window's rows below m are whole 16-byte pieces of it; the loops stride over any grid.
-        // The launch below leaves these windows out and writes none of their rows.
+        // The launch below leaves these windows out and writes none of their rows. A bias (m f32, check_bias) is
+        // read at rows < m only.
         unsafe { stream.launch_builder(&fill).arg(&zero).launch(cfg) }
             .map_err(Error::driver("launching the fill of the empty tensor-core windows", 0))?;
         if grid_windows == 0 {
@@ -1782,7 +1827,8 @@ fn launch_tensor_core<T: Scalar>(
     // ranges (1 for the narrow kernels, which ignore it); where it leaves the empty windows out (splits 1), its x
     // extent is the windows that hold k-blocks and `windows` names them, each < num_windows. Split ranges either
     // run as clusters of the `splits` (<= 8) blocks of a window, which add their tiles in the kernel and never touch
-    // `partials`, or store partial tiles of splits x m x n f32 into `partials`.
+    // `partials`, or store partial tiles of splits x m x n f32 into `partials`. A bias, where given, holds m f32
+    // (check_bias) and is read at rows < m only, by the launch that stores C (never with a partial tile).
     if splits > 1 && clusters && (sum == RangeSum::Cluster || (sum == RangeSum::Auto && plan.clusters_fit())) {
         match unsafe { gpu.launch_clustered(&function, cfg, splits as u32, params) } {
             Ok(()) => return Ok(left_out),

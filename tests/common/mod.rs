@@ -103,6 +103,11 @@ impl SpmmOracle {
         SpmmOracle(oracle::SpmmReference::new(a, b, n))
     }
 
+    /// The oracle of C = ReLU(A * B + bias) (`SpmmReference::bias_relu`), `bias` one f32 per row, for C of `T`.
+    pub fn bias_relu<T: Scalar>(&self, bias: &[f32], n: usize) -> SpmmOracle {
+        SpmmOracle(self.0.bias_relu::<T>(bias, n))
+    }
+
     /// Against the FMA kernels' bound (the CUDA-core tiles).
     pub fn check<T: Scalar>(&self, what: &str, got: &[T]) {
         self.check_as(what, got, Summation::Fma);
