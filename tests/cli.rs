@@ -39,6 +39,33 @@ fn spmm_runs_and_verifies_on_any_machine() {
     }
 }
 
+/// `spmm --bias-relu --verify`: C = ReLU(A * B + bias) checked against the oracle's, on the GPU (the automatic choice,
+/// and a tensor-core kernel named by --config) or on the CPU backend; with TILESPARSE_REQUIRE_GPU=1 on the GPU, with
+/// the kernel asked for.
+#[test]
+fn spmm_bias_relu_runs_and_verifies_on_any_machine() {
+    let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
+    for (dtype, config, n) in [("f32", "auto", "33"), ("f16", "spmm_tc_f16_n8", "64"), ("bf16", "auto", "130")] {
+        let out = tilesparse()
+            .args(["spmm", "--m", "300", "--k", "200", "--density", "0.05", "--n", n, "--iters", "2", "--verify"])
+            .args(["--bias-relu", "--dtype", dtype, "--config", config])
+            .output()
+            .expect("running tilesparse");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let what = format!("{dtype} {config}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert!(out.status.success() && stdout.contains("verify: OK"), "{what}");
+        assert!(stdout.contains("C = ReLU(A * B + bias)"), "{what}");
+        let gpu_line = stdout.lines().find(|l| l.starts_with("GPU "));
+        if require {
+            let line = gpu_line.unwrap_or_else(|| panic!("TILESPARSE_REQUIRE_GPU=1 but no GPU run: {what}"));
+            assert!(config == "auto" || line.contains(config), "{what}");
+        } else {
+            assert!(gpu_line.is_some() || stderr.contains("notice:"), "{what}");
+        }
+    }
+}
+
 /// `spmm --tune` times the kernels on the GPU, runs the choice and verifies it with that kernel's bound; without a GPU
 /// it says that it has nothing to choose from and runs the CPU backend. It takes neither --config nor --cpu.
 #[test]

@@ -143,6 +143,10 @@ struct SpmmArgs {
     /// Check C against the f64 CPU oracle.
     #[arg(long)]
     verify: bool,
+    /// C = ReLU(A * B + bias), with a random bias of one f32 in [-1, 1) per row (from the seed): the fused bias +
+    /// ReLU epilogue of every kernel (and of the CPU backend).
+    #[arg(long)]
+    bias_relu: bool,
     #[arg(long, default_value_t = 5)]
     warmup: usize,
     #[arg(long, default_value_t = 20)]
@@ -436,7 +440,9 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     check_dims(&[n], "B")?;
     check_elems(k, n, "B")?;
     let b: Vec<T> = gen::dense_matrix(k, n, args.matrix.seed + 1).into_iter().map(T::from_f32).collect();
-    println!("A: {name}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}", a.nnz(), T::DTYPE);
+    let bias: Option<Vec<f32>> = args.bias_relu.then(|| gen::dense_matrix(m, 1, args.matrix.seed + 2));
+    let epilogue = if bias.is_some() { "; C = ReLU(A * B + bias)" } else { "" };
+    println!("A: {name}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}{epilogue}", a.nnz(), T::DTYPE);
     let flops = 2.0 * a.nnz() as f64 * n as f64;
     // The config is checked before choosing the device, so a bad one is an error on any machine. None: the
     // automatic choice, made for the device once A is on it (`auto_kernel`).
@@ -466,6 +472,15 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
             let mut c_dev = DeviceDense::<T>::zeros(&gpu, m, n)?;
+            let bias_dev = match &bias {
+                // m = 0: one unread element (the device holds no empty buffer).
+                Some(bias) => Some(
+                    gpu.stream()
+                        .clone_htod(if bias.is_empty() { &[0.0f32][..] } else { bias })
+                        .map_err(|e| Error::Driver { what: "uploading the bias", source: e })?,
+                ),
+                None => None,
+            };
             let config = match explicit {
                 Some(kernel) => kernel,
                 None if args.tune => {
@@ -477,8 +492,9 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
                 // warpgroup mma; no tensor cores where A holds Inf or NaN).
                 None => tilesparse::spmm::auto_kernel(&gpu, &a_dev, n)?,
             };
-            let t = time_op(&gpu, args.warmup, args.iters, || {
-                tilesparse::spmm_kernel(&gpu, &a_dev, &b_dev, &mut c_dev, &config)
+            let t = time_op(&gpu, args.warmup, args.iters, || match &bias_dev {
+                Some(bias) => tilesparse::spmm_kernel_bias_relu(&gpu, &a_dev, &b_dev, bias, &mut c_dev, &config),
+                None => tilesparse::spmm_kernel(&gpu, &a_dev, &b_dev, &mut c_dev, &config),
             })?;
             let ms = t.median_ms();
             let splits = match &config {
@@ -507,7 +523,10 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             let start = Instant::now();
             let runs = args.iters.max(1);
             for _ in 0..runs {
-                backend::spmm(a.view(), &b, n, &mut c);
+                match &bias {
+                    Some(bias) => backend::spmm_bias_relu(a.view(), &b, n, bias, &mut c),
+                    None => backend::spmm(a.view(), &b, n, &mut c),
+                }
             }
             let ms = start.elapsed().as_secs_f64() * 1e3 / runs as f64;
             println!(
@@ -525,6 +544,11 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         let abs = oracle::spmm_abs(a.view(), &b, n);
         let summation = ran.map_or(oracle::Summation::Fma, |kernel| kernel.summation());
         let bound = oracle::spmm_error_bound_for(summation, a.view(), &b, n, &want, &abs);
+        // With the epilogue: ReLU(A * B + bias) and its bound from A * B's (oracle::bias_relu_reference).
+        let (want, bound) = match &bias {
+            Some(bias) => oracle::bias_relu_reference(&want, &bound, bias, n, T::DTYPE),
+            None => (want, bound),
+        };
         let got: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
         report_check(&got, &want, &bound, n, T::DTYPE)?;
     }

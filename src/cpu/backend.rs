@@ -82,6 +82,46 @@ pub fn spmm<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, c: &mut [T]) {
     }
 }
 
+/// C = ReLU(A * B + bias) into `c` (m x n, row-major, overwritten), `bias` one f32 per row: [`spmm`]'s f32 sum
+/// of each element (f64's for f64), the bias added to it and the ReLU applied before the one rounding to `T`, as
+/// the GPU kernels' epilogue does. A NaN sum or bias stays NaN. f16 and bf16 take the sums in f32 from an f32 copy
+/// of A and B (exact widenings, the same products and order as [`spmm`]'s half path), then round once.
+pub fn spmm_bias_relu<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, bias: &[f32], c: &mut [T]) {
+    assert!(a.is_csr(), "backend expects CSR");
+    let m = a.rows();
+    assert_eq!(bias.len(), m, "the bias needs one element per row of C");
+    assert_eq!(c.len(), m * n, "C must be m x n");
+    let relu = |x: f64, b: f32| {
+        let y = x + b as f64;
+        if y < 0.0 {
+            0.0
+        } else {
+            y
+        }
+    };
+    match T::DTYPE {
+        DType::F64 => {
+            spmm(a, b, n, c);
+            c.par_chunks_mut(n.max(1)).zip(bias).for_each(|(row, &bi)| {
+                row.iter_mut().for_each(|v| *v = T::from_f64(relu(v.to_f64(), bi)));
+            });
+        }
+        _ => {
+            let a32: sprs::CsMat<f32> = a.map(|v| v.to_f32());
+            let b32: Vec<f32> = b.par_iter().map(|v| v.to_f32()).collect();
+            let mut c32 = vec![0.0f32; m * n];
+            spmm(a32.view(), &b32, n, &mut c32);
+            c.par_chunks_mut(n.max(1)).zip(c32.par_chunks(n.max(1))).zip(bias).for_each(|((row, sums), &bi)| {
+                // The f32 add (bias + sum rounds once in f32, as on the GPU), then one rounding to T.
+                row.iter_mut().zip(sums).for_each(|(v, &x)| {
+                    let y = x + bi;
+                    *v = T::from_f32(if y < 0.0 { 0.0 } else { y });
+                });
+            });
+        }
+    }
+}
+
 /// Columns of C that one row's accumulators cover at a time: eight 256-bit registers.
 /// Keeping them in registers across the row's nonzeros leaves one load of B per FMA,
 /// where an accumulator row in memory costs two loads and a store.
@@ -411,6 +451,55 @@ mod tests {
         spmm::<f32>(a.view(), &[], 0, &mut []);
         let empty = CsMat::<f32>::zero((0, 5));
         spmm(empty.view(), &[0.0; 10], 2, &mut []);
+    }
+
+    /// C = ReLU(A * B + bias) on the backend against `SpmmReference::bias_relu` (the FMA bound through
+    /// `oracle::bias_relu_reference`), on skewed rows with empty ones, for f32, f16 and bf16: a NaN bias makes its row
+    /// NaN, -Inf its row 0 and +Inf its row +Inf (no entry of B is infinite); a bias far below C's values clears its
+    /// row. The check fails a result with one element moved past its bound, a cleared element made positive, and a
+    /// NaN made a number.
+    fn check_bias_relu<T: Scalar>(a32: &CsMat<f32>, n: usize, seed: u64) {
+        let a = gen::convert::<T>(a32);
+        let m = a.rows();
+        let b: Vec<T> = gen::dense_matrix(a.cols(), n, seed).into_iter().map(T::from_f32).collect();
+        let mut bias: Vec<f32> = (0..m).map(|r| ((r % 7) as f32 - 3.0) * 0.4).collect();
+        bias[..4].copy_from_slice(&[f32::NAN, f32::NEG_INFINITY, f32::INFINITY, -1e4]);
+        let mut c = vec![T::from_f32(-7.5e3); m * n];
+        spmm_bias_relu(a.view(), &b, n, &bias, &mut c);
+        let reference = oracle::SpmmReference::new(a.view(), &b, n).bias_relu::<T>(&bias, n);
+        let what = format!("{} n {n}", T::DTYPE);
+        let r = reference.compare(&c, oracle::Summation::Fma).unwrap();
+        assert_eq!(r.mismatches, 0, "{what}: {r:?}");
+        let row = |r: usize| c[r * n..(r + 1) * n].iter().map(|v| v.to_f64()).collect::<Vec<f64>>();
+        assert!(row(0).iter().all(|v| v.is_nan()), "{what}: a NaN bias");
+        assert!(row(1).iter().all(|&v| v == 0.0), "{what}: a -Inf bias");
+        assert!(row(2).iter().all(|&v| v == f64::INFINITY), "{what}: a +Inf bias");
+        assert!(row(3).iter().all(|&v| v == 0.0), "{what}: a bias far below C");
+        let (cleared, positive) =
+            (c.iter().filter(|v| v.to_f64() == 0.0).count(), c.iter().filter(|v| v.to_f64() > 0.0).count());
+        assert!(cleared > 4 * n && positive > m * n / 5, "{what}: {cleared} cleared, {positive} positive");
+        let fails = |i: usize, v: f64| {
+            let mut wrong = c.clone();
+            wrong[i] = T::from_f64(v);
+            reference.compare(&wrong, oracle::Summation::Fma).unwrap().mismatches == 1
+        };
+        let big = (4 * n..m * n).max_by(|&i, &j| c[i].to_f64().partial_cmp(&c[j].to_f64()).unwrap()).unwrap();
+        assert!(fails(big, c[big].to_f64() * 1.02), "{what}: 2% off at {big}");
+        // A cleared element made positive by 5% of C's largest value (the bound near 0 is the sum's, about
+        // u_T |A * B|, not u_T |A * B + bias|).
+        let zero = (4 * n..m * n).find(|&i| c[i].to_f64() == 0.0).unwrap();
+        assert!(fails(zero, 0.05 * c[big].to_f64()), "{what}: a cleared element made positive at {zero}");
+        assert!(fails(0, 0.0), "{what}: the NaN row made 0");
+    }
+
+    #[test]
+    fn spmm_bias_relu_matches_oracle() {
+        let skewed = gen::with_empty_rows(&gen::power_law(300, 200, 8.0, 1.8, 2), 0.1, 3);
+        for n in [1, 19, 64, 130] {
+            check_bias_relu::<f32>(&skewed, n, 20);
+            check_bias_relu::<f16>(&skewed, n, 21);
+            check_bias_relu::<bf16>(&skewed, n, 22);
+        }
     }
 
     #[test]
