@@ -1502,7 +1502,7 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     config: &TensorCoreConfig,
     sum: RangeSum,
 ) -> Result<()> {
-    run_tensor_core(gpu, a, b, None, c, config, sum, None).map(|_| ())
+    spmm_tensor_core_paths(gpu, a, b, None, c, config, sum, None).map(|_| ())
 }
 
 /// C = ReLU(A * B + bias) on the tensor cores, `bias` one f32 per row of C: [`spmm_tensor_core`] with the bias +
@@ -1517,26 +1517,7 @@ pub fn spmm_tensor_core_bias_relu<T: Scalar>(
     c: &mut DeviceDense<T>,
     config: &TensorCoreConfig,
 ) -> Result<()> {
-    run_tensor_core(gpu, a, b, Some(bias), c, config, RangeSum::Auto, None).map(|_| ())
-}
-
-/// [`spmm_tensor_core_bias_relu`] (or [`spmm_tensor_core`] without a bias) with the way split ranges are added
-/// chosen ([`RangeSum`]) and A's empty windows left out of the grid or walked as `leave_out` says (None: by
-/// [`leaves_out_empty_windows`]), as [`spmm_tensor_core_with`] and [`spmm_tensor_core_empty_windows`] do: for
-/// tests and benchmarks of every path. Returns how many windows it left out. C is the same, bit for bit, on every
-/// path.
-#[allow(clippy::too_many_arguments)]
-pub fn spmm_tensor_core_paths<T: Scalar>(
-    gpu: &Gpu,
-    a: &DeviceCsr<T>,
-    b: &DeviceDense<T>,
-    bias: Option<&CudaSlice<f32>>,
-    c: &mut DeviceDense<T>,
-    config: &TensorCoreConfig,
-    sum: RangeSum,
-    leave_out: Option<bool>,
-) -> Result<usize> {
-    run_tensor_core(gpu, a, b, bias, c, config, sum, leave_out)
+    spmm_tensor_core_paths(gpu, a, b, Some(bias), c, config, RangeSum::Auto, None).map(|_| ())
 }
 
 /// [`spmm_tensor_core`] with A's empty windows (those of `config`'s height that hold no entry) left out of the
@@ -1552,7 +1533,7 @@ pub fn spmm_tensor_core_empty_windows<T: Scalar>(
     config: &TensorCoreConfig,
     leave_out: bool,
 ) -> Result<usize> {
-    run_tensor_core(gpu, a, b, None, c, config, RangeSum::Auto, Some(leave_out))
+    spmm_tensor_core_paths(gpu, a, b, None, c, config, RangeSum::Auto, Some(leave_out))
 }
 
 /// How many of A's windows of `config`'s height hold no entry; builds A's blocks on first use.
@@ -1600,10 +1581,13 @@ pub fn leaves_out_empty_windows(config: &TensorCoreConfig, empty_windows: usize,
     !config.is_wgmma() && splits == 1 && empty_windows.saturating_mul(slices) >= EMPTY_WINDOW_BLOCKS
 }
 
-/// [`spmm_tensor_core_with`], with the bias + ReLU epilogue where `bias` is given, the empty windows left out where
-/// `leave_out` says (None: by [`leaves_out_empty_windows`]); returns how many windows were left out.
+/// [`spmm_tensor_core_bias_relu`] (or [`spmm_tensor_core`] without a bias) with the way split ranges are added
+/// chosen ([`RangeSum`]) and A's empty windows left out of the grid or walked as `leave_out` says (None: by
+/// [`leaves_out_empty_windows`]), as [`spmm_tensor_core_with`] and [`spmm_tensor_core_empty_windows`] do: the one
+/// entry of every tensor-core path, public for tests and benchmarks of each. Returns how many windows it left out.
+/// C is the same, bit for bit, on every path.
 #[allow(clippy::too_many_arguments)]
-fn run_tensor_core<T: Scalar>(
+pub fn spmm_tensor_core_paths<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
