@@ -2594,8 +2594,8 @@ fn same_bits<T: Scalar>(x: &[T], y: &[T]) -> bool {
 ///   `sanitizer_tensor_core_empty_windows_left_out`), at n = 8 and 130 (B and C padded to 136), the empty windows left
 ///   out (their rows written by `spmm_zero_windows_<dtype>`) and walked: the same bits both ways; B with a NaN and an
 ///   Inf (the warps that meet them redo their tiles exactly, then the epilogue); the bias NaN on an empty row and on a
-///   busy one, +Inf and -Inf on empty rows, negative elsewhere: an empty row holds ReLU(bias) exactly (0, NaN, +Inf,
-///   0), a NaN bias gives a NaN row;
+///   busy one, +Inf and -Inf on empty rows, -2 to 2 elsewhere: an empty row holds ReLU(bias) exactly (0 for row 0's
+///   -2, NaN, +Inf, 0), a NaN bias gives a NaN row;
 /// - 190 rows whose wide windows split their k-blocks into 3 ranges (as in `split_ranges_case`): the ranges added by
 ///   the fix-up and in clusters (where the device has them) give the same bits, the epilogue after their sum.
 ///
@@ -2656,7 +2656,8 @@ fn tensor_core_bias_relu_case<T: Scalar>(gpu: &Gpu) -> usize {
     let (m, k, n) = (190, 256 * 3 + 17, 136);
     let a: CsMat<T> = gen::convert(&gen::uniform_random(m, k, 0.4, seed(330)));
     let b = dense::<T>(k, n, seed(331));
-    // Scaled to C's spread (about 0.4 k / 9 products of random signs): the ReLU clears about half of C.
+    // Scaled to C's spread (sqrt(0.4 k / 9), about 6: sums of 0.4 k products of values in [-1, 1)), so that the
+    // ReLU clears about half of C.
     let bias: Vec<f32> = bias_with(m, &[(7, f32::NAN)]).iter().map(|v| 5.0 * v).collect();
     let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
     let oracle = SpmmOracle::new(a.view(), &b, n).bias_relu::<T>(&bias, n);
@@ -2706,10 +2707,10 @@ fn sanitizer_tensor_core_bias_relu() {
 
 /// `spmm_bias_relu_auto` (and `spmm_kernel_bias_relu` with each kind of kernel): C = ReLU(A * B + bias) with the
 /// automatic choice, against the oracle on a poisoned C, the choice the same as `spmm_auto`'s and its C the same as
-/// `spmm_kernel_bias_relu`'s with that kernel. Over the problems every type takes both a tile and the tensor cores
-/// (block-sparse rows take the 16-row windows, uniform 4096 x 1024 at 50% the 64-row ones, short uneven rows the
-/// tiles); n = 130 pads B and C around a tensor-core product. A bias of the wrong length is a typed error on both
-/// kinds, and so is a tile config that does not fit.
+/// `spmm_kernel_bias_relu`'s with that kernel. Over the problems (32 x 32 blocks, uniform 4096 x 1024 at 50% at n =
+/// 130, which pads B and C around a tensor-core product, power-law rows, a small uniform matrix at odd n) every type
+/// takes both a tile and the tensor cores (asserted). A bias one element short or long is a typed error with either
+/// kind of kernel.
 #[test]
 fn automatic_bias_relu_matches_the_oracle() {
     let Some(gpu) = gpu_or_skip("automatic_bias_relu_matches_the_oracle") else { return };
@@ -2749,7 +2750,7 @@ fn automatic_bias_relu_matches_the_oracle() {
                 SpmmKernel::Tiled(_) => tiled += 1,
                 SpmmKernel::TensorCore(_) => tensor += 1,
             }
-            // A bias one element too long or too short: a typed error, C untouched by a launch.
+            // A bias one element too short or too long: a typed error.
             for len in [m - 1, m + 1] {
                 let wrong = gpu.stream().clone_htod(&vec![0.5f32; len]).unwrap();
                 let r = spmm_kernel_bias_relu(gpu, &a_dev, &b_dev, &wrong, &mut c_dev, &used);
