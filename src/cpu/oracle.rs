@@ -445,7 +445,7 @@ impl SpmmReference {
 /// `bias` has one f32 per row. Returns the oracle's ReLU(A * B + bias) and its bound, for [`compare_stored`].
 ///
 /// Derivation. Every kernel adds the bias to its f32 sum s of the row's products and applies the ReLU before it
-/// rounds to `dtype` (the tiles' `store_output_tile`, the tensor cores' `RowEpilogue`, the CPU backend's
+/// rounds to `dtype` (the tiles' `store_output_tile`, the tensor cores' in-place `add_relu`, the CPU backend's
 /// `spmm_bias_relu`). Write c~ for the oracle's value, b for the bias and e for |s - c~|, at most the bound of A * B
 /// (which also holds an absolute floor for gradual underflow, at least the final rounding's). The f32 add gives
 /// y = (s + b)(1 + d1), |d1| <= u32; the ReLU is 1-Lipschitz; storing gives ReLU(y)(1 + d2) + floor, |d2| <= u_T.
