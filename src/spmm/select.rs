@@ -1272,9 +1272,41 @@ fn few_rows_split_warp(config: &SpmmConfig, m: usize, k: usize, n: usize, stats:
 }
 
 /// `config`, or the tile [`longest_row_tile`] or [`few_rows_split_warp`] puts in its place where it walks A's longest
-/// row on the launch's critical path (f32).
+/// row on the launch's critical path, or [`tiny_launch_tile`]'s in a launch of a few hundred rows (f32).
 fn longest_row_choice(config: SpmmConfig, m: usize, k: usize, n: usize, stats: &RowStats) -> SpmmConfig {
-    longest_row_tile(&config, m, n, stats).or_else(|| few_rows_split_warp(&config, m, k, n, stats)).unwrap_or(config)
+    longest_row_tile(&config, m, n, stats)
+        .or_else(|| few_rows_split_warp(&config, m, k, n, stats))
+        .or_else(|| tiny_launch_tile(&config, m, n))
+        .unwrap_or(config)
+}
+
+/// The most rows of an f32 launch at n = 32 and 96 ([`TINY_LAUNCH_ROWS_N64`] at n = 64) where [`tiny_launch_tile`]
+/// replaces the bounded k = 8 tile.
+pub(crate) const TINY_LAUNCH_ROWS: usize = 800;
+pub(crate) const TINY_LAUNCH_ROWS_N64: usize = 2000;
+
+/// f32 at n = 32, 64 and 96 in few rows, where the rules above give the bounded k = 8 tile (four rows of 8 threads
+/// over 32 columns, 8 entries a step, the short-rows choice): a launch of at most a few hundred blocks of one warp,
+/// each a chain of 8-entry steps, at the floor of a launch (5-6 us). Tiles taking 32 entries a step in wider
+/// subwarps shorten the chains: at n = 32 in up to [`TINY_LAUNCH_ROWS`] rows two rows of 16 threads over 32
+/// columns (scalar dense loads, guarded), at n = 64 in up to [`TINY_LAUNCH_ROWS_N64`] rows the eight-row tile
+/// ([`eight_row_tile`]), at n = 96 in up to [`TINY_LAUNCH_ROWS`] rows a warp per row over 128 columns, guarded.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 98"; every f32 variant on 7 small real matrices and 12 generated
+/// ones of 150-7434 rows, 30 timed runs each): where the bounded k = 8 tile was the choice, the three tiles took
+/// 0.946x (n = 32, 10 problems of 30-800 rows, at most 1.000x), 0.941x (n = 64, 14 of 30-2000 rows, at most 1.006x)
+/// and 0.911x (n = 96, 4 of 30-479 rows, at most 0.960x) of its time; past those rows 1.025x-1.59x.
+fn tiny_launch_tile(config: &SpmmConfig, m: usize, n: usize) -> Option<SpmmConfig> {
+    let dtype = config.dtype;
+    if dtype != DType::F32 || *config != bounded(k8_tile(dtype, 4, false), 32) {
+        return None;
+    }
+    match n {
+        32 if m <= TINY_LAUNCH_ROWS => Some(tile(dtype, 1, 1, 2, 32, 32, 16, true)),
+        64 if m <= TINY_LAUNCH_ROWS_N64 => Some(eight_row_tile(dtype)),
+        96 if m <= TINY_LAUNCH_ROWS => Some(SpmmConfig { predicate_loads: true, ..warp_per_row_tile(dtype) }),
+        _ => None,
+    }
 }
 
 /// [`longest_row_tile`] for f16 and bf16: where the tile the other rules give is the k = 8 tile over 64 columns
@@ -3113,6 +3145,36 @@ mod tests {
 
     /// Row statistics of the given longest, mean and cv (none empty, columns not shared; the shortest row, 1, is not
     /// read by the selection).
+    /// [`tiny_launch_tile`]: in few rows, where the bounded k = 8 tile would run, n = 32 takes two rows of 16
+    /// threads (scalar, guarded), n = 64 the eight-row tile, n = 96 a warp per row (guarded); one row past each
+    /// bound, and at other widths, the k = 8 tile stays. The real matrices of step 98 (pores_1, lund_a, utm300,
+    /// west0479, well1850) and uniform rows of 10.
+    #[test]
+    fn tiny_launches_take_32_entry_tiles() {
+        let f32 = DType::F32;
+        let k8 = bounded(k8_tile(f32, 4, false), 32);
+        let (n32, n64) = (tile(f32, 1, 1, 2, 32, 32, 16, true), eight_row_tile(f32));
+        let n96 = SpmmConfig { predicate_loads: true, ..warp_per_row_tile(f32) };
+        let sel = |m: usize, n: usize, max: usize, mean: f64, cv: f64| {
+            SpmmConfig::select_with_stats(m, m, n, &rows_of(max, mean, cv), f32)
+        };
+        for (m, max, mean, cv) in
+            [(30, 8, 6.0, 0.2), (147, 21, 16.7, 0.2), (300, 33, 10.5, 0.6), (479, 12, 3.9, 0.6), (800, 20, 10.0, 0.3)]
+        {
+            assert_eq!(sel(m, 32, max, mean, cv), n32, "{m} rows of {mean}, n = 32");
+            assert_eq!(sel(m, 64, max, mean, cv), n64, "{m} rows of {mean}, n = 64");
+            assert_eq!(sel(m, 96, max, mean, cv), n96, "{m} rows of {mean}, n = 96");
+        }
+        assert_eq!(sel(1850, 64, 8, 4.7, 0.1), n64, "well1850, n = 64");
+        assert_eq!(sel(TINY_LAUNCH_ROWS_N64, 64, 20, 10.0, 0.3), n64, "the bound at n = 64");
+        for (m, n) in [(TINY_LAUNCH_ROWS + 1, 32), (TINY_LAUNCH_ROWS_N64 + 1, 64), (TINY_LAUNCH_ROWS + 1, 96)] {
+            assert_eq!(sel(m, n, 20, 10.0, 0.3), k8, "{m} rows of 10, n = {n}");
+        }
+        for n in [128, 160] {
+            assert_ne!(sel(300, n, 20, 10.0, 0.3), n32, "n = {n}");
+        }
+    }
+
     fn rows_of(max: usize, mean: f64, cv: f64) -> RowStats {
         RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None }
     }
