@@ -1286,14 +1286,14 @@ pub(crate) const TINY_LAUNCH_ROWS: usize = 800;
 pub(crate) const TINY_LAUNCH_ROWS_N64: usize = 2000;
 
 /// f32 at n = 32, 64 and 96 in few rows, where the rules above give the bounded k = 8 tile (four rows of 8 threads
-/// over 32 columns, 8 entries a step, the short-rows choice): a launch of at most a few hundred blocks of one warp,
-/// each a chain of 8-entry steps, at the floor of a launch (5-6 us). Tiles taking 32 entries a step in wider
+/// over 32 columns, 8 entries a step, the short-rows choice): a launch of a few hundred one-warp blocks (a thousand
+/// at most), each a chain of 8-entry steps, at the floor of a launch (5-6 us). Tiles taking 32 entries a step in wider
 /// subwarps shorten the chains: at n = 32 in up to [`TINY_LAUNCH_ROWS`] rows two rows of 16 threads over 32
 /// columns (scalar dense loads, guarded), at n = 64 in up to [`TINY_LAUNCH_ROWS_N64`] rows the eight-row tile
 /// ([`eight_row_tile`]), at n = 96 in up to [`TINY_LAUNCH_ROWS`] rows a warp per row over 128 columns, guarded.
 ///
-/// Measured on the H200 (NOTES.md, "SpMM step 98"; every f32 variant on 7 small real matrices and 12 generated
-/// ones of 150-7434 rows, 30 timed runs each): where the bounded k = 8 tile was the choice, the three tiles took
+/// Measured on the H200 (NOTES.md, "SpMM step 98"; every f32 variant on 7 small real matrices of 30-7434 rows and
+/// 12 generated ones of 150-2000, 30 timed runs each): where the bounded k = 8 tile was the choice, the three tiles took
 /// 0.946x (n = 32, 10 problems of 30-800 rows, at most 1.000x), 0.941x (n = 64, 14 of 30-2000 rows, at most 1.006x)
 /// and 0.911x (n = 96, 4 of 30-479 rows, at most 0.960x) of its time; past those rows 1.025x-1.59x.
 fn tiny_launch_tile(config: &SpmmConfig, m: usize, n: usize) -> Option<SpmmConfig> {
@@ -3143,12 +3143,10 @@ mod tests {
         }
     }
 
-    /// Row statistics of the given longest, mean and cv (none empty, columns not shared; the shortest row, 1, is not
-    /// read by the selection).
     /// [`tiny_launch_tile`]: in few rows, where the bounded k = 8 tile would run, n = 32 takes two rows of 16
     /// threads (scalar, guarded), n = 64 the eight-row tile, n = 96 a warp per row (guarded); one row past each
-    /// bound, and at other widths, the k = 8 tile stays. The real matrices of step 98 (pores_1, lund_a, utm300,
-    /// west0479, well1850) and uniform rows of 10.
+    /// bound the k = 8 tile stays, and n = 128 and 160 do not take the n = 32 tile. Rows like the real matrices of
+    /// step 98 (pores_1, lund_a, utm300, west0479, well1850) and uniform rows of 10.
     #[test]
     fn tiny_launches_take_32_entry_tiles() {
         let f32 = DType::F32;
@@ -3175,6 +3173,8 @@ mod tests {
         }
     }
 
+    /// Row statistics of the given longest, mean and cv (none empty, columns not shared; the shortest row, 1, is not
+    /// read by the selection).
     fn rows_of(max: usize, mean: f64, cv: f64) -> RowStats {
         RowStats { min: 1, max, mean, cv, empty_rows: 0, columns_per_entry: None }
     }
