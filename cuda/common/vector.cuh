@@ -79,3 +79,12 @@ __device__ __forceinline__ Vec<T, kWidth> zero_vec() {
 }
 
 }  // namespace ts
+
+/// One kernel per storage type, `name`_f32, `name`_f16 and `name`_bf16, each of `threads` threads per block (the
+/// number the host launches it with), calling ts::`name`<T> on its `Params`.
+#define TILESPARSE_KERNEL_PER_TYPE(name, Params, threads)                                                     \
+  extern "C" __global__ void __launch_bounds__(threads) name##_f32(const ts::Params p) { ts::name<float>(p); } \
+  extern "C" __global__ void __launch_bounds__(threads) name##_f16(const ts::Params p) { ts::name<__half>(p); } \
+  extern "C" __global__ void __launch_bounds__(threads) name##_bf16(const ts::Params p) {                    \
+    ts::name<__nv_bfloat16>(p);                                                                              \
+  }

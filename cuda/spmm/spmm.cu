@@ -327,36 +327,15 @@ __device__ __forceinline__ void spmm_zero_windows(const SpmmZeroWindowsParams& p
 
 /// Threads per block of spmm_zero_windows_<dtype> (src/spmm/tensor_core.rs launches them with the same number).
 #define TILESPARSE_SPMM_ZERO_WINDOWS_THREADS 256
-#define TILESPARSE_SPMM_ZERO_WINDOWS(tag, T)                                                                  \
-  extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_ZERO_WINDOWS_THREADS)                         \
-      spmm_zero_windows_##tag(const ts::SpmmZeroWindowsParams p) {                                           \
-    ts::spmm_zero_windows<T>(p);                                                                             \
-  }
-TILESPARSE_SPMM_ZERO_WINDOWS(f32, float)
-TILESPARSE_SPMM_ZERO_WINDOWS(f16, __half)
-TILESPARSE_SPMM_ZERO_WINDOWS(bf16, __nv_bfloat16)
+TILESPARSE_KERNEL_PER_TYPE(spmm_zero_windows, SpmmZeroWindowsParams, TILESPARSE_SPMM_ZERO_WINDOWS_THREADS)
 
 /// Threads per block of spmm_zero_rows_<dtype> (src/spmm/mod.rs launches them with the same number).
 #define TILESPARSE_SPMM_ZERO_ROWS_THREADS 256
-#define TILESPARSE_SPMM_ZERO_ROWS(tag, T)                                                                     \
-  extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_ZERO_ROWS_THREADS)                            \
-      spmm_zero_rows_##tag(const ts::SpmmZeroRowsParams p) {                                                  \
-    ts::spmm_zero_rows<T>(p);                                                                                 \
-  }
-TILESPARSE_SPMM_ZERO_ROWS(f32, float)
-TILESPARSE_SPMM_ZERO_ROWS(f16, __half)
-TILESPARSE_SPMM_ZERO_ROWS(bf16, __nv_bfloat16)
+TILESPARSE_KERNEL_PER_TYPE(spmm_zero_rows, SpmmZeroRowsParams, TILESPARSE_SPMM_ZERO_ROWS_THREADS)
 
 /// Threads per block of the fix-up kernels (src/spmm/mod.rs launches them with the same number).
 #define TILESPARSE_SPMM_FIXUP_THREADS 256
-#define TILESPARSE_SPMM_FIXUP(tag, T)                                                                        \
-  extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_FIXUP_THREADS)                               \
-      spmm_fixup_##tag(const ts::SpmmParams p) {                                                              \
-    ts::spmm_fixup<T>(p);                                                                                     \
-  }
-TILESPARSE_SPMM_FIXUP(f32, float)
-TILESPARSE_SPMM_FIXUP(f16, __half)
-TILESPARSE_SPMM_FIXUP(bf16, __nv_bfloat16)
+TILESPARSE_KERNEL_PER_TYPE(spmm_fixup, SpmmParams, TILESPARSE_SPMM_FIXUP_THREADS)
 
 /// One exported kernel per variant; `name` is SpmmConfig::kernel_name() on the Rust side.
 #define TILESPARSE_SPMM_INSTANCE(name, T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs, ct)                       \

@@ -1082,11 +1082,4 @@ TILESPARSE_SPMM_TCW(bf16, __nv_bfloat16, 32, 16)
 TILESPARSE_SPMM_TCW(f32, float, 32, 8)
 /// Threads per block of the fix-up (src/spmm/tensor_core.rs launches it with the same number).
 #define TILESPARSE_SPMM_TC_FIXUP_THREADS 256
-#define TILESPARSE_SPMM_TC_FIXUP(tag, T)                                                                \
-  extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_TC_FIXUP_THREADS)                       \
-      spmm_tc_fixup_##tag(const ts::SpmmTcParams p) {                                                \
-    ts::spmm_tc_fixup<T>(p);                                                                         \
-  }
-TILESPARSE_SPMM_TC_FIXUP(f16, __half)
-TILESPARSE_SPMM_TC_FIXUP(bf16, __nv_bfloat16)
-TILESPARSE_SPMM_TC_FIXUP(f32, float)
+TILESPARSE_KERNEL_PER_TYPE(spmm_tc_fixup, SpmmTcParams, TILESPARSE_SPMM_TC_FIXUP_THREADS)
