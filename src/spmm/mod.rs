@@ -496,10 +496,7 @@ pub fn spmm_kernel<T: Scalar>(
     c: &mut DeviceDense<T>,
     kernel: &SpmmKernel,
 ) -> Result<()> {
-    match kernel {
-        SpmmKernel::Tiled(config) => spmm(gpu, a, b, c, config),
-        SpmmKernel::TensorCore(config) => spmm_tensor_core(gpu, a, b, c, config),
-    }
+    run_kernel(gpu, a, b, None, c, kernel)
 }
 
 /// C = ReLU(A * B + bias) with `kernel`, `bias` one f32 per row of C: the bias + ReLU epilogue on the tiles
@@ -513,9 +510,24 @@ pub fn spmm_kernel_bias_relu<T: Scalar>(
     c: &mut DeviceDense<T>,
     kernel: &SpmmKernel,
 ) -> Result<()> {
+    run_kernel(gpu, a, b, Some(bias), c, kernel)
+}
+
+/// [`spmm_kernel`], with the bias + ReLU epilogue where `bias` is given: the tiles' launcher or the tensor cores'
+/// one entry ([`spmm_tensor_core_paths`], its range sum and empty windows as it chooses).
+fn run_kernel<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    bias: Option<&cudarc::driver::CudaSlice<f32>>,
+    c: &mut DeviceDense<T>,
+    kernel: &SpmmKernel,
+) -> Result<()> {
     match kernel {
-        SpmmKernel::Tiled(config) => spmm_bias_relu(gpu, a, b, bias, c, config),
-        SpmmKernel::TensorCore(config) => spmm_tensor_core_bias_relu(gpu, a, b, bias, c, config),
+        SpmmKernel::Tiled(config) => launch(gpu, a, b, bias, c, config, Overrides::default()).map(|_| ()),
+        SpmmKernel::TensorCore(config) => {
+            spmm_tensor_core_paths(gpu, a, b, bias, c, config, RangeSum::Auto, None).map(|_| ())
+        }
     }
 }
 
