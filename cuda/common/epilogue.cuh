@@ -12,6 +12,15 @@ __device__ __forceinline__ float add_relu(float x, float b) {
   return x < 0.0f ? 0.0f : x;
 }
 
+/// @brief The bias + ReLU epilogue of one mma.sync C fragment (m16n8): elements 0 and 1 are in row g of its 16-row
+/// tile, whose bias is `lo`, 2 and 3 in row g + 8, whose bias is `hi`.
+__device__ __forceinline__ void add_relu_fragment(float (&c)[4], float lo, float hi) {
+  c[0] = add_relu(c[0], lo);
+  c[1] = add_relu(c[1], lo);
+  c[2] = add_relu(c[2], hi);
+  c[3] = add_relu(c[3], hi);
+}
+
 /// @brief The bias of C's row `row` in a tensor-core launch that has one (SpmmTcParams::bias), 0 past row m (a row
 /// that is not stored).
 template <typename Params>

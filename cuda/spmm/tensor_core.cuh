@@ -467,15 +467,10 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   const int row_lo = window * 16 + g;
   const int row_hi = row_lo + 8;
   if (p.bias != nullptr) {
-    // The bias + ReLU epilogue, in place: elements 0 and 1 of each tile are row_lo's, 2 and 3 row_hi's.
+    // The bias + ReLU epilogue, in place (rows g and g + 8 of the window: row_lo and row_hi).
     const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_hi);
 #pragma unroll
-    for (int j = 0; j < kTilesN; ++j) {
-      acc[j][0] = add_relu(acc[j][0], b_lo);
-      acc[j][1] = add_relu(acc[j][1], b_lo);
-      acc[j][2] = add_relu(acc[j][2], b_hi);
-      acc[j][3] = add_relu(acc[j][3], b_hi);
-    }
+    for (int j = 0; j < kTilesN; ++j) add_relu_fragment(acc[j], b_lo, b_hi);
   }
   if constexpr (kF32) {
     // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned (n % 8
@@ -968,19 +963,13 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
 #endif
   float* partial = p.splits > 1 ? p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n : nullptr;
   if (p.bias != nullptr && p.splits == 1) {
-    // The bias + ReLU epilogue, in place (C only: a partial tile gets it in the fix-up, after the ranges' sum):
-    // elements 0 and 1 of each tile are row g's of the 16-row tile, 2 and 3 row g + 8's.
+    // The bias + ReLU epilogue, in place (C only: a partial tile gets it in the fix-up, after the ranges' sum).
 #pragma unroll
     for (int mt = 0; mt < kMt; ++mt) {
       const int row_lo = window * kRows + warp_row * 16 * kMt + mt * 16 + g;
       const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_lo + 8);
 #pragma unroll
-      for (int j = 0; j < kWarpTiles; ++j) {
-        acc[mt][j][0] = add_relu(acc[mt][j][0], b_lo);
-        acc[mt][j][1] = add_relu(acc[mt][j][1], b_lo);
-        acc[mt][j][2] = add_relu(acc[mt][j][2], b_hi);
-        acc[mt][j][3] = add_relu(acc[mt][j][3], b_hi);
-      }
+      for (int j = 0; j < kWarpTiles; ++j) add_relu_fragment(acc[mt][j], b_lo, b_hi);
     }
   }
   // Two adjacent elements of a row per store (column and n even: aligned): C, or this range's partial tile.
