@@ -38,6 +38,11 @@ fn dense<T: Scalar>(k: usize, n: usize, seed: u64) -> Vec<T> {
     gen::dense_matrix(k, n, seed).into_iter().map(T::from_f32).collect()
 }
 
+/// Whether two results hold the same bits.
+fn same_bits<T: Scalar>(x: &[T], y: &[T]) -> bool {
+    x.len() == y.len() && x.iter().zip(y).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits())
+}
+
 /// A (rounded to T) and a random B (k x n) uploaded, C (m x n) allocated, and the oracle on the rounded inputs.
 fn upload_problem<T: Scalar>(
     gpu: &Gpu,
@@ -234,11 +239,7 @@ fn check_every_order<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>, n: usize,
                 oracle.check_kernel(&label, &c, &SpmmKernel::Tiled(*config));
                 match &first {
                     None => first = Some(c),
-                    Some(f) => assert!(
-                        f.iter().zip(&c).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()),
-                        "{label}: bits differ from {:?}",
-                        BlockOrder::ALL[0]
-                    ),
+                    Some(f) => assert!(same_bits(f, &c), "{label}: bits differ from {:?}", BlockOrder::ALL[0]),
                 }
                 ran += 1;
             }
@@ -925,11 +926,7 @@ fn tuned_kernels_case<T: Scalar>(gpu: &Gpu) {
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         spmm_kernel(gpu, &a_dev, &b_dev, &mut c_dev, &t.kernel).unwrap();
         let again = c_dev.download(gpu).unwrap();
-        assert!(
-            tuned_c.iter().zip(&again).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()),
-            "{what}: a second run of {} gave other bits",
-            t.kernel
-        );
+        assert!(same_bits(&tuned_c, &again), "{what}: a second run of {} gave other bits", t.kernel);
         c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
         let auto = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
         assert_eq!(t.automatic, auto, "{what}");
@@ -1916,10 +1913,7 @@ fn check_in_turn<T: Scalar>(gpu: &Gpu, cases: &[(&str, CsMat<f32>)]) {
                     oracle.check_kernel(&label, &c, &SpmmKernel::Tiled(*config));
                     if tile_compiled {
                         let one = run(&tile);
-                        assert!(
-                            c.iter().zip(&one).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()),
-                            "{label}: bits differ from {tile}"
-                        );
+                        assert!(same_bits(&c, &one), "{label}: bits differ from {tile}");
                     }
                 }
                 let err = spmm_in_order(gpu, &a_dev, &b_dev, &mut c_dev, config, BlockOrder::SmAffine).unwrap_err();
@@ -2437,8 +2431,6 @@ fn split_ranges_case<T: Scalar>(gpu: &Gpu, ranges: impl IntoIterator<Item = usiz
             let fix_up = run(RangeSum::FixUp).unwrap();
             oracle.check_kernel(&format!("{what}, fix-up"), &fix_up, &SpmmKernel::TensorCore(config));
             let auto = run(RangeSum::Auto).unwrap();
-            let same_bits =
-                |x: &[T], y: &[T]| x.iter().zip(y).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits());
             assert!(same_bits(&auto, &fix_up), "{what}: auto differs");
             match run(RangeSum::Cluster) {
                 Ok(cluster) => {
@@ -2556,10 +2548,7 @@ fn sanitizer_tensor_core_empty_windows_left_out() {
                     c
                 };
                 let (left_out, walked) = (run(true), run(false));
-                assert!(
-                    left_out.iter().zip(&walked).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()),
-                    "{label}: other bits with the empty windows left out"
-                );
+                assert!(same_bits(&left_out, &walked), "{label}: other bits with the empty windows left out");
                 *runs += 1;
             }
         }
@@ -2581,11 +2570,6 @@ fn bias_with(m: usize, special: &[(usize, f32)]) -> Vec<f32> {
         bias[r] = v;
     }
     bias
-}
-
-/// Whether two results hold the same bits.
-fn same_bits<T: Scalar>(x: &[T], y: &[T]) -> bool {
-    x.len() == y.len() && x.iter().zip(y).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits())
 }
 
 /// C = ReLU(A * B + bias) on every tensor-core kernel of T this device runs (`spmm_tensor_core_paths`), against the
