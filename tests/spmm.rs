@@ -2592,13 +2592,13 @@ fn tensor_core_bias_relu_case<T: Scalar>(gpu: &Gpu) -> usize {
     let a_t: CsMat<T> = gen::convert(&a);
     let bias = bias_with(m, &[(1, f32::NAN), (2, f32::INFINITY), (3, f32::NEG_INFINITY), (70, f32::NAN)]);
     let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+    let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
     for n in [8, 130] {
         let mut b = gen::dense_matrix(k, n, seed(321 + n as u64));
         b[5 * n + 3] = f32::NAN;
         b[17 * n + 1] = f32::INFINITY;
         let b: Vec<T> = b.into_iter().map(T::from_f32).collect();
         let oracle = SpmmOracle::new(a_t.view(), &b, n).bias_relu::<T>(&bias, n);
-        let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
         let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
         let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
         for config in tensor_cores_here(gpu, T::DTYPE) {
