@@ -819,6 +819,90 @@ fn cusparse_bsr_baseline_matches_the_oracle() {
     assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
 }
 
+/// The bias + ReLU pass over C (`baseline::epilogue::bias_relu_pass`, the unfused epilogue `bench spmm --bias-relu`
+/// times cuSPARSE with) in every type: each element is T(ReLU(f32(c) + bias[row])), bit for bit, on shapes from 1 x 1
+/// to 1100 x 1024 (past one grid's four elements per thread, so the kernel's unrolled loop and its tail both run),
+/// with NaN, +Inf and -Inf in C and in the bias (a NaN stays NaN, -Inf becomes 0); a bias of the wrong length is a
+/// typed error and C is left as it was; an empty C passes. Then cuSPARSE's SpMM followed by the pass
+/// (`CusparseSpmm::run_bias_relu`), f32, against the oracle's ReLU(A * B + bias) on a poisoned C.
+#[test]
+fn bias_relu_pass_matches_its_definition() {
+    use tilesparse::baseline::cusparse::{Cusparse, CusparseSpmm, SpmmAlg};
+    use tilesparse::baseline::epilogue::bias_relu_pass;
+    let Some(gpu) = gpu_or_skip("bias_relu_pass_matches_its_definition") else { return };
+    fn case<T: Scalar>(gpu: &Gpu) {
+        for (i, (m, n)) in [(1, 1), (7, 33), (130, 517), (1100, 1024)].into_iter().enumerate() {
+            let what = format!("{} {m} x {n}", T::DTYPE);
+            let mut c: Vec<T> = dense::<T>(m, n, seed(400 + i as u64));
+            for (at, v) in [(0, f32::NAN), (n / 2, f32::INFINITY), (m * n - 1, f32::NEG_INFINITY)] {
+                c[at] = T::from_f32(v);
+            }
+            let special = [(0, 0.25), (m / 2, f32::NAN), (m - 1, f32::NEG_INFINITY)];
+            let mut bias = bias_with(m, &special);
+            if m > 3 {
+                bias[1] = f32::INFINITY;
+            }
+            let want: Vec<T> = c
+                .iter()
+                .enumerate()
+                .map(|(at, v)| {
+                    let y = v.to_f32() + bias[at / n];
+                    T::from_f32(if y < 0.0 { 0.0 } else { y })
+                })
+                .collect();
+            let mut c_dev = DeviceDense::upload(gpu, m, n, &c).unwrap();
+            let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+            bias_relu_pass(gpu, &mut c_dev, &bias_dev).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = c_dev.download(gpu).unwrap();
+            let mismatch = got.iter().zip(&want).position(|(g, w)| {
+                let (g, w) = (g.to_f64(), w.to_f64());
+                !(g.to_bits() == w.to_bits() || g.is_nan() && w.is_nan())
+            });
+            if let Some(at) = mismatch {
+                panic!("{what}: C[{}][{}] = {:?}, want {:?}", at / n, at % n, got[at], want[at]);
+            }
+            let zeros = got.iter().filter(|v| v.to_f64() == 0.0).count();
+            assert!(zeros > 0 && zeros < got.len() || m * n == 1, "{what}: the ReLU cleared {zeros} elements");
+            for len in [m + 1, if m > 1 { m - 1 } else { m + 2 }] {
+                let wrong = gpu.stream().clone_htod(&vec![-1.0f32; len]).unwrap();
+                let r = bias_relu_pass(gpu, &mut c_dev, &wrong);
+                assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{what}: a bias of {len}: {r:?}");
+            }
+            assert!(same_bits(&c_dev.download(gpu).unwrap(), &got), "{what}: a refused pass changed C");
+        }
+        for (m, n) in [(0, 5), (5, 0)] {
+            let mut empty = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+            let bias = gpu.stream().clone_htod(&vec![1.0f32; m.max(1)]).unwrap();
+            bias_relu_pass(gpu, &mut empty, &bias).unwrap_or_else(|e| panic!("{} {m} x {n}: {e}", T::DTYPE));
+        }
+    }
+    case::<f32>(&gpu);
+    case::<f16>(&gpu);
+    case::<bf16>(&gpu);
+
+    let lib = Cusparse::new(&gpu).unwrap();
+    let a = gen::power_law(700, 900, 12.0, 1.5, seed(410));
+    for n in [40, 129] {
+        let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<f32>(&gpu, &a, n, seed(411));
+        let spread = (a.nnz() as f32 / a.rows() as f32).sqrt() / 3.0;
+        let bias: Vec<f32> = bias_with(a.rows(), &[(3, f32::NAN)]).iter().map(|v| v * spread).collect();
+        let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+        let oracle = oracle.bias_relu::<f32>(&bias, n);
+        for alg in SpmmAlg::ALL {
+            let what = format!("cuSPARSE {} + the pass, n = {n}", alg.name());
+            c_dev.fill(&gpu, POISON as f32).unwrap();
+            CusparseSpmm::new(&gpu, &lib, &a_dev, &b_dev, &mut c_dev, alg)
+                .and_then(|mut op| op.run_bias_relu(&gpu, &bias_dev))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            oracle.check(&what, &c_dev.download(&gpu).unwrap());
+        }
+        let short = gpu.stream().clone_htod(&bias[1..]).unwrap();
+        let r = CusparseSpmm::new(&gpu, &lib, &a_dev, &b_dev, &mut c_dev, SpmmAlg::CsrAlg3)
+            .and_then(|mut op| op.run_bias_relu(&gpu, &short));
+        assert!(matches!(r, Err(Error::ShapeMismatch(_))), "a bias one short: {r:?}");
+    }
+}
+
 /// C = A * B (f32) against the f64 oracle with a bound for one pass of TF32 on the tensor cores, what cuSPARSE's f32
 /// Blocked-ELL SpMM computes (its errors are of 2^-11 relative, not f32's 2^-24): each input cut to tf32 (10 fraction
 /// bits, truncated: |x - x'| < 2^-10 |x|), so each product is off by less than (2^-9 + 2^-20) |a b|, and the sum of

@@ -1,8 +1,12 @@
 /**
  * @file @brief Small kernels the library needs beside the products: the stream hold of the timing
  * (src/timing.rs), which keeps the GPU busy while the host enqueues every timed run, so that the runs execute
- * back to back and no event pair brackets host time; and a row copy that pads or unpads columns.
+ * back to back and no event pair brackets host time; a row copy that pads or unpads columns; and the bias + ReLU
+ * epilogue as a pass of its own over C, the unfused form the benchmarks time cuSPARSE with.
  */
+
+#include "common/epilogue.cuh"
+#include "common/vector.cuh"
 
 /// @brief Spins one thread for `ns` nanoseconds of the GPU's global timer, then returns.
 extern "C" __global__ void __launch_bounds__(1) ts_hold_stream(unsigned long long ns) {
@@ -61,4 +65,48 @@ extern "C" __global__ void ts_copy_rows_b16(const unsigned short* src, unsigned 
 extern "C" __global__ void ts_copy_rows_b32(const unsigned* src, unsigned* dst, int rows, int src_cols, int dst_cols,
                                             int copy_cols) {
   copy_rows_any(src, dst, rows, src_cols, dst_cols, copy_cols);
+}
+
+/// @brief c[r][j] = ReLU(c[r][j] + bias[r]) over C (rows x cols, row-major, `total` = rows x cols elements): the
+/// epilogue of `ts::add_relu` as a pass after a product that has none (cuSPARSE's SpMM), so each element of C is
+/// read and written once more and, in f16/bf16, rounded twice (the product's rounding, then this one). One thread
+/// per element, a grid-stride loop, four elements per trip with their loads issued before their stores (I: the
+/// index type, 32-bit where C has fewer than 2^31 elements).
+template <typename T, typename I>
+__device__ __forceinline__ void bias_relu_rows(T* __restrict__ c, const float* __restrict__ bias, I total, I cols) {
+  const I stride = static_cast<I>(gridDim.x) * blockDim.x;
+  I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < total; i += 4 * stride) {
+    float v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const I at = i + j * stride;
+      v[j] = ts::add_relu(ts::to_float(c[at]), __ldg(bias + at / cols));
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) c[i + j * stride] = ts::from_float<T>(v[j]);
+  }
+  for (; i < total; i += stride) c[i] = ts::from_float<T>(ts::add_relu(ts::to_float(c[i]), __ldg(bias + i / cols)));
+}
+
+template <typename T>
+__device__ __forceinline__ void bias_relu_rows_any(T* c, const float* bias, int rows, int cols) {
+  const unsigned long long total = static_cast<unsigned long long>(rows) * static_cast<unsigned>(cols);
+  if (total < (1ull << 31)) {
+    bias_relu_rows<T, unsigned>(c, bias, static_cast<unsigned>(total), static_cast<unsigned>(cols));
+  } else {
+    bias_relu_rows<T, unsigned long long>(c, bias, total, static_cast<unsigned long long>(cols));
+  }
+}
+
+extern "C" __global__ void ts_bias_relu_rows_f32(float* c, const float* bias, int rows, int cols) {
+  bias_relu_rows_any(c, bias, rows, cols);
+}
+
+extern "C" __global__ void ts_bias_relu_rows_f16(__half* c, const float* bias, int rows, int cols) {
+  bias_relu_rows_any(c, bias, rows, cols);
+}
+
+extern "C" __global__ void ts_bias_relu_rows_bf16(__nv_bfloat16* c, const float* bias, int rows, int cols) {
+  bias_relu_rows_any(c, bias, rows, cols);
 }

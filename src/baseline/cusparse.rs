@@ -194,6 +194,8 @@ pub struct CusparseSpmm<'a> {
     alg: SpmmAlg,
     dtype: DType,
     buffer: CudaSlice<u8>,
+    /// C's device address, rows and columns, for [`CusparseSpmm::run_bias_relu`]'s pass over it.
+    c_out: (u64, usize, usize),
 }
 
 /// `ShapeMismatch` unless A (m x k) * B fits C.
@@ -262,7 +264,8 @@ impl<'a> CusparseSpmm<'a> {
     ) -> Result<Self> {
         let stream = gpu.stream();
         let b_d = DnMatDescr::new(b.rows(), b.cols(), b.data.device_ptr(stream).0, T::DTYPE)?;
-        let c_d = DnMatDescr::new(c.rows(), c.cols(), c.data.device_ptr_mut(stream).0, T::DTYPE)?;
+        let c_ptr = c.data.device_ptr_mut(stream).0;
+        let c_d = DnMatDescr::new(c.rows(), c.cols(), c_ptr, T::DTYPE)?;
         let (alpha, beta) = (1f64, 0f64);
         let (alpha32, beta32) = (1f32, 0f32);
         let (pa, pb) = scalars(T::DTYPE, &alpha, &beta, &alpha32, &beta32);
@@ -306,7 +309,8 @@ impl<'a> CusparseSpmm<'a> {
                 )
             })?;
         }
-        Ok(CusparseSpmm { lib, a: a_d, b: b_d, c: c_d, alg, dtype: T::DTYPE, buffer })
+        let c_out = (c_ptr, c.rows(), c.cols());
+        Ok(CusparseSpmm { lib, a: a_d, b: b_d, c: c_d, alg, dtype: T::DTYPE, buffer, c_out })
     }
 
     /// Runs C = A * B on the stream.
@@ -332,6 +336,16 @@ impl<'a> CusparseSpmm<'a> {
                 buf as *mut c_void,
             )
         })
+    }
+
+    /// Runs C = ReLU(A * B + bias) on the stream as a user of cuSPARSE would: the SpMM, then the bias + ReLU
+    /// pass over C ([`super::epilogue::bias_relu_pass`]; `bias` one f32 per row of C, else `ShapeMismatch`).
+    pub fn run_bias_relu(&mut self, gpu: &Gpu, bias: &CudaSlice<f32>) -> Result<()> {
+        let (c, rows, cols) = self.c_out;
+        super::epilogue::check_pass(gpu, bias, rows, cols)?;
+        self.run(gpu)?;
+        // SAFETY: `c` addresses C's rows x cols elements of `self.dtype`, borrowed mutably for this op's lifetime.
+        unsafe { super::epilogue::launch_pass(gpu, c, rows, cols, self.dtype, bias) }
     }
 
     pub fn alg(&self) -> SpmmAlg {

@@ -1,8 +1,10 @@
 //! Baselines the kernels are measured against, in the same run: cuSPARSE (bound raw through cudarc's
-//! `cusparse::sys`, wrapped here) and cuBLAS GEMM on the densified matrix.
+//! `cusparse::sys`, wrapped here) and cuBLAS GEMM on the densified matrix; and the bias + ReLU epilogue as a pass
+//! of its own, for the products that have no fused one.
 
 pub mod cublas;
 pub mod cusparse;
+pub mod epilogue;
 
 use crate::scalar::DType;
 use cudarc::cusparse::sys::cudaDataType;
