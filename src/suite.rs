@@ -242,6 +242,9 @@ pub struct BenchOptions {
     /// Also choose a kernel by timing ([`crate::spmm::spmm_tune`] with its default options) and time that choice as
     /// the selected one is timed ([`SpmmReport::tuned`]).
     pub tune: bool,
+    /// Also time C = ReLU(A * B + bias), a random bias per row, fused into the selected kernel and as cuSPARSE's
+    /// fastest CSR algorithm followed by a bias + ReLU pass ([`SpmmReport::bias_relu`]).
+    pub bias_relu: bool,
 }
 
 impl Default for BenchOptions {
@@ -253,6 +256,7 @@ impl Default for BenchOptions {
             cublas_limit_bytes: 4 << 30,
             verify: false,
             tune: false,
+            bias_relu: false,
         }
     }
 }
@@ -374,6 +378,27 @@ pub struct SpmmReport {
     /// Where the bench tunes ([`BenchOptions::tune`]): the tuned kernel timed as `selected` is, and the tuning's
     /// host time in milliseconds.
     pub tuned: Option<(Entry, f64)>,
+    /// Where the bench times the epilogue ([`BenchOptions::bias_relu`]): C = ReLU(A * B + bias) both ways.
+    pub bias_relu: Option<BiasReluReport>,
+}
+
+/// C = ReLU(A * B + bias) timed two ways on one problem: what a user of this library runs, and what a user of
+/// cuSPARSE runs, whose SpMM has no epilogue.
+#[derive(Clone, Debug)]
+pub struct BiasReluReport {
+    /// The selected kernel with its fused epilogue ([`crate::spmm_kernel_bias_relu`]), checked against the f64
+    /// oracle's ReLU(A * B + bias) where the bench verifies.
+    pub fused: Entry,
+    /// cuSPARSE's fastest CSR algorithm on this problem, then the bias + ReLU pass over C
+    /// ([`CusparseSpmm::run_bias_relu`]); not checked (cuSPARSE's results never are: see `agreement`).
+    pub unfused: Entry,
+}
+
+impl BiasReluReport {
+    /// The unfused time / the fused one.
+    pub fn speedup(&self) -> Option<f64> {
+        Some(self.unfused.ms.as_ref().ok()? / self.fused.ms.as_ref().ok()?)
+    }
 }
 
 impl SpmmReport {
@@ -508,19 +533,25 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
 
     let lib = Cusparse::new(gpu)?;
     let mut cusparse = Vec::new();
-    let mut reference: Option<Vec<T>> = None;
+    let mut cusparse_c: Option<Vec<T>> = None;
     for alg in SpmmAlg::ALL {
         let mut c2 = DeviceDense::<T>::zeros(gpu, m, n)?;
         let r = CusparseSpmm::new(gpu, &lib, &a, &b, &mut c2, alg)
             .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run(gpu)));
         let ok = r.is_ok();
         cusparse.push(Entry::timed(format!("cusparse_{}", alg.name()), r));
-        if ok && reference.is_none() {
-            reference = Some(c2.download(gpu)?);
+        if ok && cusparse_c.is_none() {
+            cusparse_c = Some(c2.download(gpu)?);
         }
     }
+    let bias_relu = if opts.bias_relu {
+        let ops = BiasReluOps { lib: &lib, a: &a, b: &b, kernel: &selected_kernel, reference };
+        Some(bias_relu_both_ways(gpu, &ops, &cusparse, opts)?)
+    } else {
+        None
+    };
     let cusparse_blocked = blocked_baselines(gpu, &lib, &a_host, &b, opts)?;
-    let agreement = reference.map_or(f64::NAN, |r| {
+    let agreement = cusparse_c.map_or(f64::NAN, |r| {
         let scale = r.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
         r.iter().zip(&ours).map(|(x, y)| (x.to_f64() - y.to_f64()).abs()).fold(0.0, f64::max) / scale
     });
@@ -554,7 +585,52 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         cublas,
         agreement,
         tuned,
+        bias_relu,
     })
+}
+
+/// What [`bias_relu_both_ways`] runs: the library, A and B on the device, the selected kernel, and the oracle's
+/// A * B where the bench verifies.
+struct BiasReluOps<'a, T: Scalar> {
+    lib: &'a Cusparse,
+    a: &'a DeviceCsr<T>,
+    b: &'a DeviceDense<T>,
+    kernel: &'a SpmmKernel,
+    reference: Option<&'a SpmmReference>,
+}
+
+/// [`BiasReluReport`]: a random bias in [-1, 1) per row (seed 11), the fused epilogue on the selected kernel,
+/// and the fastest of `cusparse`'s CSR algorithms followed by the bias + ReLU pass.
+fn bias_relu_both_ways<T: Scalar>(
+    gpu: &Gpu,
+    ops: &BiasReluOps<'_, T>,
+    cusparse: &[Entry],
+    opts: &BenchOptions,
+) -> Result<BiasReluReport> {
+    let (a, b, kernel) = (ops.a, ops.b, ops.kernel);
+    let (m, n) = (a.rows(), b.cols());
+    let bias_host = gen::dense_matrix(m, 1, 11);
+    // m = 0: one unread element (the device holds no empty buffer).
+    let bias = gpu
+        .stream()
+        .clone_htod(if m == 0 { &[0.0f32][..] } else { &bias_host[..] })
+        .map_err(Error::driver("uploading the bias", 4 * m.max(1)))?;
+    let reference = ops.reference.map(|r| r.bias_relu::<T>(&bias_host, n));
+    let mut c = DeviceDense::<T>::zeros(gpu, m, n)?;
+    let name = format!("{kernel}+bias-relu");
+    let op = |c: &mut DeviceDense<T>| crate::spmm::spmm_kernel_bias_relu(gpu, a, b, &bias, c, kernel);
+    let fused = measure(gpu, opts, reference.as_ref(), &mut c, name, kernel.summation(), op);
+    // The fastest CSR algorithm that ran (their entries are in SpmmAlg::ALL's order).
+    let ran = SpmmAlg::ALL.iter().zip(cusparse).filter_map(|(alg, e)| e.ms.as_ref().ok().map(|ms| (*alg, *ms)));
+    let unfused = match ran.min_by(|x, y| x.1.total_cmp(&y.1)) {
+        Some((alg, _)) => {
+            let r = CusparseSpmm::new(gpu, ops.lib, a, b, &mut c, alg)
+                .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run_bias_relu(gpu, &bias)));
+            Entry::timed(format!("cusparse_{}+bias-relu pass", alg.name()), r)
+        }
+        None => Entry::failed("cusparse+bias-relu pass".into(), "no cuSPARSE CSR algorithm ran".into()),
+    };
+    Ok(BiasReluReport { fused, unfused })
 }
 
 /// Block sizes the blocked baselines try (`blocked_baselines`).
@@ -668,7 +744,7 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
         .map(|r| {
             let list = |v: &[Entry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
             format!(
-                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cusparse_bell\":{},\"cusparse_blocked\":[{}],\"cublas\":{},\"agreement\":{}{}}}",
+                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cusparse_bell\":{},\"cusparse_blocked\":[{}],\"cublas\":{},\"agreement\":{}{}{}}}",
                 json_str(&r.problem),
                 r.m,
                 r.k,
@@ -685,6 +761,9 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
                 r.tuned.as_ref().map_or(String::new(), |(e, ms)| {
                     let ms = if ms.is_finite() { ms.to_string() } else { "null".into() };
                     format!(",\"tuned\":{},\"tuning_ms\":{ms}", json_entry(e))
+                }),
+                r.bias_relu.as_ref().map_or(String::new(), |f| {
+                    format!(",\"bias_relu\":{{\"fused\":{},\"unfused\":{}}}", json_entry(&f.fused), json_entry(&f.unfused))
                 })
             )
         })

@@ -247,7 +247,8 @@ fn bench_spmm_runs_the_callers_matrices() {
 }
 
 /// `bench spmm --verify` checks every result it times against the f64 oracle, each on a poisoned C: every compiled
-/// variant that can run each problem, the tensor-core kernels and the selected one, in each element type.
+/// variant that can run each problem, the tensor-core kernels and the selected one, in each element type; with
+/// `--bias-relu` also the selected kernel's fused epilogue, timed beside cuSPARSE followed by the pass (unchecked).
 #[test]
 fn bench_spmm_verify_checks_every_variant_it_times() {
     for dtype in ["f32", "f16", "bf16"] {
@@ -255,7 +256,7 @@ fn bench_spmm_verify_checks_every_variant_it_times() {
         let out = tilesparse()
             .args(["bench", "spmm", "--dtype", dtype, "--matrix", &data("west0479.mtx.gz")])
             .args(["--gen", "uniform:257x300:0.1", "--gen", "powerlaw:1x64:0.5", "--gen", "pruned:96x384:0.3"])
-            .args(["--n", "40,128", "--verify", "--iters", "1", "--warmup", "0"])
+            .args(["--n", "40,128", "--verify", "--bias-relu", "--iters", "1", "--warmup", "0"])
             .args(["--json", json.to_str().unwrap()])
             .output()
             .expect("running tilesparse");
@@ -267,9 +268,16 @@ fn bench_spmm_verify_checks_every_variant_it_times() {
         let text = std::fs::read_to_string(&json).expect("the JSON report");
         std::fs::remove_file(&json).ok();
         assert!(stdout.contains("verify: OK: ") && !stdout.contains("WRONG"), "{dtype}:\n{stdout}");
+        let summary = "C = ReLU(A * B + bias), fused, against cuSPARSE then a bias + ReLU pass: geometric mean";
+        assert!(stdout.contains(summary) && stdout.contains("fused vs cuSPARSE + pass: "), "{dtype}:\n{stdout}");
         let problems: Vec<&str> = text.lines().filter(|l| l.contains("\"problem\"")).collect();
         assert_eq!(problems.len(), 8, "{dtype}:\n{text}");
         for line in problems {
+            // The epilogue both ways, last: the fused run checked and passing, cuSPARSE + the pass not checked.
+            let (line, bias_relu) = line.split_once(",\"bias_relu\":").expect("the --bias-relu figures");
+            let (fused, unfused) = bias_relu.split_once(",\"unfused\":").expect("the unfused figure");
+            assert!(fused.contains("+bias-relu\",\"ms\":") && fused.contains("\"mismatches\":0,"), "{dtype}: {line}");
+            assert!(unfused.contains("pass\",\"ms\":") && !unfused.contains("check"), "{dtype}: {bias_relu}");
             // Every entry of ours that ran carries a passing check; cuSPARSE and cuBLAS carry none.
             let (ours, baselines) = line.split_once("\"cusparse\":").expect("a cuSPARSE list");
             let ran = ours.matches("\"ms\":").count();

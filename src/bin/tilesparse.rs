@@ -277,6 +277,10 @@ enum BenchCommand {
         /// Also choose a kernel by timing (`spmm_tune`, as `spmm --tune` does) and time it beside the selected one.
         #[arg(long)]
         tune: bool,
+        /// Also time C = ReLU(A * B + bias), a random bias per row: the selected kernel with its fused epilogue
+        /// against cuSPARSE's fastest CSR algorithm followed by a bias + ReLU pass over C.
+        #[arg(long)]
+        bias_relu: bool,
     },
     /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
     SpgemmSuite {
@@ -321,8 +325,18 @@ fn main() -> ExitCode {
         Command::Spmm(args) => run_spmm(args),
         Command::Spmv(args) => run_spmv(args),
         Command::Bench(BenchCommand::Spmv { suite }) => bench_spmv(suite),
-        Command::Bench(BenchCommand::Spmm { suite, selected_only, dtype, matrices, generated, n, verify, tune }) => {
-            let opts = BenchOptions { all_variants: !selected_only, verify, tune, ..Default::default() };
+        Command::Bench(BenchCommand::Spmm {
+            suite,
+            selected_only,
+            dtype,
+            matrices,
+            generated,
+            n,
+            verify,
+            tune,
+            bias_relu,
+        }) => {
+            let opts = BenchOptions { all_variants: !selected_only, verify, tune, bias_relu, ..Default::default() };
             bench_spmm(suite, opts, dtype, &matrices, &generated, &n)
         }
         Command::Spgemm(args) => run_spgemm(args),
@@ -852,7 +866,8 @@ fn bench_spmm(
                 Err(why) => format!("{:<44} {why}{check}", e.name),
             }
         };
-        for e in r.variants.iter().chain([&r.selected]).chain(r.tuned.as_ref().map(|(e, _)| e)) {
+        let fused = r.bias_relu.as_ref().map(|f| &f.fused);
+        for e in r.variants.iter().chain([&r.selected]).chain(r.tuned.as_ref().map(|(e, _)| e)).chain(fused) {
             if let Some(c) = &e.check {
                 checked += 1;
                 worst = worst.max(c.worst);
@@ -876,6 +891,12 @@ fn bench_spmm(
         }
         println!("  {}", line(&r.cublas));
         let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}x"));
+        if let Some(f) = &r.bias_relu {
+            println!("  C = ReLU(A * B + bias):");
+            println!("    fused:   {}", line(&f.fused));
+            println!("    unfused: {}", line(&f.unfused));
+            println!("    fused vs cuSPARSE + pass: {}", fmt(f.speedup()));
+        }
         let blocked: String = [BlockedFormat::Bsr, BlockedFormat::BlockedEll]
             .iter()
             .filter_map(|&f| r.speedup_vs_blocked(f).map(|v| format!("; vs cuSPARSE {}: {v:.2}x", f.name())))
@@ -922,6 +943,11 @@ fn bench_spmm(
     if opts.tune {
         print!("tuned: ");
         print_geomean(&tuned_ratios);
+    }
+    if opts.bias_relu {
+        let fused: Vec<f64> = reports.iter().filter_map(|r| r.bias_relu.as_ref()?.speedup()).collect();
+        print!("C = ReLU(A * B + bias), fused, against cuSPARSE then a bias + ReLU pass: ");
+        print_geomean(&fused);
     }
     if let Some(path) = json {
         write_json(&path, &suite::reports_to_json(&reports))?;
