@@ -84,8 +84,9 @@ pub fn spmm<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, c: &mut [T]) {
 
 /// C = ReLU(A * B + bias) into `c` (m x n, row-major, overwritten), `bias` one f32 per row: [`spmm`]'s f32 sum
 /// of each element (f64's for f64), the bias added to it and the ReLU applied before the one rounding to `T`, as
-/// the GPU kernels' epilogue does. A NaN sum or bias stays NaN. f16 and bf16 take the sums in f32 from an f32 copy
-/// of A and B (exact widenings, the same products and order as [`spmm`]'s half path), then round once.
+/// the GPU kernels' epilogue does. A NaN sum or bias stays NaN. f32 and f64 apply it to [`spmm`]'s C in place; f16
+/// and bf16 take the sums in f32 from an f32 copy of A and B (exact widenings, the same products and order as
+/// [`spmm`]'s half path), then round once.
 pub fn spmm_bias_relu<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, bias: &[f32], c: &mut [T]) {
     assert!(a.is_csr(), "backend expects CSR");
     let m = a.rows();
@@ -106,7 +107,17 @@ pub fn spmm_bias_relu<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, bias: &[f32
                 row.iter_mut().for_each(|v| *v = T::from_f64(relu(v.to_f64(), bi)));
             });
         }
-        _ => {
+        DType::F32 => {
+            // C holds the f32 sums already: the f32 add and the ReLU in place, no copies of A and B.
+            spmm(a, b, n, c);
+            c.par_chunks_mut(n.max(1)).zip(bias).for_each(|(row, &bi)| {
+                row.iter_mut().for_each(|v| {
+                    let y = v.to_f32() + bi;
+                    *v = T::from_f32(if y < 0.0 { 0.0 } else { y });
+                });
+            });
+        }
+        DType::F16 | DType::Bf16 => {
             let a32: sprs::CsMat<f32> = a.map(|v| v.to_f32());
             let b32: Vec<f32> = b.par_iter().map(|v| v.to_f32()).collect();
             let mut c32 = vec![0.0f32; m * n];
