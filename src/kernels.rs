@@ -71,3 +71,16 @@ pub fn spmm_table() -> &'static [SpmmConfig] {
 pub fn compiled_spmm_variants_for(dtype: DType) -> impl Iterator<Item = &'static SpmmConfig> {
     compiled_spmm_variants().iter().filter(move |c| c.dtype == dtype)
 }
+
+/// The launch of one of cuda/util/util.cu's grid-stride kernels over `elements` elements, one thread each (the row
+/// copy, the bias + ReLU pass): blocks of 256 threads, at most 1056 of them (8 on each of an H100's 132 SMs, one
+/// wave); the kernels' loops stride over the rest.
+pub(crate) fn grid_stride_launch(elements: usize) -> cudarc::driver::LaunchConfig {
+    const THREADS: usize = 256;
+    const MAX_BLOCKS: usize = 1056;
+    cudarc::driver::LaunchConfig {
+        grid_dim: (elements.div_ceil(THREADS).clamp(1, MAX_BLOCKS) as u32, 1, 1),
+        block_dim: (THREADS as u32, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}

@@ -3,17 +3,13 @@
 //! ([`super::cusparse::CusparseSpmm::run_bias_relu`]) against the kernels' fused epilogue
 //! ([`crate::spmm_kernel_bias_relu`]).
 
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
 
 use crate::dense::DeviceDense;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::kernels::Family;
 use crate::scalar::{DType, Scalar};
-
-/// Most blocks of a launch of the pass: 8 blocks of 256 threads on each of an H100's 132 SMs, one wave (the
-/// kernel's loop strides over the rest).
-const MAX_BLOCKS: usize = 1056;
 
 /// c[r][j] = ReLU(c[r][j] + bias[r]) in place, on `gpu`'s stream (`ts_bias_relu_rows_<dtype>` in
 /// cuda/util/util.cu): the element is widened to f32, the bias added in f32, the ReLU applied (a NaN stays NaN)
@@ -70,12 +66,7 @@ pub(crate) unsafe fn launch_pass(
     }
     let function = gpu.function(Family::Util, name)?;
     let stream = gpu.stream();
-    let threads = 256usize;
-    let cfg = LaunchConfig {
-        grid_dim: ((rows * cols).div_ceil(threads).min(MAX_BLOCKS) as u32, 1, 1),
-        block_dim: (threads as u32, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = crate::kernels::grid_stride_launch(rows * cols);
     let (rows, cols) = (rows as i32, cols as i32);
     let (bias_ptr, _gb) = bias.device_ptr(stream);
     // SAFETY: the kernel reads `rows` f32 of the bias (its length checked by check_pass) and reads and writes

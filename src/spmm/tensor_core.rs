@@ -1660,9 +1660,6 @@ pub fn spmm_tensor_core_paths<T: Scalar>(
     Ok(left_out)
 }
 
-/// Most blocks of a launch of the row copy: 8 blocks of 256 threads on each of an H100's 132 SMs, one wave.
-const COPY_MAX_BLOCKS: usize = 1056;
-
 /// dst (rows x dst_cols) = the first min(src_cols, dst_cols) columns of src (rows x src_cols), zeros after them
 /// (`ts_copy_rows_b16`/`_b32` in cuda/util/util.cu). Both buffers hold at least rows x their columns elements.
 fn copy_rows<T: Scalar>(
@@ -1685,13 +1682,8 @@ fn copy_rows<T: Scalar>(
     };
     let function = gpu.function(Family::Util, name)?;
     let stream = gpu.stream();
-    // One thread per element of dst, at most COPY_MAX_BLOCKS blocks (the kernel's loop strides over the rest).
-    let threads = 256usize;
-    let cfg = LaunchConfig {
-        grid_dim: ((rows * dst_cols).div_ceil(threads).min(COPY_MAX_BLOCKS) as u32, 1, 1),
-        block_dim: (threads as u32, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    // One thread per element of dst.
+    let cfg = crate::kernels::grid_stride_launch(rows * dst_cols);
     let (rows, src_cols, dst_cols) = (rows as i32, src_cols as i32, dst_cols as i32);
     let copy_cols = src_cols.min(dst_cols);
     let (src_ptr, _gs) = src.device_ptr(stream);
