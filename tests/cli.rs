@@ -67,23 +67,29 @@ fn spmm_bias_relu_runs_and_verifies_on_any_machine() {
 }
 
 /// `spmm --tune` times the kernels on the GPU, runs the choice and verifies it with that kernel's bound; without a GPU
-/// it says that it has nothing to choose from and runs the CPU backend. It takes neither --config nor --cpu.
+/// it says that it has nothing to choose from and runs the CPU backend. With `--bias-relu` it tunes and verifies C =
+/// ReLU(A * B + bias). It takes neither --config nor --cpu.
 #[test]
 fn spmm_tune_chooses_on_the_gpu_or_says_why() {
-    let out = tilesparse()
-        .args(["spmm", "--m", "300", "--k", "200", "--density", "0.05", "--n", "64", "--iters", "2", "--tune"])
-        .arg("--verify")
-        .output()
-        .expect("running tilesparse");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && stdout.contains("verify: OK"), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    let on_gpu = stdout.lines().any(|l| l.starts_with("GPU "));
-    if on_gpu {
-        assert!(stdout.contains("kernels timed in") && stdout.contains("(chosen"), "{stdout}");
-    } else {
-        assert!(std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU run:\n{stdout}\n{stderr}");
-        assert!(stderr.contains("--tune times GPU kernels"), "{stderr}");
+    for epilogue in [&[][..], &["--bias-relu"][..]] {
+        let out = tilesparse()
+            .args(["spmm", "--m", "300", "--k", "200", "--density", "0.05", "--n", "64", "--iters", "2", "--tune"])
+            .arg("--verify")
+            .args(epilogue)
+            .output()
+            .expect("running tilesparse");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let what = format!("{epilogue:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert!(out.status.success() && stdout.contains("verify: OK"), "{what}");
+        assert_eq!(stdout.contains("C = ReLU(A * B + bias)"), !epilogue.is_empty(), "{what}");
+        let on_gpu = stdout.lines().any(|l| l.starts_with("GPU "));
+        if on_gpu {
+            assert!(stdout.contains("kernels timed in") && stdout.contains("(chosen"), "{what}");
+        } else {
+            assert!(std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU run: {what}");
+            assert!(stderr.contains("--tune times GPU kernels"), "{what}");
+        }
     }
     for extra in [&["--config", "spmm_f32_s1d1_y4k32x8w8_u4_pred"][..], &["--cpu"][..]] {
         let out = tilesparse()

@@ -19,8 +19,8 @@ use tilesparse::spmm::{
 use tilesparse::{
     gen, spmm, spmm_auto, spmm_bias_relu_auto, spmm_in_order, spmm_kernel, spmm_kernel_bias_relu, spmm_tensor_core,
     spmm_tensor_core_bias_relu, spmm_tensor_core_empty_windows, spmm_tensor_core_paths, spmm_tensor_core_with,
-    spmm_tune, BlockOrder, CsrError, DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum, RowStats, Scalar, SpmmConfig,
-    SpmmKernel, TensorCoreConfig, TuneOptions,
+    spmm_tune, spmm_tune_bias_relu, BlockOrder, CsrError, DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum,
+    RowStats, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig, TuneOptions,
 };
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -987,7 +987,7 @@ fn cusparse_blocked_ell_baseline_matches_the_oracle() {
 /// kernel (checked against the oracle with that kernel's bound, and bit for bit against another run of it), and the
 /// report holds together: the automatic choice is `spmm_auto`'s and one of the candidates, every candidate was
 /// timed or skipped, the finalists include the automatic choice, and the choice replaced it only where a finalist
-/// was faster by the margin.
+/// was faster by the margin. Then `spmm_tune_bias_relu` on one of them, with a bias.
 fn tuned_kernels_case<T: Scalar>(gpu: &Gpu) {
     let cases: Vec<(String, CsMat<f32>, usize)> = vec![
         ("uniform 4096 x 4096 at 5%".into(), gen::uniform_random(4096, 4096, 0.05, seed(200)), 128),
@@ -1044,6 +1044,26 @@ fn tuned_kernels_case<T: Scalar>(gpu: &Gpu) {
             t.kernel, t.ms, t.automatic, t.automatic_ms, t.screened, t.elapsed
         );
     }
+    // C = ReLU(A * B + bias) tuned with the epilogue (`spmm_tune_bias_relu`): C holds it by the chosen kernel, the
+    // same bits as that kernel's own run with the bias; a bias one short is refused.
+    let a = gen::power_law(1000, 3000, 40.0, 2.0, seed(205));
+    let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, &a, 72, seed(215));
+    let spread = (a.nnz() as f32 / a.rows() as f32).sqrt() / 3.0;
+    let bias: Vec<f32> = bias_with(a.rows(), &[(2, f32::NAN)]).iter().map(|v| v * spread).collect();
+    let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+    let what = format!("{} power-law 1000 x 3000, n = 72, bias + ReLU", T::DTYPE);
+    c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+    let t = spmm_tune_bias_relu(gpu, &a_dev, &b_dev, &bias_dev, &mut c_dev, &opts)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let tuned_c = c_dev.download(gpu).unwrap();
+    oracle.bias_relu::<T>(&bias, 72).check_kernel(&format!("{what}, tuned ({})", t.kernel), &tuned_c, &t.kernel);
+    c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+    spmm_kernel_bias_relu(gpu, &a_dev, &b_dev, &bias_dev, &mut c_dev, &t.kernel).unwrap();
+    assert!(same_bits(&c_dev.download(gpu).unwrap(), &tuned_c), "{what}: {} run again", t.kernel);
+    assert!(t.screened > 1 && t.finalists.iter().any(|f| f.kernel == t.kernel), "{what}: {t:?}");
+    let short = gpu.stream().clone_htod(&bias[1..]).unwrap();
+    let r = spmm_tune_bias_relu(gpu, &a_dev, &b_dev, &short, &mut c_dev, &opts);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{what}: a bias one short: {:?}", r.map(|t| t.kernel));
     // Options that cannot measure are refused before anything runs.
     let (_, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, &gen::uniform_random(8, 8, 0.5, seed(220)), 8, 1);
     for bad in [

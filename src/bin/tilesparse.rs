@@ -138,6 +138,7 @@ struct SpmmArgs {
     config: String,
     /// Choose the kernel by timing every one that can run the product on this matrix (`spmm_tune`), then run the
     /// fastest; it replaces the automatic choice only where it is at least 2% faster. GPU only, with --config auto.
+    /// With --bias-relu every kernel is timed with the fused epilogue (`spmm_tune_bias_relu`).
     #[arg(long)]
     tune: bool,
     /// Check C against the f64 CPU oracle.
@@ -498,7 +499,12 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             let config = match explicit {
                 Some(kernel) => kernel,
                 None if args.tune => {
-                    let tuned = tilesparse::spmm_tune(&gpu, &a_dev, &b_dev, &mut c_dev, &TuneOptions::default())?;
+                    // With --bias-relu every candidate is timed with the epilogue it then runs with.
+                    let opts = TuneOptions::default();
+                    let tuned = match &bias_dev {
+                        Some(bias) => tilesparse::spmm_tune_bias_relu(&gpu, &a_dev, &b_dev, bias, &mut c_dev, &opts)?,
+                        None => tilesparse::spmm_tune(&gpu, &a_dev, &b_dev, &mut c_dev, &opts)?,
+                    };
                     print_tuned(&tuned);
                     tuned.kernel
                 }

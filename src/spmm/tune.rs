@@ -6,6 +6,7 @@
 //! covered can lose more. For an A multiplied many times (a pruned weight, a graph's adjacency), tuning once costs
 //! a few runs of each kernel, and [`TunedSpmm::kernel`] is then passed to [`super::spmm_kernel`]. The choice is
 //! returned, not cached: store it with the matrix (`SpmmKernel` prints and parses as its kernel name).
+//! [`spmm_tune_bias_relu`] tunes C = ReLU(A * B + bias) the same way, each candidate timed with its fused epilogue.
 //!
 //! Two rounds: every candidate is run `warmup` times and timed `screen_iters` times, the automatic choice first;
 //! where that choice takes `cutoff_from_ms` (1 ms) or more, a candidate whose first timed run takes more than
@@ -16,8 +17,10 @@
 
 use std::time::{Duration, Instant};
 
+use cudarc::driver::CudaSlice;
+
 use super::tensor_core::{check_tensor_core, wgmma_runs_on, TensorCoreConfig};
-use super::{auto_kernel, check_config, spmm_kernel, SpmmKernel};
+use super::{auto_kernel, check_config, spmm_kernel, spmm_kernel_bias_relu, SpmmKernel};
 use crate::csr::DeviceCsr;
 use crate::dense::DeviceDense;
 use crate::error::{Error, Result};
@@ -165,6 +168,32 @@ pub fn spmm_tune<T: Scalar>(
     c: &mut DeviceDense<T>,
     opts: &TuneOptions,
 ) -> Result<TunedSpmm> {
+    tune(gpu, a, b, None, c, opts)
+}
+
+/// [`spmm_tune`] for C = ReLU(A * B + bias) (`bias` one f32 per row of C): every candidate is timed with the fused
+/// epilogue it would run with ([`super::spmm_kernel_bias_relu`]), and on return C holds ReLU(A * B + bias) by the
+/// chosen kernel. A bias of the wrong length is the automatic choice's error, before anything is timed.
+pub fn spmm_tune_bias_relu<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    bias: &CudaSlice<f32>,
+    c: &mut DeviceDense<T>,
+    opts: &TuneOptions,
+) -> Result<TunedSpmm> {
+    tune(gpu, a, b, Some(bias), c, opts)
+}
+
+/// [`spmm_tune`], with the bias + ReLU epilogue on every run where `bias` is given.
+fn tune<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    bias: Option<&CudaSlice<f32>>,
+    c: &mut DeviceDense<T>,
+    opts: &TuneOptions,
+) -> Result<TunedSpmm> {
     if !(0.0..1.0).contains(&opts.margin)
         || opts.screen_iters == 0
         || opts.rounds == 0
@@ -181,8 +210,12 @@ pub fn spmm_tune<T: Scalar>(
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
     let start = Instant::now();
     let automatic = auto_kernel(gpu, a, n)?;
-    // Shapes and the build are checked by the automatic choice's own run, before anything else is timed.
-    spmm_kernel(gpu, a, b, c, &automatic)?;
+    let run = |c: &mut DeviceDense<T>, kernel: &SpmmKernel| match bias {
+        Some(bias) => spmm_kernel_bias_relu(gpu, a, b, bias, c, kernel),
+        None => spmm_kernel(gpu, a, b, c, kernel),
+    };
+    // Shapes, the bias and the build are checked by the automatic choice's own run, before anything else is timed.
+    run(c, &automatic)?;
     let mut candidates = tune_candidates(gpu.info(), T::DTYPE, m, k, n);
     let automatic_at = match candidates.iter().position(|&kernel| kernel == automatic) {
         Some(i) => i,
@@ -192,7 +225,7 @@ pub fn spmm_tune<T: Scalar>(
         }
     };
     let mut time_after = |warmup: usize, kernel: &SpmmKernel, iters: usize| -> Result<Vec<f64>> {
-        time_op(gpu, warmup, iters, || spmm_kernel(gpu, a, b, c, kernel)).map(|t| t.runs_ms)
+        time_op(gpu, warmup, iters, || run(c, kernel)).map(|t| t.runs_ms)
     };
     let mut screened = vec![f64::NAN; candidates.len()];
     let mut skipped = Vec::new();
@@ -230,7 +263,7 @@ pub fn spmm_tune<T: Scalar>(
     let chosen = choose(&ms, opts.margin);
     let kernel = candidates[finalists[chosen]];
     // C from the chosen kernel, whichever ran last.
-    spmm_kernel(gpu, a, b, c, &kernel)?;
+    run(c, &kernel)?;
     gpu.synchronize()?;
     let mut timed: Vec<Timed> =
         finalists.iter().zip(&ms).map(|(&i, &ms)| Timed { kernel: candidates[i], ms }).collect();
