@@ -823,7 +823,7 @@ fn cusparse_bsr_baseline_matches_the_oracle() {
 /// times cuSPARSE with) in every type: each element is T(ReLU(f32(c) + bias[row])), bit for bit, on shapes from 1 x 1
 /// to 1100 x 1024 (past one grid's four elements per thread, so the kernel's unrolled loop and its tail both run),
 /// with NaN, +Inf and -Inf in C and in the bias (a NaN stays NaN, -Inf becomes 0); a bias of the wrong length is a
-/// typed error and C is left as it was; an empty C passes. Then cuSPARSE's SpMM followed by the pass
+/// typed error and C is left as it was, as is an f64 C; an empty C passes. Then cuSPARSE's SpMM followed by the pass
 /// (`CusparseSpmm::run_bias_relu`), f32, against the oracle's ReLU(A * B + bias) on a poisoned C.
 #[test]
 fn bias_relu_pass_matches_its_definition() {
@@ -879,6 +879,12 @@ fn bias_relu_pass_matches_its_definition() {
     case::<f32>(&gpu);
     case::<f16>(&gpu);
     case::<bf16>(&gpu);
+    // f64 has no pass: a typed error, C untouched.
+    let mut c64 = DeviceDense::upload(&gpu, 2, 3, &[-1.0f64; 6]).unwrap();
+    let bias = gpu.stream().clone_htod(&[1.0f32; 2]).unwrap();
+    let r = bias_relu_pass(&gpu, &mut c64, &bias);
+    assert!(matches!(r, Err(Error::UnsupportedDtype { .. })), "f64: {r:?}");
+    assert_eq!(c64.download(&gpu).unwrap(), vec![-1.0f64; 6], "f64: a refused pass changed C");
 
     let lib = Cusparse::new(&gpu).unwrap();
     let a = gen::power_law(700, 900, 12.0, 1.5, seed(410));

@@ -339,10 +339,11 @@ impl<'a> CusparseSpmm<'a> {
     }
 
     /// Runs C = ReLU(A * B + bias) on the stream as a user of cuSPARSE would: the SpMM, then the bias + ReLU
-    /// pass over C ([`super::epilogue::bias_relu_pass`]; `bias` one f32 per row of C, else `ShapeMismatch`).
+    /// pass over C ([`super::epilogue::bias_relu_pass`]). A bias that is not one f32 per row of C is
+    /// `ShapeMismatch`, and f64 `UnsupportedDtype`, before the SpMM runs.
     pub fn run_bias_relu(&mut self, gpu: &Gpu, bias: &CudaSlice<f32>) -> Result<()> {
         let (c, rows, cols) = self.c_out;
-        super::epilogue::check_pass(gpu, bias, rows, cols)?;
+        super::epilogue::check_pass(gpu, bias, rows, cols, self.dtype)?;
         self.run(gpu)?;
         // SAFETY: `c` addresses C's rows x cols elements of `self.dtype`, borrowed mutably for this op's lifetime.
         unsafe { super::epilogue::launch_pass(gpu, c, rows, cols, self.dtype, bias) }

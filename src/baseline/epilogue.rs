@@ -19,16 +19,17 @@ use crate::scalar::{DType, Scalar};
 pub fn bias_relu_pass<T: Scalar>(gpu: &Gpu, c: &mut DeviceDense<T>, bias: &CudaSlice<f32>) -> Result<()> {
     c.check_gpu(gpu, "C")?;
     let (rows, cols) = (c.rows(), c.cols());
-    check_pass(gpu, bias, rows, cols)?;
+    check_pass(gpu, bias, rows, cols, T::DTYPE)?;
     let (ptr, _g) = c.data.device_ptr_mut(gpu.stream());
     // SAFETY: `ptr` addresses C's rows x cols elements of T (a DeviceDense holds at least that many), borrowed
     // mutably until the launch is queued.
     unsafe { launch_pass(gpu, ptr, rows, cols, T::DTYPE, bias) }
 }
 
-/// The pass's checks on a C of `rows` x `cols`: the bias is `gpu`'s and holds one f32 per row (any length with no
-/// rows), and rows and columns fit the kernel's i32.
-pub(crate) fn check_pass(gpu: &Gpu, bias: &CudaSlice<f32>, rows: usize, cols: usize) -> Result<()> {
+/// The pass's checks on a C of `rows` x `cols` elements of `dtype`: a type the pass is compiled for, a bias that is
+/// `gpu`'s and holds one f32 per row (any length with no rows), and rows and columns that fit the kernel's i32.
+pub(crate) fn check_pass(gpu: &Gpu, bias: &CudaSlice<f32>, rows: usize, cols: usize, dtype: DType) -> Result<()> {
+    kernel_name(dtype)?;
     gpu.check_owns("the bias", bias)?;
     if bias.len() != rows && rows != 0 {
         return Err(Error::ShapeMismatch(format!(
@@ -55,12 +56,7 @@ pub(crate) unsafe fn launch_pass(
     dtype: DType,
     bias: &CudaSlice<f32>,
 ) -> Result<()> {
-    let name = match dtype {
-        DType::F32 => "ts_bias_relu_rows_f32",
-        DType::F16 => "ts_bias_relu_rows_f16",
-        DType::Bf16 => "ts_bias_relu_rows_bf16",
-        DType::F64 => return Err(Error::UnsupportedDtype { dtype, op: "the bias + ReLU pass (f32, f16, bf16)" }),
-    };
+    let name = kernel_name(dtype)?;
     if rows == 0 || cols == 0 {
         return Ok(());
     }
@@ -75,4 +71,14 @@ pub(crate) unsafe fn launch_pass(
     unsafe { stream.launch_builder(&function).arg(&c).arg(&bias_ptr).arg(&rows).arg(&cols).launch(cfg) }
         .map_err(Error::driver("launching the bias + ReLU pass", 0))?;
     Ok(())
+}
+
+/// The pass's kernel for elements of `dtype`, or [`Error::UnsupportedDtype`] (f64).
+fn kernel_name(dtype: DType) -> Result<&'static str> {
+    match dtype {
+        DType::F32 => Ok("ts_bias_relu_rows_f32"),
+        DType::F16 => Ok("ts_bias_relu_rows_f16"),
+        DType::Bf16 => Ok("ts_bias_relu_rows_bf16"),
+        DType::F64 => Err(Error::UnsupportedDtype { dtype, op: "the bias + ReLU pass (f32, f16, bf16)" }),
+    }
 }
