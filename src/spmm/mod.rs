@@ -459,9 +459,11 @@ impl SpmmKernel {
             if c.is_wide() {
                 return Some((c, counts));
             }
-            // The 16-row windows: not on rows too skewed for them, fewer columns per warp on rows long for the mean,
-            // more over a small B at n = 32.
-            if select::too_skewed_for_windows(stats, dtype) {
+            // The 16-row windows: not on rows too skewed for them, nor on even short rows that fill them little in
+            // many rows; fewer columns per warp on rows long for the mean, more over a small B at n = 32.
+            if select::too_skewed_for_windows(stats, dtype)
+                || select::short_even_rows_leave_windows(m, n, stats, dtype, counts.narrow_fill(nnz))
+            {
                 return None;
             }
             let tiles_n = select::long_rows_window_tiles_n(m, n, stats, c.tiles_n);

@@ -490,6 +490,41 @@ pub(crate) fn sparse_windows_half(
     })
 }
 
+/// f16/bf16: whether even short rows leave the 16-row tensor-core windows that a small C (m * n < 2^19) gives them
+/// ([`super::tensor_core::select_tensor_core`]) for the tile chosen on their rows ([`SpmmConfig::select_with_stats`]):
+/// at n = 33-96 in at least [`SHORT_EVEN_MIN_ROWS`] rows of 6-24 entries on average, cv at most 0.3, that fill the
+/// windows' k-blocks to less than 8% (`window_fill`, [`super::tensor_core::BlockCounts::narrow_fill`]). Such rows
+/// share few columns (uniform rows, a mesh numbered without regard to its windows), so a window stores about one
+/// entry per column it loads, and a few thousand rows keep the tile's one-warp blocks busy on every SM.
+/// [`sparse_windows_half`] leaves rows this short to the windows: the graphs it was measured on have uneven rows
+/// (add32, cv 0.76), few rows (well1850, west0479, utm300) or fuller windows (wrld_1deg, 12%), and there the windows
+/// still win.
+///
+/// Measured on the H200 (NOTES.md, "SpMM step 100"; every variant, f16 and bf16, n = 40, 64 and 96 where C is small:
+/// uniform rows of 8 and 16 in 2048-8000 rows, 6.2% full, 4elt, 7434 rows of 11.6, cv 0.16, 7.5% full; and beside
+/// them blocks of 2 x 2 and 4 x 4 (cv 0.5-0.6, 11-22% full), power-law rows (cv 1.1-1.4), add32, well1850 and
+/// wrld_1deg, where the windows won by up to 2.6x and which the rule leaves): the tile took **0.90x** of the windows'
+/// time in f16 (22 problems, 0.80x-1.02x) and 0.91x in bf16 (22, 0.82x-0.99x); 4elt at n = 64 7.5 -> 6.7 us,
+/// against cuSPARSE's 6.6.
+pub(crate) fn short_even_rows_leave_windows(
+    m: usize,
+    n: usize,
+    stats: &RowStats,
+    dtype: DType,
+    window_fill: f64,
+) -> bool {
+    dtype.size() == 2
+        && m >= SHORT_EVEN_MIN_ROWS
+        && (33..=96).contains(&n)
+        && (6.0..=24.0).contains(&stats.mean)
+        && stats.cv <= 0.3
+        && window_fill < 0.08
+}
+
+/// [`short_even_rows_leave_windows`]: the fewest rows (the fewest measured; below them the tile's blocks leave SMs
+/// idle and the windows' small grid gives way to it less, well1850's 1850 rows a tie).
+pub(crate) const SHORT_EVEN_MIN_ROWS: usize = 2048;
+
 /// f16/bf16 at n = 32 in at least 4096 rows: [`sparse_windows_half`] takes the tile over the tensor-core windows (the
 /// 16-row ones, or the 64-row ones that a large C takes) where they are less than this full, not 8%. On even rows of
 /// 32 or more entries there the windows still store little more than an entry per column they load, and a tile keeps
@@ -3865,6 +3900,37 @@ mod tests {
         assert_ne!(pick(1024, 4096, 256, 15.0, 0.26), thirty_two);
         assert_ne!(pick(1024, 4096, 256, 210.0, 0.07), thirty_two);
         assert_ne!(pick(1024, 4096, 256, 40.0, 0.31), thirty_two);
+    }
+
+    #[test]
+    fn even_short_rows_leave_sparse_windows_in_many_rows_at_n_33_to_96() {
+        let rows = |mean: f64, cv: f64| RowStats {
+            min: 0,
+            max: (2.0 * mean) as usize,
+            mean,
+            cv,
+            empty_rows: 0,
+            columns_per_entry: None,
+        };
+        let leave = |m: usize, n: usize, mean: f64, cv: f64, dtype: DType, fill: f64| {
+            short_even_rows_leave_windows(m, n, &rows(mean, cv), dtype, fill)
+        };
+        for dtype in [DType::F16, DType::Bf16] {
+            // 4elt (7434 rows of 11.6, cv 0.16, 7.5% full) at n = 40-64, uniform rows of 8 and 16 in 2048 rows.
+            assert!(leave(7434, 64, 11.6, 0.16, dtype, 0.075));
+            assert!(leave(2048, 40, 8.0, 0.0, dtype, 0.062) && leave(2048, 96, 16.0, 0.0, dtype, 0.064));
+            assert!(
+                leave(SHORT_EVEN_MIN_ROWS, 33, 6.0, 0.3, dtype, 0.0799) && leave(100_000, 96, 24.0, 0.3, dtype, 0.0)
+            );
+            // Each bound: rows, widths, mean, evenness, fill.
+            assert!(!leave(SHORT_EVEN_MIN_ROWS - 1, 64, 11.6, 0.16, dtype, 0.075), "well1850's few rows");
+            assert!(!leave(7434, 32, 11.6, 0.16, dtype, 0.075) && !leave(7434, 97, 11.6, 0.16, dtype, 0.075));
+            assert!(!leave(7434, 64, 5.9, 0.16, dtype, 0.075) && !leave(7434, 64, 24.1, 0.16, dtype, 0.075));
+            assert!(!leave(4960, 64, 4.8, 0.76, dtype, 0.103), "add32");
+            assert!(!leave(4096, 64, 8.0, 0.31, dtype, 0.062), "blocks of 2 x 2 (cv 0.5) and power-law rows");
+            assert!(!leave(15260, 64, 7.3, 0.19, dtype, 0.08), "wrld_1deg's fuller windows (12%)");
+        }
+        assert!(!leave(7434, 64, 11.6, 0.16, DType::F32, 0.075), "f16/bf16 only");
     }
 
     #[test]
