@@ -505,7 +505,9 @@ pub(crate) fn sparse_windows_half(
 /// them blocks of 2 x 2 and 4 x 4 (cv 0.5-0.6, 11-22% full), power-law rows (cv 1.1-1.4), add32, well1850 and
 /// wrld_1deg, where the windows won by up to 2.6x and which the rule leaves): the tile took **0.90x** of the windows'
 /// time in f16 (22 problems, 0.80x-1.02x) and 0.91x in bf16 (22, 0.82x-0.99x); 4elt at n = 64 7.5 -> 6.7 us,
-/// against cuSPARSE's 6.6.
+/// against cuSPARSE's 6.6. Held out (same step; ten fresh uniform matrices of 2048-8100 rows of 6-24 over k =
+/// 2500-12000, and 4elt, at n = 48-88, through the library before and after): 0.869x of the time in f16 and 0.860x
+/// in bf16 on the 38 problems per type it moved (0.60x-0.97x, none slower).
 pub(crate) fn short_even_rows_leave_windows(
     m: usize,
     n: usize,
@@ -521,8 +523,8 @@ pub(crate) fn short_even_rows_leave_windows(
         && window_fill < 0.08
 }
 
-/// [`short_even_rows_leave_windows`]: the fewest rows (the fewest measured; below them the tile's blocks leave SMs
-/// idle and the windows' small grid gives way to it less, well1850's 1850 rows a tie).
+/// [`short_even_rows_leave_windows`]: the fewest rows, the fewest measured (on well1850's 1850 rows the tile and the
+/// windows tied).
 pub(crate) const SHORT_EVEN_MIN_ROWS: usize = 2048;
 
 /// f16/bf16 at n = 32 in at least 4096 rows: [`sparse_windows_half`] takes the tile over the tensor-core windows (the
