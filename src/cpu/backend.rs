@@ -100,6 +100,15 @@ pub fn spmm_bias_relu<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, bias: &[f32
             y
         }
     };
+    // The f32 add (bias + sum rounds once in f32, as on the GPU) and the ReLU.
+    let relu32 = |x: f32, b: f32| {
+        let y = x + b;
+        if y < 0.0 {
+            0.0
+        } else {
+            y
+        }
+    };
     match T::DTYPE {
         DType::F64 => {
             spmm(a, b, n, c);
@@ -111,10 +120,7 @@ pub fn spmm_bias_relu<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, bias: &[f32
             // C holds the f32 sums already: the f32 add and the ReLU in place, no copies of A and B.
             spmm(a, b, n, c);
             c.par_chunks_mut(n.max(1)).zip(bias).for_each(|(row, &bi)| {
-                row.iter_mut().for_each(|v| {
-                    let y = v.to_f32() + bi;
-                    *v = T::from_f32(if y < 0.0 { 0.0 } else { y });
-                });
+                row.iter_mut().for_each(|v| *v = T::from_f32(relu32(v.to_f32(), bi)));
             });
         }
         DType::F16 | DType::Bf16 => {
@@ -123,11 +129,8 @@ pub fn spmm_bias_relu<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, bias: &[f32
             let mut c32 = vec![0.0f32; m * n];
             spmm(a32.view(), &b32, n, &mut c32);
             c.par_chunks_mut(n.max(1)).zip(c32.par_chunks(n.max(1))).zip(bias).for_each(|((row, sums), &bi)| {
-                // The f32 add (bias + sum rounds once in f32, as on the GPU), then one rounding to T.
-                row.iter_mut().zip(sums).for_each(|(v, &x)| {
-                    let y = x + bi;
-                    *v = T::from_f32(if y < 0.0 { 0.0 } else { y });
-                });
+                // Then one rounding to T.
+                row.iter_mut().zip(sums).for_each(|(v, &x)| *v = T::from_f32(relu32(x, bi)));
             });
         }
     }
