@@ -610,11 +610,7 @@ fn bias_relu_both_ways<T: Scalar>(
     let (a, b, kernel) = (ops.a, ops.b, ops.kernel);
     let (m, n) = (a.rows(), b.cols());
     let bias_host = gen::dense_matrix(m, 1, 11);
-    // m = 0: one unread element (the device holds no empty buffer).
-    let bias = gpu
-        .stream()
-        .clone_htod(if m == 0 { &[0.0f32][..] } else { &bias_host[..] })
-        .map_err(Error::driver("uploading the bias", 4 * m.max(1)))?;
+    let bias = crate::spmm::upload_bias(gpu, &bias_host)?;
     let reference = ops.reference.map(|r| r.bias_relu::<T>(&bias_host, n));
     let mut c = DeviceDense::<T>::zeros(gpu, m, n)?;
     let name = format!("{kernel}+bias-relu");

@@ -30,13 +30,7 @@ pub fn bias_relu_pass<T: Scalar>(gpu: &Gpu, c: &mut DeviceDense<T>, bias: &CudaS
 /// `gpu`'s and holds one f32 per row (any length with no rows), and rows and columns that fit the kernel's i32.
 pub(crate) fn check_pass(gpu: &Gpu, bias: &CudaSlice<f32>, rows: usize, cols: usize, dtype: DType) -> Result<()> {
     kernel_name(dtype)?;
-    gpu.check_owns("the bias", bias)?;
-    if bias.len() != rows && rows != 0 {
-        return Err(Error::ShapeMismatch(format!(
-            "the bias has {} elements, C has {rows} rows (one per row)",
-            bias.len()
-        )));
-    }
+    crate::spmm::check_bias_rows(gpu, bias, rows)?;
     if rows > i32::MAX as usize || cols > i32::MAX as usize {
         return Err(Error::TooLarge(format!("C: {rows} x {cols} (the pass takes i32 rows and columns)")));
     }

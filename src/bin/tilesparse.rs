@@ -487,15 +487,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
             let mut c_dev = DeviceDense::<T>::zeros(&gpu, m, n)?;
-            let bias_dev = match &bias {
-                // m = 0: one unread element (the device holds no empty buffer).
-                Some(bias) => Some(
-                    gpu.stream()
-                        .clone_htod(if bias.is_empty() { &[0.0f32][..] } else { bias })
-                        .map_err(|e| Error::Driver { what: "uploading the bias", source: e })?,
-                ),
-                None => None,
-            };
+            let bias_dev = bias.as_deref().map(|bias| tilesparse::spmm::upload_bias(&gpu, bias)).transpose()?;
             let config = match explicit {
                 Some(kernel) => kernel,
                 None if args.tune => {

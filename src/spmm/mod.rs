@@ -192,24 +192,33 @@ fn check_shapes<T: Scalar>(a: &DeviceCsr<T>, b: &DeviceDense<T>, c: &DeviceDense
     Ok(())
 }
 
-/// A bias + ReLU epilogue's bias: `gpu`'s, one element per row of C ([`Error::ShapeMismatch`] for any other length;
-/// any length where C has no rows, since the device cannot hold an empty buffer and nothing is read).
+/// A bias + ReLU epilogue's bias, where there is one, for A's product ([`check_bias_rows`] with A's rows).
 pub(crate) fn check_bias<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     bias: Option<&cudarc::driver::CudaSlice<f32>>,
 ) -> Result<()> {
-    if let Some(bias) = bias {
-        gpu.check_owns("the bias", bias)?;
-        if bias.len() != a.rows() && a.rows() != 0 {
-            return Err(Error::ShapeMismatch(format!(
-                "the bias has {} elements, C has {} rows (one per row)",
-                bias.len(),
-                a.rows()
-            )));
-        }
+    bias.map_or(Ok(()), |bias| check_bias_rows(gpu, bias, a.rows()))
+}
+
+/// A bias + ReLU epilogue's bias for a C of `rows` rows: `gpu`'s, one element per row ([`Error::ShapeMismatch`] for
+/// any other length; any length where C has no rows, since the device cannot hold an empty buffer and nothing is
+/// read).
+pub(crate) fn check_bias_rows(gpu: &Gpu, bias: &cudarc::driver::CudaSlice<f32>, rows: usize) -> Result<()> {
+    gpu.check_owns("the bias", bias)?;
+    if bias.len() != rows && rows != 0 {
+        return Err(Error::ShapeMismatch(format!(
+            "the bias has {} elements, C has {rows} rows (one per row)",
+            bias.len()
+        )));
     }
     Ok(())
+}
+
+/// Uploads a bias + ReLU epilogue's bias (one f32 per row of C) on `gpu`'s stream. An empty one (C without rows)
+/// becomes one unread element, as the device holds no empty buffer; every function that takes a bias accepts it.
+pub fn upload_bias(gpu: &Gpu, bias: &[f32]) -> Result<cudarc::driver::CudaSlice<f32>> {
+    crate::csr::upload_slice(gpu, bias, "uploading the bias")
 }
 
 /// [`Error::WrongGpu`] unless A, B and C are all `gpu`'s.
