@@ -14,13 +14,13 @@ use tilesparse::spmm::tensor_core::BlockCounts;
 use tilesparse::spmm::tune::tune_candidates;
 use tilesparse::spmm::{
     block_order, check_config, column_tiles_first, rows_longest_first, skipped_empty_rows, skips_empty_rows, split,
-    splits_rows, spmm_bias_relu, spmm_leaving_out_empty_rows,
+    splits_rows, spmm_bias_relu, spmm_leaving_out_empty_rows, spmm_with,
 };
 use tilesparse::{
     gen, spmm, spmm_auto, spmm_bias_relu_auto, spmm_in_order, spmm_kernel, spmm_kernel_bias_relu, spmm_tensor_core,
     spmm_tensor_core_bias_relu, spmm_tensor_core_empty_windows, spmm_tensor_core_paths, spmm_tensor_core_with,
     spmm_tune, spmm_tune_bias_relu, BlockOrder, CsrError, DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum,
-    RowStats, Scalar, SpmmConfig, SpmmKernel, TensorCoreConfig, TuneOptions,
+    RowStats, Scalar, SpmmConfig, SpmmEpilogue, SpmmKernel, TensorCoreConfig, TuneOptions,
 };
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -413,8 +413,9 @@ fn sanitizer_empty_rows_left_to_a_second_kernel() {
             }
             *splits += usize::from(splits_rows(gpu, &a_dev, n, config).unwrap());
             c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-            let left_out = spmm_leaving_out_empty_rows(gpu, &a_dev, &b_dev, None, &mut c_dev, config)
-                .unwrap_or_else(|e| panic!("{config}: {e}"));
+            let left_out =
+                spmm_leaving_out_empty_rows(gpu, &a_dev, &b_dev, SpmmEpilogue::default(), &mut c_dev, config)
+                    .unwrap_or_else(|e| panic!("{config}: {e}"));
             assert_eq!(left_out, 2100, "{what}, n = {n}, {config}: the grid must leave the empty rows out");
             let label = format!("{what} empty rows left out, n = {n}, {config}");
             oracle.check_kernel(&label, &c_dev.download(gpu).unwrap(), &SpmmKernel::Tiled(*config));
@@ -447,8 +448,15 @@ fn sanitizer_empty_rows_left_to_a_second_kernel() {
             }
             let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, n).unwrap();
             c_dev.fill(&gpu, POISON as f32).unwrap();
-            let left_out =
-                spmm_leaving_out_empty_rows(&gpu, &a_dev, &b_dev, Some(&bias_dev), &mut c_dev, config).unwrap();
+            let left_out = spmm_leaving_out_empty_rows(
+                &gpu,
+                &a_dev,
+                &b_dev,
+                SpmmEpilogue::bias_relu(&bias_dev),
+                &mut c_dev,
+                config,
+            )
+            .unwrap();
             assert_eq!(left_out, 2100, "{what} bias + ReLU, {config}");
             let c = c_dev.download(&gpu).unwrap();
             oracle.check(&format!("{what} empty rows, bias + ReLU, {config}"), &c);
@@ -2719,7 +2727,7 @@ fn tensor_core_bias_relu_case<T: Scalar>(gpu: &Gpu) -> usize {
                     gpu,
                     &a_dev,
                     &b_dev,
-                    Some(&bias_dev),
+                    SpmmEpilogue::bias_relu(&bias_dev),
                     &mut c_dev,
                     &config,
                     RangeSum::Auto,
@@ -2765,7 +2773,16 @@ fn tensor_core_bias_relu_case<T: Scalar>(gpu: &Gpu) -> usize {
         assert_eq!(ranges, 3, "{label}");
         let mut run = |sum: RangeSum| -> Result<Vec<T>, Error> {
             c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-            spmm_tensor_core_paths(gpu, &a_dev, &b_dev, Some(&bias_dev), &mut c_dev, &config, sum, None)?;
+            spmm_tensor_core_paths(
+                gpu,
+                &a_dev,
+                &b_dev,
+                SpmmEpilogue::bias_relu(&bias_dev),
+                &mut c_dev,
+                &config,
+                sum,
+                None,
+            )?;
             Ok(c_dev.download(gpu).unwrap())
         };
         let fix_up = run(RangeSum::FixUp).unwrap();
@@ -3247,4 +3264,222 @@ fn automatic_choice_on_random_shapes_matches_the_oracle() {
         bf16s.len(),
         seed_note()
     );
+}
+
+/// The epilogue's scalars, C = alpha * A * B + beta * C (+ bias, ReLU) (`SpmmEpilogue`), as the tests draw them:
+/// beta not 0 (C read: its NaN and Inf reach their elements), beta 1 with a bias (the accumulating form), and beta 0
+/// over a C of NaN (which must not be read).
+const EPILOGUES: [(f32, f32, bool); 3] = [(-1.5, 0.75, false), (0.5, 1.0, true), (2.0, 0.0, false)];
+
+/// One problem's epilogue checks: A's oracle, C's shape, the bias, and where C's old values hold a NaN and an Inf.
+struct EpilogueProblem<'a> {
+    oracle: SpmmOracle,
+    m: usize,
+    n: usize,
+    bias: &'a [f32],
+    bias_dev: &'a cudarc::driver::CudaSlice<f32>,
+    nan: usize,
+    inf: usize,
+}
+
+impl EpilogueProblem<'_> {
+    /// C's old values for `beta`: random in [-1, 1) with a NaN at `nan` and +Inf at `inf`; all NaN where beta is 0
+    /// (never read).
+    fn old<T: Scalar>(&self, beta: f32, seed: u64) -> Vec<T> {
+        if beta == 0.0 {
+            return vec![T::from_f32(f32::NAN); self.m * self.n];
+        }
+        let mut old: Vec<T> = gen::dense_matrix(self.m, self.n, seed).into_iter().map(T::from_f32).collect();
+        old[self.nan] = T::from_f32(f32::NAN);
+        old[self.inf] = T::from_f32(f32::INFINITY);
+        old
+    }
+
+    /// `run` on a C that holds [`EpilogueProblem::old`] with each of [`EPILOGUES`], each result against the oracle
+    /// with `kernel`'s bound; where beta is not 0 the NaN in C must reach C, and where it is 0 no NaN may appear
+    /// that the product and the bias do not make (`nan_free`: the elements where they make none). Returns the
+    /// results, in the order of [`EPILOGUES`].
+    fn check<T: Scalar>(
+        &self,
+        gpu: &Gpu,
+        what: &str,
+        kernel: &SpmmKernel,
+        nan_free: &[usize],
+        mut run: impl FnMut(&mut DeviceDense<T>, SpmmEpilogue) -> Result<(), Error>,
+    ) -> Vec<Vec<T>> {
+        let mut results = Vec::new();
+        for (i, &(alpha, beta, with_bias)) in EPILOGUES.iter().enumerate() {
+            let old = self.old::<T>(beta, seed(900 + i as u64));
+            let mut c_dev = DeviceDense::upload(gpu, self.m, self.n, &old).unwrap();
+            let bias = with_bias.then_some(self.bias);
+            let epilogue = SpmmEpilogue { alpha, beta, bias: with_bias.then_some(self.bias_dev) };
+            let label = format!("{what}: alpha {alpha}, beta {beta}, bias {with_bias}");
+            run(&mut c_dev, epilogue).unwrap_or_else(|e| panic!("{label}: {e}"));
+            let c = c_dev.download(gpu).unwrap();
+            self.oracle.epilogue::<T>(alpha, beta, &old, bias, self.n).check_kernel(&label, &c, kernel);
+            if beta != 0.0 {
+                assert!(c[self.nan].to_f64().is_nan(), "{label}: C's NaN must reach C");
+            } else {
+                assert!(nan_free.iter().all(|&j| !c[j].to_f64().is_nan()), "{label}: C's old NaN was read");
+            }
+            results.push(c);
+        }
+        results
+    }
+}
+
+/// C = alpha * A * B + beta * C (+ bias, ReLU) on every kernel and every path that stores C, in f32, f16 and bf16,
+/// against the oracle (`SpmmReference::epilogue`) with each kernel's bound ([`EPILOGUES`]: beta reads C, whose NaN
+/// must reach the result; beta 0 must not read a C of NaN):
+/// - every compiled tile variant that can run the problem, on 2400 rows (2100 empty, one of 1500 entries that the
+///   variants walking pieces split, its pieces added by the fix-up) at n = 128 and 130 (the empty-row fill's
+///   vector and element stores), with the empty rows in the grid and left to `spmm_zero_rows` (the same bits);
+/// - every tensor-core kernel this device runs, on 600 rows whose windows are partly empty, at n = 8 and 130 (B and
+///   C padded to 136: C's old values copied into the padded C first), the empty windows left out and walked (the
+///   same bits), and on 190 rows whose wide windows split their k-blocks into 3 ranges, added by the fix-up and in
+///   clusters where the device has them (the same bits).
+///
+/// Small enough for compute-sanitizer.
+#[test]
+fn sanitizer_epilogue_scalars_on_every_kernel_and_path() {
+    let Some(gpu) = gpu_or_skip("sanitizer_epilogue_scalars_on_every_kernel_and_path") else { return };
+    let tiles = [epilogue_tiles_case::<f32>(&gpu), epilogue_tiles_case::<f16>(&gpu), epilogue_tiles_case::<bf16>(&gpu)];
+    assert!(tiles.iter().all(|&runs| runs > 20), "tile variants run: {tiles:?}");
+    for (dtype, runs) in [
+        (DType::F32, epilogue_tensor_core_case::<f32>(&gpu)),
+        (DType::F16, epilogue_tensor_core_case::<f16>(&gpu)),
+        (DType::Bf16, epilogue_tensor_core_case::<bf16>(&gpu)),
+    ] {
+        let kernels = tensor_cores_here(&gpu, dtype);
+        assert_eq!(runs, 2 * kernels.len() + kernels.iter().filter(|c| c.is_wide()).count(), "{dtype}");
+    }
+}
+
+/// The tiles' part of [`sanitizer_epilogue_scalars_on_every_kernel_and_path`]; returns the runs (variant x n x
+/// matrix).
+fn epilogue_tiles_case<T: Scalar>(gpu: &Gpu) -> usize {
+    let (m, k) = (2400, 2000);
+    let stored = |r: usize| if r % 8 == 3 { 1 + r % 40 } else { 0 };
+    let skewed = rows_of_lengths(m, k, |r| if r == 1403 { 1500 } else { stored(r) }, seed(940));
+    let a: CsMat<T> = gen::convert(&skewed);
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    // An empty row's bias NaN (row 0) and a busy row's (row 11).
+    let bias = bias_with(m, &[(0, f32::NAN), (11, f32::NAN)]);
+    let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+    let (mut runs, mut splits) = (0, 0);
+    for n in [128, 130] {
+        let b = dense::<T>(k, n, seed(941 + n as u64));
+        let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+        // C's NaN on an empty row (row 1) and its Inf on a busy one (row 3).
+        let problem = EpilogueProblem {
+            oracle: SpmmOracle::new(a.view(), &b, n),
+            m,
+            n,
+            bias: &bias,
+            bias_dev: &bias_dev,
+            nan: n + 5,
+            inf: 3 * n + 2,
+        };
+        let nan_free: Vec<usize> = (n..m * n).filter(|&j| j / n != 11).collect();
+        for config in compiled_spmm_variants_for(T::DTYPE) {
+            if check_config(config, T::DTYPE, m, k, n).is_err() {
+                continue;
+            }
+            splits += usize::from(splits_rows(gpu, &a_dev, n, config).unwrap());
+            let kernel = SpmmKernel::Tiled(*config);
+            let what = format!("{} n = {n}, {config}", T::DTYPE);
+            let in_grid = problem.check(gpu, &what, &kernel, &nan_free, |c, epilogue| {
+                spmm_with(gpu, &a_dev, &b_dev, c, config, epilogue)
+            });
+            let left_out = problem.check(gpu, &format!("{what}, empty rows left out"), &kernel, &nan_free, |c, e| {
+                spmm_leaving_out_empty_rows(gpu, &a_dev, &b_dev, e, c, config).map(|_| ())
+            });
+            for (x, y) in in_grid.iter().zip(&left_out) {
+                assert!(same_bits(x, y), "{what}: other bits with the empty rows left out");
+            }
+            runs += 1;
+        }
+    }
+    assert!(splits > 0, "{}: no variant split the 1500-entry row", T::DTYPE);
+    runs
+}
+
+/// The tensor cores' part of [`sanitizer_epilogue_scalars_on_every_kernel_and_path`]; returns the runs (kernel x n
+/// on the partly empty windows, and wide kernel on the split ranges).
+fn epilogue_tensor_core_case<T: Scalar>(gpu: &Gpu) -> usize {
+    let mut runs = 0;
+    let (m, k) = (600, 300);
+    let busy = |r: usize| (64..200).contains(&r) || (400..590).contains(&r);
+    let a: CsMat<T> = gen::convert(&rows_of_lengths(m, k, |r| if busy(r) { 1 + r % 30 } else { 0 }, seed(950)));
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let bias = bias_with(m, &[(70, f32::NAN)]);
+    let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+    for n in [8, 130] {
+        let b = dense::<T>(k, n, seed(951 + n as u64));
+        let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+        // C's NaN on an empty row (row 1), its Inf on a busy one (row 100).
+        let problem = EpilogueProblem {
+            oracle: SpmmOracle::new(a.view(), &b, n),
+            m,
+            n,
+            bias: &bias,
+            bias_dev: &bias_dev,
+            nan: n + 1,
+            inf: 100 * n + 3,
+        };
+        let nan_free: Vec<usize> = (0..m * n).filter(|&j| j / n != 70).collect();
+        for config in tensor_cores_here(gpu, T::DTYPE) {
+            let kernel = SpmmKernel::TensorCore(config);
+            let what = format!("{} n = {n}, {config}", T::DTYPE);
+            let [left_out, walked] = [true, false].map(|leave_out| {
+                problem.check(gpu, &format!("{what}, leave_out {leave_out}"), &kernel, &nan_free, |c, e| {
+                    spmm_tensor_core_paths(gpu, &a_dev, &b_dev, e, c, &config, RangeSum::Auto, Some(leave_out))
+                        .map(|_| ())
+                })
+            });
+            for (x, y) in left_out.iter().zip(&walked) {
+                assert!(same_bits(x, y), "{what}: other bits with the empty windows left out");
+            }
+            runs += 1;
+        }
+    }
+
+    // Split ranges: the epilogue after the ranges' sum, in the fix-up or the cluster.
+    let (m, k, n) = (190, 256 * 3 + 17, 136);
+    let a: CsMat<T> = gen::convert(&gen::uniform_random(m, k, 0.4, seed(960)));
+    let b = dense::<T>(k, n, seed(961));
+    let bias: Vec<f32> = bias_with(m, &[]).iter().map(|v| 5.0 * v).collect();
+    let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+    let problem = EpilogueProblem {
+        oracle: SpmmOracle::new(a.view(), &b, n),
+        m,
+        n,
+        bias: &bias,
+        bias_dev: &bias_dev,
+        nan: 7 * n + 9,
+        inf: 150 * n + 100,
+    };
+    let nan_free: Vec<usize> = (0..m * n).collect();
+    let clusters = gpu.info().has_clusters();
+    for config in tensor_cores_here(gpu, T::DTYPE).into_iter().filter(|c| c.is_wide()) {
+        let kernel = SpmmKernel::TensorCore(config);
+        let ranges = tilesparse::spmm::tensor_core::split_plan(gpu, &a_dev, &config, n).unwrap().ranges;
+        let what = format!("{} {ranges} ranges, {config}", T::DTYPE);
+        assert_eq!(ranges, 3, "{what}");
+        let fix_up = problem.check(gpu, &format!("{what}, fix-up"), &kernel, &nan_free, |c, e| {
+            spmm_tensor_core_paths(gpu, &a_dev, &b_dev, e, c, &config, RangeSum::FixUp, None).map(|_| ())
+        });
+        if clusters && !config.is_wgmma() {
+            let cluster = problem.check(gpu, &format!("{what}, clusters"), &kernel, &nan_free, |c, e| {
+                spmm_tensor_core_paths(gpu, &a_dev, &b_dev, e, c, &config, RangeSum::Cluster, None).map(|_| ())
+            });
+            for (x, y) in fix_up.iter().zip(&cluster) {
+                assert!(same_bits(x, y), "{what}: the cluster's epilogue differs from the fix-up's");
+            }
+        }
+        runs += 1;
+    }
+    runs
 }

@@ -1,8 +1,12 @@
 /**
- * @file @brief The optional bias + ReLU epilogue, shared by the tiles (cuda/spmm/output_tile.cuh) and the
- * tensor-core kernels (cuda/spmm/tensor_core.cuh, cuda/spmm90a/spmm90a.cu): C = ReLU(A B + bias[row]).
+ * @file @brief The epilogue every SpMM kernel applies where it stores C, shared by the tiles
+ * (cuda/spmm/output_tile.cuh), their fix-up and fills (cuda/spmm/spmm.cu) and the tensor-core kernels
+ * (cuda/spmm/tensor_core.cuh, cuda/spmm90a/spmm90a.cu): C = alpha A B + beta C, then + bias[row] and ReLU where
+ * there is a bias.
  */
 #pragma once
+
+#include "common/vector.cuh"
 
 namespace ts {
 
@@ -21,11 +25,46 @@ __device__ __forceinline__ void add_relu_fragment(float (&c)[4], float lo, float
   c[3] = add_relu(c[3], hi);
 }
 
-/// @brief The bias of C's row `row` in a tensor-core launch that has one (SpmmTcParams::bias), 0 past row m (a row
-/// that is not stored).
+/// @brief The bias of C's row `row` in a launch (`Params::bias`, `Params::m`): 0 without a bias and past row m (a
+/// row that is not stored).
 template <typename Params>
 __device__ __forceinline__ float row_bias(const Params& p, int row) {
-  return row < p.m ? __ldg(p.bias + row) : 0.0f;
+  return p.bias != nullptr && row < p.m ? __ldg(p.bias + row) : 0.0f;
+}
+
+/// @brief Stores kWidth consecutive elements of C at `at` (aligned to the vector) from their f32 sums `v`, in
+/// this order: v = alpha v where alpha is not 1; v = fma(beta, C's old value, v) where beta is not 0 (C is read
+/// only then, as BLAS reads it: a NaN left in C does not reach a product with beta = 0); ReLU(v + b) where
+/// `has_bias`; one rounding to T. With alpha = 1, beta = 0 and no bias the sums are stored as they are, so the
+/// plain product has the same bits as before the epilogue had scalars. C's old value is read through a plain
+/// load: the kernel writes C.
+template <typename T, int kWidth>
+__device__ __forceinline__ void finish_store(T* at, float (&v)[kWidth], float alpha, float beta, bool has_bias,
+                                             float b) {
+  if (alpha != 1.0f) {
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) v[i] *= alpha;
+  }
+  if (beta != 0.0f) {
+    const Vec<T, kWidth> old = load_shared<T, kWidth>(at);
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) v[i] = fmaf(beta, to_float(old.v[i]), v[i]);
+  }
+  if (has_bias) {
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) v[i] = add_relu(v[i], b);
+  }
+  Vec<T, kWidth> out;
+#pragma unroll
+  for (int i = 0; i < kWidth; ++i) out.v[i] = from_float<T>(v[i]);
+  store(at, out);
+}
+
+/// @brief finish_store with a launch's scalars and bias (`Params`: alpha, beta, bias), `b` the bias of the row
+/// (read by the caller once per row; unused without a bias).
+template <typename T, int kWidth, typename Params>
+__device__ __forceinline__ void finish_store(const Params& p, T* at, float (&v)[kWidth], float b) {
+  finish_store<T, kWidth>(at, v, p.alpha, p.beta, p.bias != nullptr, b);
 }
 
 }  // namespace ts

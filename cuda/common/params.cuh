@@ -35,8 +35,10 @@ struct SpmmParams {
   int block_order;
   int row_blocks;               // ceil(rows or pieces / block_items_y)
   int* tile_counters;           // kSmAffine: (column tiles + 1) ints, zero at launch and left zero; else null
+  float alpha;                  // C = alpha A B + beta C (cuda/common/epilogue.cuh, finish_store), where C is stored
+  float beta;                   // 0: C is not read
 };
-static_assert(sizeof(SpmmParams) == 120, "SpmmParams must match src/spmm/mod.rs");
+static_assert(sizeof(SpmmParams) == 128, "SpmmParams must match src/spmm/mod.rs");
 enum SpmmBlockOrder { kRowBlocksFirst = 0, kColumnTilesFirst = 1, kSmAffine = 2 };
 
 /// @brief Arguments of spmm_zero_rows_<dtype>: the rows of C that A leaves empty, when the tile kernel's grid
@@ -48,11 +50,13 @@ struct SpmmZeroRowsParams {
   int stride;                   // ints from one row to the next in `rows`
   int count;                    // rows to write
   int n;                        // columns of C
+  float alpha;                  // each element is finish_store's from a zero sum: alpha 0 + beta C (+ bias, ReLU)
+  float beta;                   // 0: C is not read
   int pad;
-  const float* bias;            // (m) bias added before a ReLU, global; null = zeros
+  const float* bias;            // (m) bias added before a ReLU, global; null = none
   void* out;                    // (m, n) C, row-major, global
 };
-static_assert(sizeof(SpmmZeroRowsParams) == 40, "SpmmZeroRowsParams must match src/spmm/mod.rs");
+static_assert(sizeof(SpmmZeroRowsParams) == 48, "SpmmZeroRowsParams must match src/spmm/mod.rs");
 
 /// @brief Arguments of spmm_zero_windows: the rows of C in the tensor-core windows that hold no entry, when the
 /// launch leaves them out of its grid (src/spmm/tensor_core.rs, `leaves_out_empty_windows`). A window's rows are
@@ -65,10 +69,11 @@ struct SpmmZeroWindowsParams {
   int m;                        // rows of C: the last window stops there
   int row_vectors;              // 16-byte pieces per row of C (n * sizeof(T) / 16; n * sizeof(T) a multiple of 16)
   void* out;                    // (m, n) C, row-major, global
-  const float* bias;            // null: zeros; else (m) each row is ReLU(bias[row]), as the tensor-core kernels
-                                // would store it from an empty sum
+  const float* bias;            // null: none; else (m) the bias of each row, before a ReLU
+  float alpha;                  // each element is finish_store's from a zero sum, as the tensor-core kernels would
+  float beta;                   // store it from an empty one: alpha 0 + beta C (+ bias, ReLU); beta 0: C not read
 };
-static_assert(sizeof(SpmmZeroWindowsParams) == 40, "SpmmZeroWindowsParams must match src/spmm/tensor_core.rs");
+static_assert(sizeof(SpmmZeroWindowsParams) == 48, "SpmmZeroWindowsParams must match src/spmm/tensor_core.rs");
 
 /// @brief Arguments of the seed SpMV kernels: y = alpha * A x + beta * y.
 struct SpmvParams {
@@ -106,10 +111,11 @@ struct SpmmTcParams {
   const int* window_heads;            // wide kernels (32- and 64-row windows): (kTcHeadBlocks x 16 per window) the
                                       // slot columns of each window's first kTcHeadBlocks k-blocks, -1 past its
                                       // last; null elsewhere (src/spmm/tensor_core.rs, `HostBlocks::window_heads`)
-  const float* bias;                  // null: C = A B; else (m) C = ReLU(A B + bias[row]), applied where C is
-                                      // stored (never to a partial tile: the fix-up or the cluster's sum applies it)
+  const float* bias;                  // null: none; else (m) + bias[row] and ReLU after the scalars
+  float alpha;                        // C = alpha A B + beta C (+ bias, ReLU): finish_store where C is stored,
+  float beta;                         // never on a partial tile (the fix-up or the cluster's sum applies it)
 };
-static_assert(sizeof(SpmmTcParams) == 96, "SpmmTcParams must match src/spmm/tensor_core.rs");
+static_assert(sizeof(SpmmTcParams) == 104, "SpmmTcParams must match src/spmm/tensor_core.rs");
 /// k-blocks per window in SpmmTcParams::window_heads (src/spmm/tensor_core.rs, `HEAD_BLOCKS`): the most ring
 /// stages of the wide kernel (cuda/spmm/tensor_core.cuh, `tcw_stages`).
 constexpr int kTcHeadBlocks = 8;

@@ -1,33 +1,31 @@
 /**
- * @file @brief Stage 4: the optional bias + ReLU epilogue and the vector stores of the output tile.
+ * @file @brief Stage 4: the vector stores of the output tile, through the epilogue (alpha, beta, bias + ReLU).
  */
 #pragma once
 
 #include "common/epilogue.cuh"
+#include "common/params.cuh"
 #include "common/vector.cuh"
 #include "spmm/predicates.cuh"
 
 namespace ts {
 
-/// @brief Writes this thread's accumulators to C, predicated in n.
+/// @brief Writes this thread's accumulators to C, predicated in n, through the launch's epilogue (finish_store:
+/// alpha, beta, bias + ReLU), one dense vector at a time.
 template <typename Config>
 __device__ __forceinline__ void store_output_tile(
-    float (&accumulator)[Config::kThreadVectorsX * Config::kDenseVectorWidth], const float* bias, int row,
+    float (&accumulator)[Config::kThreadVectorsX * Config::kDenseVectorWidth], const SpmmParams& p, int row,
     typename Config::Scalar* out_row, const PredicatesN<Config>& predicates) {
   typedef typename Config::Scalar T;
   constexpr int kDV = Config::kDenseVectorWidth;
-  if (bias != nullptr) {
-    const float b = __ldg(bias + row);
-#pragma unroll
-    for (int i = 0; i < Config::kThreadVectorsX * kDV; ++i) accumulator[i] = add_relu(accumulator[i], b);
-  }
+  const float b = p.bias != nullptr ? __ldg(p.bias + row) : 0.0f;
 #pragma unroll
   for (int v = 0; v < Config::kThreadVectorsX; ++v) {
     if (predicates.in_range[v]) {
-      Vec<T, kDV> out;
+      float out[kDV];
 #pragma unroll
-      for (int e = 0; e < kDV; ++e) out.v[e] = from_float<T>(accumulator[v * kDV + e]);
-      store(out_row + v * Config::kBlockWidth * kDV, out);
+      for (int e = 0; e < kDV; ++e) out[e] = accumulator[v * kDV + e];
+      finish_store<T, kDV>(p, out_row + v * Config::kBlockWidth * kDV, out, b);
     }
   }
 }

@@ -167,7 +167,7 @@ __device__ __forceinline__ void spmm_tile(const SpmmParams& p, int row_block, in
     return;
   }
   T* out_row = static_cast<T*>(p.out) + static_cast<size_t>(target) * p.n + thread_column;
-  store_output_tile<Config>(accumulator, p.bias, target, out_row, predicates);
+  store_output_tile<Config>(accumulator, p, target, out_row, predicates);
 }
 
 /// @brief Whether `Config` is the tile (sparse and dense vector widths, block items y, k, x, block width) given.
@@ -255,7 +255,7 @@ __device__ __forceinline__ void spmm_kernel(const SpmmParams& p) {
 }
 
 /// @brief The second pass of a row split: block x sums split row x's partial rows in piece order (the same
-/// order every run), adds the bias and applies the ReLU when there is one, and writes the row of C.
+/// order every run) and writes the row of C through the launch's epilogue (finish_store).
 template <typename T>
 __device__ __forceinline__ void spmm_fixup(const SpmmParams& p) {
   const int* split_row = p.split_rows + 3 * static_cast<size_t>(blockIdx.x);
@@ -265,15 +265,15 @@ __device__ __forceinline__ void spmm_fixup(const SpmmParams& p) {
   T* out = static_cast<T*>(p.out) + static_cast<size_t>(row) * p.n;
   const float b = p.bias != nullptr ? __ldg(p.bias + row) : 0.0f;
   for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < p.n; c += gridDim.y * blockDim.x) {
-    float sum = partial[c];
-    for (int q = 1; q < count; ++q) sum += partial[static_cast<size_t>(q) * p.n + c];
-    out[c] = from_float<T>(p.bias != nullptr ? add_relu(sum, b) : sum);
+    float sum[1] = {partial[c]};
+    for (int q = 1; q < count; ++q) sum[0] += partial[static_cast<size_t>(q) * p.n + c];
+    finish_store<T, 1>(p, out + c, sum, b);
   }
 }
 
 /// @brief The rows of C that A leaves empty and the tile kernel's grid left out: each warp writes whole rows,
-/// 16 bytes a lane where n * sizeof(T) keeps every row 16-byte aligned, one element a lane otherwise. The value
-/// is the tile's for an empty row (store_output_tile with zero accumulators), so C has the same bits either way.
+/// 16 bytes a lane where n * sizeof(T) keeps every row 16-byte aligned, one element a lane otherwise. Each element
+/// is the tile's for an empty row (finish_store from a zero sum), so C has the same bits either way.
 template <typename T>
 __device__ __forceinline__ void spmm_zero_rows(const SpmmZeroRowsParams& p) {
   constexpr int kVector = 16 / sizeof(T);
@@ -282,23 +282,27 @@ __device__ __forceinline__ void spmm_zero_rows(const SpmmZeroRowsParams& p) {
   for (size_t i = static_cast<size_t>(blockIdx.x) * warps + threadIdx.x / 32; i < static_cast<size_t>(p.count);
        i += static_cast<size_t>(gridDim.x) * warps) {
     const int row = __ldg(p.rows + i * p.stride);
-    const T value = from_float<T>(p.bias != nullptr ? add_relu(0.0f, __ldg(p.bias + row)) : 0.0f);
+    const float b = p.bias != nullptr ? __ldg(p.bias + row) : 0.0f;
     T* out = static_cast<T*>(p.out) + static_cast<size_t>(row) * p.n;
     if (p.n % kVector == 0) {
-      Vec<T, kVector> values;
-#pragma unroll
-      for (int e = 0; e < kVector; ++e) values.v[e] = value;
-      for (int c = lane * kVector; c < p.n; c += 32 * kVector) store(out + c, values);
+      for (int c = lane * kVector; c < p.n; c += 32 * kVector) {
+        float zeros[kVector] = {};
+        finish_store<T, kVector>(p, out + c, zeros, b);
+      }
     } else {
-      for (int c = lane; c < p.n; c += 32) out[c] = value;
+      for (int c = lane; c < p.n; c += 32) {
+        float zero[1] = {0.0f};
+        finish_store<T, 1>(p, out + c, zero, b);
+      }
     }
   }
 }
 
 /// @brief The rows of the empty tensor-core windows (SpmmZeroWindowsParams): block b writes windows b,
 /// b + gridDim.x, ..., each window's region of C (contiguous: its rows are consecutive) as one stream of 16-byte
-/// stores by the block's threads in turn, cut at row m. Zeros (all zero bits in f32, f16 and bf16), or with a bias
-/// each row's ReLU(0 + bias[row]) in T, the value the tensor-core kernels store for a row with no entry.
+/// stores by the block's threads in turn, cut at row m. Zeros (all zero bits in f32, f16 and bf16) for a plain
+/// product, else finish_store's value from a zero sum, the value the tensor-core kernels store for a row with no
+/// entry.
 template <typename T>
 __device__ __forceinline__ void spmm_zero_windows(const SpmmZeroWindowsParams& p) {
   constexpr int kVector = 16 / sizeof(T);
@@ -308,17 +312,14 @@ __device__ __forceinline__ void spmm_zero_windows(const SpmmZeroWindowsParams& p
   for (int w = blockIdx.x; w < p.count; w += gridDim.x) {
     const size_t first = static_cast<size_t>(__ldg(p.windows + w)) * per_window;  // < limit: window < windows
     const size_t end = min(first + per_window, limit);
-    if (p.bias == nullptr) {
+    if (p.bias == nullptr && p.alpha == 1.0f && p.beta == 0.0f) {
       for (size_t i = first + threadIdx.x; i < end; i += blockDim.x) out[i] = make_uint4(0, 0, 0, 0);
       continue;
     }
     for (size_t i = first + threadIdx.x; i < end; i += blockDim.x) {
       const int row = static_cast<int>(i / p.row_vectors);  // < m: i < limit
-      const T value = from_float<T>(add_relu(0.0f, __ldg(p.bias + row)));
-      Vec<T, kVector> values;
-#pragma unroll
-      for (int e = 0; e < kVector; ++e) values.v[e] = value;
-      store(reinterpret_cast<T*>(out + i), values);
+      float zeros[kVector] = {};
+      finish_store<T, kVector>(p, reinterpret_cast<T*>(out + i), zeros, row_bias(p, row));
     }
   }
 }

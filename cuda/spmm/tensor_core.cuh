@@ -466,12 +466,8 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   T* out = static_cast<T*>(p.out);
   const int row_lo = window * 16 + g;
   const int row_hi = row_lo + 8;
-  if (p.bias != nullptr) {
-    // The bias + ReLU epilogue, in place (rows g and g + 8 of the window: row_lo and row_hi).
-    const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_hi);
-#pragma unroll
-    for (int j = 0; j < kTilesN; ++j) add_relu_fragment(acc[j], b_lo, b_hi);
-  }
+  // The epilogue (finish_store) on each store: rows g and g + 8 of the window, row_lo and row_hi.
+  const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_hi);
   if constexpr (kF32) {
     // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned (n % 8
     // == 0), in or out as a whole.
@@ -480,12 +476,12 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
       const int column = n0 + 8 * t + 4 * e;
       if (column >= p.n) continue;
       if (row_lo < p.m) {
-        *reinterpret_cast<float4*>(out + static_cast<size_t>(row_lo) * p.n + column) =
-            make_float4(acc[0][e], acc[1][e], acc[2][e], acc[3][e]);
+        float v[4] = {acc[0][e], acc[1][e], acc[2][e], acc[3][e]};
+        finish_store<T, 4>(p, out + static_cast<size_t>(row_lo) * p.n + column, v, b_lo);
       }
       if (row_hi < p.m) {
-        *reinterpret_cast<float4*>(out + static_cast<size_t>(row_hi) * p.n + column) =
-            make_float4(acc[0][2 + e], acc[1][2 + e], acc[2][2 + e], acc[3][2 + e]);
+        float v[4] = {acc[0][2 + e], acc[1][2 + e], acc[2][2 + e], acc[3][2 + e]};
+        finish_store<T, 4>(p, out + static_cast<size_t>(row_hi) * p.n + column, v, b_hi);
       }
     }
   } else {
@@ -495,12 +491,12 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
       if (column >= p.n) continue;
       // Two adjacent elements per row in one 4-byte store (column and n even: aligned).
       if (row_lo < p.m) {
-        const Vec<T, 2> v = {{from_float<T>(acc[j][0]), from_float<T>(acc[j][1])}};
-        store(out + static_cast<size_t>(row_lo) * p.n + column, v);
+        float v[2] = {acc[j][0], acc[j][1]};
+        finish_store<T, 2>(p, out + static_cast<size_t>(row_lo) * p.n + column, v, b_lo);
       }
       if (row_hi < p.m) {
-        const Vec<T, 2> v = {{from_float<T>(acc[j][2]), from_float<T>(acc[j][3])}};
-        store(out + static_cast<size_t>(row_hi) * p.n + column, v);
+        float v[2] = {acc[j][2], acc[j][3]};
+        finish_store<T, 2>(p, out + static_cast<size_t>(row_hi) * p.n + column, v, b_hi);
       }
     }
   }
@@ -949,12 +945,8 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       const int out_row = window * kRows + row;
       const int out_column = n0 + column;  // a multiple of 4 and n of 8: in or out as a whole, 8-byte aligned
       if (out_row < p.m && out_column < p.n) {
-        if (p.bias != nullptr) {
-          const float b = __ldg(p.bias + out_row);
-          sum = make_float4(add_relu(sum.x, b), add_relu(sum.y, b), add_relu(sum.z, b), add_relu(sum.w, b));
-        }
-        const Vec<T, 4> v = {{from_float<T>(sum.x), from_float<T>(sum.y), from_float<T>(sum.z), from_float<T>(sum.w)}};
-        store(out + static_cast<size_t>(out_row) * p.n + out_column, v);
+        float v[4] = {sum.x, sum.y, sum.z, sum.w};
+        finish_store<T, 4>(p, out + static_cast<size_t>(out_row) * p.n + out_column, v, row_bias(p, out_row));
       }
     }
     cluster_sync();  // no block leaves while another still reads its tile
@@ -962,30 +954,26 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   }
 #endif
   float* partial = p.splits > 1 ? p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n : nullptr;
-  if (p.bias != nullptr && p.splits == 1) {
-    // The bias + ReLU epilogue, in place (C only: a partial tile gets it in the fix-up, after the ranges' sum).
-#pragma unroll
-    for (int mt = 0; mt < kMt; ++mt) {
-      const int row_lo = window * kRows + warp_row * 16 * kMt + mt * 16 + g;
-      const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_lo + 8);
-#pragma unroll
-      for (int j = 0; j < kWarpTiles; ++j) add_relu_fragment(acc[mt][j], b_lo, b_hi);
-    }
-  }
-  // Two adjacent elements of a row per store (column and n even: aligned): C, or this range's partial tile.
-  const auto put = [&](int row, int column, float x, float y) {
+  // kWidth adjacent elements of a row per store (column and n even, 16-byte pieces in f32: aligned): C through the
+  // epilogue (finish_store; `b` the row's bias), or this range's partial tile as they are (the fix-up finishes it).
+  const auto put = [&](int row, int column, float b, auto&& v) {
+    constexpr int kWidth = sizeof(v) / sizeof(float);
     const size_t at = static_cast<size_t>(row) * p.n + column;
     if (p.splits == 1) {
-      const Vec<T, 2> v = {{from_float<T>(x), from_float<T>(y)}};
-      store(out + at, v);
+      finish_store<T, kWidth>(p, out + at, v, b);
     } else {
-      *reinterpret_cast<float2*>(partial + at) = make_float2(x, y);
+      Vec<float, kWidth> raw;
+#pragma unroll
+      for (int i = 0; i < kWidth; ++i) raw.v[i] = v[i];
+      store(partial + at, raw);
     }
   };
 #pragma unroll
   for (int mt = 0; mt < kMt; ++mt) {
     const int row_lo = window * kRows + warp_row * 16 * kMt + mt * 16 + g;
     const int row_hi = row_lo + 8;
+    const float b_lo = p.splits == 1 ? row_bias(p, row_lo) : 0.0f;
+    const float b_hi = p.splits == 1 ? row_bias(p, row_hi) : 0.0f;
     if constexpr (kF32) {
       // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned
       // (n % 8 == 0), in or out as a whole.
@@ -993,28 +981,35 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       for (int e = 0; e < 2; ++e) {
         const int column = n0 + warp_col + 8 * t + 4 * e;
         if (column >= p.n) continue;
-        float* base = p.splits == 1 ? static_cast<float*>(p.out) : partial;
-        const auto put4 = [&](int row, int first) {
-          *reinterpret_cast<float4*>(base + static_cast<size_t>(row) * p.n + column) =
-              make_float4(acc[mt][0][first], acc[mt][1][first], acc[mt][2][first], acc[mt][3][first]);
-        };
-        if (row_lo < p.m) put4(row_lo, e);
-        if (row_hi < p.m) put4(row_hi, 2 + e);
+        if (row_lo < p.m) {
+          float v[4] = {acc[mt][0][e], acc[mt][1][e], acc[mt][2][e], acc[mt][3][e]};
+          put(row_lo, column, b_lo, v);
+        }
+        if (row_hi < p.m) {
+          float v[4] = {acc[mt][0][2 + e], acc[mt][1][2 + e], acc[mt][2][2 + e], acc[mt][3][2 + e]};
+          put(row_hi, column, b_hi, v);
+        }
       }
     } else {
 #pragma unroll
       for (int j = 0; j < kWarpTiles; ++j) {
         const int column = n0 + warp_col + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
         if (column >= p.n) continue;
-        if (row_lo < p.m) put(row_lo, column, acc[mt][j][0], acc[mt][j][1]);
-        if (row_hi < p.m) put(row_hi, column, acc[mt][j][2], acc[mt][j][3]);
+        if (row_lo < p.m) {
+          float v[2] = {acc[mt][j][0], acc[mt][j][1]};
+          put(row_lo, column, b_lo, v);
+        }
+        if (row_hi < p.m) {
+          float v[2] = {acc[mt][j][2], acc[mt][j][3]};
+          put(row_hi, column, b_hi, v);
+        }
       }
     }
   }
 }
 
 /// @brief C = the sum of the p.splits partial tiles of spmm_tcw_kernel, added in range order (the same bits
-/// every run), with the bias + ReLU epilogue where the launch has a bias, rounded once to T. Two elements per
+/// every run), through the launch's epilogue (finish_store), rounded once to T. Two elements per
 /// thread, grid-stride.
 template <typename T>
 __device__ __forceinline__ void spmm_tc_fixup(const SpmmTcParams& p) {
@@ -1029,12 +1024,9 @@ __device__ __forceinline__ void spmm_tc_fixup(const SpmmTcParams& p) {
       sum.x += v.x;
       sum.y += v.y;
     }
-    if (p.bias != nullptr) {
-      const float b = __ldg(p.bias + 2 * i / p.n);  // n even: both elements are in one row
-      sum = make_float2(add_relu(sum.x, b), add_relu(sum.y, b));
-    }
-    const Vec<T, 2> v = {{from_float<T>(sum.x), from_float<T>(sum.y)}};
-    store(out + 2 * i, v);
+    float v[2] = {sum.x, sum.y};
+    // n even: both elements are in one row.
+    finish_store<T, 2>(p, out + 2 * i, v, p.bias != nullptr ? __ldg(p.bias + 2 * i / p.n) : 0.0f);
   }
 }
 

@@ -211,29 +211,23 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
     }
   }
   if (!column_in) return;
-  float* out = p.splits > 1 ? p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n : static_cast<float*>(p.out);
-  if (p.bias != nullptr && p.splits == 1) {
-    // The bias + ReLU epilogue, in place (C only: split ranges get it in the fix-up, after their sum).
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const float b = row_bias(p, window * 64 + 8 * j + 2 * t + r);
-        acc[0][4 * j + r] = add_relu(acc[0][4 * j + r], b);
-        acc[0][4 * j + 2 + r] = add_relu(acc[0][4 * j + 2 + r], b);
-        acc[1][4 * j + r] = add_relu(acc[1][4 * j + r], b);
-        acc[1][4 * j + 2 + r] = add_relu(acc[1][4 * j + 2 + r], b);
-      }
-    }
-  }
+  // C through the epilogue (finish_store) where the launch has one range, else this range's partial tile as it is
+  // (the fix-up finishes it after the ranges' sum).
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = window * 64 + 8 * j + 2 * t + r;
       if (row < p.m) {
-        *reinterpret_cast<float4*>(out + static_cast<size_t>(row) * p.n + column) =
-            make_float4(acc[0][4 * j + r], acc[0][4 * j + 2 + r], acc[1][4 * j + r], acc[1][4 * j + 2 + r]);
+        float v[4] = {acc[0][4 * j + r], acc[0][4 * j + 2 + r], acc[1][4 * j + r], acc[1][4 * j + 2 + r]};
+        if (p.splits > 1) {
+          float* partial = p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n;
+          *reinterpret_cast<float4*>(partial + static_cast<size_t>(row) * p.n + column) =
+              make_float4(v[0], v[1], v[2], v[3]);
+        } else {
+          finish_store<float, 4>(p, static_cast<float*>(p.out) + static_cast<size_t>(row) * p.n + column, v,
+                                 row_bias(p, row));
+        }
       }
     }
   }

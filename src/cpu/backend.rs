@@ -82,45 +82,92 @@ pub fn spmm<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, c: &mut [T]) {
     }
 }
 
-/// C = ReLU(A * B + bias) into `c` (m x n, row-major, overwritten), `bias` one f32 per row: [`spmm`]'s f32 sum
-/// of each element (f64's for f64), the bias added to it and the ReLU applied before the one rounding to `T`, as
-/// the GPU kernels' epilogue does. A NaN sum or bias stays NaN. f32 and f64 apply it to [`spmm`]'s C in place; f16
-/// and bf16 take the sums in f32 from an f32 copy of A and B (exact widenings, the same products and order as
-/// [`spmm`]'s half path), then round once.
+/// C = ReLU(A * B + bias) into `c` (m x n, row-major, overwritten), `bias` one f32 per row: [`spmm_epilogue`] with
+/// alpha 1 and beta 0.
 pub fn spmm_bias_relu<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, bias: &[f32], c: &mut [T]) {
+    spmm_epilogue(a, b, n, 1.0, 0.0, Some(bias), c);
+}
+
+/// C = alpha * A * B + beta * C, then ReLU(. + bias) where there is a bias (one f32 per row), into `c` (m x n,
+/// row-major; read only where beta is not 0): [`spmm`]'s f32 sum of each element (f64's for f64), then as the GPU
+/// kernels' epilogue does (cuda/common/epilogue.cuh, `finish_store`): times alpha where alpha is not 1, plus beta
+/// times C's old value where beta is not 0 (a product and a sum here, an FMA there; the oracle's bound,
+/// `oracle::epilogue_reference`, allows both), the bias added and the ReLU applied, then one rounding to `T`. A NaN
+/// stays NaN. f32 and f64 with beta 0 work on [`spmm`]'s C in place; otherwise the sums go to a buffer of their own
+/// (f16 and bf16 from an f32 copy of A and B: exact widenings, the same products and order as [`spmm`]'s half path).
+pub fn spmm_epilogue<T: Scalar>(
+    a: CsMatView<T>,
+    b: &[T],
+    n: usize,
+    alpha: f32,
+    beta: f32,
+    bias: Option<&[f32]>,
+    c: &mut [T],
+) {
     assert!(a.is_csr(), "backend expects CSR");
     let m = a.rows();
-    assert_eq!(bias.len(), m, "the bias needs one element per row of C");
+    if let Some(bias) = bias {
+        assert_eq!(bias.len(), m, "the bias needs one element per row of C");
+    }
     assert_eq!(c.len(), m * n, "C must be m x n");
-    let relu = |x: f64, b: f32| {
-        let y = x + b as f64;
-        if y < 0.0 {
-            0.0
-        } else {
-            y
+    // The epilogue of one element from its sum and old value, in f32 (f64 for f64).
+    let finish32 = |s: f32, old: T, bi: Option<f32>| {
+        let mut v = if alpha != 1.0 { alpha * s } else { s };
+        if beta != 0.0 {
+            v += beta * old.to_f32();
+        }
+        match bi {
+            Some(bi) => relu32(v + bi),
+            None => v,
         }
     };
-    // The f32 add (bias + sum rounds once in f32, as on the GPU) and the ReLU.
-    let relu32 = |x: f32, b: f32| {
-        let y = x + b;
-        if y < 0.0 {
-            0.0
-        } else {
-            y
+    let finish64 = |s: f64, old: T, bi: Option<f32>| {
+        let mut v = if alpha != 1.0 { alpha as f64 * s } else { s };
+        if beta != 0.0 {
+            v += beta as f64 * old.to_f64();
+        }
+        match bi {
+            // `y < 0 ? 0 : y`: a NaN stays NaN.
+            Some(bi) => {
+                let y = v + bi as f64;
+                if y < 0.0 {
+                    0.0
+                } else {
+                    y
+                }
+            }
+            None => v,
         }
     };
+    let row_bias = |r: usize| bias.map(|bias| bias[r]);
+    let rows = n.max(1);
     match T::DTYPE {
-        DType::F64 => {
+        DType::F64 | DType::F32 if beta == 0.0 => {
+            // C holds the sums: the epilogue in place, no copies of A, B or C.
             spmm(a, b, n, c);
-            c.par_chunks_mut(n.max(1)).zip(bias).for_each(|(row, &bi)| {
-                row.iter_mut().for_each(|v| *v = T::from_f64(relu(v.to_f64(), bi)));
+            c.par_chunks_mut(rows).enumerate().for_each(|(r, row)| {
+                let bi = row_bias(r);
+                row.iter_mut().for_each(|v| {
+                    *v = if T::DTYPE == DType::F64 {
+                        T::from_f64(finish64(v.to_f64(), *v, bi))
+                    } else {
+                        T::from_f32(finish32(v.to_f32(), *v, bi))
+                    }
+                });
             });
         }
-        DType::F32 => {
-            // C holds the f32 sums already: the f32 add and the ReLU in place, no copies of A and B.
-            spmm(a, b, n, c);
-            c.par_chunks_mut(n.max(1)).zip(bias).for_each(|(row, &bi)| {
-                row.iter_mut().for_each(|v| *v = T::from_f32(relu32(v.to_f32(), bi)));
+        DType::F64 | DType::F32 => {
+            let mut sums = vec![T::from_f32(0.0); m * n];
+            spmm(a, b, n, &mut sums);
+            c.par_chunks_mut(rows).zip(sums.par_chunks(rows)).enumerate().for_each(|(r, (row, sums))| {
+                let bi = row_bias(r);
+                row.iter_mut().zip(sums).for_each(|(v, s)| {
+                    *v = if T::DTYPE == DType::F64 {
+                        T::from_f64(finish64(s.to_f64(), *v, bi))
+                    } else {
+                        T::from_f32(finish32(s.to_f32(), *v, bi))
+                    }
+                });
             });
         }
         DType::F16 | DType::Bf16 => {
@@ -128,11 +175,21 @@ pub fn spmm_bias_relu<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, bias: &[f32
             let b32: Vec<f32> = b.par_iter().map(|v| v.to_f32()).collect();
             let mut c32 = vec![0.0f32; m * n];
             spmm(a32.view(), &b32, n, &mut c32);
-            c.par_chunks_mut(n.max(1)).zip(c32.par_chunks(n.max(1))).zip(bias).for_each(|((row, sums), &bi)| {
+            c.par_chunks_mut(rows).zip(c32.par_chunks(rows)).enumerate().for_each(|(r, (row, sums))| {
+                let bi = row_bias(r);
                 // Then one rounding to T.
-                row.iter_mut().zip(sums).for_each(|(v, &x)| *v = T::from_f32(relu32(x, bi)));
+                row.iter_mut().zip(sums).for_each(|(v, &s)| *v = T::from_f32(finish32(s, *v, bi)));
             });
         }
+    }
+}
+
+/// ReLU(y) as the kernels take it, `y < 0 ? 0 : y`: a NaN stays NaN.
+fn relu32(y: f32) -> f32 {
+    if y < 0.0 {
+        0.0
+    } else {
+        y
     }
 }
 
@@ -513,6 +570,65 @@ mod tests {
             check_bias_relu::<f32>(&skewed, n, 20);
             check_bias_relu::<f16>(&skewed, n, 21);
             check_bias_relu::<bf16>(&skewed, n, 22);
+        }
+    }
+
+    /// C = alpha * A * B + beta * C (+ bias, ReLU) on the backend against `SpmmReference::epilogue`, for f32, f16,
+    /// bf16 and f64, on skewed rows with empty ones: with beta 0 a C of NaN is not read; with beta not 0 a NaN and
+    /// an Inf in C reach their elements (an empty row's elements are beta times the old value exactly, where alpha
+    /// is 1 and there is no bias); the check fails an element moved by 2% and one that ignores C's old value.
+    fn check_epilogue<T: Scalar>(a32: &CsMat<f32>, n: usize, seed: u64) {
+        let a = gen::convert::<T>(a32);
+        let m = a.rows();
+        let b: Vec<T> = gen::dense_matrix(a.cols(), n, seed).into_iter().map(T::from_f32).collect();
+        let bias: Vec<f32> = (0..m).map(|r| ((r % 7) as f32 - 3.0) * 0.4).collect();
+        let mut old: Vec<T> = gen::dense_matrix(m, n, seed + 1).into_iter().map(T::from_f32).collect();
+        old[0] = T::from_f32(f32::NAN);
+        old[n.min(m * n - 1)] = T::from_f32(f32::INFINITY);
+        let plain = oracle::SpmmReference::new(a.view(), &b, n);
+        let empty = (0..m).find(|&r| a.outer_view(r).unwrap().nnz() == 0 && r > 1).expect("an empty row");
+        for (alpha, beta, bias) in
+            [(-1.5f32, 0.75f32, None), (1.0, 1.0, None), (0.5, 0.0, Some(&bias[..])), (2.0, -1.0, Some(&bias[..]))]
+        {
+            let what = format!("{} n {n}, alpha {alpha}, beta {beta}, bias {}", T::DTYPE, bias.is_some());
+            let mut c = if beta == 0.0 { vec![T::from_f32(f32::NAN); m * n] } else { old.clone() };
+            spmm_epilogue(a.view(), &b, n, alpha, beta, bias, &mut c);
+            let reference = plain.epilogue::<T>(alpha, beta, &old, bias, n);
+            let r = reference.compare(&c, oracle::Summation::Fma).unwrap();
+            assert_eq!(r.mismatches, 0, "{what}: {r:?}");
+            if beta == 0.0 {
+                assert!(c.iter().skip(n).all(|v| !v.to_f64().is_nan()), "{what}: C's NaN was read");
+            } else {
+                assert!(c[0].to_f64().is_nan(), "{what}: the NaN in C must reach C");
+                if bias.is_none() && alpha == 1.0 {
+                    let row = &c[empty * n..(empty + 1) * n];
+                    let want = &old[empty * n..(empty + 1) * n];
+                    let exact =
+                        row.iter().zip(want).all(|(v, o)| v.to_f64() == (beta as f64 * o.to_f64()) as f32 as f64);
+                    assert!(exact, "{what}: empty row {empty} is not beta C");
+                }
+                // C's old value left out of one element (where it is not small) must fail.
+                let i = (n..m * n).find(|&i| old[i].to_f64().abs() > 0.5 && c[i].to_f64().abs() > 0.1).unwrap();
+                let mut wrong = c.clone();
+                wrong[i] = T::from_f64(c[i].to_f64() - beta as f64 * old[i].to_f64());
+                assert_eq!(reference.compare(&wrong, oracle::Summation::Fma).unwrap().mismatches, 1, "{what}: at {i}");
+            }
+            let finite = (n..m * n).filter(|&i| c[i].to_f64().is_finite());
+            let big = finite.max_by(|&i, &j| c[i].to_f64().abs().total_cmp(&c[j].to_f64().abs())).unwrap();
+            let mut wrong = c.clone();
+            wrong[big] = T::from_f64(c[big].to_f64() * 1.02);
+            assert_eq!(reference.compare(&wrong, oracle::Summation::Fma).unwrap().mismatches, 1, "{what}: 2% at {big}");
+        }
+    }
+
+    #[test]
+    fn spmm_epilogue_matches_oracle() {
+        let skewed = gen::with_empty_rows(&gen::power_law(300, 200, 8.0, 1.8, 2), 0.1, 3);
+        for n in [1, 19, 64] {
+            check_epilogue::<f32>(&skewed, n, 30);
+            check_epilogue::<f16>(&skewed, n, 31);
+            check_epilogue::<bf16>(&skewed, n, 32);
+            check_epilogue::<f64>(&skewed, n, 33);
         }
     }
 

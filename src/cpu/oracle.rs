@@ -431,6 +431,20 @@ impl SpmmReference {
         SpmmReference { want, fma, tensor_cores }
     }
 
+    /// The reference for C = alpha * A * B + beta * C0 (+ bias, ReLU), `c0` C's values before the product as
+    /// stored in `T` (read only where `beta` is not 0), `bias` one f32 per row: each bound through
+    /// [`epilogue_reference`] for `T`.
+    pub fn epilogue<T: Scalar>(&self, alpha: f32, beta: f32, c0: &[T], bias: Option<&[f32]>, n: usize) -> Self {
+        let c0: Vec<f64> = c0.par_iter().map(|v| v.to_f64()).collect();
+        let scalars = EpilogueScalars { alpha, beta, c0: &c0, bias };
+        let (want, fma) = epilogue_reference(&self.want, &self.fma, &scalars, n, T::DTYPE);
+        let tensor_cores = self
+            .tensor_cores
+            .as_ref()
+            .map(|(s, bound)| (*s, epilogue_reference(&self.want, bound, &scalars, n, T::DTYPE).1));
+        SpmmReference { want, fma, tensor_cores }
+    }
+
     /// `got`, stored as `T`, against the oracle with `summation`'s bound ([`compare_stored`] with `T`'s range, so
     /// results widened to f64 before the check are held to f64's); None where [`SpmmReference::bound`] has none.
     pub fn compare<T: Scalar>(&self, got: &[T], summation: Summation) -> Option<Comparison> {
@@ -469,6 +483,72 @@ pub fn bias_relu_reference(want: &[f64], bound: &[f64], bias: &[f32], n: usize, 
             }
         })
         .unzip()
+}
+
+/// The scalars and bias of an SpMM epilogue, C = alpha * A * B + beta * C0 (+ bias, ReLU) (`crate::spmm::SpmmEpilogue`
+/// on the GPU, `crate::cpu::backend::spmm_epilogue` on the CPU): `c0` is C's old value as stored (m x n, row-major),
+/// read only where `beta` is not 0.
+#[derive(Clone, Copy, Debug)]
+pub struct EpilogueScalars<'a> {
+    pub alpha: f32,
+    pub beta: f32,
+    pub c0: &'a [f64],
+    pub bias: Option<&'a [f32]>,
+}
+
+/// The reference for C = alpha * A * B + beta * C0 (+ bias, ReLU) from one for A * B: `want`, the oracle's A * B (m x n
+/// row-major), and `bound`, a kernel's bound for it when it stores `dtype`. Returns the oracle's value and its bound,
+/// for [`compare_stored`].
+///
+/// Derivation. Every kernel (the GPU's `finish_store` in cuda/common/epilogue.cuh, the CPU backend's epilogue) takes
+/// its f32 sum s, |s - c~| <= e (`bound`, which holds a floor for gradual underflow), and computes in f32:
+/// t = alpha s where alpha is not 1 (one rounding), then y = beta c0 + t where beta is not 0 (an FMA on the GPU, a
+/// product and a sum on the CPU: at most two roundings), then the bias and ReLU as [`bias_relu_reference`] derives,
+/// then one rounding to `dtype`. With u = f32's unit roundoff and w1 = alpha c~:
+/// |t - w1| <= |alpha| e + u |alpha| (|c~| + e) =: E1 (E1 = e with alpha 1). With w = w1 + beta c0 (c0 exact in
+/// f64, so is beta c0): |y - w| <= E1 + u |beta c0| + u (|w| + E1 + u |beta c0|) =: E2 (E2 = E1 with beta 0). With a
+/// bias, [`bias_relu_reference`] from (w, E2); without one, storing adds u_T (|w| + E2). An absolute
+/// [`output_floor`] is added, since scaling by alpha < 1 can take the sum's own floor below the stored result's.
+/// Where w (or w + bias) is not finite the result must match exactly: NaN stays NaN, +-Inf stay (ReLU takes -Inf
+/// to 0), and the bound is 0. With beta 0 the old value plays no part (0 * NaN is not formed).
+pub fn epilogue_reference(
+    want: &[f64],
+    bound: &[f64],
+    scalars: &EpilogueScalars,
+    n: usize,
+    dtype: DType,
+) -> (Vec<f64>, Vec<f64>) {
+    assert_eq!(want.len(), bound.len(), "want and bound differ in length");
+    let EpilogueScalars { alpha, beta, c0, bias } = *scalars;
+    if beta != 0.0 {
+        assert_eq!(c0.len(), want.len(), "C's old values need one element per element of C");
+    }
+    let (u, u_t) = (DType::F32.unit_roundoff(), dtype.unit_roundoff());
+    let (alpha, beta) = (alpha as f64, beta as f64);
+    let floor = output_floor(u_t);
+    let (mut w, mut e): (Vec<f64>, Vec<f64>) = (0..want.len())
+        .into_par_iter()
+        .map(|i| {
+            let (c, b) = (want[i], bound[i]);
+            let (w1, e1) =
+                if alpha == 1.0 { (c, b) } else { (alpha * c, alpha.abs() * b + u * alpha.abs() * (c.abs() + b)) };
+            if beta == 0.0 {
+                (w1, e1)
+            } else {
+                let old = beta * c0[i];
+                let w = w1 + old;
+                (w, e1 + u * old.abs() + u * (w.abs() + e1 + u * old.abs()))
+            }
+        })
+        .unzip();
+    if let Some(bias) = bias {
+        assert_eq!(want.len(), bias.len() * n, "the bias needs one element per row of C");
+        (w, e) = bias_relu_reference(&w, &e, bias, n, dtype);
+    } else {
+        e.par_iter_mut().zip(&w).for_each(|(e, &w)| *e += u_t * (w.abs() + *e));
+    }
+    w.par_iter().zip(e.par_iter_mut()).for_each(|(w, e)| *e = if w.is_finite() { *e + floor } else { 0.0 });
+    (w, e)
 }
 
 /// Per-element error bound for C = A * B (f32) computed in 3xTF32 on the tensor cores

@@ -1,4 +1,5 @@
-//! Sputnik-style tiled SpMM: C (m x n) = A (m x k, CSR) * B (k x n, row-major), optionally + bias and ReLU.
+//! Sputnik-style tiled SpMM: C (m x n) = A (m x k, CSR) * B (k x n, row-major), optionally scaled (C = alpha A B +
+//! beta C) and + bias and ReLU ([`SpmmEpilogue`]).
 
 mod config;
 mod select;
@@ -46,8 +47,10 @@ struct SpmmParams {
     block_order: i32,
     row_blocks: i32,
     tile_counters: u64,
+    alpha: f32,
+    beta: f32,
 }
-const _: () = assert!(std::mem::size_of::<SpmmParams>() == 120, "SpmmParams must match cuda/common/params.cuh");
+const _: () = assert!(std::mem::size_of::<SpmmParams>() == 128, "SpmmParams must match cuda/common/params.cuh");
 
 /// Arguments of `spmm_zero_rows_<dtype>`; mirrors `ts::SpmmZeroRowsParams` in cuda/common/params.cuh.
 #[repr(C)]
@@ -57,12 +60,14 @@ struct SpmmZeroRowsParams {
     stride: i32,
     count: i32,
     n: i32,
+    alpha: f32,
+    beta: f32,
     pad: i32,
     bias: u64,
     out: u64,
 }
 const _: () =
-    assert!(std::mem::size_of::<SpmmZeroRowsParams>() == 40, "SpmmZeroRowsParams must match cuda/common/params.cuh");
+    assert!(std::mem::size_of::<SpmmZeroRowsParams>() == 48, "SpmmZeroRowsParams must match cuda/common/params.cuh");
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmmZeroRowsParams {}
 
@@ -192,6 +197,54 @@ fn check_shapes<T: Scalar>(a: &DeviceCsr<T>, b: &DeviceDense<T>, c: &DeviceDense
     Ok(())
 }
 
+/// What every SpMM kernel does with each element's f32 sum s of A's products where it stores C, in this order:
+/// `alpha * s + beta * C` (C's value before the call), then `ReLU(. + bias[row])` where there is a bias, then one
+/// rounding to the storage type. The scalars are cuSPARSE's and BLAS's: with `beta` = 0, C is not read (a NaN
+/// left in it does not reach the result), and every other `beta` reads it, a NaN `beta` too. The bias is cuBLASLt's
+/// bias epilogue with ReLU: one f32 per row of C, added after the scalars. [`SpmmEpilogue::default`] is the plain
+/// product, C = A * B, which every kernel stores with the same bits as without an epilogue.
+///
+/// Every kernel applies it fused, on the sum it holds before the one rounding: the tiles, the split rows' fix-up,
+/// the empty rows' fill, the tensor-core kernels, their fix-up, clusters and empty windows (the tensor cores' B and
+/// C padded to a multiple of 8 columns get C's old values copied in first where `beta` is not 0).
+#[derive(Clone, Copy, Debug)]
+pub struct SpmmEpilogue<'a> {
+    /// Scales A * B.
+    pub alpha: f32,
+    /// Scales C's old value; 0 means C is not read.
+    pub beta: f32,
+    /// One f32 per row of C, added after the scalars, followed by a ReLU; None for neither.
+    pub bias: Option<&'a cudarc::driver::CudaSlice<f32>>,
+}
+
+impl Default for SpmmEpilogue<'_> {
+    fn default() -> Self {
+        SpmmEpilogue { alpha: 1.0, beta: 0.0, bias: None }
+    }
+}
+
+impl<'a> SpmmEpilogue<'a> {
+    /// C = alpha * A * B + beta * C.
+    pub fn scaled(alpha: f32, beta: f32) -> Self {
+        SpmmEpilogue { alpha, beta, bias: None }
+    }
+
+    /// C = ReLU(A * B + bias).
+    pub fn bias_relu(bias: &'a cudarc::driver::CudaSlice<f32>) -> Self {
+        SpmmEpilogue { bias: Some(bias), ..SpmmEpilogue::default() }
+    }
+
+    /// Whether the kernels read C (beta is not 0).
+    pub fn reads_c(&self) -> bool {
+        self.beta != 0.0
+    }
+
+    /// Whether this is the plain product (alpha 1, beta 0, no bias).
+    pub fn is_plain(&self) -> bool {
+        self.alpha == 1.0 && self.beta == 0.0 && self.bias.is_none()
+    }
+}
+
 /// A bias + ReLU epilogue's bias, where there is one, for A's product ([`check_bias_rows`] with A's rows).
 pub(crate) fn check_bias<T: Scalar>(
     gpu: &Gpu,
@@ -241,7 +294,19 @@ pub fn spmm<T: Scalar>(
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
 ) -> Result<()> {
-    launch(gpu, a, b, None, c, config, Overrides::default()).map(|_| ())
+    launch(gpu, a, b, SpmmEpilogue::default(), c, config, Overrides::default()).map(|_| ())
+}
+
+/// C = alpha * A * B + beta * C (+ bias, ReLU) with the given config: [`spmm`] with `epilogue` ([`SpmmEpilogue`]).
+pub fn spmm_with<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    config: &SpmmConfig,
+    epilogue: SpmmEpilogue,
+) -> Result<()> {
+    launch(gpu, a, b, epilogue, c, config, Overrides::default()).map(|_| ())
 }
 
 /// C = A * B with the given config and block order, instead of the order the library would choose
@@ -254,23 +319,24 @@ pub fn spmm_in_order<T: Scalar>(
     config: &SpmmConfig,
     order: BlockOrder,
 ) -> Result<()> {
-    launch(gpu, a, b, None, c, config, Overrides { order: Some(order), ..Overrides::default() }).map(|_| ())
+    let overrides = Overrides { order: Some(order), ..Overrides::default() };
+    launch(gpu, a, b, SpmmEpilogue::default(), c, config, overrides).map(|_| ())
 }
 
 /// C = A * B with the given config, the rows A leaves empty left out of the tile kernel's grid and written by a
 /// second kernel however few they are (where the launch walks the row swizzle or a split, which put them last;
 /// otherwise as [`spmm`]), instead of where [`skips_empty_rows`] says: for tests and benchmarks of that path.
-/// With a bias, C = ReLU(A * B + bias) as [`spmm_bias_relu`] computes it. Returns how many rows it left out. C is
-/// the same, bit for bit, either way.
+/// With an epilogue, as [`spmm_with`] computes it. Returns how many rows it left out. C is the same, bit for bit,
+/// either way.
 pub fn spmm_leaving_out_empty_rows<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
-    bias: Option<&cudarc::driver::CudaSlice<f32>>,
+    epilogue: SpmmEpilogue,
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
 ) -> Result<usize> {
-    launch(gpu, a, b, bias, c, config, Overrides { leave_out_empty_rows: Some(true), ..Overrides::default() })
+    launch(gpu, a, b, epilogue, c, config, Overrides { leave_out_empty_rows: Some(true), ..Overrides::default() })
 }
 
 /// C = ReLU(A * B + bias), bias broadcast along each row (one value per row of C).
@@ -282,7 +348,7 @@ pub fn spmm_bias_relu<T: Scalar>(
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
 ) -> Result<()> {
-    launch(gpu, a, b, Some(bias), c, config, Overrides::default()).map(|_| ())
+    launch(gpu, a, b, SpmmEpilogue::bias_relu(bias), c, config, Overrides::default()).map(|_| ())
 }
 
 /// An SpMM kernel: a Sputnik-style tile on the CUDA cores, or the tensor-core kernel (f16, bf16; f32 in 3xTF32).
@@ -507,7 +573,20 @@ pub fn spmm_kernel<T: Scalar>(
     c: &mut DeviceDense<T>,
     kernel: &SpmmKernel,
 ) -> Result<()> {
-    run_kernel(gpu, a, b, None, c, kernel)
+    run_kernel(gpu, a, b, SpmmEpilogue::default(), c, kernel)
+}
+
+/// C = alpha * A * B + beta * C (+ bias, ReLU) with `kernel` ([`SpmmEpilogue`], fused into the tiles and the tensor
+/// cores alike).
+pub fn spmm_kernel_with<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    kernel: &SpmmKernel,
+    epilogue: SpmmEpilogue,
+) -> Result<()> {
+    run_kernel(gpu, a, b, epilogue, c, kernel)
 }
 
 /// C = ReLU(A * B + bias) with `kernel`, `bias` one f32 per row of C: the bias + ReLU epilogue on the tiles
@@ -521,23 +600,23 @@ pub fn spmm_kernel_bias_relu<T: Scalar>(
     c: &mut DeviceDense<T>,
     kernel: &SpmmKernel,
 ) -> Result<()> {
-    run_kernel(gpu, a, b, Some(bias), c, kernel)
+    run_kernel(gpu, a, b, SpmmEpilogue::bias_relu(bias), c, kernel)
 }
 
-/// [`spmm_kernel`], with the bias + ReLU epilogue where `bias` is given: the tiles' launcher or the tensor cores'
-/// one entry ([`spmm_tensor_core_paths`], its range sum and empty windows as it chooses).
+/// [`spmm_kernel`] with `epilogue`: the tiles' launcher or the tensor cores' one entry ([`spmm_tensor_core_paths`],
+/// its range sum and empty windows as it chooses).
 fn run_kernel<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
-    bias: Option<&cudarc::driver::CudaSlice<f32>>,
+    epilogue: SpmmEpilogue,
     c: &mut DeviceDense<T>,
     kernel: &SpmmKernel,
 ) -> Result<()> {
     match kernel {
-        SpmmKernel::Tiled(config) => launch(gpu, a, b, bias, c, config, Overrides::default()).map(|_| ()),
+        SpmmKernel::Tiled(config) => launch(gpu, a, b, epilogue, c, config, Overrides::default()).map(|_| ()),
         SpmmKernel::TensorCore(config) => {
-            spmm_tensor_core_paths(gpu, a, b, bias, c, config, RangeSum::Auto, None).map(|_| ())
+            spmm_tensor_core_paths(gpu, a, b, epilogue, c, config, RangeSum::Auto, None).map(|_| ())
         }
     }
 }
@@ -576,6 +655,21 @@ pub fn spmm_auto<T: Scalar>(
 ) -> Result<SpmmKernel> {
     let kernel = auto_kernel(gpu, a, b.cols())?;
     spmm_kernel(gpu, a, b, c, &kernel)?;
+    Ok(kernel)
+}
+
+/// C = alpha * A * B + beta * C (+ bias, ReLU) with [`auto_kernel`]'s choice (the epilogue costs a few operations
+/// per element of C, and a read of C where beta is not 0, so the choice is [`spmm_auto`]'s); returns the kernel
+/// used.
+pub fn spmm_auto_with<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    epilogue: SpmmEpilogue,
+) -> Result<SpmmKernel> {
+    let kernel = auto_kernel(gpu, a, b.cols())?;
+    run_kernel(gpu, a, b, epilogue, c, &kernel)?;
     Ok(kernel)
 }
 
@@ -820,11 +914,12 @@ fn launch<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
-    bias: Option<&cudarc::driver::CudaSlice<f32>>,
+    epilogue: SpmmEpilogue,
     c: &mut DeviceDense<T>,
     config: &SpmmConfig,
     overrides: Overrides,
 ) -> Result<usize> {
+    let bias = epilogue.bias;
     check_gpu_operands(gpu, a, b, c)?;
     check_bias(gpu, a, bias)?;
     check_shapes(a, b, c)?;
@@ -913,6 +1008,8 @@ fn launch<T: Scalar>(
         block_order: order.code(),
         row_blocks: row_blocks as i32,
         tile_counters: ptr(&tile_counters),
+        alpha: epilogue.alpha,
+        beta: epilogue.beta,
     };
     let cfg = LaunchConfig {
         grid_dim: match order {
@@ -930,7 +1027,8 @@ fn launch<T: Scalar>(
     // last tile), in every block order (the 1-D ones: row_blocks * column_tiles < 2^31 blocks, checked
     // above, decoded or claimed by the kernel as the same pairs, each once; SM-affine: `tile_counters` holds
     // column_tiles + 1 zero ints, this launch's alone under the guard); partial rows are num_partials x n f32.
-    // All buffers outlive the launch on this stream.
+    // With beta not 0 each element of C is read where it is stored, by the thread that stores it, once (the
+    // fix-up and the fill write rows the grid does not). All buffers outlive the launch on this stream.
     unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }.map_err(Error::driver("launching SpMM", 0))?;
     if let Some(s) = split {
         let fixup = gpu.function(Family::Spmm, &format!("spmm_fixup_{}", T::DTYPE.name()))?;
@@ -955,6 +1053,8 @@ fn launch<T: Scalar>(
             stride: 4,
             count: skipped as i32,
             n: n as i32,
+            alpha: epilogue.alpha,
+            beta: epilogue.beta,
             pad: 0,
             bias: ptr(&bias_ptr),
             out,

@@ -26,6 +26,7 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
+use super::SpmmEpilogue;
 use crate::csr::{upload_slice, DeviceCsr};
 use crate::dense::DeviceDense;
 use crate::error::{Error, Result};
@@ -1286,8 +1287,10 @@ struct SpmmTcParams {
     windows: u64,
     window_heads: u64,
     bias: u64,
+    alpha: f32,
+    beta: f32,
 }
-const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 96, "SpmmTcParams must match cuda/common/params.cuh");
+const _: () = assert!(std::mem::size_of::<SpmmTcParams>() == 104, "SpmmTcParams must match cuda/common/params.cuh");
 
 /// Arguments of `spmm_zero_windows`; mirrors `ts::SpmmZeroWindowsParams` in cuda/common/params.cuh.
 #[repr(C)]
@@ -1300,9 +1303,11 @@ struct SpmmZeroWindowsParams {
     row_vectors: i32,
     out: u64,
     bias: u64,
+    alpha: f32,
+    beta: f32,
 }
 const _: () = assert!(
-    std::mem::size_of::<SpmmZeroWindowsParams>() == 40,
+    std::mem::size_of::<SpmmZeroWindowsParams>() == 48,
     "SpmmZeroWindowsParams must match cuda/common/params.cuh"
 );
 // SAFETY: plain old data with the C layout the kernel expects.
@@ -1502,7 +1507,7 @@ pub fn spmm_tensor_core_with<T: Scalar>(
     config: &TensorCoreConfig,
     sum: RangeSum,
 ) -> Result<()> {
-    spmm_tensor_core_paths(gpu, a, b, None, c, config, sum, None).map(|_| ())
+    spmm_tensor_core_paths(gpu, a, b, SpmmEpilogue::default(), c, config, sum, None).map(|_| ())
 }
 
 /// C = ReLU(A * B + bias) on the tensor cores, `bias` one f32 per row of C: [`spmm_tensor_core`] with the bias +
@@ -1517,7 +1522,7 @@ pub fn spmm_tensor_core_bias_relu<T: Scalar>(
     c: &mut DeviceDense<T>,
     config: &TensorCoreConfig,
 ) -> Result<()> {
-    spmm_tensor_core_paths(gpu, a, b, Some(bias), c, config, RangeSum::Auto, None).map(|_| ())
+    spmm_tensor_core_paths(gpu, a, b, SpmmEpilogue::bias_relu(bias), c, config, RangeSum::Auto, None).map(|_| ())
 }
 
 /// [`spmm_tensor_core`] with A's empty windows (those of `config`'s height that hold no entry) left out of the
@@ -1533,7 +1538,7 @@ pub fn spmm_tensor_core_empty_windows<T: Scalar>(
     config: &TensorCoreConfig,
     leave_out: bool,
 ) -> Result<usize> {
-    spmm_tensor_core_paths(gpu, a, b, None, c, config, RangeSum::Auto, Some(leave_out))
+    spmm_tensor_core_paths(gpu, a, b, SpmmEpilogue::default(), c, config, RangeSum::Auto, Some(leave_out))
 }
 
 /// How many of A's windows of `config`'s height hold no entry; builds A's blocks on first use.
@@ -1581,8 +1586,8 @@ pub fn leaves_out_empty_windows(config: &TensorCoreConfig, empty_windows: usize,
     !config.is_wgmma() && splits == 1 && empty_windows.saturating_mul(slices) >= EMPTY_WINDOW_BLOCKS
 }
 
-/// [`spmm_tensor_core_bias_relu`] (or [`spmm_tensor_core`] without a bias) with the way split ranges are added
-/// chosen ([`RangeSum`]) and A's empty windows left out of the grid or walked as `leave_out` says (None: by
+/// [`spmm_tensor_core`] with `epilogue` ([`SpmmEpilogue`]: alpha, beta, bias + ReLU) and the way split ranges are
+/// added chosen ([`RangeSum`]) and A's empty windows left out of the grid or walked as `leave_out` says (None: by
 /// [`leaves_out_empty_windows`]), as [`spmm_tensor_core_with`] and [`spmm_tensor_core_empty_windows`] do: the one
 /// entry of every tensor-core path, public for tests and benchmarks of each. Returns how many windows it left out.
 /// C is the same, bit for bit, on every path.
@@ -1591,7 +1596,7 @@ pub fn spmm_tensor_core_paths<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
-    bias: Option<&CudaSlice<f32>>,
+    epilogue: SpmmEpilogue,
     c: &mut DeviceDense<T>,
     config: &TensorCoreConfig,
     sum: RangeSum,
@@ -1599,7 +1604,7 @@ pub fn spmm_tensor_core_paths<T: Scalar>(
 ) -> Result<usize> {
     super::check_gpu_operands(gpu, a, b, c)?;
     super::check_shapes(a, b, c)?;
-    super::check_bias(gpu, a, bias)?;
+    super::check_bias(gpu, a, epilogue.bias)?;
     let (m, n) = (a.rows(), b.cols());
     check_tensor_core(config, T::DTYPE, m, n)?;
     if !config.runs_on(gpu.info()) {
@@ -1635,7 +1640,7 @@ pub fn spmm_tensor_core_paths<T: Scalar>(
     if padded == n {
         let (dense, _gb) = b.data.device_ptr(gpu.stream());
         let (out, _gc) = c.data.device_ptr_mut(gpu.stream());
-        return launch_tensor_core(gpu, a, dense, out, bias, n, config, sum, clusters, leave_out);
+        return launch_tensor_core(gpu, a, dense, out, epilogue, n, config, sum, clusters, leave_out);
     }
     let k = a.cols();
     if k > i32::MAX as usize {
@@ -1644,17 +1649,21 @@ pub fn spmm_tensor_core_paths<T: Scalar>(
     let stream = gpu.stream();
     let bytes = |rows: usize| std::mem::size_of::<T>() * rows * padded;
     // SAFETY: device buffers of plain elements; copy_rows writes every element of B's copy (zeros past column n)
-    // before the product reads it, and the product writes every element of C's copy before copy_rows reads it.
-    // A buffer is never empty (k may be 0: then nothing reads it).
+    // before the product reads it, and the product writes every element of C's copy before copy_rows reads it
+    // (where beta is not 0 it reads C's copy too: copy_rows fills it from C first). A buffer is never empty (k may
+    // be 0: then nothing reads it).
     let mut b_padded = unsafe { stream.alloc::<T>(k.max(1) * padded) }
         .map_err(Error::driver("allocating B padded to a multiple of 8 columns", bytes(k.max(1))))?;
     let mut c_padded = unsafe { stream.alloc::<T>(m * padded) }
         .map_err(Error::driver("allocating C padded to a multiple of 8 columns", bytes(m)))?;
     copy_rows::<T>(gpu, &b.data, &mut b_padded, k, n, padded)?;
+    if epilogue.reads_c() {
+        copy_rows::<T>(gpu, &c.data, &mut c_padded, m, n, padded)?;
+    }
     let left_out = {
         let (dense, _gb) = b_padded.device_ptr(stream);
         let (out, _gc) = c_padded.device_ptr_mut(stream);
-        launch_tensor_core(gpu, a, dense, out, bias, padded, config, sum, clusters, leave_out)?
+        launch_tensor_core(gpu, a, dense, out, epilogue, padded, config, sum, clusters, leave_out)?
     };
     copy_rows::<T>(gpu, &c_padded, &mut c.data, m, padded, n)?;
     Ok(left_out)
@@ -1714,7 +1723,7 @@ fn launch_tensor_core<T: Scalar>(
     a: &DeviceCsr<T>,
     dense: u64,
     out: u64,
-    bias: Option<&CudaSlice<f32>>,
+    epilogue: SpmmEpilogue,
     n: usize,
     config: &TensorCoreConfig,
     sum: RangeSum,
@@ -1735,7 +1744,7 @@ fn launch_tensor_core<T: Scalar>(
     let (block_values, _g3) = blocks.block_values.device_ptr(stream);
     let (block_masks, _g4) = blocks.block_masks.device_ptr(stream);
     let window_heads = blocks.window_heads.as_ref().map(|h| h.device_ptr(stream));
-    let bias_ptr = bias.map(|s| s.device_ptr(stream));
+    let bias_ptr = epilogue.bias.map(|s| s.device_ptr(stream));
     let bias = bias_ptr.as_ref().map_or(0, |(p, _)| *p);
     let mut params = SpmmTcParams {
         m: m as i32,
@@ -1752,6 +1761,8 @@ fn launch_tensor_core<T: Scalar>(
         windows: 0,
         window_heads: window_heads.as_ref().map_or(0, |(h, _)| *h),
         bias,
+        alpha: epilogue.alpha,
+        beta: epilogue.beta,
     };
     let left_out = blocks.windows_left_out(config, slices, splits, leave_out);
     let busy_windows = (left_out > 0).then(|| blocks.busy_windows.device_ptr(stream));
@@ -1774,6 +1785,8 @@ fn launch_tensor_core<T: Scalar>(
             row_vectors: (n * std::mem::size_of::<T>() / 16) as i32,
             out,
             bias,
+            alpha: epilogue.alpha,
+            beta: epilogue.beta,
         };
         let fill = gpu.function(Family::Spmm, &format!("spmm_zero_windows_{}", T::DTYPE.name()))?;
         // A block per window, at most eight per SM (the kernel's loop takes the rest in turn).
@@ -1804,7 +1817,8 @@ fn launch_tensor_core<T: Scalar>(
     // extent is the windows that hold k-blocks and `windows` names them, each < num_windows. Split ranges either
     // run as clusters of the `splits` (<= 8) blocks of a window, which add their tiles in the kernel and never touch
     // `partials`, or store partial tiles of splits x m x n f32 into `partials`. A bias, where given, holds m f32
-    // (check_bias) and is read at rows < m only, by the launch that stores C (never with a partial tile).
+    // (check_bias) and is read at rows < m only, by the launch that stores C (never with a partial tile); where beta
+    // is not 0, that launch reads each element of C it stores just before, in the same thread.
     if splits > 1 && clusters && (sum == RangeSum::Cluster || (sum == RangeSum::Auto && plan.clusters_fit())) {
         match unsafe { gpu.launch_clustered(&function, cfg, splits as u32, params) } {
             Ok(()) => return Ok(left_out),

@@ -108,6 +108,12 @@ impl SpmmOracle {
         SpmmOracle(self.0.bias_relu::<T>(bias, n))
     }
 
+    /// The oracle of C = alpha * A * B + beta * C0 (+ bias, ReLU) (`SpmmReference::epilogue`), `c0` C's values
+    /// before the product (read where beta is not 0), for C of `T`.
+    pub fn epilogue<T: Scalar>(&self, alpha: f32, beta: f32, c0: &[T], bias: Option<&[f32]>, n: usize) -> SpmmOracle {
+        SpmmOracle(self.0.epilogue::<T>(alpha, beta, c0, bias, n))
+    }
+
     /// Against the FMA kernels' bound (the CUDA-core tiles).
     pub fn check<T: Scalar>(&self, what: &str, got: &[T]) {
         self.check_as(what, got, Summation::Fma);
