@@ -245,6 +245,9 @@ pub struct BenchOptions {
     /// Also time C = ReLU(A * B + bias), a random bias per row, fused into the selected kernel and as cuSPARSE's
     /// fastest CSR algorithm followed by a bias + ReLU pass ([`SpmmReport::bias_relu`]).
     pub bias_relu: bool,
+    /// Also time C = alpha * A * B + beta * C with these (alpha, beta), fused into the selected kernel and as
+    /// cuSPARSE's fastest CSR algorithm with its own scalars ([`SpmmReport::scaled`]).
+    pub scaled: Option<(f32, f32)>,
 }
 
 impl Default for BenchOptions {
@@ -257,6 +260,7 @@ impl Default for BenchOptions {
             verify: false,
             tune: false,
             bias_relu: false,
+            scaled: None,
         }
     }
 }
@@ -380,6 +384,27 @@ pub struct SpmmReport {
     pub tuned: Option<(Entry, f64)>,
     /// Where the bench times the epilogue ([`BenchOptions::bias_relu`]): C = ReLU(A * B + bias) both ways.
     pub bias_relu: Option<BiasReluReport>,
+    /// Where the bench times the scalars ([`BenchOptions::scaled`]): C = alpha * A * B + beta * C both ways.
+    pub scaled: Option<ScaledReport>,
+}
+
+/// C = alpha * A * B + beta * C timed two ways on one problem, each with its own fused scalars.
+#[derive(Clone, Debug)]
+pub struct ScaledReport {
+    pub alpha: f32,
+    pub beta: f32,
+    /// The selected kernel with the scalars in its epilogue ([`crate::spmm_kernel_with`]), checked against the f64
+    /// oracle's alpha * A * B + beta * C (one run on the starting C) where the bench verifies.
+    pub ours: Entry,
+    /// cuSPARSE's fastest CSR algorithm on this problem, with the same scalars ([`CusparseSpmm::run_scaled`]).
+    pub cusparse: Entry,
+}
+
+impl ScaledReport {
+    /// cuSPARSE's time / ours.
+    pub fn speedup(&self) -> Option<f64> {
+        Some(self.cusparse.ms.as_ref().ok()? / self.ours.ms.as_ref().ok()?)
+    }
 }
 
 /// C = ReLU(A * B + bias) timed two ways on one problem: what a user of this library runs, and what a user of
@@ -550,6 +575,13 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     } else {
         None
     };
+    let scaled = match opts.scaled {
+        Some(scalars) => {
+            let ops = BiasReluOps { lib: &lib, a: &a, b: &b, kernel: &selected_kernel, reference };
+            Some(scaled_both_ways(gpu, &ops, &cusparse, opts, scalars)?)
+        }
+        None => None,
+    };
     let cusparse_blocked = blocked_baselines(gpu, &lib, &a_host, &b, opts)?;
     let agreement = cusparse_c.map_or(f64::NAN, |r| {
         let scale = r.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
@@ -586,6 +618,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         agreement,
         tuned,
         bias_relu,
+        scaled,
     })
 }
 
@@ -627,6 +660,52 @@ fn bias_relu_both_ways<T: Scalar>(
         None => Entry::failed("cusparse+bias-relu pass".into(), "no cuSPARSE CSR algorithm ran".into()),
     };
     Ok(BiasReluReport { fused, unfused })
+}
+
+/// [`ScaledReport`]: C starting as random values in [-1, 1) (seed 12), the selected kernel with `(alpha, beta)` in its
+/// epilogue and the fastest of `cusparse`'s CSR algorithms with the same scalars. Each timed run reads the last
+/// one's C (the same work); the check, where the bench verifies, is one run on the starting C.
+fn scaled_both_ways<T: Scalar>(
+    gpu: &Gpu,
+    ops: &BiasReluOps<'_, T>,
+    cusparse: &[Entry],
+    opts: &BenchOptions,
+    (alpha, beta): (f32, f32),
+) -> Result<ScaledReport> {
+    let (a, b, kernel) = (ops.a, ops.b, ops.kernel);
+    let (m, n) = (a.rows(), b.cols());
+    let c0: Vec<T> = gen::dense_matrix(m, n, 12).into_iter().map(T::from_f32).collect();
+    let epilogue = crate::spmm::SpmmEpilogue::scaled(alpha, beta);
+    let op = |c: &mut DeviceDense<T>| crate::spmm::spmm_kernel_with(gpu, a, b, c, kernel, epilogue);
+    let name = format!("{kernel} alpha {alpha} beta {beta}");
+    // The check: one run on the starting C (where beta is not 0 the timed runs read each other's C).
+    let checked = ops.reference.map(|reference| -> Result<Check> {
+        let reference = reference.epilogue::<T>(alpha, beta, &c0, None, n);
+        let mut c = DeviceDense::upload(gpu, m, n, &c0)?;
+        op(&mut c)?;
+        Check::of(&reference, &c.download(gpu)?, n, kernel.summation())
+    });
+    let check = match checked.transpose() {
+        Ok(check) => check,
+        Err(e) => {
+            let not_run = Entry::failed("cusparse scaled".into(), "not run: ours failed".into());
+            return Ok(ScaledReport { alpha, beta, ours: Entry::failed(name, e.to_string()), cusparse: not_run });
+        }
+    };
+    let mut c = DeviceDense::upload(gpu, m, n, &c0)?;
+    let ours = Entry { check, ..Entry::timed(name, time_op(gpu, opts.warmup, opts.iters, || op(&mut c))) };
+    // The fastest CSR algorithm that ran (their entries are in SpmmAlg::ALL's order).
+    let ran = SpmmAlg::ALL.iter().zip(cusparse).filter_map(|(alg, e)| e.ms.as_ref().ok().map(|ms| (*alg, *ms)));
+    let cusparse = match ran.min_by(|x, y| x.1.total_cmp(&y.1)) {
+        Some((alg, _)) => {
+            let mut c = DeviceDense::upload(gpu, m, n, &c0)?;
+            let r = CusparseSpmm::new(gpu, ops.lib, a, b, &mut c, alg)
+                .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run_scaled(gpu, alpha, beta)));
+            Entry::timed(format!("cusparse_{} alpha {alpha} beta {beta}", alg.name()), r)
+        }
+        None => Entry::failed("cusparse scaled".into(), "no cuSPARSE CSR algorithm ran".into()),
+    };
+    Ok(ScaledReport { alpha, beta, ours, cusparse })
 }
 
 /// Block sizes the blocked baselines try (`blocked_baselines`).
@@ -718,6 +797,15 @@ pub fn geomean(values: &[f64]) -> f64 {
     (values.iter().map(|v| v.ln()).sum::<f64>() / values.len() as f64).exp()
 }
 
+/// A number as JSON: `null` where it is not finite (JSON has no NaN or Inf).
+fn json_number(x: f32) -> String {
+    if x.is_finite() {
+        x.to_string()
+    } else {
+        "null".into()
+    }
+}
+
 pub(crate) fn json_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
@@ -740,7 +828,7 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
         .map(|r| {
             let list = |v: &[Entry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
             format!(
-                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cusparse_bell\":{},\"cusparse_blocked\":[{}],\"cublas\":{},\"agreement\":{}{}{}}}",
+                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cusparse_bell\":{},\"cusparse_blocked\":[{}],\"cublas\":{},\"agreement\":{}{}{}{}}}",
                 json_str(&r.problem),
                 r.m,
                 r.k,
@@ -760,6 +848,15 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
                 }),
                 r.bias_relu.as_ref().map_or(String::new(), |f| {
                     format!(",\"bias_relu\":{{\"fused\":{},\"unfused\":{}}}", json_entry(&f.fused), json_entry(&f.unfused))
+                }),
+                r.scaled.as_ref().map_or(String::new(), |f| {
+                    format!(
+                        ",\"scaled\":{{\"alpha\":{},\"beta\":{},\"ours\":{},\"cusparse\":{}}}",
+                        json_number(f.alpha),
+                        json_number(f.beta),
+                        json_entry(&f.ours),
+                        json_entry(&f.cusparse)
+                    )
                 })
             )
         })

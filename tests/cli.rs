@@ -66,6 +66,39 @@ fn spmm_bias_relu_runs_and_verifies_on_any_machine() {
     }
 }
 
+/// `spmm --alpha --beta --verify`: C = alpha * A * B + beta * C (with --bias-relu, then ReLU(. + bias)) checked against
+/// the oracle's, one run on the starting C, on the GPU (the automatic choice, and a tensor-core kernel at an n it pads)
+/// or on the CPU backend; with TILESPARSE_REQUIRE_GPU=1 on the GPU.
+#[test]
+fn spmm_scalars_run_and_verify_on_any_machine() {
+    let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
+    let cases = [
+        ("f32", "auto", "33", "-1.5", "0.75", false, "C = -1.5 * A * B + 0.75 * C"),
+        ("f16", "spmm_tc_f16_n8", "60", "1", "1", true, "C = ReLU(1 * A * B + 1 * C + bias)"),
+        ("bf16", "auto", "130", "2", "0", false, "C = 2 * A * B"),
+    ];
+    for (dtype, config, n, alpha, beta, bias, header) in cases {
+        let out = tilesparse()
+            .args(["spmm", "--m", "300", "--k", "200", "--density", "0.05", "--n", n, "--iters", "3", "--verify"])
+            .args(["--dtype", dtype, "--config", config, "--alpha", alpha, "--beta", beta])
+            .args(if bias { &["--bias-relu"][..] } else { &[][..] })
+            .output()
+            .expect("running tilesparse");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let what = format!("{dtype} {config} alpha {alpha} beta {beta}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert!(out.status.success() && stdout.contains("verify: OK"), "{what}");
+        assert!(stdout.contains(header), "{what}");
+        let gpu_line = stdout.lines().find(|l| l.starts_with("GPU "));
+        if require {
+            let line = gpu_line.unwrap_or_else(|| panic!("TILESPARSE_REQUIRE_GPU=1 but no GPU run: {what}"));
+            assert!(config == "auto" || line.contains(config), "{what}");
+        } else {
+            assert!(gpu_line.is_some() || stderr.contains("notice:"), "{what}");
+        }
+    }
+}
+
 /// `spmm --tune` times the kernels on the GPU, runs the choice and verifies it with that kernel's bound; without a GPU
 /// it says that it has nothing to choose from and runs the CPU backend. With `--bias-relu` it tunes and verifies C =
 /// ReLU(A * B + bias). It takes neither --config nor --cpu.

@@ -315,9 +315,14 @@ impl<'a> CusparseSpmm<'a> {
 
     /// Runs C = A * B on the stream.
     pub fn run(&mut self, gpu: &Gpu) -> Result<()> {
-        let (alpha, beta) = (1f64, 0f64);
-        let (alpha32, beta32) = (1f32, 0f32);
-        let (pa, pb) = scalars(self.dtype, &alpha, &beta, &alpha32, &beta32);
+        self.run_scaled(gpu, 1.0, 0.0)
+    }
+
+    /// Runs C = alpha * A * B + beta * C on the stream (cuSPARSE's own scalars, in its compute type: f32, f64 for
+    /// f64), the baseline of the library's fused scalars (`crate::spmm::SpmmEpilogue`).
+    pub fn run_scaled(&mut self, gpu: &Gpu, alpha: f32, beta: f32) -> Result<()> {
+        let (alpha64, beta64) = (alpha as f64, beta as f64);
+        let (pa, pb) = scalars(self.dtype, &alpha64, &beta64, &alpha, &beta);
         let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
         let (buf, _g) = self.buffer.device_ptr_mut(gpu.stream());
         // SAFETY: everything was prepared in new and is still borrowed or owned.

@@ -11,7 +11,7 @@ use sprs::CsMat;
 use tilesparse::cpu::{backend, oracle};
 use tilesparse::kernels::{compiled_spmm_variants, CUDA_ARCHS, KERNELS_BUILT, NVCC_VERSION};
 use tilesparse::spgemm::{self, DeviceCoo, LadderKernel, SpgemmPlan, SPGEMM_K4_GRID};
-use tilesparse::spmm::{tensor_core, SpmmKernel, TuneOptions, TunedSpmm};
+use tilesparse::spmm::{tensor_core, SpmmEpilogue, SpmmKernel, TuneOptions, TunedSpmm};
 use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace};
 use tilesparse::suite::{self, BenchOptions, BlockedFormat};
 use tilesparse::suite_spgemm;
@@ -138,7 +138,8 @@ struct SpmmArgs {
     config: String,
     /// Choose the kernel by timing every one that can run the product on this matrix (`spmm_tune`), then run the
     /// fastest; it replaces the automatic choice only where it is at least 2% faster. GPU only, with --config auto.
-    /// With --bias-relu every kernel is timed with the fused epilogue (`spmm_tune_bias_relu`).
+    /// With --bias-relu every kernel is timed with the fused epilogue (`spmm_tune_bias_relu`); the scalars (--alpha,
+    /// --beta) are not part of the timing.
     #[arg(long)]
     tune: bool,
     /// Check C against the f64 CPU oracle.
@@ -148,6 +149,13 @@ struct SpmmArgs {
     /// ReLU epilogue of every kernel (and of the CPU backend).
     #[arg(long)]
     bias_relu: bool,
+    /// C = alpha * A * B + beta * C (then the bias and ReLU with --bias-relu), fused into every kernel.
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    alpha: f32,
+    /// With beta not 0, C starts as random values in [-1, 1) (from the seed) and is read; each timed run reads the
+    /// last one's C, and the result checked is one run's on the starting C.
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    beta: f32,
     #[arg(long, default_value_t = 5)]
     warmup: usize,
     #[arg(long, default_value_t = 20)]
@@ -282,6 +290,14 @@ enum BenchCommand {
         /// against cuSPARSE's fastest CSR algorithm followed by a bias + ReLU pass over C.
         #[arg(long)]
         bias_relu: bool,
+        /// With --beta: also time C = alpha * A * B + beta * C, the selected kernel with the scalars fused against
+        /// cuSPARSE's fastest CSR algorithm with its own (C starts as random values; each timed run reads the last
+        /// one's C; --verify checks one run on the starting C).
+        #[arg(long, allow_hyphen_values = true, requires = "beta")]
+        alpha: Option<f32>,
+        /// See --alpha (default 1 there).
+        #[arg(long, allow_hyphen_values = true)]
+        beta: Option<f32>,
     },
     /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
     SpgemmSuite {
@@ -336,8 +352,12 @@ fn main() -> ExitCode {
             verify,
             tune,
             bias_relu,
+            alpha,
+            beta,
         }) => {
-            let opts = BenchOptions { all_variants: !selected_only, verify, tune, bias_relu, ..Default::default() };
+            let scaled = beta.map(|beta| (alpha.unwrap_or(1.0), beta));
+            let opts =
+                BenchOptions { all_variants: !selected_only, verify, tune, bias_relu, scaled, ..Default::default() };
             bench_spmm(suite, opts, dtype, &matrices, &generated, &n)
         }
         Command::Spgemm(args) => run_spgemm(args),
@@ -456,7 +476,25 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     check_elems(k, n, "B")?;
     let b: Vec<T> = gen::dense_matrix(k, n, args.matrix.seed + 1).into_iter().map(T::from_f32).collect();
     let bias: Option<Vec<f32>> = args.bias_relu.then(|| gen::dense_matrix(m, 1, args.matrix.seed + 2));
-    let epilogue = if bias.is_some() { "; C = ReLU(A * B + bias)" } else { "" };
+    let (alpha, beta) = (args.alpha, args.beta);
+    // C's starting values: random where beta reads them, else a poison that must not reach C.
+    let c0: Vec<T> = if beta != 0.0 {
+        check_elems(m, n, "C")?;
+        gen::dense_matrix(m, n, args.matrix.seed + 3).into_iter().map(T::from_f32).collect()
+    } else {
+        let len = m.checked_mul(n).ok_or_else(|| Error::TooLarge(format!("C: {m} x {n} elements")))?;
+        host_vec(len, T::from_f32(-7.5e3), "C")?
+    };
+    let product = match (alpha, beta) {
+        (1.0, 0.0) => "A * B".to_string(),
+        (a, 0.0) => format!("{a} * A * B"),
+        (a, b) => format!("{a} * A * B + {b} * C"),
+    };
+    let epilogue = match (&bias, product.as_str()) {
+        (Some(_), product) => format!("; C = ReLU({product} + bias)"),
+        (None, "A * B") => String::new(),
+        (None, product) => format!("; C = {product}"),
+    };
     println!("A: {name}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}{epilogue}", a.nnz(), T::DTYPE);
     let flops = 2.0 * a.nnz() as f64 * n as f64;
     // The config is checked before choosing the device, so a bad one is an error on any machine. None: the
@@ -488,6 +526,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
             let mut c_dev = DeviceDense::<T>::zeros(&gpu, m, n)?;
             let bias_dev = bias.as_deref().map(|bias| tilesparse::spmm::upload_bias(&gpu, bias)).transpose()?;
+            let epilogue = SpmmEpilogue { alpha, beta, bias: bias_dev.as_ref() };
             let config = match explicit {
                 Some(kernel) => kernel,
                 None if args.tune => {
@@ -504,10 +543,15 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
                 // warpgroup mma; no tensor cores where A holds Inf or NaN).
                 None => tilesparse::spmm::auto_kernel(&gpu, &a_dev, n)?,
             };
-            let t = time_op(&gpu, args.warmup, args.iters, || match &bias_dev {
-                Some(bias) => tilesparse::spmm_kernel_bias_relu(&gpu, &a_dev, &b_dev, bias, &mut c_dev, &config),
-                None => tilesparse::spmm_kernel(&gpu, &a_dev, &b_dev, &mut c_dev, &config),
-            })?;
+            // The tuner left its last candidate's C: the timed runs start from C's starting values.
+            c_dev = DeviceDense::upload(&gpu, m, n, &c0)?;
+            let run = |c: &mut DeviceDense<T>| tilesparse::spmm_kernel_with(&gpu, &a_dev, &b_dev, c, &config, epilogue);
+            let t = time_op(&gpu, args.warmup, args.iters, || run(&mut c_dev))?;
+            if beta != 0.0 {
+                // Each timed run read the last one's C: the result is one run's on the starting values.
+                c_dev = DeviceDense::upload(&gpu, m, n, &c0)?;
+                run(&mut c_dev)?;
+            }
             let ms = t.median_ms();
             let splits = match &config {
                 SpmmKernel::Tiled(c) => tilesparse::spmm::splits_rows(&gpu, &a_dev, n, c)?,
@@ -530,17 +574,26 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             if args.tune {
                 eprintln!("notice: --tune times GPU kernels; there are none to choose from on the CPU backend");
             }
-            let len = m.checked_mul(n).ok_or_else(|| Error::TooLarge(format!("C: {m} x {n} elements")))?;
-            let mut c = host_vec(len, T::from_f32(-7.5e3), "C")?; // poison: the backend must write every element
+            // The starting C (with beta 0 a poison: the backend must write every element).
+            let mut c = c0.clone();
+            let run = |c: &mut [T]| {
+                if alpha == 1.0 && beta == 0.0 && bias.is_none() {
+                    backend::spmm(a.view(), &b, n, c)
+                } else {
+                    backend::spmm_epilogue(a.view(), &b, n, alpha, beta, bias.as_deref(), c)
+                }
+            };
             let start = Instant::now();
             let runs = args.iters.max(1);
             for _ in 0..runs {
-                match &bias {
-                    Some(bias) => backend::spmm_bias_relu(a.view(), &b, n, bias, &mut c),
-                    None => backend::spmm(a.view(), &b, n, &mut c),
-                }
+                run(&mut c);
             }
             let ms = start.elapsed().as_secs_f64() * 1e3 / runs as f64;
+            if beta != 0.0 {
+                // As on the GPU: the result is one run's on the starting values.
+                c.copy_from_slice(&c0);
+                run(&mut c);
+            }
             println!(
                 "CPU backend ({} threads): mean {ms:.3} ms over {runs} runs, {:.2} GFLOP/s",
                 rayon::current_num_threads(),
@@ -556,10 +609,14 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         let abs = oracle::spmm_abs(a.view(), &b, n);
         let summation = ran.map_or(oracle::Summation::Fma, |kernel| kernel.summation());
         let bound = oracle::spmm_error_bound_for(summation, a.view(), &b, n, &want, &abs);
-        // With the epilogue: ReLU(A * B + bias) and its bound from A * B's (oracle::bias_relu_reference).
-        let (want, bound) = match &bias {
-            Some(bias) => oracle::bias_relu_reference(&want, &bound, bias, n, T::DTYPE),
-            None => (want, bound),
+        // With an epilogue: alpha * A * B + beta * C0 (+ bias, ReLU) and its bound from A * B's
+        // (oracle::epilogue_reference).
+        let (want, bound) = if alpha == 1.0 && beta == 0.0 && bias.is_none() {
+            (want, bound)
+        } else {
+            let c0: Vec<f64> = if beta != 0.0 { c0.iter().map(|v| v.to_f64()).collect() } else { Vec::new() };
+            let scalars = oracle::EpilogueScalars { alpha, beta, c0: &c0, bias: bias.as_deref() };
+            oracle::epilogue_reference(&want, &bound, &scalars, n, T::DTYPE)
         };
         let got: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
         report_check(&got, &want, &bound, n, T::DTYPE)?;
@@ -865,7 +922,9 @@ fn bench_spmm(
             }
         };
         let fused = r.bias_relu.as_ref().map(|f| &f.fused);
-        for e in r.variants.iter().chain([&r.selected]).chain(r.tuned.as_ref().map(|(e, _)| e)).chain(fused) {
+        let scaled = r.scaled.as_ref().map(|f| &f.ours);
+        let timed = r.variants.iter().chain([&r.selected]).chain(r.tuned.as_ref().map(|(e, _)| e));
+        for e in timed.chain(fused).chain(scaled) {
             if let Some(c) = &e.check {
                 checked += 1;
                 worst = worst.max(c.worst);
@@ -894,6 +953,12 @@ fn bench_spmm(
             println!("    fused:   {}", line(&f.fused));
             println!("    unfused: {}", line(&f.unfused));
             println!("    fused vs cuSPARSE + pass: {}", fmt(f.speedup()));
+        }
+        if let Some(f) = &r.scaled {
+            println!("  C = {} * A * B + {} * C:", f.alpha, f.beta);
+            println!("    ours:     {}", line(&f.ours));
+            println!("    cuSPARSE: {}", line(&f.cusparse));
+            println!("    ours vs cuSPARSE: {}", fmt(f.speedup()));
         }
         let blocked: String = [BlockedFormat::Bsr, BlockedFormat::BlockedEll]
             .iter()
@@ -946,6 +1011,11 @@ fn bench_spmm(
         let fused: Vec<f64> = reports.iter().filter_map(|r| r.bias_relu.as_ref()?.speedup()).collect();
         print!("C = ReLU(A * B + bias), fused, against cuSPARSE then a bias + ReLU pass: ");
         print_geomean(&fused);
+    }
+    if let Some((alpha, beta)) = opts.scaled {
+        let scaled: Vec<f64> = reports.iter().filter_map(|r| r.scaled.as_ref()?.speedup()).collect();
+        print!("C = {alpha} * A * B + {beta} * C, against cuSPARSE with the same scalars: ");
+        print_geomean(&scaled);
     }
     if let Some(path) = json {
         write_json(&path, &suite::reports_to_json(&reports))?;
