@@ -234,7 +234,7 @@ __device__ __forceinline__ void exact_block(float (&acc)[kTiles][4], const T* va
 /// walked by four warps at once; warp 0 adds the four partial tiles in warp order (the same bits every run) and
 /// stores C. f32 (3xTF32, 32 columns per warp): B fragments by 16-byte shared loads and the k-block's six mma per
 /// n8 tile summed from zero, as in spmm_tcw_kernel.
-template <typename T, int kTilesN>
+template <typename T, int kTilesN, bool kScaled>
 __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   using Elem = TcElem<T>;
   constexpr bool kF32 = Elem::kBytes == 4;       // 3xTF32
@@ -466,37 +466,78 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   T* out = static_cast<T*>(p.out);
   const int row_lo = window * 16 + g;
   const int row_hi = row_lo + 8;
-  // The epilogue (finish_store) on each store: rows g and g + 8 of the window, row_lo and row_hi.
-  const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_hi);
-  if constexpr (kF32) {
-    // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned (n % 8
-    // == 0), in or out as a whole.
+  if constexpr (kScaled) {
+    // The epilogue (finish_store) on each store: rows g and g + 8 of the window, row_lo and row_hi.
+    const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_hi);
+    if constexpr (kF32) {
+      // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned (n % 8
+      // == 0), in or out as a whole.
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int column = n0 + 8 * t + 4 * e;
-      if (column >= p.n) continue;
-      if (row_lo < p.m) {
-        float v[4] = {acc[0][e], acc[1][e], acc[2][e], acc[3][e]};
-        finish_store<T, 4>(p, out + static_cast<size_t>(row_lo) * p.n + column, v, b_lo);
+      for (int e = 0; e < 2; ++e) {
+        const int column = n0 + 8 * t + 4 * e;
+        if (column >= p.n) continue;
+        if (row_lo < p.m) {
+          float v[4] = {acc[0][e], acc[1][e], acc[2][e], acc[3][e]};
+          finish_store<T, 4>(p, out + static_cast<size_t>(row_lo) * p.n + column, v, b_lo);
+        }
+        if (row_hi < p.m) {
+          float v[4] = {acc[0][2 + e], acc[1][2 + e], acc[2][2 + e], acc[3][2 + e]};
+          finish_store<T, 4>(p, out + static_cast<size_t>(row_hi) * p.n + column, v, b_hi);
+        }
       }
-      if (row_hi < p.m) {
-        float v[4] = {acc[0][2 + e], acc[1][2 + e], acc[2][2 + e], acc[3][2 + e]};
-        finish_store<T, 4>(p, out + static_cast<size_t>(row_hi) * p.n + column, v, b_hi);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kTilesN; ++j) {
+        const int column = n0 + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
+        if (column >= p.n) continue;
+        // Two adjacent elements per row in one 4-byte store (column and n even: aligned).
+        if (row_lo < p.m) {
+          float v[2] = {acc[j][0], acc[j][1]};
+          finish_store<T, 2>(p, out + static_cast<size_t>(row_lo) * p.n + column, v, b_lo);
+        }
+        if (row_hi < p.m) {
+          float v[2] = {acc[j][2], acc[j][3]};
+          finish_store<T, 2>(p, out + static_cast<size_t>(row_hi) * p.n + column, v, b_hi);
+        }
       }
     }
   } else {
+    if (p.bias != nullptr) {
+      // The bias + ReLU epilogue, in place (rows g and g + 8 of the window: row_lo and row_hi).
+      const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_hi);
 #pragma unroll
-    for (int j = 0; j < kTilesN; ++j) {
-      const int column = n0 + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
-      if (column >= p.n) continue;
-      // Two adjacent elements per row in one 4-byte store (column and n even: aligned).
-      if (row_lo < p.m) {
-        float v[2] = {acc[j][0], acc[j][1]};
-        finish_store<T, 2>(p, out + static_cast<size_t>(row_lo) * p.n + column, v, b_lo);
+      for (int j = 0; j < kTilesN; ++j) add_relu_fragment(acc[j], b_lo, b_hi);
+    }
+    if constexpr (kF32) {
+      // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned (n % 8
+      // == 0), in or out as a whole.
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int column = n0 + 8 * t + 4 * e;
+        if (column >= p.n) continue;
+        if (row_lo < p.m) {
+          *reinterpret_cast<float4*>(out + static_cast<size_t>(row_lo) * p.n + column) =
+              make_float4(acc[0][e], acc[1][e], acc[2][e], acc[3][e]);
+        }
+        if (row_hi < p.m) {
+          *reinterpret_cast<float4*>(out + static_cast<size_t>(row_hi) * p.n + column) =
+              make_float4(acc[0][2 + e], acc[1][2 + e], acc[2][2 + e], acc[3][2 + e]);
+        }
       }
-      if (row_hi < p.m) {
-        float v[2] = {acc[j][2], acc[j][3]};
-        finish_store<T, 2>(p, out + static_cast<size_t>(row_hi) * p.n + column, v, b_hi);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kTilesN; ++j) {
+        const int column = n0 + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
+        if (column >= p.n) continue;
+        // Two adjacent elements per row in one 4-byte store (column and n even: aligned).
+        if (row_lo < p.m) {
+          const Vec<T, 2> v = {{from_float<T>(acc[j][0]), from_float<T>(acc[j][1])}};
+          store(out + static_cast<size_t>(row_lo) * p.n + column, v);
+        }
+        if (row_hi < p.m) {
+          const Vec<T, 2> v = {{from_float<T>(acc[j][2]), from_float<T>(acc[j][3])}};
+          store(out + static_cast<size_t>(row_hi) * p.n + column, v);
+        }
       }
     }
   }
@@ -580,7 +621,7 @@ struct TcwFragments<float, kWarpTiles, kMt> {
 /// p.splits equal ranges of its k-blocks; launched as clusters of the p.splits blocks of a window (sm_90), the
 /// blocks add their tiles in range order through distributed shared memory, else each stores an f32 partial
 /// tile and spmm_tc_fixup adds them in range order.
-template <typename T, int kTilesN, int kRows>
+template <typename T, int kTilesN, int kRows, bool kScaled>
 __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   using Elem = TcElem<T>;
   constexpr bool kF32 = Elem::kBytes == 4;        // 3xTF32
@@ -945,8 +986,18 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
       const int out_row = window * kRows + row;
       const int out_column = n0 + column;  // a multiple of 4 and n of 8: in or out as a whole, 8-byte aligned
       if (out_row < p.m && out_column < p.n) {
-        float v[4] = {sum.x, sum.y, sum.z, sum.w};
-        finish_store<T, 4>(p, out + static_cast<size_t>(out_row) * p.n + out_column, v, row_bias(p, out_row));
+        if constexpr (kScaled) {
+          float v[4] = {sum.x, sum.y, sum.z, sum.w};
+          finish_store<T, 4>(p, out + static_cast<size_t>(out_row) * p.n + out_column, v, row_bias(p, out_row));
+        } else {
+          if (p.bias != nullptr) {
+            const float b = __ldg(p.bias + out_row);
+            sum = make_float4(add_relu(sum.x, b), add_relu(sum.y, b), add_relu(sum.z, b), add_relu(sum.w, b));
+          }
+          const Vec<T, 4> v = {{from_float<T>(sum.x), from_float<T>(sum.y), from_float<T>(sum.z),
+                                from_float<T>(sum.w)}};
+          store(out + static_cast<size_t>(out_row) * p.n + out_column, v);
+        }
       }
     }
     cluster_sync();  // no block leaves while another still reads its tile
@@ -954,54 +1005,106 @@ __device__ __forceinline__ void spmm_tcw_kernel(const SpmmTcParams& p) {
   }
 #endif
   float* partial = p.splits > 1 ? p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n : nullptr;
-  // kWidth adjacent elements of a row per store (column and n even, 16-byte pieces in f32: aligned): C through the
-  // epilogue (finish_store; `b` the row's bias), or this range's partial tile as they are (the fix-up finishes it).
-  const auto put = [&](int row, int column, float b, auto&& v) {
-    constexpr int kWidth = sizeof(v) / sizeof(float);
-    const size_t at = static_cast<size_t>(row) * p.n + column;
-    if (p.splits == 1) {
-      finish_store<T, kWidth>(p, out + at, v, b);
-    } else {
-      Vec<float, kWidth> raw;
+  if constexpr (kScaled) {
+    // kWidth adjacent elements of a row per store (column and n even, 16-byte pieces in f32: aligned): C through the
+    // epilogue (finish_store; `b` the row's bias), or this range's partial tile as they are (the fix-up finishes it).
+    const auto put = [&](int row, int column, float b, auto&& v) {
+      constexpr int kWidth = sizeof(v) / sizeof(float);
+      const size_t at = static_cast<size_t>(row) * p.n + column;
+      if (p.splits == 1) {
+        finish_store<T, kWidth>(p, out + at, v, b);
+      } else {
+        Vec<float, kWidth> raw;
 #pragma unroll
-      for (int i = 0; i < kWidth; ++i) raw.v[i] = v[i];
-      store(partial + at, raw);
-    }
-  };
+        for (int i = 0; i < kWidth; ++i) raw.v[i] = v[i];
+        store(partial + at, raw);
+      }
+    };
 #pragma unroll
-  for (int mt = 0; mt < kMt; ++mt) {
-    const int row_lo = window * kRows + warp_row * 16 * kMt + mt * 16 + g;
-    const int row_hi = row_lo + 8;
-    const float b_lo = p.splits == 1 ? row_bias(p, row_lo) : 0.0f;
-    const float b_hi = p.splits == 1 ? row_bias(p, row_hi) : 0.0f;
-    if constexpr (kF32) {
-      // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned
-      // (n % 8 == 0), in or out as a whole.
+    for (int mt = 0; mt < kMt; ++mt) {
+      const int row_lo = window * kRows + warp_row * 16 * kMt + mt * 16 + g;
+      const int row_hi = row_lo + 8;
+      const float b_lo = p.splits == 1 ? row_bias(p, row_lo) : 0.0f;
+      const float b_hi = p.splits == 1 ? row_bias(p, row_hi) : 0.0f;
+      if constexpr (kF32) {
+        // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned
+        // (n % 8 == 0), in or out as a whole.
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int column = n0 + warp_col + 8 * t + 4 * e;
-        if (column >= p.n) continue;
-        if (row_lo < p.m) {
-          float v[4] = {acc[mt][0][e], acc[mt][1][e], acc[mt][2][e], acc[mt][3][e]};
-          put(row_lo, column, b_lo, v);
+        for (int e = 0; e < 2; ++e) {
+          const int column = n0 + warp_col + 8 * t + 4 * e;
+          if (column >= p.n) continue;
+          if (row_lo < p.m) {
+            float v[4] = {acc[mt][0][e], acc[mt][1][e], acc[mt][2][e], acc[mt][3][e]};
+            put(row_lo, column, b_lo, v);
+          }
+          if (row_hi < p.m) {
+            float v[4] = {acc[mt][0][2 + e], acc[mt][1][2 + e], acc[mt][2][2 + e], acc[mt][3][2 + e]};
+            put(row_hi, column, b_hi, v);
+          }
         }
-        if (row_hi < p.m) {
-          float v[4] = {acc[mt][0][2 + e], acc[mt][1][2 + e], acc[mt][2][2 + e], acc[mt][3][2 + e]};
-          put(row_hi, column, b_hi, v);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kWarpTiles; ++j) {
+          const int column = n0 + warp_col + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
+          if (column >= p.n) continue;
+          if (row_lo < p.m) {
+            float v[2] = {acc[mt][j][0], acc[mt][j][1]};
+            put(row_lo, column, b_lo, v);
+          }
+          if (row_hi < p.m) {
+            float v[2] = {acc[mt][j][2], acc[mt][j][3]};
+            put(row_hi, column, b_hi, v);
+          }
         }
       }
-    } else {
+    }
+  } else {
+    if (p.bias != nullptr && p.splits == 1) {
+      // The bias + ReLU epilogue, in place (C only: a partial tile gets it in the fix-up, after the ranges' sum).
 #pragma unroll
-      for (int j = 0; j < kWarpTiles; ++j) {
-        const int column = n0 + warp_col + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
-        if (column >= p.n) continue;
-        if (row_lo < p.m) {
-          float v[2] = {acc[mt][j][0], acc[mt][j][1]};
-          put(row_lo, column, b_lo, v);
+      for (int mt = 0; mt < kMt; ++mt) {
+        const int row_lo = window * kRows + warp_row * 16 * kMt + mt * 16 + g;
+        const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_lo + 8);
+#pragma unroll
+        for (int j = 0; j < kWarpTiles; ++j) add_relu_fragment(acc[mt][j], b_lo, b_hi);
+      }
+    }
+    // Two adjacent elements of a row per store (column and n even: aligned): C, or this range's partial tile.
+    const auto put = [&](int row, int column, float x, float y) {
+      const size_t at = static_cast<size_t>(row) * p.n + column;
+      if (p.splits == 1) {
+        const Vec<T, 2> v = {{from_float<T>(x), from_float<T>(y)}};
+        store(out + at, v);
+      } else {
+        *reinterpret_cast<float2*>(partial + at) = make_float2(x, y);
+      }
+    };
+#pragma unroll
+    for (int mt = 0; mt < kMt; ++mt) {
+      const int row_lo = window * kRows + warp_row * 16 * kMt + mt * 16 + g;
+      const int row_hi = row_lo + 8;
+      if constexpr (kF32) {
+        // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned
+        // (n % 8 == 0), in or out as a whole.
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int column = n0 + warp_col + 8 * t + 4 * e;
+          if (column >= p.n) continue;
+          float* base = p.splits == 1 ? static_cast<float*>(p.out) : partial;
+          const auto put4 = [&](int row, int first) {
+            *reinterpret_cast<float4*>(base + static_cast<size_t>(row) * p.n + column) =
+                make_float4(acc[mt][0][first], acc[mt][1][first], acc[mt][2][first], acc[mt][3][first]);
+          };
+          if (row_lo < p.m) put4(row_lo, e);
+          if (row_hi < p.m) put4(row_hi, 2 + e);
         }
-        if (row_hi < p.m) {
-          float v[2] = {acc[mt][j][2], acc[mt][j][3]};
-          put(row_hi, column, b_hi, v);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kWarpTiles; ++j) {
+          const int column = n0 + warp_col + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
+          if (column >= p.n) continue;
+          if (row_lo < p.m) put(row_lo, column, acc[mt][j][0], acc[mt][j][1]);
+          if (row_hi < p.m) put(row_hi, column, acc[mt][j][2], acc[mt][j][3]);
         }
       }
     }
@@ -1032,11 +1135,17 @@ __device__ __forceinline__ void spmm_tc_fixup(const SpmmTcParams& p) {
 
 }  // namespace ts
 
-/// One kernel per (dtype, n8 tiles per warp); src/spmm/tensor_core.rs builds the same names.
+/// One kernel per (dtype, n8 tiles per warp), and its twin `_s` whose stores take the scalars alpha and beta
+/// (finish_store); src/spmm/tensor_core.rs builds the same names. Two kernels, not a runtime test, because the
+/// runtime test cost the plain product 5-13% on small problems (NOTES.md, "SpMM step 101").
 #define TILESPARSE_SPMM_TC(tag, T, tiles)                                                               \
   extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32)                                    \
       spmm_tc_##tag##_n##tiles(const ts::SpmmTcParams p) {                                           \
-    ts::spmm_tc_kernel<T, tiles>(p);                                                                 \
+    ts::spmm_tc_kernel<T, tiles, false>(p);                                                          \
+  }                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32)                                    \
+      spmm_tc_##tag##_n##tiles##_s(const ts::SpmmTcParams p) {                                       \
+    ts::spmm_tc_kernel<T, tiles, true>(p);                                                           \
   }
 TILESPARSE_SPMM_TC(f16, __half, 4)
 TILESPARSE_SPMM_TC(f16, __half, 8)
@@ -1045,11 +1154,15 @@ TILESPARSE_SPMM_TC(bf16, __nv_bfloat16, 8)
 TILESPARSE_SPMM_TC(f32, float, 4)
 
 /// The wide-window kernels: spmm_tc_<dtype>_w<rows>_n<tiles> (src/spmm/tensor_core.rs builds the same names), for
-/// tcw_min_blocks<T>() blocks per SM.
+/// tcw_min_blocks<T>() blocks per SM, each with its twin `_s` that takes the scalars (as TILESPARSE_SPMM_TC's).
 #define TILESPARSE_SPMM_TCW(tag, T, rows, tiles)                                                        \
   extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32, ts::tcw_min_blocks<T>())            \
       spmm_tc_##tag##_w##rows##_n##tiles(const ts::SpmmTcParams p) {                                 \
-    ts::spmm_tcw_kernel<T, tiles, rows>(p);                                                          \
+    ts::spmm_tcw_kernel<T, tiles, rows, false>(p);                                                   \
+  }                                                                                                  \
+  extern "C" __global__ void __launch_bounds__(ts::kTcWarps * 32, ts::tcw_min_blocks<T>())            \
+      spmm_tc_##tag##_w##rows##_n##tiles##_s(const ts::SpmmTcParams p) {                             \
+    ts::spmm_tcw_kernel<T, tiles, rows, true>(p);                                                    \
   }
 TILESPARSE_SPMM_TCW(f16, __half, 64, 8)
 TILESPARSE_SPMM_TCW(f16, __half, 64, 16)

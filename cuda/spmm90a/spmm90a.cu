@@ -38,6 +38,7 @@ __device__ __forceinline__ unsigned long long wg_desc(unsigned address, unsigned
          (static_cast<unsigned long long>((sbo & 0x3ffffu) >> 4) << 32);
 }
 
+template <bool kScaled>
 __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
   constexpr int kChunksPerRow = kWgColumns / 4;        // 16-byte pieces per gathered row of B
   constexpr int kRowStep = 128 / kChunksPerRow;        // rows between a thread's pieces
@@ -211,22 +212,51 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
     }
   }
   if (!column_in) return;
-  // C through the epilogue (finish_store) where the launch has one range, else this range's partial tile as it is
-  // (the fix-up finishes it after the ranges' sum).
+  if constexpr (kScaled) {
+    // C through the epilogue (finish_store) where the launch has one range, else this range's partial tile as it is
+    // (the fix-up finishes it after the ranges' sum).
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 8; ++j) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = window * 64 + 8 * j + 2 * t + r;
-      if (row < p.m) {
-        float v[4] = {acc[0][4 * j + r], acc[0][4 * j + 2 + r], acc[1][4 * j + r], acc[1][4 * j + 2 + r]};
-        if (p.splits > 1) {
-          float* partial = p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n;
-          *reinterpret_cast<float4*>(partial + static_cast<size_t>(row) * p.n + column) =
-              make_float4(v[0], v[1], v[2], v[3]);
-        } else {
-          finish_store<float, 4>(p, static_cast<float*>(p.out) + static_cast<size_t>(row) * p.n + column, v,
-                                 row_bias(p, row));
+      for (int r = 0; r < 2; ++r) {
+        const int row = window * 64 + 8 * j + 2 * t + r;
+        if (row < p.m) {
+          float v[4] = {acc[0][4 * j + r], acc[0][4 * j + 2 + r], acc[1][4 * j + r], acc[1][4 * j + 2 + r]};
+          if (p.splits > 1) {
+            float* partial = p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n;
+            *reinterpret_cast<float4*>(partial + static_cast<size_t>(row) * p.n + column) =
+                make_float4(v[0], v[1], v[2], v[3]);
+          } else {
+            finish_store<float, 4>(p, static_cast<float*>(p.out) + static_cast<size_t>(row) * p.n + column, v,
+                                   row_bias(p, row));
+          }
+        }
+      }
+    }
+  } else {
+    float* out = p.splits > 1 ? p.partials + static_cast<size_t>(blockIdx.z) * p.m * p.n : static_cast<float*>(p.out);
+    if (p.bias != nullptr && p.splits == 1) {
+      // The bias + ReLU epilogue, in place (C only: split ranges get it in the fix-up, after their sum).
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const float b = row_bias(p, window * 64 + 8 * j + 2 * t + r);
+          acc[0][4 * j + r] = add_relu(acc[0][4 * j + r], b);
+          acc[0][4 * j + 2 + r] = add_relu(acc[0][4 * j + 2 + r], b);
+          acc[1][4 * j + r] = add_relu(acc[1][4 * j + r], b);
+          acc[1][4 * j + 2 + r] = add_relu(acc[1][4 * j + 2 + r], b);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = window * 64 + 8 * j + 2 * t + r;
+        if (row < p.m) {
+          *reinterpret_cast<float4*>(out + static_cast<size_t>(row) * p.n + column) =
+              make_float4(acc[0][4 * j + r], acc[0][4 * j + 2 + r], acc[1][4 * j + r], acc[1][4 * j + 2 + r]);
         }
       }
     }
@@ -238,8 +268,17 @@ __device__ __forceinline__ void spmm_tcwg_f32(const SpmmTcParams& p) {
 /// Two blocks of one warpgroup per SM (188 registers; 66 KB of shared memory each). Built for sm_90a only.
 extern "C" __global__ void __launch_bounds__(128, 2) spmm_tc_f32_w64_n16(const ts::SpmmTcParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  ts::spmm_tcwg_f32(p);
+  ts::spmm_tcwg_f32<false>(p);
 #else
   __trap();  // the host launches it only on compute capability 9.0 from the sm_90a image
+#endif
+}
+
+/// Its twin whose stores take the scalars alpha and beta (finish_store; cuda/spmm/tensor_core.cuh says why two).
+extern "C" __global__ void __launch_bounds__(128, 2) spmm_tc_f32_w64_n16_s(const ts::SpmmTcParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  ts::spmm_tcwg_f32<true>(p);
+#else
+  __trap();  // as above
 #endif
 }

@@ -239,6 +239,12 @@ impl<'a> SpmmEpilogue<'a> {
         self.beta != 0.0
     }
 
+    /// Whether the scalars do anything (alpha is not 1 or beta is not 0): the tensor-core kernels then run their
+    /// twins that apply them.
+    pub fn has_scalars(&self) -> bool {
+        self.alpha != 1.0 || self.beta != 0.0
+    }
+
     /// Whether this is the plain product (alpha 1, beta 0, no bias).
     pub fn is_plain(&self) -> bool {
         self.alpha == 1.0 && self.beta == 0.0 && self.bias.is_none()

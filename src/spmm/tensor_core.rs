@@ -1734,7 +1734,10 @@ fn launch_tensor_core<T: Scalar>(
     let m = a.rows();
     let blocks = a.tensor_core_blocks(gpu, BlockLayout::of(config)?)?;
     let shared_mem_bytes = if config.is_wgmma() { WGMMA_SHARED_BYTES } else { 0 };
-    let function = gpu.function_with_shared(config.family(), &config.kernel_name(), shared_mem_bytes)?;
+    // The kernel's twin `_s` takes the scalars: the plain kernel stores without testing for them, which cost the
+    // plain product 5-13% on small problems (NOTES.md, "SpMM step 101").
+    let name = if epilogue.has_scalars() { format!("{}_s", config.kernel_name()) } else { config.kernel_name() };
+    let function = gpu.function_with_shared(config.family(), &name, shared_mem_bytes)?;
     let stream = gpu.stream();
     let slices = n.div_ceil(config.columns_per_block());
     let plan = plan_splits(gpu, blocks, config, n)?;
