@@ -570,14 +570,14 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         }
     }
     let bias_relu = if opts.bias_relu {
-        let ops = BiasReluOps { lib: &lib, a: &a, b: &b, kernel: &selected_kernel, reference };
+        let ops = EpilogueOps { lib: &lib, a: &a, b: &b, kernel: &selected_kernel, reference };
         Some(bias_relu_both_ways(gpu, &ops, &cusparse, opts)?)
     } else {
         None
     };
     let scaled = match opts.scaled {
         Some(scalars) => {
-            let ops = BiasReluOps { lib: &lib, a: &a, b: &b, kernel: &selected_kernel, reference };
+            let ops = EpilogueOps { lib: &lib, a: &a, b: &b, kernel: &selected_kernel, reference };
             Some(scaled_both_ways(gpu, &ops, &cusparse, opts, scalars)?)
         }
         None => None,
@@ -622,9 +622,9 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     })
 }
 
-/// What [`bias_relu_both_ways`] runs: the library, A and B on the device, the selected kernel, and the oracle's
-/// A * B where the bench verifies.
-struct BiasReluOps<'a, T: Scalar> {
+/// What [`bias_relu_both_ways`] and [`scaled_both_ways`] run: the library, A and B on the device, the selected
+/// kernel, and the oracle's A * B where the bench verifies.
+struct EpilogueOps<'a, T: Scalar> {
     lib: &'a Cusparse,
     a: &'a DeviceCsr<T>,
     b: &'a DeviceDense<T>,
@@ -636,7 +636,7 @@ struct BiasReluOps<'a, T: Scalar> {
 /// and the fastest of `cusparse`'s CSR algorithms followed by the bias + ReLU pass.
 fn bias_relu_both_ways<T: Scalar>(
     gpu: &Gpu,
-    ops: &BiasReluOps<'_, T>,
+    ops: &EpilogueOps<'_, T>,
     cusparse: &[Entry],
     opts: &BenchOptions,
 ) -> Result<BiasReluReport> {
@@ -649,10 +649,8 @@ fn bias_relu_both_ways<T: Scalar>(
     let name = format!("{kernel}+bias-relu");
     let op = |c: &mut DeviceDense<T>| crate::spmm::spmm_kernel_bias_relu(gpu, a, b, &bias, c, kernel);
     let fused = measure(gpu, opts, reference.as_ref(), &mut c, name, kernel.summation(), op);
-    // The fastest CSR algorithm that ran (their entries are in SpmmAlg::ALL's order).
-    let ran = SpmmAlg::ALL.iter().zip(cusparse).filter_map(|(alg, e)| e.ms.as_ref().ok().map(|ms| (*alg, *ms)));
-    let unfused = match ran.min_by(|x, y| x.1.total_cmp(&y.1)) {
-        Some((alg, _)) => {
+    let unfused = match fastest_csr(cusparse) {
+        Some(alg) => {
             let r = CusparseSpmm::new(gpu, ops.lib, a, b, &mut c, alg)
                 .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run_bias_relu(gpu, &bias)));
             Entry::timed(format!("cusparse_{}+bias-relu pass", alg.name()), r)
@@ -662,12 +660,18 @@ fn bias_relu_both_ways<T: Scalar>(
     Ok(BiasReluReport { fused, unfused })
 }
 
+/// The fastest of cuSPARSE's CSR algorithms that ran, from their entries (in [`SpmmAlg::ALL`]'s order).
+fn fastest_csr(cusparse: &[Entry]) -> Option<SpmmAlg> {
+    let ran = SpmmAlg::ALL.iter().zip(cusparse).filter_map(|(alg, e)| e.ms.as_ref().ok().map(|ms| (*alg, *ms)));
+    ran.min_by(|x, y| x.1.total_cmp(&y.1)).map(|(alg, _)| alg)
+}
+
 /// [`ScaledReport`]: C starting as random values in [-1, 1) (seed 12), the selected kernel with `(alpha, beta)` in its
 /// epilogue and the fastest of `cusparse`'s CSR algorithms with the same scalars. Each timed run reads the last
 /// one's C (the same work); the check, where the bench verifies, is one run on the starting C.
 fn scaled_both_ways<T: Scalar>(
     gpu: &Gpu,
-    ops: &BiasReluOps<'_, T>,
+    ops: &EpilogueOps<'_, T>,
     cusparse: &[Entry],
     opts: &BenchOptions,
     (alpha, beta): (f32, f32),
@@ -694,10 +698,8 @@ fn scaled_both_ways<T: Scalar>(
     };
     let mut c = DeviceDense::upload(gpu, m, n, &c0)?;
     let ours = Entry { check, ..Entry::timed(name, time_op(gpu, opts.warmup, opts.iters, || op(&mut c))) };
-    // The fastest CSR algorithm that ran (their entries are in SpmmAlg::ALL's order).
-    let ran = SpmmAlg::ALL.iter().zip(cusparse).filter_map(|(alg, e)| e.ms.as_ref().ok().map(|ms| (*alg, *ms)));
-    let cusparse = match ran.min_by(|x, y| x.1.total_cmp(&y.1)) {
-        Some((alg, _)) => {
+    let cusparse = match fastest_csr(cusparse) {
+        Some(alg) => {
             let mut c = DeviceDense::upload(gpu, m, n, &c0)?;
             let r = CusparseSpmm::new(gpu, ops.lib, a, b, &mut c, alg)
                 .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run_scaled(gpu, alpha, beta)));

@@ -44,25 +44,31 @@ fn spmm_runs_and_verifies_on_any_machine() {
 /// the kernel asked for.
 #[test]
 fn spmm_bias_relu_runs_and_verifies_on_any_machine() {
-    let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
     for (dtype, config, n) in [("f32", "auto", "33"), ("f16", "spmm_tc_f16_n8", "64"), ("bf16", "auto", "130")] {
         let out = tilesparse()
             .args(["spmm", "--m", "300", "--k", "200", "--density", "0.05", "--n", n, "--iters", "2", "--verify"])
             .args(["--bias-relu", "--dtype", dtype, "--config", config])
             .output()
             .expect("running tilesparse");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let what = format!("{dtype} {config}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
-        assert!(out.status.success() && stdout.contains("verify: OK"), "{what}");
-        assert!(stdout.contains("C = ReLU(A * B + bias)"), "{what}");
-        let gpu_line = stdout.lines().find(|l| l.starts_with("GPU "));
-        if require {
-            let line = gpu_line.unwrap_or_else(|| panic!("TILESPARSE_REQUIRE_GPU=1 but no GPU run: {what}"));
-            assert!(config == "auto" || line.contains(config), "{what}");
-        } else {
-            assert!(gpu_line.is_some() || stderr.contains("notice:"), "{what}");
-        }
+        check_verified_run(&out, config, "C = ReLU(A * B + bias)", &format!("{dtype} {config}"));
+    }
+}
+
+/// An `spmm --verify` run: it succeeded, verified, printed `header`, and ran on the GPU with `config` (unless "auto")
+/// where TILESPARSE_REQUIRE_GPU=1 says there is one, else on the GPU or with the CPU fallback's notice.
+fn check_verified_run(out: &std::process::Output, config: &str, header: &str, label: &str) {
+    let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let what = format!("{label}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(out.status.success() && stdout.contains("verify: OK"), "{what}");
+    assert!(stdout.contains(header), "{what}");
+    let gpu_line = stdout.lines().find(|l| l.starts_with("GPU "));
+    if require {
+        let line = gpu_line.unwrap_or_else(|| panic!("TILESPARSE_REQUIRE_GPU=1 but no GPU run: {what}"));
+        assert!(config == "auto" || line.contains(config), "{what}");
+    } else {
+        assert!(gpu_line.is_some() || stderr.contains("notice:"), "{what}");
     }
 }
 
@@ -71,7 +77,6 @@ fn spmm_bias_relu_runs_and_verifies_on_any_machine() {
 /// or on the CPU backend; with TILESPARSE_REQUIRE_GPU=1 on the GPU.
 #[test]
 fn spmm_scalars_run_and_verify_on_any_machine() {
-    let require = std::env::var("TILESPARSE_REQUIRE_GPU").as_deref() == Ok("1");
     let cases = [
         ("f32", "auto", "33", "-1.5", "0.75", false, "C = -1.5 * A * B + 0.75 * C"),
         ("f16", "spmm_tc_f16_n8", "60", "1", "1", true, "C = ReLU(1 * A * B + 1 * C + bias)"),
@@ -84,18 +89,7 @@ fn spmm_scalars_run_and_verify_on_any_machine() {
             .args(if bias { &["--bias-relu"][..] } else { &[][..] })
             .output()
             .expect("running tilesparse");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let what = format!("{dtype} {config} alpha {alpha} beta {beta}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
-        assert!(out.status.success() && stdout.contains("verify: OK"), "{what}");
-        assert!(stdout.contains(header), "{what}");
-        let gpu_line = stdout.lines().find(|l| l.starts_with("GPU "));
-        if require {
-            let line = gpu_line.unwrap_or_else(|| panic!("TILESPARSE_REQUIRE_GPU=1 but no GPU run: {what}"));
-            assert!(config == "auto" || line.contains(config), "{what}");
-        } else {
-            assert!(gpu_line.is_some() || stderr.contains("notice:"), "{what}");
-        }
+        check_verified_run(&out, config, header, &format!("{dtype} {config} alpha {alpha} beta {beta}"));
     }
 }
 

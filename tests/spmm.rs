@@ -2771,18 +2771,10 @@ fn tensor_core_bias_relu_case<T: Scalar>(gpu: &Gpu) -> usize {
         let ranges = tilesparse::spmm::tensor_core::split_plan(gpu, &a_dev, &config, n).unwrap().ranges;
         let label = format!("{} bias + ReLU, {ranges} ranges, {config}", T::DTYPE);
         assert_eq!(ranges, 3, "{label}");
+        let epilogue = SpmmEpilogue::bias_relu(&bias_dev);
         let mut run = |sum: RangeSum| -> Result<Vec<T>, Error> {
             c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-            spmm_tensor_core_paths(
-                gpu,
-                &a_dev,
-                &b_dev,
-                SpmmEpilogue::bias_relu(&bias_dev),
-                &mut c_dev,
-                &config,
-                sum,
-                None,
-            )?;
+            spmm_tensor_core_paths(gpu, &a_dev, &b_dev, epilogue, &mut c_dev, &config, sum, None)?;
             Ok(c_dev.download(gpu).unwrap())
         };
         let fix_up = run(RangeSum::FixUp).unwrap();
@@ -3282,7 +3274,19 @@ struct EpilogueProblem<'a> {
     inf: usize,
 }
 
-impl EpilogueProblem<'_> {
+impl<'a> EpilogueProblem<'a> {
+    /// A (as stored) times `b` (n columns) with `bias` (on the host and on the device); C's old values hold a NaN at
+    /// `nan` and +Inf at `inf`.
+    fn new<T: Scalar>(
+        a: CsMatView<T>,
+        b: &[T],
+        n: usize,
+        (bias, bias_dev): (&'a [f32], &'a cudarc::driver::CudaSlice<f32>),
+        (nan, inf): (usize, usize),
+    ) -> Self {
+        EpilogueProblem { oracle: SpmmOracle::new(a, b, n), m: a.rows(), n, bias, bias_dev, nan, inf }
+    }
+
     /// C's old values for `beta`: random in [-1, 1) with a NaN at `nan` and +Inf at `inf`; all NaN where beta is 0
     /// (never read).
     fn old<T: Scalar>(&self, beta: f32, seed: u64) -> Vec<T> {
@@ -3371,15 +3375,7 @@ fn epilogue_tiles_case<T: Scalar>(gpu: &Gpu) -> usize {
         let b = dense::<T>(k, n, seed(941 + n as u64));
         let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
         // C's NaN on an empty row (row 1) and its Inf on a busy one (row 3).
-        let problem = EpilogueProblem {
-            oracle: SpmmOracle::new(a.view(), &b, n),
-            m,
-            n,
-            bias: &bias,
-            bias_dev: &bias_dev,
-            nan: n + 5,
-            inf: 3 * n + 2,
-        };
+        let problem = EpilogueProblem::new(a.view(), &b, n, (&bias, &bias_dev), (n + 5, 3 * n + 2));
         let nan_free: Vec<usize> = (n..m * n).filter(|&j| j / n != 11).collect();
         for config in compiled_spmm_variants_for(T::DTYPE) {
             if check_config(config, T::DTYPE, m, k, n).is_err() {
@@ -3418,15 +3414,7 @@ fn epilogue_tensor_core_case<T: Scalar>(gpu: &Gpu) -> usize {
         let b = dense::<T>(k, n, seed(951 + n as u64));
         let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
         // C's NaN on an empty row (row 1), its Inf on a busy one (row 100).
-        let problem = EpilogueProblem {
-            oracle: SpmmOracle::new(a.view(), &b, n),
-            m,
-            n,
-            bias: &bias,
-            bias_dev: &bias_dev,
-            nan: n + 1,
-            inf: 100 * n + 3,
-        };
+        let problem = EpilogueProblem::new(a.view(), &b, n, (&bias, &bias_dev), (n + 1, 100 * n + 3));
         let nan_free: Vec<usize> = (0..m * n).filter(|&j| j / n != 70).collect();
         for config in tensor_cores_here(gpu, T::DTYPE) {
             let kernel = SpmmKernel::TensorCore(config);
@@ -3452,15 +3440,7 @@ fn epilogue_tensor_core_case<T: Scalar>(gpu: &Gpu) -> usize {
     let bias_dev = gpu.stream().clone_htod(&bias).unwrap();
     let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
     let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
-    let problem = EpilogueProblem {
-        oracle: SpmmOracle::new(a.view(), &b, n),
-        m,
-        n,
-        bias: &bias,
-        bias_dev: &bias_dev,
-        nan: 7 * n + 9,
-        inf: 150 * n + 100,
-    };
+    let problem = EpilogueProblem::new(a.view(), &b, n, (&bias, &bias_dev), (7 * n + 9, 150 * n + 100));
     let nan_free: Vec<usize> = (0..m * n).collect();
     let clusters = gpu.info().has_clusters();
     for config in tensor_cores_here(gpu, T::DTYPE).into_iter().filter(|c| c.is_wide()) {

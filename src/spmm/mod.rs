@@ -244,11 +244,6 @@ impl<'a> SpmmEpilogue<'a> {
     pub fn has_scalars(&self) -> bool {
         self.alpha != 1.0 || self.beta != 0.0
     }
-
-    /// Whether this is the plain product (alpha 1, beta 0, no bias).
-    pub fn is_plain(&self) -> bool {
-        self.alpha == 1.0 && self.beta == 0.0 && self.bias.is_none()
-    }
 }
 
 /// A bias + ReLU epilogue's bias, where there is one, for A's product ([`check_bias_rows`] with A's rows).
