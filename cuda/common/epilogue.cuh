@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include <utility>
+
 #include "common/vector.cuh"
 
 namespace ts {
@@ -65,6 +67,26 @@ __device__ __forceinline__ void finish_store(T* at, float (&v)[kWidth], float al
 template <typename T, int kWidth, typename Params>
 __device__ __forceinline__ void finish_store(const Params& p, T* at, float (&v)[kWidth], float b) {
   finish_store<T, kWidth>(at, v, p.alpha, p.beta, p.bias != nullptr, b);
+}
+
+/// @brief The sums `v` rounded to T, as one vector built in one expression: the form the narrow tensor-core
+/// kernels' plain stores were measured with (filled element by element, nvcc 13.0 gave the f16/bf16 ones other
+/// machine code).
+template <typename T, int kWidth, int... kIndex>
+__device__ __forceinline__ Vec<T, kWidth> rounded(const float (&v)[kWidth], std::integer_sequence<int, kIndex...>) {
+  return Vec<T, kWidth>{{from_float<T>(v[kIndex])...}};
+}
+
+/// @brief The store of a narrow tensor-core kernel (cuda/spmm/tensor_core.cuh, spmm_tc_kernel), whose twins differ
+/// in the epilogue: finish_store with the launch's scalars and bias in the twin that takes them (kScaled), else the
+/// sums as they are, rounded once to T (the plain twin has added its bias in place).
+template <bool kScaled, typename T, int kWidth, typename Params>
+__device__ __forceinline__ void store_sums(const Params& p, T* at, float (&v)[kWidth], float b) {
+  if constexpr (kScaled) {
+    finish_store<T, kWidth>(p, at, v, b);
+  } else {
+    store(at, rounded<T>(v, std::make_integer_sequence<int, kWidth>()));
+  }
 }
 
 }  // namespace ts

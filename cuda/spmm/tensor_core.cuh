@@ -466,78 +466,43 @@ __device__ __forceinline__ void spmm_tc_kernel(const SpmmTcParams& p) {
   T* out = static_cast<T*>(p.out);
   const int row_lo = window * 16 + g;
   const int row_hi = row_lo + 8;
-  if constexpr (kScaled) {
-    // The epilogue (finish_store) on each store: rows g and g + 8 of the window, row_lo and row_hi.
+  // Rows g and g + 8 of the window: row_lo and row_hi. The plain twin adds the bias + ReLU in place; the twin that
+  // takes the scalars applies the whole epilogue in its stores (store_sums), with the rows' biases b_lo and b_hi.
+  if (!kScaled && p.bias != nullptr) {
     const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_hi);
-    if constexpr (kF32) {
-      // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned (n % 8
-      // == 0), in or out as a whole.
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int column = n0 + 8 * t + 4 * e;
-        if (column >= p.n) continue;
-        if (row_lo < p.m) {
-          float v[4] = {acc[0][e], acc[1][e], acc[2][e], acc[3][e]};
-          finish_store<T, 4>(p, out + static_cast<size_t>(row_lo) * p.n + column, v, b_lo);
-        }
-        if (row_hi < p.m) {
-          float v[4] = {acc[0][2 + e], acc[1][2 + e], acc[2][2 + e], acc[3][2 + e]};
-          finish_store<T, 4>(p, out + static_cast<size_t>(row_hi) * p.n + column, v, b_hi);
-        }
+    for (int j = 0; j < kTilesN; ++j) add_relu_fragment(acc[j], b_lo, b_hi);
+  }
+  const float b_lo = kScaled ? row_bias(p, row_lo) : 0.0f, b_hi = kScaled ? row_bias(p, row_hi) : 0.0f;
+  if constexpr (kF32) {
+    // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned (n % 8
+    // == 0), in or out as a whole.
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int column = n0 + 8 * t + 4 * e;
+      if (column >= p.n) continue;
+      if (row_lo < p.m) {
+        float v[4] = {acc[0][e], acc[1][e], acc[2][e], acc[3][e]};
+        store_sums<kScaled>(p, out + static_cast<size_t>(row_lo) * p.n + column, v, b_lo);
       }
-    } else {
-#pragma unroll
-      for (int j = 0; j < kTilesN; ++j) {
-        const int column = n0 + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
-        if (column >= p.n) continue;
-        // Two adjacent elements per row in one 4-byte store (column and n even: aligned).
-        if (row_lo < p.m) {
-          float v[2] = {acc[j][0], acc[j][1]};
-          finish_store<T, 2>(p, out + static_cast<size_t>(row_lo) * p.n + column, v, b_lo);
-        }
-        if (row_hi < p.m) {
-          float v[2] = {acc[j][2], acc[j][3]};
-          finish_store<T, 2>(p, out + static_cast<size_t>(row_hi) * p.n + column, v, b_hi);
-        }
+      if (row_hi < p.m) {
+        float v[4] = {acc[0][2 + e], acc[1][2 + e], acc[2][2 + e], acc[3][2 + e]};
+        store_sums<kScaled>(p, out + static_cast<size_t>(row_hi) * p.n + column, v, b_hi);
       }
     }
   } else {
-    if (p.bias != nullptr) {
-      // The bias + ReLU epilogue, in place (rows g and g + 8 of the window: row_lo and row_hi).
-      const float b_lo = row_bias(p, row_lo), b_hi = row_bias(p, row_hi);
 #pragma unroll
-      for (int j = 0; j < kTilesN; ++j) add_relu_fragment(acc[j], b_lo, b_hi);
-    }
-    if constexpr (kF32) {
-      // Columns 8t + 4e + j of the warp's (TcElem<float>): four adjacent columns per store, 16-byte aligned (n % 8
-      // == 0), in or out as a whole.
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int column = n0 + 8 * t + 4 * e;
-        if (column >= p.n) continue;
-        if (row_lo < p.m) {
-          *reinterpret_cast<float4*>(out + static_cast<size_t>(row_lo) * p.n + column) =
-              make_float4(acc[0][e], acc[1][e], acc[2][e], acc[3][e]);
-        }
-        if (row_hi < p.m) {
-          *reinterpret_cast<float4*>(out + static_cast<size_t>(row_hi) * p.n + column) =
-              make_float4(acc[0][2 + e], acc[1][2 + e], acc[2][2 + e], acc[3][2 + e]);
-        }
+    for (int j = 0; j < kTilesN; ++j) {
+      const int column = n0 + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
+      if (column >= p.n) continue;
+      // Two adjacent elements per row in one 4-byte store (column and n even: aligned).
+      if (row_lo < p.m) {
+        float v[2] = {acc[j][0], acc[j][1]};
+        store_sums<kScaled>(p, out + static_cast<size_t>(row_lo) * p.n + column, v, b_lo);
       }
-    } else {
-#pragma unroll
-      for (int j = 0; j < kTilesN; ++j) {
-        const int column = n0 + 8 * j + 2 * t;  // n % 8 == 0: column < n means column + 1 < n
-        if (column >= p.n) continue;
-        // Two adjacent elements per row in one 4-byte store (column and n even: aligned).
-        if (row_lo < p.m) {
-          const Vec<T, 2> v = {{from_float<T>(acc[j][0]), from_float<T>(acc[j][1])}};
-          store(out + static_cast<size_t>(row_lo) * p.n + column, v);
-        }
-        if (row_hi < p.m) {
-          const Vec<T, 2> v = {{from_float<T>(acc[j][2]), from_float<T>(acc[j][3])}};
-          store(out + static_cast<size_t>(row_hi) * p.n + column, v);
-        }
+      if (row_hi < p.m) {
+        float v[2] = {acc[j][2], acc[j][3]};
+        store_sums<kScaled>(p, out + static_cast<size_t>(row_hi) * p.n + column, v, b_hi);
       }
     }
   }

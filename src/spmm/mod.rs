@@ -631,9 +631,7 @@ pub fn spmm_bias_relu_auto<T: Scalar>(
     bias: &cudarc::driver::CudaSlice<f32>,
     c: &mut DeviceDense<T>,
 ) -> Result<SpmmKernel> {
-    let kernel = auto_kernel(gpu, a, b.cols())?;
-    spmm_kernel_bias_relu(gpu, a, b, bias, c, &kernel)?;
-    Ok(kernel)
+    spmm_auto_with(gpu, a, b, c, SpmmEpilogue::bias_relu(bias))
 }
 
 /// The kernel [`spmm_auto`] runs for A times n columns of B on `gpu`'s device: [`SpmmKernel::select_for`]'s choice
@@ -654,9 +652,7 @@ pub fn spmm_auto<T: Scalar>(
     b: &DeviceDense<T>,
     c: &mut DeviceDense<T>,
 ) -> Result<SpmmKernel> {
-    let kernel = auto_kernel(gpu, a, b.cols())?;
-    spmm_kernel(gpu, a, b, c, &kernel)?;
-    Ok(kernel)
+    spmm_auto_with(gpu, a, b, c, SpmmEpilogue::default())
 }
 
 /// C = alpha * A * B + beta * C (+ bias, ReLU) with [`auto_kernel`]'s choice (the epilogue costs a few operations
