@@ -2,8 +2,14 @@
 //! half4 vs half8, f16 and bf16) on the same problems, with the selected config, cuSPARSE (each CSR algorithm)
 //! and cuBLAS GEMM in the same group, so every figure is a ratio from one run.
 //! Time is CUDA-event time (`iter_custom`); throughput is reported as FLOP/s (2 * nnz * n "elements").
+//!
+//! Group `spmm_new_values`: a product after new values of A with the same structure (a pruned weight being
+//! trained), `DeviceCsr::set_values_from_device` then `spmm_auto`, beside the product alone, the update alone,
+//! cuSPARSE's product (which reads A's values where they are, so an update costs it nothing), and the way without
+//! `set_values`: `DeviceCsr::into_parts`, `DeviceCsr::from_device` and `spmm_auto` (host work and downloads, so
+//! that one is wall-clock time, `_wall`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
@@ -12,7 +18,7 @@ use tilesparse::baseline::cublas::Cublas;
 use tilesparse::baseline::cusparse::{Cusparse, CusparseSpmm, SpmmAlg};
 use tilesparse::spmm::check_config;
 use tilesparse::timing::event_time;
-use tilesparse::{gen, spmm, DType, DeviceCsr, DeviceDense, Gpu, Scalar, SpmmConfig};
+use tilesparse::{gen, spmm, spmm_auto, DType, DeviceCsr, DeviceDense, Gpu, Scalar, SpmmConfig};
 
 fn vector_widths(c: &mut Criterion) {
     let gpu = match Gpu::new(0) {
@@ -122,5 +128,98 @@ fn half_case<T: Scalar>(group: &mut BenchmarkGroup<'_, WallTime>, gpu: &Gpu, nam
     add_selected_and_baselines(group, gpu, name, &a_dev, &b_dev, &a);
 }
 
-criterion_group!(benches, vector_widths, half_vector_widths);
+/// New values of A, then the product ([`new_values_case`]), in f32 and f16.
+fn new_values(c: &mut Criterion) {
+    let gpu = match Gpu::new(0) {
+        Ok(g) if tilesparse::kernels::KERNELS_BUILT => g,
+        Ok(_) => return eprintln!("SKIP spmm_new_values: this build has no kernels"),
+        Err(e) => return eprintln!("SKIP spmm_new_values: no GPU ({e})"),
+    };
+    let problems = [
+        // The shape of a pruned MiniLM FFN weight (../shared/matrices) at 70%, a batch of 1024 tokens.
+        ("uniform_1536x384_s70_n1024", 1536, 384, 0.3, 1024),
+        ("uniform_4096_s80_n256", 4096, 4096, 0.2, 256),
+        ("uniform_8192x2048_s90_n128", 8192, 2048, 0.1, 128),
+    ];
+    let mut group = c.benchmark_group("spmm_new_values");
+    group.sample_size(20).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    for (name, m, k, density, n) in problems {
+        let a = gen::uniform_random(m, k, density, 1);
+        group.throughput(Throughput::Elements(2 * a.nnz() as u64 * n as u64));
+        new_values_case::<f32>(&mut group, &gpu, name, &a, n);
+        new_values_case::<half::f16>(&mut group, &gpu, name, &a, n);
+    }
+    group.finish();
+}
+
+fn new_values_case<T: Scalar>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    gpu: &Gpu,
+    name: &str,
+    a32: &CsMat<f32>,
+    n: usize,
+) {
+    let a: CsMat<T> = gen::convert(a32);
+    let (m, k, tag) = (a.rows(), a.cols(), T::DTYPE);
+    let b: Vec<T> = gen::dense_matrix(k, n, 2).into_iter().map(T::from_f32).collect();
+    let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+    let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+    let mut a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    // Two sets of values taken in turn, so every update changes them.
+    let other: Vec<T> = gen::dense_matrix(1, a.nnz(), 3).into_iter().map(T::from_f32).collect();
+    let values = [gpu.stream().clone_htod(a.data()).unwrap(), gpu.stream().clone_htod(&other).unwrap()];
+    let kernel = spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+    eprintln!("spmm_new_values {tag} {name}: {kernel}");
+    group.bench_function(BenchmarkId::new(format!("{tag}_spmm"), name), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).map(drop)).unwrap()
+        })
+    });
+    let mut turn = 0;
+    group.bench_function(BenchmarkId::new(format!("{tag}_set_values"), name), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || {
+                turn ^= 1;
+                a_dev.set_values_from_device(gpu, &values[turn])
+            })
+            .unwrap()
+        })
+    });
+    group.bench_function(BenchmarkId::new(format!("{tag}_set_values_then_spmm"), name), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || {
+                turn ^= 1;
+                a_dev.set_values_from_device(gpu, &values[turn])?;
+                spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).map(drop)
+            })
+            .unwrap()
+        })
+    });
+    let lib = Cusparse::new(gpu).unwrap();
+    for alg in SpmmAlg::ALL {
+        let mut c2 = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+        let Ok(mut op) = CusparseSpmm::new(gpu, &lib, &a_dev, &b_dev, &mut c2, alg) else { continue };
+        group.bench_function(BenchmarkId::new(format!("{tag}_cusparse_{}", alg.name()), name), |bench| {
+            bench.iter_custom(|iters| event_time(gpu, iters, || op.run(gpu)).unwrap())
+        });
+    }
+    let mut held = Some(a_dev);
+    group.bench_function(BenchmarkId::new(format!("{tag}_rebuild_then_spmm_wall"), name), |bench| {
+        bench.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                turn ^= 1;
+                let (offsets, columns, mut old) = held.take().unwrap().into_parts();
+                gpu.stream().memcpy_dtod(&values[turn], &mut old).unwrap();
+                let rebuilt = DeviceCsr::from_device(gpu, m, k, offsets, columns, old).unwrap();
+                spmm_auto(gpu, &rebuilt, &b_dev, &mut c_dev).unwrap();
+                held = Some(rebuilt);
+            }
+            gpu.synchronize().unwrap();
+            start.elapsed()
+        })
+    });
+}
+
+criterion_group!(benches, vector_widths, half_vector_widths, new_values);
 criterion_main!(benches);

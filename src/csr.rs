@@ -30,6 +30,8 @@ pub enum CsrError {
     Duplicate { row: usize, col: usize },
     #[error("{what} = {value} exceeds i32::MAX ({}): the kernels use 32-bit indices", i32::MAX)]
     TooLarge { what: &'static str, value: usize },
+    #[error("{got} new values for a matrix of {nnz} stored entries")]
+    ValuesLength { got: usize, nnz: usize },
     #[error("{what} {index} is negative ({value}) in a device array")]
     Negative { what: &'static str, index: usize, value: i32 },
 }
@@ -421,6 +423,65 @@ impl<T: Scalar> DeviceCsr<T> {
         let indices = if nnz > 0 { read("column index", &column_indices, nnz)? } else { Vec::new() };
         validate(rows, cols, &indptr, &indices, nnz)?;
         Self::validated(gpu, cols, &indptr, &indices, (row_offsets, column_indices, values))
+    }
+
+    /// New values for the same structure: `values`, one per stored entry in CSR order, replace A's. The tensor-core
+    /// blocks this matrix has built (they hold a copy of its values) are rewritten in place by a kernel, so a
+    /// weight whose values change while its pattern stays (a pruned layer being trained) pays one copy and one
+    /// pass over its entries per update, not a download and a rebuild on the host. What depends on the structure
+    /// only stays: the statistics, the row order, the split, the kernel choices, and plans made from this matrix
+    /// ([`crate::SpmvPlan`]). [`DeviceCsr::holds_non_finite`] is taken from `values`. `values.len()` must be
+    /// [`DeviceCsr::nnz`] ([`CsrError::ValuesLength`]).
+    pub fn set_values(&mut self, gpu: &Gpu, values: &[T]) -> Result<()> {
+        self.check_gpu(gpu, "the sparse matrix")?;
+        if values.len() != self.nnz {
+            return Err(CsrError::ValuesLength { got: values.len(), nnz: self.nnz }.into());
+        }
+        if self.nnz > 0 {
+            let mut dst = self.values.slice_mut(..self.nnz);
+            let bytes = std::mem::size_of_val(values);
+            gpu.stream().memcpy_htod(values, &mut dst).map_err(Error::driver("uploading new CSR values", bytes))?;
+        }
+        self.non_finite = Some(holds_non_finite(values));
+        self.rewrite_tensor_core_values(gpu)
+    }
+
+    /// [`DeviceCsr::set_values`] from values already on the device: the first [`DeviceCsr::nnz`] elements of
+    /// `values` (at least that many, [`CsrError::ValuesLength`]; a buffer of `gpu`'s stream, else
+    /// [`Error::WrongGpu`]) are copied into A's values on the device, with no synchronisation: the update and
+    /// the products after it queue on the stream. [`DeviceCsr::holds_non_finite`] becomes None, as for
+    /// [`DeviceCsr::from_device`], since the values are not looked at on the host.
+    pub fn set_values_from_device(&mut self, gpu: &Gpu, values: &CudaSlice<T>) -> Result<()> {
+        self.check_gpu(gpu, "the sparse matrix")?;
+        gpu.check_owns("the new values", values)?;
+        if values.len() < self.nnz {
+            return Err(CsrError::ValuesLength { got: values.len(), nnz: self.nnz }.into());
+        }
+        if self.nnz > 0 {
+            let mut dst = self.values.slice_mut(..self.nnz);
+            let bytes = self.nnz * std::mem::size_of::<T>();
+            gpu.stream()
+                .memcpy_dtod(&values.slice(..self.nnz), &mut dst)
+                .map_err(Error::driver("copying new CSR values", bytes))?;
+        }
+        self.non_finite = None;
+        self.rewrite_tensor_core_values(gpu)
+    }
+
+    /// Writes the values into every tensor-core block layout already built ([`DeviceCsr::set_values`]). Blocks
+    /// whose write fails are dropped (built again from the new values on their next use), so none is left stale.
+    fn rewrite_tensor_core_values(&mut self, gpu: &Gpu) -> Result<()> {
+        let parts = (&self.row_offsets, &self.column_indices, &self.values);
+        let mut result = Ok(());
+        for (cache, layout) in self.tensor_core.iter_mut().zip(crate::spmm::tensor_core::BlockLayout::ALL) {
+            if let Some(blocks) = cache.get_mut() {
+                if let Err(e) = blocks.set_values(gpu, layout, self.rows, parts) {
+                    *cache = OnceLock::new();
+                    result = result.and(Err(e));
+                }
+            }
+        }
+        result
     }
 
     /// The device buffers (row pointer, column indices, values; each may be longer than the matrix needs), to read

@@ -3463,3 +3463,131 @@ fn epilogue_tensor_core_case<T: Scalar>(gpu: &Gpu) -> usize {
     }
     runs
 }
+
+/// `DeviceCsr::set_values` and `set_values_from_device` (new values, the same structure): every tensor-core kernel
+/// this device runs and a tile, on a matrix whose blocks were built in every layout before the update (rewritten in
+/// place by `spmm_tc_values_<order>`) and on one that builds them only after it, against the oracle of the new
+/// values on a poisoned C, and bit for bit against a fresh upload of them. 600 x 300: scattered columns (a window's
+/// slots are not a row's), a whole empty 64-row window and part of the next, one dense row (many k-blocks), m not a
+/// multiple of 64; n = 72 (a column slice part past n). Then the typed errors, Inf/NaN bookkeeping and nnz = 0.
+/// Small enough for compute-sanitizer (run-all.sh --sanitize).
+#[test]
+fn sanitizer_new_values_reach_every_kernel() {
+    let Some(gpu) = gpu_or_skip("sanitizer_new_values_reach_every_kernel") else { return };
+    for (dtype, runs) in [
+        (DType::F32, new_values_case::<f32>(&gpu)),
+        (DType::F16, new_values_case::<f16>(&gpu)),
+        (DType::Bf16, new_values_case::<bf16>(&gpu)),
+    ] {
+        // Three sets of values, two matrices each, every tensor-core kernel and one tile.
+        assert_eq!(runs, 3 * 2 * (tensor_cores_here(&gpu, dtype).len() + 1), "{dtype}");
+    }
+    new_values_errors(&gpu);
+}
+
+/// A with its values replaced by fresh random ones (seed `seed`), rounded to T.
+fn with_new_values<T: Scalar>(a: &CsMat<f32>, seed: u64) -> CsMat<T> {
+    let values = gen::dense_matrix(1, a.nnz(), seed);
+    let (indptr, indices) = (a.proper_indptr().into_owned(), a.indices().to_vec());
+    gen::convert(&CsMat::new(a.shape(), indptr, indices, values))
+}
+
+/// [`sanitizer_new_values_reach_every_kernel`]'s runs for T; returns how many products it checked.
+fn new_values_case<T: Scalar>(gpu: &Gpu) -> usize {
+    let (m, k, n) = (600, 300, 72);
+    let scattered = gen::uniform_random(m, k, 0.06, seed(960));
+    let mut entries: Vec<(usize, usize, f32)> = scattered
+        .iter()
+        .filter(|&(_, (r, _))| !(192..290).contains(&r) && r != 130)
+        .map(|(&v, (r, c))| (r, c, v))
+        .collect();
+    entries.extend((0..k).map(|c| (130, c, 0.5)));
+    let structure = from_triplets(m, k, &entries);
+    let b = dense::<T>(k, n, seed(961));
+    let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
+    let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+    let mut kernels: Vec<SpmmKernel> =
+        tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore).collect();
+    kernels.push(SpmmKernel::Tiled(SpmmConfig::select(m, k, n, structure.nnz(), T::DTYPE)));
+    let mut run = |a: &DeviceCsr<T>, kernel: &SpmmKernel| {
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        spmm_kernel(gpu, a, &b_dev, &mut c_dev, kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        c_dev.download(gpu).unwrap()
+    };
+    let first: CsMat<T> = with_new_values(&structure, seed(962));
+    // Every layout built from the first values; the lazy matrix builds none before its update.
+    let mut built = DeviceCsr::upload(gpu, first.view()).unwrap();
+    let mut lazy = DeviceCsr::upload(gpu, first.view()).unwrap();
+    for kernel in &kernels {
+        run(&built, kernel);
+    }
+    let mut runs = 0;
+    for (round, from_device) in [(0u64, false), (1, true), (2, false)] {
+        let new: CsMat<T> = with_new_values(&structure, seed(963 + round));
+        for a in [&mut built, &mut lazy] {
+            if from_device {
+                // A longer buffer: its first nnz elements are the values.
+                let mut longer = new.data().to_vec();
+                longer.extend([T::from_f32(f32::NAN); 7]);
+                let values = gpu.stream().clone_htod(&longer).unwrap();
+                a.set_values_from_device(gpu, &values).unwrap();
+                assert_eq!(a.holds_non_finite(), None, "values never on the host");
+            } else {
+                a.set_values(gpu, new.data()).unwrap();
+                assert_eq!(a.holds_non_finite(), Some(false));
+            }
+        }
+        let fresh = DeviceCsr::upload(gpu, new.view()).unwrap();
+        let oracle = SpmmOracle::new(new.view(), &b, n);
+        for kernel in &kernels {
+            let expected = run(&fresh, kernel);
+            for (name, a) in [("blocks rewritten", &built), ("blocks built after", &lazy)] {
+                let what = format!("{} round {round}, {name}, {kernel}", T::DTYPE);
+                let got = run(a, kernel);
+                oracle.check_kernel(&what, &got, kernel);
+                assert!(same_bits(&got, &expected), "{what}: other bits than a fresh upload of the values");
+                runs += 1;
+            }
+        }
+    }
+    runs
+}
+
+/// The typed errors of `set_values` and `set_values_from_device`, the Inf/NaN flag, and nnz = 0.
+fn new_values_errors(gpu: &Gpu) {
+    let a = gen::uniform_random(40, 30, 0.2, seed(970));
+    let mut a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let nnz = a.nnz();
+    let length = |r: tilesparse::Result<()>, got: usize| matches!(r, Err(Error::InvalidCsr(CsrError::ValuesLength { got: g, nnz: z })) if g == got && z == nnz);
+    let values = a.data().to_vec();
+    assert!(length(a_dev.set_values(gpu, &values[1..]), nnz - 1));
+    let mut longer = values.clone();
+    longer.push(1.0);
+    assert!(length(a_dev.set_values(gpu, &longer), nnz + 1));
+    let short = gpu.stream().clone_htod(&values[1..]).unwrap();
+    assert!(length(a_dev.set_values_from_device(gpu, &short), nnz - 1));
+    let other = Gpu::new(0).unwrap();
+    let theirs = other.stream().clone_htod(&values).unwrap();
+    assert!(matches!(a_dev.set_values_from_device(gpu, &theirs), Err(Error::WrongGpu(_))));
+    assert!(matches!(a_dev.set_values(&other, &values), Err(Error::WrongGpu(_))));
+    // A NaN is seen on the host, and taken to the product; finite values clear the flag.
+    let mut with_nan = values.clone();
+    with_nan[nnz / 2] = f32::NAN;
+    a_dev.set_values(gpu, &with_nan).unwrap();
+    assert_eq!(a_dev.holds_non_finite(), Some(true));
+    let n = 8;
+    let b = gen::dense_matrix(30, n, seed(971));
+    let b_dev = DeviceDense::upload(gpu, 30, n, &b).unwrap();
+    let mut c_dev = DeviceDense::<f32>::zeros(gpu, 40, n).unwrap();
+    c_dev.fill(gpu, POISON as f32).unwrap();
+    spmm_auto(gpu, &a_dev, &b_dev, &mut c_dev).unwrap();
+    let a_nan = CsMat::new(a.shape(), a.proper_indptr().into_owned(), a.indices().to_vec(), with_nan);
+    check_spmm("a NaN set on the device", a_nan.view(), &b, n, &c_dev.download(gpu).unwrap());
+    a_dev.set_values(gpu, &values).unwrap();
+    assert_eq!(a_dev.holds_non_finite(), Some(false));
+    // No entries: no values to set, and none taken.
+    let empty = from_triplets(5, 7, &[]);
+    let mut empty_dev = DeviceCsr::upload(gpu, empty.view()).unwrap();
+    empty_dev.set_values(gpu, &[]).unwrap();
+    assert!(matches!(empty_dev.set_values(gpu, &[1.0]), Err(Error::InvalidCsr(CsrError::ValuesLength { .. }))));
+}

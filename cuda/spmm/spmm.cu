@@ -15,6 +15,7 @@
 #include "spmm/predicates.cuh"
 #include "spmm/sparse_tile.cuh"
 #include "spmm/spmm_config.cuh"
+#include "spmm/tc_values.cuh"
 #include "spmm/tensor_core.cuh"
 
 namespace ts {
@@ -343,3 +344,8 @@ TILESPARSE_KERNEL_PER_TYPE(spmm_fixup, SpmmParams, TILESPARSE_SPMM_FIXUP_THREADS
   extern "C" __global__ void __launch_bounds__((y) * (w), (lb) ? (mo) : 1) name(const ts::SpmmParams p) {   \
     ts::spmm_kernel<ts::SpmmConfig<T, sv, dv, y, k, x, w, ru, pred, lb, mo, rs, ct>>(p);                    \
   }
+
+/// New values of A written into its tensor-core blocks (src/spmm/tensor_core.rs, `DeviceBlocks::set_values`).
+TILESPARSE_SPMM_TC_VALUES(spmm_tc_values_fragment16, unsigned short, ts::kFragment16)
+TILESPARSE_SPMM_TC_VALUES(spmm_tc_values_fragment32, unsigned, ts::kFragment32)
+TILESPARSE_SPMM_TC_VALUES(spmm_tc_values_core32, unsigned, ts::kCore32)

@@ -260,6 +260,10 @@ pub(crate) enum BlockLayout {
 pub(crate) const BLOCK_LAYOUTS: usize = 4;
 
 impl BlockLayout {
+    /// Every layout, in slot order ([`BlockLayout::slot`]).
+    pub(crate) const ALL: [BlockLayout; BLOCK_LAYOUTS] =
+        [BlockLayout::Narrow, BlockLayout::Wide, BlockLayout::WideCore, BlockLayout::Mid];
+
     /// The layout `config` reads; `InvalidConfig` for windows of a height no layout has.
     pub(crate) fn of(config: &TensorCoreConfig) -> Result<BlockLayout> {
         if config.is_wgmma() {
@@ -1238,6 +1242,62 @@ impl DeviceBlocks {
         })
     }
 
+    /// Writes A's new `values` (its nnz entries in CSR order; `row_offsets` and `column_indices` are the structure
+    /// these blocks were built from, `rows` its rows) into the blocks in place, in `layout`'s order
+    /// (`spmm_tc_values_<order>`, cuda/spmm/tc_values.cuh). The windows, slot columns, masks and heads depend on
+    /// the structure only and stay. Asynchronous on `gpu`'s stream.
+    pub(crate) fn set_values<T: Scalar>(
+        &mut self,
+        gpu: &Gpu,
+        layout: BlockLayout,
+        rows: usize,
+        (row_offsets, column_indices, values): (&CudaSlice<i32>, &CudaSlice<i32>, &CudaSlice<T>),
+    ) -> Result<()> {
+        debug_assert_eq!(self.rows_per_window, layout.rows(), "blocks kept in their layout's slot");
+        let name = match (T::DTYPE.size(), layout) {
+            (4, BlockLayout::WideCore) => "spmm_tc_values_core32",
+            (4, _) => "spmm_tc_values_fragment32",
+            (2, BlockLayout::Narrow | BlockLayout::Mid | BlockLayout::Wide) => "spmm_tc_values_fragment16",
+            _ => return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core blocks" }),
+        };
+        if rows == 0 || self.num_blocks == 0 {
+            return Ok(());
+        }
+        let function = gpu.function(Family::Spmm, name)?;
+        let stream = gpu.stream();
+        let (row_offsets, _g1) = row_offsets.device_ptr(stream);
+        let (column_indices, _g2) = column_indices.device_ptr(stream);
+        let (values, _g3) = values.device_ptr(stream);
+        let (window_blocks, _g4) = self.window_blocks.device_ptr(stream);
+        let (block_columns, _g5) = self.block_columns.device_ptr(stream);
+        let (block_values, _g6) = self.block_values.device_ptr_mut(stream);
+        let params = SpmmTcValuesParams {
+            row_offsets,
+            column_indices,
+            values,
+            window_blocks,
+            block_columns,
+            block_values,
+            rows: rows as i32,
+            rows_per_window: self.rows_per_window as i32,
+        };
+        // A warp per row, at most 16 blocks per SM (the kernel's loop takes the rest of the rows in turn).
+        let warps_per_block = TC_VALUES_THREADS as usize / 32;
+        let cfg = LaunchConfig {
+            grid_dim: (rows.div_ceil(warps_per_block).min(16 * gpu.info().sm_count.max(1)) as u32, 1, 1),
+            block_dim: (TC_VALUES_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the row pointer (rows + 1 entries, rows < 2^31) and column indices are the valid CSR structure
+        // these blocks were built from (the caller's matrix: its structure never changes while it keeps them), so
+        // every entry's column is in its window's sorted slot columns and its place, k-block < num_blocks times
+        // rows_per_window x 16 plus an index below that, is inside block_values; `values` holds at least nnz
+        // elements of the size the kernel's name says (2 or 4 bytes, matched above).
+        unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
+            .map_err(Error::driver("launching the write of new values into the tensor-core blocks", 0))?;
+        Ok(())
+    }
+
     /// How many empty windows a launch of `config` over `slices` column slices in `splits` ranges leaves out of
     /// its grid: all of them where `leave_out` says so (None: [`leaves_out_empty_windows`]) and the launch does not
     /// split, else none.
@@ -1314,6 +1374,26 @@ const _: () = assert!(
 unsafe impl cudarc::driver::DeviceRepr for SpmmZeroWindowsParams {}
 /// Threads per block of `spmm_zero_windows_<dtype>` (TILESPARSE_SPMM_ZERO_WINDOWS_THREADS in cuda/spmm/spmm.cu).
 const ZERO_WINDOWS_THREADS: u32 = 256;
+
+/// Arguments of `spmm_tc_values_<order>`; mirrors `ts::SpmmTcValuesParams` in cuda/common/params.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct SpmmTcValuesParams {
+    row_offsets: u64,
+    column_indices: u64,
+    values: u64,
+    window_blocks: u64,
+    block_columns: u64,
+    block_values: u64,
+    rows: i32,
+    rows_per_window: i32,
+}
+const _: () =
+    assert!(std::mem::size_of::<SpmmTcValuesParams>() == 56, "SpmmTcValuesParams must match cuda/common/params.cuh");
+// SAFETY: plain old data with the C layout the kernel expects.
+unsafe impl cudarc::driver::DeviceRepr for SpmmTcValuesParams {}
+/// Threads per block of `spmm_tc_values_<order>` (TILESPARSE_SPMM_TC_VALUES_THREADS in cuda/spmm/tc_values.cuh).
+const TC_VALUES_THREADS: u32 = 256;
 
 /// Dynamic shared memory of `spmm_tc_f32_w64_n16` (`ts::kWgSharedBytes` in cuda/spmm90a/spmm90a.cu): four
 /// stages of a k-block of A twice (split) and 16 gathered rows of 128 columns of B.
