@@ -475,7 +475,7 @@ impl<T: Scalar> DeviceCsr<T> {
         let mut result = Ok(());
         for (cache, layout) in self.tensor_core.iter_mut().zip(crate::spmm::tensor_core::BlockLayout::ALL) {
             if let Some(blocks) = cache.get_mut() {
-                if let Err(e) = blocks.set_values(gpu, layout, self.rows, parts) {
+                if let Err(e) = blocks.set_values(gpu, layout, (self.rows, self.nnz), parts) {
                     *cache = OnceLock::new();
                     result = result.and(Err(e));
                 }

@@ -116,8 +116,8 @@ struct SpmmTcParams {
   float beta;                         // never on a partial tile (the fix-up or the cluster's sum applies it)
 };
 static_assert(sizeof(SpmmTcParams) == 104, "SpmmTcParams must match src/spmm/tensor_core.rs");
-/// @brief Arguments of spmm_tc_values_<order> (cuda/spmm/tc_values.cuh): new values of A written into its
-/// tensor-core blocks in place, the structure (and so every slot and mask) unchanged.
+/// @brief Arguments of spmm_tc_values_<order> and spmm_tc_values_scatter<bits> (cuda/spmm/tc_values.cuh): new
+/// values of A written into its tensor-core blocks in place, the structure (and so every slot and mask) unchanged.
 struct SpmmTcValuesParams {
   const int* row_offsets;             // (rows + 1) A's CSR row pointer, global
   const int* column_indices;          // (nnz) A's column indices, global
@@ -125,10 +125,14 @@ struct SpmmTcValuesParams {
   const int* window_blocks;           // (windows + 1) first k-block of each window (SpmmTcParams)
   const int* block_columns;           // (16 per k-block) each slot's column, ascending per window, -1 for padding
   void* block_values;                 // (rows_per_window x 16 per k-block) the blocks' values, element bits
+  unsigned* positions;                // (nnz) each entry's index in block_values, global: written by the search
+                                      // kernels unless null, read by the scatter kernels
   int rows;                           // rows of A
   int rows_per_window;                // 16, 32 or 64
+  int nnz;                            // stored entries of A
+  int pad;
 };
-static_assert(sizeof(SpmmTcValuesParams) == 56, "SpmmTcValuesParams must match src/spmm/tensor_core.rs");
+static_assert(sizeof(SpmmTcValuesParams) == 72, "SpmmTcValuesParams must match src/spmm/tensor_core.rs");
 /// k-blocks per window in SpmmTcParams::window_heads (src/spmm/tensor_core.rs, `HEAD_BLOCKS`): the most ring
 /// stages of the wide kernel (cuda/spmm/tensor_core.cuh, `tcw_stages`).
 constexpr int kTcHeadBlocks = 8;

@@ -5,7 +5,9 @@
  * them rebuilt on the host from a download. Every entry's place follows from the structure alone: its window
  * (row / rows_per_window), its slot (where its column sits in the window's sorted column union, found by a
  * binary search of the window's block_columns), and the layout's index of (row in the window, slot in the
- * k-block). Padding slots and the masks are not touched: they depend on the structure only.
+ * k-block). The first update of a matrix's blocks searches (spmm_tc_values_<order>) and keeps each entry's place;
+ * later ones only scatter (spmm_tc_values_scatter<bits>). Padding slots and the masks are not touched: they
+ * depend on the structure only.
  */
 #pragma once
 
@@ -51,7 +53,8 @@ __device__ __forceinline__ int tc_slot_of(const int* __restrict__ block_columns,
 }
 
 /// @brief One warp per row (a grid-stride loop over rows), a lane per entry: each entry's value is stored at its
-/// place in the blocks. E: the element as bits (unsigned short or unsigned).
+/// place in the blocks, and the place in `positions` where that is not null. E: the element as bits (unsigned
+/// short or unsigned).
 template <typename E, int kOrder>
 __device__ __forceinline__ void spmm_tc_values(const SpmmTcValuesParams& p) {
   const int lane = threadIdx.x % 32;
@@ -59,28 +62,60 @@ __device__ __forceinline__ void spmm_tc_values(const SpmmTcValuesParams& p) {
   const E* __restrict__ values = static_cast<const E*>(p.values);
   E* __restrict__ block_values = static_cast<E*>(p.block_values);
   const size_t per_block = static_cast<size_t>(p.rows_per_window) * 16;
-  for (int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; row < p.rows; row += warps) {
-    const int window = row / p.rows_per_window;
-    const int r = row - window * p.rows_per_window;
+  // 64-bit counters: a row or entry index past the last one may pass 2^31.
+  for (long long row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; row < p.rows; row += warps) {
+    const int window = static_cast<int>(row / p.rows_per_window);
+    const int r = static_cast<int>(row - static_cast<long long>(window) * p.rows_per_window);
     const int first = __ldg(p.window_blocks + window);
     const int lo = first * 16;
     const int hi = __ldg(p.window_blocks + window + 1) * 16;
     const int end = __ldg(p.row_offsets + row + 1);
-    for (int e = __ldg(p.row_offsets + row) + lane; e < end; e += 32) {
+    for (long long e = __ldg(p.row_offsets + row) + lane; e < end; e += 32) {
       const int slot = tc_slot_of(p.block_columns, lo, hi, __ldg(p.column_indices + e)) - lo;
-      const size_t block = static_cast<size_t>(first + slot / 16);
-      block_values[block * per_block + tc_value_index<kOrder>(r, slot % 16)] = values[e];
+      const size_t at = static_cast<size_t>(first + slot / 16) * per_block + tc_value_index<kOrder>(r, slot % 16);
+      block_values[at] = values[e];
+      if (p.positions != nullptr) p.positions[e] = static_cast<unsigned>(at);  // < 2^32: the host checks
     }
   }
 }
 
+/// @brief block_values[positions[e]] = values[e] for every entry e (positions written by spmm_tc_values): a
+/// grid-stride loop, four entries per trip with their loads issued before their stores.
+template <typename E>
+__device__ __forceinline__ void spmm_tc_values_scatter(const SpmmTcValuesParams& p) {
+  const E* __restrict__ values = static_cast<const E*>(p.values);
+  const unsigned* __restrict__ positions = p.positions;
+  E* __restrict__ block_values = static_cast<E*>(p.block_values);
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;  // 64-bit: e + 3 stride may pass 2^31
+  long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; e + 3 * stride < p.nnz; e += 4 * stride) {
+    E v[4];
+    unsigned at[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[j] = values[e + j * stride];
+      at[j] = __ldg(positions + e + j * stride);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) block_values[at[j]] = v[j];
+  }
+  for (; e < p.nnz; e += stride) block_values[__ldg(positions + e)] = values[e];
+}
+
 }  // namespace ts
 
-/// Threads per block of spmm_tc_values_<order> (src/spmm/tensor_core.rs launches them with the same number).
+/// Threads per block of spmm_tc_values_<order> and spmm_tc_values_scatter<bits> (src/spmm/tensor_core.rs launches
+/// them with the same number).
 #define TILESPARSE_SPMM_TC_VALUES_THREADS 256
 
 #define TILESPARSE_SPMM_TC_VALUES(name, E, order)                                                              \
   extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_TC_VALUES_THREADS)                              \
       name(const ts::SpmmTcValuesParams p) {                                                                   \
     ts::spmm_tc_values<E, order>(p);                                                                           \
+  }
+
+#define TILESPARSE_SPMM_TC_VALUES_SCATTER(name, E)                                                             \
+  extern "C" __global__ void __launch_bounds__(TILESPARSE_SPMM_TC_VALUES_THREADS)                              \
+      name(const ts::SpmmTcValuesParams p) {                                                                   \
+    ts::spmm_tc_values_scatter<E>(p);                                                                          \
   }

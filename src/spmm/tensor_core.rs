@@ -1174,6 +1174,9 @@ pub(crate) struct DeviceBlocks {
     /// [`HostBlocks::window_heads`], for the layouts of the mma.sync wide kernel (32- and 64-row windows); None
     /// for the others, whose kernels do not read them.
     window_heads: Option<CudaSlice<i32>>,
+    /// Each CSR entry's index in `block_values` ([`DeviceBlocks::set_values`]): written by the first update's
+    /// search, read by the later ones' scatter; None before the first update, or where the indices pass u32.
+    positions: Option<CudaSlice<u32>>,
 }
 
 impl DeviceBlocks {
@@ -1239,38 +1242,49 @@ impl DeviceBlocks {
             block_masks: upload_slice(gpu, &blocks.block_masks, "uploading the tensor-core block masks")?,
             num_windows: blocks.window_blocks.len() - 1,
             num_blocks: blocks.num_blocks(),
+            positions: None,
         })
     }
 
-    /// Writes A's new `values` (its nnz entries in CSR order; `row_offsets` and `column_indices` are the structure
-    /// these blocks were built from, `rows` its rows) into the blocks in place, in `layout`'s order
-    /// (`spmm_tc_values_<order>`, cuda/spmm/tc_values.cuh). The windows, slot columns, masks and heads depend on
+    /// Writes A's new `values` (its `nnz` entries in CSR order; `row_offsets` and `column_indices` are the
+    /// structure these blocks were built from, `rows` its rows) into the blocks in place, in `layout`'s order
+    /// (cuda/spmm/tc_values.cuh). The first update searches each entry's place (`spmm_tc_values_<order>`) and keeps
+    /// it; later ones scatter (`spmm_tc_values_scatter<bits>`). The windows, slot columns, masks and heads depend on
     /// the structure only and stay. Asynchronous on `gpu`'s stream.
     pub(crate) fn set_values<T: Scalar>(
         &mut self,
         gpu: &Gpu,
         layout: BlockLayout,
-        rows: usize,
+        (rows, nnz): (usize, usize),
         (row_offsets, column_indices, values): (&CudaSlice<i32>, &CudaSlice<i32>, &CudaSlice<T>),
     ) -> Result<()> {
         debug_assert_eq!(self.rows_per_window, layout.rows(), "blocks kept in their layout's slot");
-        let name = match (T::DTYPE.size(), layout) {
-            (4, BlockLayout::WideCore) => "spmm_tc_values_core32",
-            (4, _) => "spmm_tc_values_fragment32",
-            (2, BlockLayout::Narrow | BlockLayout::Mid | BlockLayout::Wide) => "spmm_tc_values_fragment16",
+        let (search, scatter) = match (T::DTYPE.size(), layout) {
+            (4, BlockLayout::WideCore) => ("spmm_tc_values_core32", "spmm_tc_values_scatter32"),
+            (4, _) => ("spmm_tc_values_fragment32", "spmm_tc_values_scatter32"),
+            (2, BlockLayout::Narrow | BlockLayout::Mid | BlockLayout::Wide) => {
+                ("spmm_tc_values_fragment16", "spmm_tc_values_scatter16")
+            }
             _ => return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core blocks" }),
         };
-        if rows == 0 || self.num_blocks == 0 {
+        if rows == 0 || nnz == 0 || self.num_blocks == 0 {
             return Ok(());
         }
-        let function = gpu.function(Family::Spmm, name)?;
         let stream = gpu.stream();
+        let known = self.positions.is_some();
+        // The places are kept where they fit the kernels' u32 (block values of up to 2^32 elements: 8 GB of f16).
+        if !known && self.num_blocks * self.rows_per_window * SLOTS <= u32::MAX as usize {
+            let what = "allocating the places of A's entries in the tensor-core blocks";
+            self.positions = Some(stream.alloc_zeros::<u32>(nnz).map_err(Error::driver(what, nnz * 4))?);
+        }
+        let function = gpu.function(Family::Spmm, if known { scatter } else { search })?;
         let (row_offsets, _g1) = row_offsets.device_ptr(stream);
         let (column_indices, _g2) = column_indices.device_ptr(stream);
         let (values, _g3) = values.device_ptr(stream);
         let (window_blocks, _g4) = self.window_blocks.device_ptr(stream);
         let (block_columns, _g5) = self.block_columns.device_ptr(stream);
         let (block_values, _g6) = self.block_values.device_ptr_mut(stream);
+        let positions = self.positions.as_mut().map(|p| p.device_ptr_mut(stream));
         let params = SpmmTcValuesParams {
             row_offsets,
             column_indices,
@@ -1278,21 +1292,30 @@ impl DeviceBlocks {
             window_blocks,
             block_columns,
             block_values,
+            positions: positions.as_ref().map_or(0, |(p, _)| *p),
             rows: rows as i32,
             rows_per_window: self.rows_per_window as i32,
+            nnz: nnz as i32,
+            pad: 0,
         };
-        // A warp per row, at most 16 blocks per SM (the kernel's loop takes the rest of the rows in turn).
-        let warps_per_block = TC_VALUES_THREADS as usize / 32;
-        let cfg = LaunchConfig {
-            grid_dim: (rows.div_ceil(warps_per_block).min(16 * gpu.info().sm_count.max(1)) as u32, 1, 1),
-            block_dim: (TC_VALUES_THREADS, 1, 1),
-            shared_mem_bytes: 0,
+        let cfg = if known {
+            crate::kernels::grid_stride_launch(nnz)
+        } else {
+            // A warp per row, at most 16 blocks per SM (the kernel's loop takes the rest of the rows in turn).
+            let warps_per_block = TC_VALUES_THREADS as usize / 32;
+            LaunchConfig {
+                grid_dim: (rows.div_ceil(warps_per_block).min(16 * gpu.info().sm_count.max(1)) as u32, 1, 1),
+                block_dim: (TC_VALUES_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            }
         };
-        // SAFETY: the row pointer (rows + 1 entries, rows < 2^31) and column indices are the valid CSR structure
-        // these blocks were built from (the caller's matrix: its structure never changes while it keeps them), so
-        // every entry's column is in its window's sorted slot columns and its place, k-block < num_blocks times
-        // rows_per_window x 16 plus an index below that, is inside block_values; `values` holds at least nnz
-        // elements of the size the kernel's name says (2 or 4 bytes, matched above).
+        // SAFETY: the row pointer (rows + 1 entries, rows < 2^31) and the column indices (nnz < 2^31) are the valid
+        // CSR structure these blocks were built from (the caller's matrix: its structure never changes while it
+        // keeps them), so every entry's column is in its window's sorted slot columns and its place, k-block <
+        // num_blocks times rows_per_window x 16 plus an index below that, is inside block_values; `positions`
+        // (nnz) is null or holds, where the scatter reads it, the places the search wrote (below 2^32, checked
+        // above); `values` holds at least nnz elements of the size the kernels' names say (2 or 4 bytes, matched
+        // above).
         unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
             .map_err(Error::driver("launching the write of new values into the tensor-core blocks", 0))?;
         Ok(())
@@ -1385,14 +1408,18 @@ struct SpmmTcValuesParams {
     window_blocks: u64,
     block_columns: u64,
     block_values: u64,
+    positions: u64,
     rows: i32,
     rows_per_window: i32,
+    nnz: i32,
+    pad: i32,
 }
 const _: () =
-    assert!(std::mem::size_of::<SpmmTcValuesParams>() == 56, "SpmmTcValuesParams must match cuda/common/params.cuh");
+    assert!(std::mem::size_of::<SpmmTcValuesParams>() == 72, "SpmmTcValuesParams must match cuda/common/params.cuh");
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmmTcValuesParams {}
-/// Threads per block of `spmm_tc_values_<order>` (TILESPARSE_SPMM_TC_VALUES_THREADS in cuda/spmm/tc_values.cuh).
+/// Threads per block of `spmm_tc_values_<order>` (TILESPARSE_SPMM_TC_VALUES_THREADS in cuda/spmm/tc_values.cuh; the
+/// scatter kernels take [`crate::kernels::grid_stride_launch`]'s 256 too).
 const TC_VALUES_THREADS: u32 = 256;
 
 /// Dynamic shared memory of `spmm_tc_f32_w64_n16` (`ts::kWgSharedBytes` in cuda/spmm90a/spmm90a.cu): four
