@@ -471,11 +471,10 @@ impl<T: Scalar> DeviceCsr<T> {
     /// Writes the values into every tensor-core block layout already built ([`DeviceCsr::set_values`]). Blocks
     /// whose write fails are dropped (built again from the new values on their next use), so none is left stale.
     fn rewrite_tensor_core_values(&mut self, gpu: &Gpu) -> Result<()> {
-        let parts = (&self.row_offsets, &self.column_indices, &self.values);
         let mut result = Ok(());
         for (cache, layout) in self.tensor_core.iter_mut().zip(crate::spmm::tensor_core::BlockLayout::ALL) {
             if let Some(blocks) = cache.get_mut() {
-                if let Err(e) = blocks.set_values(gpu, layout, (self.rows, self.nnz), parts) {
+                if let Err(e) = blocks.set_values(gpu, layout, &self.values) {
                     *cache = OnceLock::new();
                     result = result.and(Err(e));
                 }

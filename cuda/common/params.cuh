@@ -116,23 +116,18 @@ struct SpmmTcParams {
   float beta;                         // never on a partial tile (the fix-up or the cluster's sum applies it)
 };
 static_assert(sizeof(SpmmTcParams) == 104, "SpmmTcParams must match src/spmm/tensor_core.rs");
-/// @brief Arguments of spmm_tc_values_<order> and spmm_tc_values_scatter<bits> (cuda/spmm/tc_values.cuh): new
-/// values of A written into its tensor-core blocks in place, the structure (and so every slot and mask) unchanged.
+/// @brief Arguments of spmm_tc_values_<order> (cuda/spmm/tc_values.cuh): new values of A written into its
+/// tensor-core blocks in place, the structure (and so every slot, mask and start) unchanged.
 struct SpmmTcValuesParams {
-  const int* row_offsets;             // (rows + 1) A's CSR row pointer, global
-  const int* column_indices;          // (nnz) A's column indices, global
   const void* values;                 // (nnz) A's new values, global: 16-bit (f16, bf16) or 32-bit (f32) elements
-  const int* window_blocks;           // (windows + 1) first k-block of each window (SpmmTcParams)
-  const int* block_columns;           // (16 per k-block) each slot's column, ascending per window, -1 for padding
+  const unsigned short* block_masks;  // (one per row of a window, per k-block) bit j of row r: A stores (r, slot j)
+  const int* block_starts;            // (one per row of a window, per k-block) the first of row r's entries in the
+                                      // k-block, an index into values; 0 where the row stores none there
   void* block_values;                 // (rows_per_window x 16 per k-block) the blocks' values, element bits
-  unsigned* positions;                // (nnz) each entry's index in block_values, global: written by the search
-                                      // kernels unless null, read by the scatter kernels
-  int rows;                           // rows of A
+  int num_blocks;                     // k-blocks
   int rows_per_window;                // 16, 32 or 64
-  int nnz;                            // stored entries of A
-  int pad;
 };
-static_assert(sizeof(SpmmTcValuesParams) == 72, "SpmmTcValuesParams must match src/spmm/tensor_core.rs");
+static_assert(sizeof(SpmmTcValuesParams) == 40, "SpmmTcValuesParams must match src/spmm/tensor_core.rs");
 /// k-blocks per window in SpmmTcParams::window_heads (src/spmm/tensor_core.rs, `HEAD_BLOCKS`): the most ring
 /// stages of the wide kernel (cuda/spmm/tensor_core.cuh, `tcw_stages`).
 constexpr int kTcHeadBlocks = 8;

@@ -349,5 +349,3 @@ TILESPARSE_KERNEL_PER_TYPE(spmm_fixup, SpmmParams, TILESPARSE_SPMM_FIXUP_THREADS
 TILESPARSE_SPMM_TC_VALUES(spmm_tc_values_fragment16, unsigned short, ts::kFragment16)
 TILESPARSE_SPMM_TC_VALUES(spmm_tc_values_fragment32, unsigned, ts::kFragment32)
 TILESPARSE_SPMM_TC_VALUES(spmm_tc_values_core32, unsigned, ts::kCore32)
-TILESPARSE_SPMM_TC_VALUES_SCATTER(spmm_tc_values_scatter16, unsigned short)
-TILESPARSE_SPMM_TC_VALUES_SCATTER(spmm_tc_values_scatter32, unsigned)

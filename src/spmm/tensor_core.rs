@@ -1034,6 +1034,10 @@ pub(crate) struct HostBlocks<V> {
     pub(crate) block_values: Vec<V>,
     /// (one per row of a window, per k-block) bit j of row r: A stores (r, slot j).
     pub(crate) block_masks: Vec<u16>,
+    /// (one per row of a window, per k-block) the first of row r's entries in the k-block (its index in A's
+    /// entries), 0 where the row stores none there: with the mask, where each stored slot's value comes from, so
+    /// that new values can be written into the blocks on the device ([`DeviceBlocks::set_values`]).
+    pub(crate) block_starts: Vec<i32>,
 }
 
 /// Where (row r of the window, slot j of the k-block) sits in a k-block's 16-bit values: the 16 x 16 block of
@@ -1061,6 +1065,30 @@ pub(crate) fn core_index_f32(r: usize, j: usize) -> usize {
     (j / 8) * 512 + (r / 8) * 64 + ((j % 8) / 4) * 32 + (r % 8) * 4 + j % 4
 }
 
+/// The (row of the window, slot) whose value sits at `at` (below the window's rows x 16) among a k-block's 16-bit
+/// values: the inverse of [`fragment_index`] (`tc_value_slot` in cuda/spmm/tc_values.cuh; here for the tests of its
+/// host twin, [`HostBlocks::rewrite_values`]).
+#[cfg(test)]
+pub(crate) fn fragment_slot(at: usize) -> (usize, usize) {
+    let (tile, lane, w) = (at / 256, at % 256 / 8, at % 8);
+    let (g, t) = (lane / 4, lane % 4);
+    (tile * 16 + g + (w & 2) * 4, 2 * t + (w & 1) + (w & 4) * 2)
+}
+
+/// The same for f32 values: the inverse of [`fragment_index_f32`].
+#[cfg(test)]
+pub(crate) fn fragment_slot_f32(at: usize) -> (usize, usize) {
+    let (tile, lane, w) = (at / 256, at % 256 / 4 % 32, at % 4);
+    let (g, t) = (lane / 4, lane % 4);
+    (tile * 16 + g + (w & 1) * 8, at % 256 / 128 * 8 + t + (w & 2) * 2)
+}
+
+/// The same for the wgmma core matrices: the inverse of [`core_index_f32`].
+#[cfg(test)]
+pub(crate) fn core_slot_f32(at: usize) -> (usize, usize) {
+    (at % 512 / 64 * 8 + at % 32 / 4, at / 512 * 8 + at % 64 / 32 * 4 + at % 4)
+}
+
 /// The fragment order of values of `bytes` bytes: [`fragment_index`] (2) or [`fragment_index_f32`] (4).
 fn fragment_order(bytes: usize) -> fn(usize, usize) -> usize {
     match bytes {
@@ -1073,9 +1101,9 @@ fn fragment_order(bytes: usize) -> fn(usize, usize) -> usize {
 impl<V: Copy + Default> HostBlocks<V> {
     /// Builds the blocks of a valid CSR matrix (sorted, in-range, unique columns per row) for windows of
     /// `rows_per_window` rows (a multiple of 16), values of 2 or 4 bytes (their bits). Every slot holds at least
-    /// one stored entry (only a window's last k-block has padding slots), so a k-block (values, columns, masks:
-    /// 608 bytes for 16 rows, 2240 for 64; f32 4288 for 64) holds at least 16 entries: at most about 38 bytes
-    /// per entry beside the CSR's 6 for 16-row windows, 140 for 64-row ones (268 for f32).
+    /// one stored entry (only a window's last k-block has padding slots), so a k-block (values, columns, masks,
+    /// starts: 672 bytes for 16 rows, 2496 for 64; f32 4544 for 64) holds at least 16 entries: at most 42 bytes
+    /// per entry beside the CSR's 6 for 16-row windows, 156 for 64-row ones (284 for f32).
     pub(crate) fn build(indptr: &[usize], indices: &[usize], values: &[V], rows_per_window: usize) -> HostBlocks<V> {
         Self::build_in(indptr, indices, values, rows_per_window, fragment_order(std::mem::size_of::<V>()))
     }
@@ -1099,6 +1127,7 @@ impl<V: Copy + Default> HostBlocks<V> {
             block_columns: Vec::new(),
             block_values: Vec::new(),
             block_masks: Vec::new(),
+            block_starts: Vec::new(),
         };
         let mut union: Vec<usize> = Vec::new();
         let mut blocks = 0usize;
@@ -1116,13 +1145,19 @@ impl<V: Copy + Default> HostBlocks<V> {
             out.block_columns.resize(blocks * SLOTS, -1);
             out.block_values.resize(blocks * per_block, V::default());
             out.block_masks.resize(blocks * rows_per_window, 0);
+            out.block_starts.resize(blocks * rows_per_window, 0);
             for r in r0..r1 {
                 let lr = r - r0;
                 for e in indptr[r]..indptr[r + 1] {
                     let p = union.binary_search(&indices[e]).expect("the window's union holds its columns");
                     let (b, j) = (first + p / SLOTS, p % SLOTS);
                     out.block_values[b * per_block + index(lr, j)] = values[e];
-                    out.block_masks[b * rows_per_window + lr] |= 1 << j;
+                    let row = b * rows_per_window + lr;
+                    if out.block_masks[row] == 0 {
+                        // The row's entries come in column order: the first one met in a k-block starts it there.
+                        out.block_starts[row] = e as i32;
+                    }
+                    out.block_masks[row] |= 1 << j;
                 }
             }
         }
@@ -1132,6 +1167,26 @@ impl<V: Copy + Default> HostBlocks<V> {
 
     pub(crate) fn num_blocks(&self) -> usize {
         self.block_columns.len() / SLOTS
+    }
+
+    /// The blocks' values rewritten from `values` (A's entries in CSR order, the structure these blocks were
+    /// built from), value by value in the blocks' order `slot_of` ([`fragment_slot`], [`fragment_slot_f32`],
+    /// [`core_slot_f32`]): the host reference of `spmm_tc_values_<order>` (cuda/spmm/tc_values.cuh), step for step.
+    #[cfg(test)]
+    pub(crate) fn rewrite_values(&mut self, values: &[V], slot_of: fn(usize) -> (usize, usize)) {
+        let per_block = self.rows_per_window * SLOTS;
+        for (b, out) in self.block_values.chunks_exact_mut(per_block).enumerate() {
+            for (at, v) in out.iter_mut().enumerate() {
+                let (r, j) = slot_of(at);
+                let row = b * self.rows_per_window + r;
+                let mask = u32::from(self.block_masks[row]);
+                *v = if mask >> j & 1 == 1 {
+                    values[self.block_starts[row] as usize + (mask & ((1 << j) - 1)).count_ones() as usize]
+                } else {
+                    V::default()
+                };
+            }
+        }
     }
 
     /// The slot columns of each window's first [`HEAD_BLOCKS`] k-blocks, -1 past its last: `HEAD_BLOCKS` x 16 per
@@ -1174,9 +1229,8 @@ pub(crate) struct DeviceBlocks {
     /// [`HostBlocks::window_heads`], for the layouts of the mma.sync wide kernel (32- and 64-row windows); None
     /// for the others, whose kernels do not read them.
     window_heads: Option<CudaSlice<i32>>,
-    /// Each CSR entry's index in `block_values` ([`DeviceBlocks::set_values`]): written by the first update's
-    /// search, read by the later ones' scatter; None before the first update, or where the indices pass u32.
-    positions: Option<CudaSlice<u32>>,
+    /// [`HostBlocks::block_starts`]: where each stored slot's value comes from ([`DeviceBlocks::set_values`]).
+    block_starts: CudaSlice<i32>,
 }
 
 impl DeviceBlocks {
@@ -1185,10 +1239,10 @@ impl DeviceBlocks {
         let host = a.download(gpu)?;
         let indptr = host.proper_indptr();
         let (indices, data, rows) = (host.indices(), host.data(), layout.rows());
-        // Count first: a scattered matrix can need ~270 bytes per entry in blocks (HostBlocks::build), and a
+        // Count first: a scattered matrix can need ~284 bytes per entry in blocks (HostBlocks::build), and a
         // build the device could never hold must be an error, not a host allocation failure.
         let blocks = count_blocks(a.cols(), &indptr, indices, rows);
-        let bytes_per_block = SLOTS * 4 + rows * SLOTS * T::DTYPE.size() + rows * 2;
+        let bytes_per_block = SLOTS * 4 + rows * SLOTS * T::DTYPE.size() + rows * (2 + 4);
         let heads = matches!(layout, BlockLayout::Wide | BlockLayout::Mid);
         let head_bytes = if heads { a.rows().div_ceil(rows) * HEAD_BLOCKS * SLOTS * 4 } else { 0 };
         let bytes = blocks.saturating_mul(bytes_per_block).saturating_add(head_bytes);
@@ -1240,82 +1294,57 @@ impl DeviceBlocks {
             block_columns: upload_slice(gpu, &blocks.block_columns, "uploading the tensor-core block columns")?,
             block_values: upload_slice(gpu, values, "uploading the tensor-core block values")?,
             block_masks: upload_slice(gpu, &blocks.block_masks, "uploading the tensor-core block masks")?,
+            block_starts: upload_slice(gpu, &blocks.block_starts, "uploading the tensor-core block starts")?,
             num_windows: blocks.window_blocks.len() - 1,
             num_blocks: blocks.num_blocks(),
-            positions: None,
         })
     }
 
-    /// Writes A's new `values` (its `nnz` entries in CSR order; `row_offsets` and `column_indices` are the
-    /// structure these blocks were built from, `rows` its rows) into the blocks in place, in `layout`'s order
-    /// (cuda/spmm/tc_values.cuh). The first update searches each entry's place (`spmm_tc_values_<order>`) and keeps
-    /// it; later ones scatter (`spmm_tc_values_scatter<bits>`). The windows, slot columns, masks and heads depend on
-    /// the structure only and stay. Asynchronous on `gpu`'s stream.
+    /// Writes A's new `values` (its entries in CSR order, of the structure these blocks were built from) into the
+    /// blocks in place, in `layout`'s order: `spmm_tc_values_<order>` (cuda/spmm/tc_values.cuh) rewrites every
+    /// value of every k-block from the masks and the rows' starts. The windows, slot columns, masks, starts and
+    /// heads depend on the structure only and stay. Asynchronous on `gpu`'s stream.
     pub(crate) fn set_values<T: Scalar>(
         &mut self,
         gpu: &Gpu,
         layout: BlockLayout,
-        (rows, nnz): (usize, usize),
-        (row_offsets, column_indices, values): (&CudaSlice<i32>, &CudaSlice<i32>, &CudaSlice<T>),
+        values: &CudaSlice<T>,
     ) -> Result<()> {
         debug_assert_eq!(self.rows_per_window, layout.rows(), "blocks kept in their layout's slot");
-        let (search, scatter) = match (T::DTYPE.size(), layout) {
-            (4, BlockLayout::WideCore) => ("spmm_tc_values_core32", "spmm_tc_values_scatter32"),
-            (4, _) => ("spmm_tc_values_fragment32", "spmm_tc_values_scatter32"),
-            (2, BlockLayout::Narrow | BlockLayout::Mid | BlockLayout::Wide) => {
-                ("spmm_tc_values_fragment16", "spmm_tc_values_scatter16")
-            }
+        let name = match (T::DTYPE.size(), layout) {
+            (4, BlockLayout::WideCore) => "spmm_tc_values_core32",
+            (4, _) => "spmm_tc_values_fragment32",
+            (2, BlockLayout::Narrow | BlockLayout::Mid | BlockLayout::Wide) => "spmm_tc_values_fragment16",
             _ => return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core blocks" }),
         };
-        if rows == 0 || nnz == 0 || self.num_blocks == 0 {
+        if self.num_blocks == 0 {
             return Ok(());
         }
+        let function = gpu.function(Family::Spmm, name)?;
         let stream = gpu.stream();
-        let known = self.positions.is_some();
-        // The places are kept where they fit the kernels' u32 (block values of up to 2^32 elements: 8 GB of f16).
-        if !known && self.num_blocks * self.rows_per_window * SLOTS <= u32::MAX as usize {
-            let what = "allocating the places of A's entries in the tensor-core blocks";
-            self.positions = Some(stream.alloc_zeros::<u32>(nnz).map_err(Error::driver(what, nnz * 4))?);
-        }
-        let function = gpu.function(Family::Spmm, if known { scatter } else { search })?;
-        let (row_offsets, _g1) = row_offsets.device_ptr(stream);
-        let (column_indices, _g2) = column_indices.device_ptr(stream);
-        let (values, _g3) = values.device_ptr(stream);
-        let (window_blocks, _g4) = self.window_blocks.device_ptr(stream);
-        let (block_columns, _g5) = self.block_columns.device_ptr(stream);
-        let (block_values, _g6) = self.block_values.device_ptr_mut(stream);
-        let positions = self.positions.as_mut().map(|p| p.device_ptr_mut(stream));
+        let (values, _g1) = values.device_ptr(stream);
+        let (block_masks, _g2) = self.block_masks.device_ptr(stream);
+        let (block_starts, _g3) = self.block_starts.device_ptr(stream);
+        let (block_values, _g4) = self.block_values.device_ptr_mut(stream);
         let params = SpmmTcValuesParams {
-            row_offsets,
-            column_indices,
             values,
-            window_blocks,
-            block_columns,
+            block_masks,
+            block_starts,
             block_values,
-            positions: positions.as_ref().map_or(0, |(p, _)| *p),
-            rows: rows as i32,
+            num_blocks: self.num_blocks as i32,
             rows_per_window: self.rows_per_window as i32,
-            nnz: nnz as i32,
-            pad: 0,
         };
-        let cfg = if known {
-            crate::kernels::grid_stride_launch(nnz)
-        } else {
-            // A warp per row, at most 16 blocks per SM (the kernel's loop takes the rest of the rows in turn).
-            let warps_per_block = TC_VALUES_THREADS as usize / 32;
-            LaunchConfig {
-                grid_dim: (rows.div_ceil(warps_per_block).min(16 * gpu.info().sm_count.max(1)) as u32, 1, 1),
-                block_dim: (TC_VALUES_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            }
+        // A block per k-block, at most eight per SM (the kernel's loop takes the rest in turn).
+        let cfg = LaunchConfig {
+            grid_dim: (self.num_blocks.min(8 * gpu.info().sm_count.max(1)) as u32, 1, 1),
+            block_dim: (TC_VALUES_THREADS, 1, 1),
+            shared_mem_bytes: 0,
         };
-        // SAFETY: the row pointer (rows + 1 entries, rows < 2^31) and the column indices (nnz < 2^31) are the valid
-        // CSR structure these blocks were built from (the caller's matrix: its structure never changes while it
-        // keeps them), so every entry's column is in its window's sorted slot columns and its place, k-block <
-        // num_blocks times rows_per_window x 16 plus an index below that, is inside block_values; `positions`
-        // (nnz) is null or holds, where the scatter reads it, the places the search wrote (below 2^32, checked
-        // above); `values` holds at least nnz elements of the size the kernels' names say (2 or 4 bytes, matched
-        // above).
+        // SAFETY: the blocks hold num_blocks (< 2^31 / 16, checked at upload) k-blocks of rows_per_window x 16
+        // values, masks and starts, all written by HostBlocks::build from the structure of the matrix whose
+        // `values` these are (the caller's: its structure never changes while it keeps them), so each stored
+        // slot's start plus the stored slots before it is an entry index below nnz; `values` holds at least nnz
+        // elements of the size the kernel's name says (2 or 4 bytes, matched above).
         unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
             .map_err(Error::driver("launching the write of new values into the tensor-core blocks", 0))?;
         Ok(())
@@ -1402,24 +1431,18 @@ const ZERO_WINDOWS_THREADS: u32 = 256;
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 struct SpmmTcValuesParams {
-    row_offsets: u64,
-    column_indices: u64,
     values: u64,
-    window_blocks: u64,
-    block_columns: u64,
+    block_masks: u64,
+    block_starts: u64,
     block_values: u64,
-    positions: u64,
-    rows: i32,
+    num_blocks: i32,
     rows_per_window: i32,
-    nnz: i32,
-    pad: i32,
 }
 const _: () =
-    assert!(std::mem::size_of::<SpmmTcValuesParams>() == 72, "SpmmTcValuesParams must match cuda/common/params.cuh");
+    assert!(std::mem::size_of::<SpmmTcValuesParams>() == 40, "SpmmTcValuesParams must match cuda/common/params.cuh");
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmmTcValuesParams {}
-/// Threads per block of `spmm_tc_values_<order>` (TILESPARSE_SPMM_TC_VALUES_THREADS in cuda/spmm/tc_values.cuh; the
-/// scatter kernels take [`crate::kernels::grid_stride_launch`]'s 256 too).
+/// Threads per block of `spmm_tc_values_<order>` (TILESPARSE_SPMM_TC_VALUES_THREADS in cuda/spmm/tc_values.cuh).
 const TC_VALUES_THREADS: u32 = 256;
 
 /// Dynamic shared memory of `spmm_tc_f32_w64_n16` (`ts::kWgSharedBytes` in cuda/spmm90a/spmm90a.cu): four
@@ -1973,6 +1996,7 @@ fn launch_tensor_core<T: Scalar>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn blocks_hold_every_entry_once_in_fragment_order() {
@@ -2113,6 +2137,58 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The slot functions invert the index functions on every window height, and blocks built with one set of
+    /// values and rewritten value by value from another ([`HostBlocks::rewrite_values`], the host twin of
+    /// `spmm_tc_values_<order>`) equal blocks built from the other: every order, every window height, rows of
+    /// every length in a k-block (none, one, all 16 slots, a row whose entries span many k-blocks), an empty
+    /// window, a last window part past the rows.
+    #[test]
+    fn new_values_rewritten_in_block_order_equal_a_fresh_build() {
+        for rows in [WINDOW, MID_WINDOW, WIDE_WINDOW] {
+            for (index, slot) in [
+                (fragment_index as fn(usize, usize) -> usize, fragment_slot as fn(usize) -> (usize, usize)),
+                (fragment_index_f32, fragment_slot_f32),
+            ] {
+                for at in 0..rows * SLOTS {
+                    let (r, j) = slot(at);
+                    assert!(r < rows && j < SLOTS, "{at} -> ({r}, {j})");
+                    assert_eq!(index(r, j), at, "({r}, {j}) at {at}, windows of {rows}");
+                }
+            }
+        }
+        for at in 0..WIDE_WINDOW * SLOTS {
+            let (r, j) = core_slot_f32(at);
+            assert_eq!(core_index_f32(r, j), at, "({r}, {j}) at {at}");
+        }
+        let m = 150;
+        let mut indptr = vec![0usize];
+        let mut indices = Vec::new();
+        for r in 0..m {
+            let cols: Vec<usize> = match r {
+                64..=127 => Vec::new(),
+                3 => (0..90).collect(),
+                7 => (16..32).collect(),
+                _ => (0..(r * 7) % 13).map(|j| (r * 31 + j * 23) % 90).collect::<BTreeSet<_>>().into_iter().collect(),
+            };
+            indices.extend(cols);
+            indptr.push(indices.len());
+        }
+        let (old, new): (Vec<u32>, Vec<u32>) =
+            (0..indices.len()).map(|e| (e as u32 + 1, 0x4000_0000 | e as u32)).unzip();
+        let bits16 = |v: &[u32]| v.iter().map(|&x| x as u16 ^ 0x5a5a).collect::<Vec<u16>>();
+        for rows in [WINDOW, MID_WINDOW, WIDE_WINDOW] {
+            let mut b = HostBlocks::build(&indptr, &indices, &bits16(&old), rows);
+            b.rewrite_values(&bits16(&new), fragment_slot);
+            assert_eq!(b, HostBlocks::build(&indptr, &indices, &bits16(&new), rows), "16-bit, windows of {rows}");
+            let mut b = HostBlocks::build(&indptr, &indices, &old, rows);
+            b.rewrite_values(&new, fragment_slot_f32);
+            assert_eq!(b, HostBlocks::build(&indptr, &indices, &new, rows), "f32, windows of {rows}");
+        }
+        let mut b = HostBlocks::build_in(&indptr, &indices, &old, WIDE_WINDOW, core_index_f32);
+        b.rewrite_values(&new, core_slot_f32);
+        assert_eq!(b, HostBlocks::build_in(&indptr, &indices, &new, WIDE_WINDOW, core_index_f32), "core matrices");
     }
 
     #[test]
