@@ -2,11 +2,12 @@
  * @file @brief New values of A written into its tensor-core blocks in place (src/csr.rs, `DeviceCsr::set_values`):
  * the blocks hold a copy of A's values in mma fragment order (src/spmm/tensor_core.rs, `HostBlocks::build`), so
  * a matrix whose values change while its structure does not (a pruned weight being trained) would otherwise need
- * them rebuilt on the host from a download. The kernel walks the blocks, not the entries: each thread takes one
- * value of a k-block, finds its (row, slot) by the layout's inverse index, and reads the entry there, if the row
- * stores one, at the row's first entry in the k-block (block_starts) plus the stored slots before it (a popcount
- * of the mask). So every element of the blocks is written, zeros included, in order: whole sectors, where
- * writing only the entries (scattered 2- or 4-byte stores) ran at a quarter of the speed (NOTES.md, "SpMM step 102").
+ * them rebuilt on the host from a download. The kernel walks the blocks, not the entries: each thread takes 16
+ * bytes of a k-block's values, finds each value's (row, slot) by the layout's inverse index, and reads the entry
+ * there, if the row stores one, at the row's first entry in the k-block (block_starts) plus the stored slots
+ * before it (a popcount of the mask). So every element of the blocks is written, zeros included, in order and in
+ * whole sectors, where writing only the entries (scattered 2- or 4-byte stores) ran up to 2x slower on the H200
+ * (NOTES.md, "SpMM step 102").
  */
 #pragma once
 
@@ -46,25 +47,40 @@ __device__ __forceinline__ void tc_value_slot(int at, int& row, int& slot) {
 }
 
 /// @brief Every value of every k-block rewritten from A's values: block b (a grid-stride loop over k-blocks) writes
-/// k-block b's rows_per_window x 16 values in order, a thread per value. E: the element as bits (unsigned short
-/// or unsigned).
+/// k-block b's rows_per_window x 16 values in order, a thread per 16 bytes of them (kChunk values, one 16-byte
+/// store; in each order these share one or two rows, so their masks and starts are loaded once). E: the element
+/// as bits (unsigned short or unsigned).
 template <typename E, int kOrder>
 __device__ __forceinline__ void spmm_tc_values(const SpmmTcValuesParams& p) {
+  constexpr unsigned kChunk = 16 / sizeof(E);
   const E* __restrict__ values = static_cast<const E*>(p.values);
-  E* __restrict__ block_values = static_cast<E*>(p.block_values);
-  const int per_block = p.rows_per_window * 16;
+  const unsigned chunks = static_cast<unsigned>(p.rows_per_window) * 16 / kChunk;
   for (int b = blockIdx.x; b < p.num_blocks; b += gridDim.x) {
     const size_t first_row = static_cast<size_t>(b) * p.rows_per_window;
-    E* __restrict__ out = block_values + first_row * 16;
-    for (int at = threadIdx.x; at < per_block; at += blockDim.x) {
-      int row, slot;
-      tc_value_slot<kOrder>(at, row, slot);
-      const unsigned mask = __ldg(p.block_masks + first_row + row);
-      E v = 0;
-      if (mask >> slot & 1u) {
-        v = values[__ldg(p.block_starts + first_row + row) + __popc(mask & ((1u << slot) - 1u))];
+    uint4* __restrict__ out = reinterpret_cast<uint4*>(static_cast<E*>(p.block_values) + first_row * 16);
+    for (unsigned chunk = threadIdx.x; chunk < chunks; chunk += blockDim.x) {
+      union {
+        uint4 vector;
+        E v[kChunk];
+      } piece;
+      // The chunk's rows: its first value's, and in the fragment orders that row + 8 (tc_value_slot).
+      int first, slot;
+      tc_value_slot<kOrder>(static_cast<int>(chunk * kChunk), first, slot);
+      const unsigned masks[2] = {__ldg(p.block_masks + first_row + first),
+                                 kOrder == kCore32 ? 0u : __ldg(p.block_masks + first_row + first + 8)};
+      const int starts[2] = {__ldg(p.block_starts + first_row + first),
+                             kOrder == kCore32 ? 0 : __ldg(p.block_starts + first_row + first + 8)};
+#pragma unroll
+      for (unsigned i = 0; i < kChunk; ++i) {
+        int row;
+        tc_value_slot<kOrder>(static_cast<int>(chunk * kChunk + i), row, slot);
+        const int second = row != first;
+        piece.v[i] = 0;
+        if (masks[second] >> slot & 1u) {
+          piece.v[i] = values[starts[second] + __popc(masks[second] & ((1u << slot) - 1u))];
+        }
       }
-      out[at] = v;
+      out[chunk] = piece.vector;
     }
   }
 }
