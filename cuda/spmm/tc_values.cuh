@@ -46,42 +46,45 @@ __device__ __forceinline__ void tc_value_slot(int at, int& row, int& slot) {
   }
 }
 
-/// @brief Every value of every k-block rewritten from A's values: block b (a grid-stride loop over k-blocks) writes
-/// k-block b's rows_per_window x 16 values in order, a thread per 16 bytes of them (kChunk values, one 16-byte
-/// store; in each order these share one or two rows, so their masks and starts are loaded once). E: the element
-/// as bits (unsigned short or unsigned).
+/// @brief Every value of every k-block rewritten from A's values, a thread per 16 bytes of them (kChunk values, one
+/// 16-byte store; in each order these share one or two rows, so their masks and starts are loaded once): a
+/// grid-stride loop over the chunks of all k-blocks, k-block after k-block (a k-block of a 16-row f16 window is
+/// only 32 chunks, so a block per k-block would leave most threads idle). E: the element as bits (unsigned short
+/// or unsigned).
 template <typename E, int kOrder>
 __device__ __forceinline__ void spmm_tc_values(const SpmmTcValuesParams& p) {
   constexpr unsigned kChunk = 16 / sizeof(E);
   const E* __restrict__ values = static_cast<const E*>(p.values);
-  const unsigned chunks = static_cast<unsigned>(p.rows_per_window) * 16 / kChunk;
-  for (int b = blockIdx.x; b < p.num_blocks; b += gridDim.x) {
-    const size_t first_row = static_cast<size_t>(b) * p.rows_per_window;
-    uint4* __restrict__ out = reinterpret_cast<uint4*>(static_cast<E*>(p.block_values) + first_row * 16);
-    for (unsigned chunk = threadIdx.x; chunk < chunks; chunk += blockDim.x) {
-      union {
-        uint4 vector;
-        E v[kChunk];
-      } piece;
-      // The chunk's rows: its first value's, and in the fragment orders that row + 8 (tc_value_slot).
-      int first, slot;
-      tc_value_slot<kOrder>(static_cast<int>(chunk * kChunk), first, slot);
-      const unsigned masks[2] = {__ldg(p.block_masks + first_row + first),
-                                 kOrder == kCore32 ? 0u : __ldg(p.block_masks + first_row + first + 8)};
-      const int starts[2] = {__ldg(p.block_starts + first_row + first),
-                             kOrder == kCore32 ? 0 : __ldg(p.block_starts + first_row + first + 8)};
+  uint4* __restrict__ out = static_cast<uint4*>(p.block_values);
+  // Chunks per k-block: 16 x 16 / kChunk per 16 rows, a power of two (32 to 256).
+  const unsigned shift = __ffs(p.rows_per_window * 16 / kChunk) - 1;
+  const size_t total = static_cast<size_t>(p.num_blocks) << shift;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t at = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; at < total; at += stride) {
+    const size_t first_row = (at >> shift) * p.rows_per_window;  // the k-block's first row of masks and starts
+    const unsigned chunk = static_cast<unsigned>(at & ((1u << shift) - 1));
+    union {
+      uint4 vector;
+      E v[kChunk];
+    } piece;
+    // The chunk's rows: its first value's, and in the fragment orders that row + 8 (tc_value_slot).
+    int first, slot;
+    tc_value_slot<kOrder>(static_cast<int>(chunk * kChunk), first, slot);
+    const unsigned masks[2] = {__ldg(p.block_masks + first_row + first),
+                               kOrder == kCore32 ? 0u : __ldg(p.block_masks + first_row + first + 8)};
+    const int starts[2] = {__ldg(p.block_starts + first_row + first),
+                           kOrder == kCore32 ? 0 : __ldg(p.block_starts + first_row + first + 8)};
 #pragma unroll
-      for (unsigned i = 0; i < kChunk; ++i) {
-        int row;
-        tc_value_slot<kOrder>(static_cast<int>(chunk * kChunk + i), row, slot);
-        const int second = row != first;
-        piece.v[i] = 0;
-        if (masks[second] >> slot & 1u) {
-          piece.v[i] = values[starts[second] + __popc(masks[second] & ((1u << slot) - 1u))];
-        }
+    for (unsigned i = 0; i < kChunk; ++i) {
+      int row;
+      tc_value_slot<kOrder>(static_cast<int>(chunk * kChunk + i), row, slot);
+      const int second = row != first;
+      piece.v[i] = 0;
+      if (masks[second] >> slot & 1u) {
+        piece.v[i] = values[starts[second] + __popc(masks[second] & ((1u << slot) - 1u))];
       }
-      out[chunk] = piece.vector;
     }
+    out[at] = piece.vector;
   }
 }
 

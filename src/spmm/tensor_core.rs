@@ -1320,6 +1320,8 @@ impl DeviceBlocks {
         if self.num_blocks == 0 {
             return Ok(());
         }
+        // 16-byte chunks of the blocks' values (u16 elements).
+        let chunks = self.block_values.len() * 2 / 16;
         let function = gpu.function(Family::Spmm, name)?;
         let stream = gpu.stream();
         let (values, _g1) = values.device_ptr(stream);
@@ -1334,9 +1336,9 @@ impl DeviceBlocks {
             num_blocks: self.num_blocks as i32,
             rows_per_window: self.rows_per_window as i32,
         };
-        // A block per k-block, at most eight per SM (the kernel's loop takes the rest in turn).
+        // A thread per 16 bytes of the blocks' values, at most 32 blocks per SM (the kernel's loop takes the rest).
         let cfg = LaunchConfig {
-            grid_dim: (self.num_blocks.min(8 * gpu.info().sm_count.max(1)) as u32, 1, 1),
+            grid_dim: (chunks.div_ceil(TC_VALUES_THREADS as usize).min(32 * gpu.info().sm_count.max(1)) as u32, 1, 1),
             block_dim: (TC_VALUES_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
