@@ -79,10 +79,12 @@ __device__ __forceinline__ void spmm_tc_values(const SpmmTcValuesParams& p) {
       int row;
       tc_value_slot<kOrder>(static_cast<int>(chunk * kChunk + i), row, slot);
       const int second = row != first;
-      piece.v[i] = 0;
-      if (masks[second] >> slot & 1u) {
-        piece.v[i] = values[starts[second] + __popc(masks[second] & ((1u << slot) - 1u))];
-      }
+      // Every value is loaded, an unstored slot's from its row's start (a valid entry: 0 where the row has none,
+      // and nnz > 0 where there are k-blocks), then selected: no branch, so the chunk's loads are in flight
+      // together (a branch per value made the thread wait for each load in turn).
+      const bool stored = masks[second] >> slot & 1u;
+      const E v = values[starts[second] + (stored ? __popc(masks[second] & ((1u << slot) - 1u)) : 0)];
+      piece.v[i] = stored ? v : E(0);
     }
     out[at] = piece.vector;
   }
