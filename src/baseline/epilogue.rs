@@ -11,7 +11,7 @@ use crate::gpu::Gpu;
 use crate::kernels::Family;
 use crate::scalar::{DType, Scalar};
 
-/// c[r][j] = ReLU(c[r][j] + bias[r]) in place, on `gpu`'s stream (`ts_bias_relu_rows_<dtype>` in
+/// `c[r][j] = ReLU(c[r][j] + bias[r])` in place, on `gpu`'s stream (`ts_bias_relu_rows_<dtype>` in
 /// cuda/util/util.cu): the element is widened to f32, the bias added in f32, the ReLU applied (a NaN stays NaN)
 /// and the result rounded to `T`, so an f16 or bf16 C is rounded twice, once by the product and once here, where
 /// the fused epilogue rounds once. `bias` holds one f32 per row of C, else [`Error::ShapeMismatch`] (any length
