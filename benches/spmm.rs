@@ -20,19 +20,36 @@ use tilesparse::spmm::check_config;
 use tilesparse::timing::event_time;
 use tilesparse::{gen, spmm, spmm_auto, DType, DeviceCsr, DeviceDense, Gpu, Scalar, SpmmConfig};
 
+/// GPU 0, or a SKIP line naming `group` and None where there is no GPU or the build has no kernels.
+fn gpu_or_skip(group: &str) -> Option<Gpu> {
+    match Gpu::new(0) {
+        Ok(g) if tilesparse::kernels::KERNELS_BUILT => Some(g),
+        Ok(_) => {
+            eprintln!("SKIP {group}: this build has no kernels");
+            None
+        }
+        Err(e) => {
+            eprintln!("SKIP {group}: no GPU ({e})");
+            None
+        }
+    }
+}
+
+/// A group with every group's sampling: 20 samples, 0.3 s of warm-up, 2 s of measurement.
+fn group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut group = c.benchmark_group(name);
+    group.sample_size(20).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    group
+}
+
 fn vector_widths(c: &mut Criterion) {
-    let gpu = match Gpu::new(0) {
-        Ok(g) if tilesparse::kernels::KERNELS_BUILT => g,
-        Ok(_) => return eprintln!("SKIP spmm_vector_widths: this build has no kernels"),
-        Err(e) => return eprintln!("SKIP spmm_vector_widths: no GPU ({e})"),
-    };
+    let Some(gpu) = gpu_or_skip("spmm_vector_widths") else { return };
     let problems = [
         ("uniform_4096_s90_n256", 4096, 4096, 0.1, 256),
         ("uniform_8192x2048_s80_n128", 8192, 2048, 0.2, 128),
         ("uniform_4096_s50_n128", 4096, 4096, 0.5, 128),
     ];
-    let mut group = c.benchmark_group("spmm_vector_widths");
-    group.sample_size(20).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    let mut group = group(c, "spmm_vector_widths");
     for (name, m, k, density, n) in problems {
         let a = gen::uniform_random(m, k, density, 1);
         let b = gen::dense_matrix(k, n, 2);
@@ -93,13 +110,8 @@ fn add_selected_and_baselines<T: Scalar>(
 
 /// half2 vs half4 vs half8 dense vectors (f16 and bf16, float4-wide sparse loads), with the baselines.
 fn half_vector_widths(c: &mut Criterion) {
-    let gpu = match Gpu::new(0) {
-        Ok(g) if tilesparse::kernels::KERNELS_BUILT => g,
-        Ok(_) => return eprintln!("SKIP spmm_half_vector_widths: this build has no kernels"),
-        Err(e) => return eprintln!("SKIP spmm_half_vector_widths: no GPU ({e})"),
-    };
-    let mut group = c.benchmark_group("spmm_half_vector_widths");
-    group.sample_size(20).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    let Some(gpu) = gpu_or_skip("spmm_half_vector_widths") else { return };
+    let mut group = group(c, "spmm_half_vector_widths");
     let (name, m, k, density, n) = ("uniform_4096_s90_n256", 4096, 4096, 0.1, 256);
     let a32 = gen::uniform_random(m, k, density, 1);
     group.throughput(Throughput::Elements(2 * a32.nnz() as u64 * n as u64));
@@ -130,19 +142,14 @@ fn half_case<T: Scalar>(group: &mut BenchmarkGroup<'_, WallTime>, gpu: &Gpu, nam
 
 /// New values of A, then the product ([`new_values_case`]), in f32 and f16.
 fn new_values(c: &mut Criterion) {
-    let gpu = match Gpu::new(0) {
-        Ok(g) if tilesparse::kernels::KERNELS_BUILT => g,
-        Ok(_) => return eprintln!("SKIP spmm_new_values: this build has no kernels"),
-        Err(e) => return eprintln!("SKIP spmm_new_values: no GPU ({e})"),
-    };
+    let Some(gpu) = gpu_or_skip("spmm_new_values") else { return };
     let problems = [
         // The shape of a pruned MiniLM FFN weight (../shared/matrices) at 70%, a batch of 1024 tokens.
         ("uniform_1536x384_s70_n1024", 1536, 384, 0.3, 1024),
         ("uniform_4096_s80_n256", 4096, 4096, 0.2, 256),
         ("uniform_8192x2048_s90_n128", 8192, 2048, 0.1, 128),
     ];
-    let mut group = c.benchmark_group("spmm_new_values");
-    group.sample_size(20).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    let mut group = group(c, "spmm_new_values");
     for (name, m, k, density, n) in problems {
         let a = gen::uniform_random(m, k, density, 1);
         group.throughput(Throughput::Elements(2 * a.nnz() as u64 * n as u64));
