@@ -428,7 +428,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// New values for the same structure: `values`, one per stored entry in CSR order, replace A's. The tensor-core
     /// blocks this matrix has built (they hold a copy of its values) are rewritten in place by a kernel, so a
     /// weight whose values change while its pattern stays (a pruned layer being trained) pays one copy and one
-    /// pass over its entries per update, not a download and a rebuild on the host. What depends on the structure
+    /// pass over its blocks per update, not a download and a rebuild on the host. What depends on the structure
     /// only stays: the statistics, the row order, the split, the kernel choices, and plans made from this matrix
     /// ([`crate::SpmvPlan`]). [`DeviceCsr::holds_non_finite`] is taken from `values`. `values.len()` must be
     /// [`DeviceCsr::nnz`] ([`CsrError::ValuesLength`]).

@@ -3558,7 +3558,10 @@ fn new_values_errors(gpu: &Gpu) {
     let a = gen::uniform_random(40, 30, 0.2, seed(970));
     let mut a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
     let nnz = a.nnz();
-    let length = |r: tilesparse::Result<()>, got: usize| matches!(r, Err(Error::InvalidCsr(CsrError::ValuesLength { got: g, nnz: z })) if g == got && z == nnz);
+    let length = |r: tilesparse::Result<()>, got: usize| match r {
+        Err(Error::InvalidCsr(CsrError::ValuesLength { got: g, nnz: z })) => g == got && z == nnz,
+        _ => false,
+    };
     let values = a.data().to_vec();
     assert!(length(a_dev.set_values(gpu, &values[1..]), nnz - 1));
     let mut longer = values.clone();

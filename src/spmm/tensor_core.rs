@@ -22,8 +22,8 @@
 //!
 //! The blocks are built on the host from one download of A the first time a matrix is multiplied this way, and
 //! kept with the matrix; new values of the same structure ([`DeviceCsr::set_values`]) are written into them on the
-//! device (`spmm_tc_values_<order>`, cuda/spmm/tc_values.cuh). A warp whose B tiles held an Inf or NaN redoes its tile by exact scalar FMAs over the
-//! stored entries (the padding zeros would turn Inf into NaN otherwise).
+//! device (`spmm_tc_values_<order>`, cuda/spmm/tc_values.cuh). A warp whose B tiles held an Inf or NaN redoes its
+//! tile by exact scalar FMAs over the stored entries (the padding zeros would turn Inf into NaN otherwise).
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 
