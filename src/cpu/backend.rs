@@ -117,7 +117,7 @@ pub fn spmm_epilogue<T: Scalar>(
             v += beta * old.to_f32();
         }
         match bi {
-            Some(bi) => relu32(v + bi),
+            Some(bi) => relu(v + bi),
             None => v,
         }
     };
@@ -127,16 +127,16 @@ pub fn spmm_epilogue<T: Scalar>(
             v += beta as f64 * old.to_f64();
         }
         match bi {
-            // `y < 0 ? 0 : y`: a NaN stays NaN.
-            Some(bi) => {
-                let y = v + bi as f64;
-                if y < 0.0 {
-                    0.0
-                } else {
-                    y
-                }
-            }
+            Some(bi) => relu(v + bi as f64),
             None => v,
+        }
+    };
+    // f32 and f64 elements: the epilogue in their own type.
+    let finish = |s: T, old: T, bi: Option<f32>| {
+        if T::DTYPE == DType::F64 {
+            T::from_f64(finish64(s.to_f64(), old, bi))
+        } else {
+            T::from_f32(finish32(s.to_f32(), old, bi))
         }
     };
     let row_bias = |r: usize| bias.map(|bias| bias[r]);
@@ -147,13 +147,7 @@ pub fn spmm_epilogue<T: Scalar>(
             spmm(a, b, n, c);
             c.par_chunks_mut(rows).enumerate().for_each(|(r, row)| {
                 let bi = row_bias(r);
-                row.iter_mut().for_each(|v| {
-                    *v = if T::DTYPE == DType::F64 {
-                        T::from_f64(finish64(v.to_f64(), *v, bi))
-                    } else {
-                        T::from_f32(finish32(v.to_f32(), *v, bi))
-                    }
-                });
+                row.iter_mut().for_each(|v| *v = finish(*v, *v, bi));
             });
         }
         DType::F64 | DType::F32 => {
@@ -161,13 +155,7 @@ pub fn spmm_epilogue<T: Scalar>(
             spmm(a, b, n, &mut sums);
             c.par_chunks_mut(rows).zip(sums.par_chunks(rows)).enumerate().for_each(|(r, (row, sums))| {
                 let bi = row_bias(r);
-                row.iter_mut().zip(sums).for_each(|(v, s)| {
-                    *v = if T::DTYPE == DType::F64 {
-                        T::from_f64(finish64(s.to_f64(), *v, bi))
-                    } else {
-                        T::from_f32(finish32(s.to_f32(), *v, bi))
-                    }
-                });
+                row.iter_mut().zip(sums).for_each(|(v, &s)| *v = finish(s, *v, bi));
             });
         }
         DType::F16 | DType::Bf16 => {
@@ -184,10 +172,10 @@ pub fn spmm_epilogue<T: Scalar>(
     }
 }
 
-/// ReLU(y) as the kernels take it, `y < 0 ? 0 : y`: a NaN stays NaN.
-fn relu32(y: f32) -> f32 {
-    if y < 0.0 {
-        0.0
+/// ReLU(y) as the kernels take it, `y < 0 ? 0 : y` (f32, or f64 for f64 matrices): a NaN stays NaN.
+fn relu<F: PartialOrd + Default>(y: F) -> F {
+    if y < F::default() {
+        F::default()
     } else {
         y
     }
