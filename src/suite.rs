@@ -569,17 +569,10 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
             cusparse_c = Some(c2.download(gpu)?);
         }
     }
-    let bias_relu = if opts.bias_relu {
-        let ops = EpilogueOps { lib: &lib, a: &a, b: &b, kernel: &selected_kernel, reference };
-        Some(bias_relu_both_ways(gpu, &ops, &cusparse, opts)?)
-    } else {
-        None
-    };
+    let ops = EpilogueOps { lib: &lib, a: &a, b: &b, kernel: &selected_kernel, reference };
+    let bias_relu = if opts.bias_relu { Some(bias_relu_both_ways(gpu, &ops, &cusparse, opts)?) } else { None };
     let scaled = match opts.scaled {
-        Some(scalars) => {
-            let ops = EpilogueOps { lib: &lib, a: &a, b: &b, kernel: &selected_kernel, reference };
-            Some(scaled_both_ways(gpu, &ops, &cusparse, opts, scalars)?)
-        }
+        Some(scalars) => Some(scaled_both_ways(gpu, &ops, &cusparse, opts, scalars)?),
         None => None,
     };
     let cusparse_blocked = blocked_baselines(gpu, &lib, &a_host, &b, opts)?;
