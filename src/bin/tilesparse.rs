@@ -477,6 +477,8 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     let b: Vec<T> = gen::dense_matrix(k, n, args.matrix.seed + 1).into_iter().map(T::from_f32).collect();
     let bias: Option<Vec<f32>> = args.bias_relu.then(|| gen::dense_matrix(m, 1, args.matrix.seed + 2));
     let (alpha, beta) = (args.alpha, args.beta);
+    // The plain product: no scalars, no bias (the CPU backend's plain path, the oracle's A * B as it is).
+    let plain = alpha == 1.0 && beta == 0.0 && bias.is_none();
     // C's starting values: random where beta reads them, else a poison that must not reach C.
     let c0: Vec<T> = if beta != 0.0 {
         check_elems(m, n, "C")?;
@@ -577,7 +579,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
             // The starting C (with beta 0 a poison: the backend must write every element).
             let mut c = c0.clone();
             let run = |c: &mut [T]| {
-                if alpha == 1.0 && beta == 0.0 && bias.is_none() {
+                if plain {
                     backend::spmm(a.view(), &b, n, c)
                 } else {
                     backend::spmm_epilogue(a.view(), &b, n, alpha, beta, bias.as_deref(), c)
@@ -611,7 +613,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         let bound = oracle::spmm_error_bound_for(summation, a.view(), &b, n, &want, &abs);
         // With an epilogue: alpha * A * B + beta * C0 (+ bias, ReLU) and its bound from A * B's
         // (oracle::epilogue_reference).
-        let (want, bound) = if alpha == 1.0 && beta == 0.0 && bias.is_none() {
+        let (want, bound) = if plain {
             (want, bound)
         } else {
             let c0: Vec<f64> = if beta != 0.0 { c0.iter().map(|v| v.to_f64()).collect() } else { Vec::new() };
