@@ -46,15 +46,25 @@ __device__ __forceinline__ void copy_rows(const E* __restrict__ src, E* __restri
   for (; i < total; i += stride) dst[i] = element(i);
 }
 
+/// @brief Calls `body(total)` with the element count of a rows x cols pass (rows, cols >= 0) as a 32-bit unsigned
+/// where it is below 2^31, else as a 64-bit one: the index type of the pass's loop (copy_rows, bias_relu_rows).
+template <typename Body>
+__device__ __forceinline__ void with_index_type(int rows, int cols, Body&& body) {
+  const unsigned long long total = static_cast<unsigned long long>(rows) * static_cast<unsigned>(cols);
+  if (total < (1ull << 31)) {
+    body(static_cast<unsigned>(total));
+  } else {
+    body(total);
+  }
+}
+
 template <typename E>
 __device__ __forceinline__ void copy_rows_any(const E* src, E* dst, int rows, int src_cols, int dst_cols,
                                               int copy_cols) {
-  const unsigned long long total = static_cast<unsigned long long>(rows) * static_cast<unsigned>(dst_cols);
-  if (total < (1ull << 31)) {
-    copy_rows<E, unsigned>(src, dst, static_cast<unsigned>(total), src_cols, dst_cols, copy_cols);
-  } else {
-    copy_rows<E, unsigned long long>(src, dst, total, src_cols, dst_cols, copy_cols);
-  }
+  with_index_type(rows, dst_cols, [&](auto total) {
+    using I = decltype(total);
+    copy_rows<E, I>(src, dst, total, src_cols, dst_cols, copy_cols);
+  });
 }
 
 extern "C" __global__ void ts_copy_rows_b16(const unsigned short* src, unsigned short* dst, int rows, int src_cols,
@@ -91,12 +101,10 @@ __device__ __forceinline__ void bias_relu_rows(T* __restrict__ c, const float* _
 
 template <typename T>
 __device__ __forceinline__ void bias_relu_rows_any(T* c, const float* bias, int rows, int cols) {
-  const unsigned long long total = static_cast<unsigned long long>(rows) * static_cast<unsigned>(cols);
-  if (total < (1ull << 31)) {
-    bias_relu_rows<T, unsigned>(c, bias, static_cast<unsigned>(total), static_cast<unsigned>(cols));
-  } else {
-    bias_relu_rows<T, unsigned long long>(c, bias, total, static_cast<unsigned long long>(cols));
-  }
+  with_index_type(rows, cols, [&](auto total) {
+    using I = decltype(total);
+    bias_relu_rows<T, I>(c, bias, total, static_cast<I>(cols));
+  });
 }
 
 extern "C" __global__ void ts_bias_relu_rows_f32(float* c, const float* bias, int rows, int cols) {
