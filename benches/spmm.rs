@@ -89,14 +89,7 @@ fn add_selected_and_baselines<T: Scalar>(
     group.bench_function(BenchmarkId::new(format!("{tag}_selected"), name), |bench| {
         bench.iter_custom(|iters| event_time(gpu, iters, || spmm(gpu, a_dev, b_dev, &mut c_dev, &selected)).unwrap())
     });
-    let lib = Cusparse::new(gpu).unwrap();
-    for alg in SpmmAlg::ALL {
-        let mut c2 = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
-        let Ok(mut op) = CusparseSpmm::new(gpu, &lib, a_dev, b_dev, &mut c2, alg) else { continue };
-        group.bench_function(BenchmarkId::new(format!("{tag}_cusparse_{}", alg.name()), name), |bench| {
-            bench.iter_custom(|iters| event_time(gpu, iters, || op.run(gpu)).unwrap())
-        });
-    }
+    add_cusparse(group, gpu, name, a_dev, b_dev);
     if let Ok(blas) = Cublas::new(gpu) {
         let a_dense = gpu.stream().clone_htod(&tilesparse::suite::densify(a)).unwrap();
         let mut c3 = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
@@ -104,6 +97,24 @@ fn add_selected_and_baselines<T: Scalar>(
             bench.iter_custom(|iters| {
                 event_time(gpu, iters, || blas.gemm_row_major(gpu, &a_dense, b_dev, &mut c3)).unwrap()
             })
+        });
+    }
+}
+
+/// Adds each cuSPARSE CSR algorithm that can run A * B (`{dtype}_cusparse_{alg}`).
+fn add_cusparse<T: Scalar>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    gpu: &Gpu,
+    name: &str,
+    a_dev: &DeviceCsr<T>,
+    b_dev: &DeviceDense<T>,
+) {
+    let lib = Cusparse::new(gpu).unwrap();
+    for alg in SpmmAlg::ALL {
+        let mut c = DeviceDense::<T>::zeros(gpu, a_dev.rows(), b_dev.cols()).unwrap();
+        let Ok(mut op) = CusparseSpmm::new(gpu, &lib, a_dev, b_dev, &mut c, alg) else { continue };
+        group.bench_function(BenchmarkId::new(format!("{}_cusparse_{}", T::DTYPE, alg.name()), name), |bench| {
+            bench.iter_custom(|iters| event_time(gpu, iters, || op.run(gpu)).unwrap())
         });
     }
 }
@@ -202,14 +213,7 @@ fn new_values_case<T: Scalar>(
             .unwrap()
         })
     });
-    let lib = Cusparse::new(gpu).unwrap();
-    for alg in SpmmAlg::ALL {
-        let mut c2 = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
-        let Ok(mut op) = CusparseSpmm::new(gpu, &lib, &a_dev, &b_dev, &mut c2, alg) else { continue };
-        group.bench_function(BenchmarkId::new(format!("{tag}_cusparse_{}", alg.name()), name), |bench| {
-            bench.iter_custom(|iters| event_time(gpu, iters, || op.run(gpu)).unwrap())
-        });
-    }
+    add_cusparse(group, gpu, name, &a_dev, &b_dev);
     let mut held = Some(a_dev);
     group.bench_function(BenchmarkId::new(format!("{tag}_rebuild_then_spmm_wall"), name), |bench| {
         bench.iter_custom(|iters| {
