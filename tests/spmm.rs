@@ -3594,3 +3594,58 @@ fn new_values_errors(gpu: &Gpu) {
     empty_dev.set_values(gpu, &[]).unwrap();
     assert!(matches!(empty_dev.set_values(gpu, &[1.0]), Err(Error::InvalidCsr(CsrError::ValuesLength { .. }))));
 }
+
+/// The tensor-core blocks built on the device (cuda/spmm/tc_build.cuh) hold the same bits as the host's build, in
+/// every layout and type: slot columns, masks, starts, values, window heads, busy and empty windows. Shapes: m and
+/// k not multiples of 64 or 32, an empty 64-row window and part of the next, one dense row, power-law and
+/// block-sparse rows, a column past 2^16, nnz = 0, m = 1, k = 1, a NaN, an Inf and a -0 among the values, and A
+/// as wide as the device build takes (the last column stored). One column more is built on the host: its products
+/// are checked against the oracle. Small enough for compute-sanitizer (run-all.sh --sanitize).
+#[test]
+fn sanitizer_blocks_built_on_the_device_equal_the_host_build() {
+    let Some(gpu) = gpu_or_skip("sanitizer_blocks_built_on_the_device_equal_the_host_build") else { return };
+    use tilesparse::spmm::tensor_core::{compare_block_builds, DEVICE_BUILD_MAX_COLUMNS};
+    let widest = DEVICE_BUILD_MAX_COLUMNS;
+    let scattered = gen::uniform_random(600, 300, 0.06, seed(980));
+    let mut holes: Vec<(usize, usize, f32)> = scattered
+        .iter()
+        .filter(|&(_, (r, _))| !(192..290).contains(&r) && r != 130)
+        .map(|(&v, (r, c))| (r, c, v))
+        .collect();
+    holes.extend((0..300).map(|c| (130, c, 0.5)));
+    let special: Vec<(usize, usize, f32)> =
+        vec![(0, 3, f32::NAN), (0, 70_000, f32::INFINITY), (5, 0, -0.0), (17, 69_999, -1.5), (17, 70_001, 2.0)];
+    let wide: Vec<(usize, usize, f32)> = gen::uniform_random_nnz(70, 4096, 900, seed(981))
+        .iter()
+        .map(|(&v, (r, c))| (r, c * (widest / 4096), v))
+        .chain([(0, widest - 1, 1.0), (69, widest - 1, -2.0), (69, 1, 3.0)])
+        .collect();
+    let cases: Vec<(&str, CsMat<f32>)> = vec![
+        ("uniform 1000 x 700, 5%", gen::uniform_random(1000, 700, 0.05, seed(982))),
+        ("holes and a dense row, 600 x 300", from_triplets(600, 300, &holes)),
+        ("power-law 3000 x 2000", gen::power_law(3000, 2000, 24.0, 1.6, seed(983))),
+        ("blocks 32 x 32, 512 x 544", gen::block_sparse(512, 544, 32, 32, 0.2, seed(984))),
+        ("NaN, Inf, -0, 40 x 70 003", from_triplets(40, 70_003, &special)),
+        ("nnz = 0, 100 x 50", from_triplets(100, 50, &[])),
+        ("m = 1, 1 x 300", gen::uniform_random(1, 300, 0.5, seed(985))),
+        ("k = 1, 130 x 1", gen::uniform_random(130, 1, 0.5, seed(986))),
+        ("the widest, 70 x DEVICE_BUILD_MAX_COLUMNS", from_triplets(70, widest, &wide)),
+    ];
+    fn compare<T: Scalar>(gpu: &Gpu, what: &str, a: &CsMat<f32>) {
+        let a_dev = DeviceCsr::upload(gpu, gen::convert::<T>(a).view()).unwrap();
+        let differences = compare_block_builds(gpu, &a_dev).unwrap_or_else(|e| panic!("{what} {}: {e}", T::DTYPE));
+        assert!(differences.is_empty(), "{what} {}: {differences:#?}", T::DTYPE);
+    }
+    for (what, a) in &cases {
+        compare::<f32>(&gpu, what, a);
+        compare::<f16>(&gpu, what, a);
+        compare::<bf16>(&gpu, what, a);
+    }
+    // One column past: the host builds (the comparison says why it cannot), and every kernel is right on it.
+    let past: Vec<(usize, usize, f32)> = wide.iter().map(|&(r, c, v)| (r, c + 1, v)).collect();
+    let past = from_triplets(70, widest + 1, &past);
+    let a_dev = DeviceCsr::upload(&gpu, gen::convert::<f16>(&past).view()).unwrap();
+    assert!(matches!(compare_block_builds(&gpu, &a_dev), Err(Error::Unsupported { .. })));
+    assert!(check_tensor_core::<f16>(&gpu, "host build, one column past", &past, 8, seed(987)) > 0);
+    assert!(check_tensor_core::<f32>(&gpu, "host build, one column past", &past, 8, seed(988)) > 0);
+}

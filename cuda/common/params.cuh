@@ -128,6 +128,23 @@ struct SpmmTcValuesParams {
   int rows_per_window;                // 16, 32 or 64
 };
 static_assert(sizeof(SpmmTcValuesParams) == 40, "SpmmTcValuesParams must match src/spmm/tensor_core.rs");
+/// @brief Arguments of spmm_tc_build_count and spmm_tc_build_fill (cuda/spmm/tc_build.cuh): A's tensor-core
+/// blocks, but their values, built on the device from its structure.
+struct SpmmTcBuildParams {
+  const int* row_offsets;       // (m + 1) A's row pointer, global
+  const int* columns;           // (nnz) A's column indices, sorted within each row, global
+  const int* window_blocks;     // fill: (num_windows + 1) first k-block of each window; null for the count
+  int* window_slots;            // count: (num_windows) distinct columns of each window; null for the fill
+  int* block_columns;           // fill: (16 per k-block) the slot columns, -1 for padding
+  unsigned short* block_masks;  // fill: (rows_per_window per k-block) zero before; bit j of row r: A stores slot j
+  int* block_starts;            // fill: (rows_per_window per k-block) zero before; the row's first entry there
+  int* window_heads;            // fill: null, or (kTcHeadBlocks x 16 per window) the first slot columns, -1 past
+  int m;                        // rows of A
+  int cols;                     // columns of A: the bitmap's bits
+  int num_windows;              // ceil(m / rows_per_window)
+  int rows_per_window;          // 16, 32 or 64
+};
+static_assert(sizeof(SpmmTcBuildParams) == 80, "SpmmTcBuildParams must match src/spmm/tensor_core.rs");
 /// k-blocks per window in SpmmTcParams::window_heads (src/spmm/tensor_core.rs, `HEAD_BLOCKS`): the most ring
 /// stages of the wide kernel (cuda/spmm/tensor_core.cuh, `tcw_stages`).
 constexpr int kTcHeadBlocks = 8;

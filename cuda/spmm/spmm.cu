@@ -15,6 +15,7 @@
 #include "spmm/predicates.cuh"
 #include "spmm/sparse_tile.cuh"
 #include "spmm/spmm_config.cuh"
+#include "spmm/tc_build.cuh"
 #include "spmm/tc_values.cuh"
 #include "spmm/tensor_core.cuh"
 
@@ -349,3 +350,7 @@ TILESPARSE_KERNEL_PER_TYPE(spmm_fixup, SpmmParams, TILESPARSE_SPMM_FIXUP_THREADS
 TILESPARSE_SPMM_TC_VALUES(spmm_tc_values_fragment16, unsigned short, ts::kFragment16)
 TILESPARSE_SPMM_TC_VALUES(spmm_tc_values_fragment32, unsigned, ts::kFragment32)
 TILESPARSE_SPMM_TC_VALUES(spmm_tc_values_core32, unsigned, ts::kCore32)
+
+/// A's tensor-core blocks built on the device (src/spmm/tensor_core.rs, `DeviceBlocks::build`).
+TILESPARSE_SPMM_TC_BUILD(spmm_tc_build_count, spmm_tc_build_count)
+TILESPARSE_SPMM_TC_BUILD(spmm_tc_build_fill, spmm_tc_build_fill)

@@ -1,13 +1,14 @@
 /**
- * @file @brief New values of A written into its tensor-core blocks in place (src/csr.rs, `DeviceCsr::set_values`):
- * the blocks hold a copy of A's values in mma fragment order (src/spmm/tensor_core.rs, `HostBlocks::build`), so
- * a matrix whose values change while its structure does not (a pruned weight being trained) would otherwise need
- * them rebuilt on the host from a download. The kernel walks the blocks, not the entries: each thread takes 16
- * bytes of a k-block's values, finds each value's (row, slot) by the layout's inverse index, and reads the entry
- * there, if the row stores one, at the row's first entry in the k-block (block_starts) plus the stored slots
- * before it (a popcount of the mask). So every element of the blocks is written, zeros included, in order and in
- * whole sectors. Writing only the entries (scattered 2- or 4-byte stores) ran 2.6x slower on full f32 blocks
- * (4096^2 at 80%) and 2.1x faster on f16 blocks 10% full, on the H200 (NOTES.md, "SpMM step 102").
+ * @file @brief A's values written into its tensor-core blocks in place: new ones (src/csr.rs,
+ * `DeviceCsr::set_values`), and the first ones after the device build of the rest (tc_build.cuh). The blocks hold
+ * a copy of A's values in mma fragment order (src/spmm/tensor_core.rs, `HostBlocks::build`), so a matrix whose
+ * values change while its structure does not (a pruned weight being trained) would otherwise need them rebuilt.
+ * The kernel walks the blocks, not the entries: each thread takes 16 bytes of a k-block's values, finds their
+ * rows and slots by the layout's inverse index, and reads each value, if its row stores the slot, at the row's
+ * first entry in the k-block (block_starts) plus the stored slots before it (a popcount of the mask). So every
+ * element of the blocks is written, zeros included, in order and in whole sectors. Writing only the entries
+ * (scattered 2- or 4-byte stores) ran 2.6x slower on full f32 blocks (4096^2 at 80%) and 2.1x faster on f16
+ * blocks 10% full, on the H200 (NOTES.md, "SpMM step 102").
  */
 #pragma once
 

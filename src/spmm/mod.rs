@@ -645,7 +645,8 @@ pub fn auto_kernel<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, n: usize) -> Result<S
 }
 
 /// C = A * B with [`auto_kernel`]'s choice on this device; returns the kernel used. Where it picks the tensor cores
-/// (f16/bf16, f32 in 3xTF32), the first call on a matrix builds its tensor-core blocks (one download of A).
+/// (f16/bf16, f32 in 3xTF32), the first call on a matrix builds its tensor-core blocks (on the device; see
+/// [`tensor_core::DEVICE_BUILD_MAX_COLUMNS`]).
 pub fn spmm_auto<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,

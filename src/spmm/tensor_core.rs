@@ -20,9 +20,11 @@
 //! blocks stored as K-major core matrices (`core_index_f32`; cuda/spmm90a/spmm90a.cu). Its ranges are added by
 //! the fix-up only.
 //!
-//! The blocks are built on the host from one download of A the first time a matrix is multiplied this way, and
-//! kept with the matrix; new values of the same structure ([`DeviceCsr::set_values`]) are written into them on the
-//! device (`spmm_tc_values_<order>`, cuda/spmm/tc_values.cuh). A warp whose B tiles held an Inf or NaN redoes its
+//! The blocks are built the first time a matrix is multiplied this way, and kept with the matrix: on the device
+//! (cuda/spmm/tc_build.cuh, then `spmm_tc_values_<order>` for the values) where A has at most
+//! [`DEVICE_BUILD_MAX_COLUMNS`] columns, else on the host from one download of A. New values of the same
+//! structure ([`DeviceCsr::set_values`]) are written into them on the device (`spmm_tc_values_<order>`,
+//! cuda/spmm/tc_values.cuh). A warp whose B tiles held an Inf or NaN redoes its
 //! tile by exact scalar FMAs over the stored entries (the padding zeros would turn Inf into NaN otherwise).
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
@@ -298,7 +300,36 @@ impl BlockLayout {
     pub(crate) fn slot(self) -> usize {
         self as usize
     }
+
+    /// Whether the blocks keep window heads ([`HostBlocks::window_heads`]): the mma.sync wide kernels' layouts.
+    pub(crate) fn has_heads(self) -> bool {
+        matches!(self, BlockLayout::Wide | BlockLayout::Mid)
+    }
 }
+
+/// The kernel that writes values of `dtype` into blocks in `layout` (`spmm_tc_values_<order>`), or why such
+/// blocks do not exist: f16, bf16 and f32 in the mma fragment orders, f32 only in wgmma's core matrices.
+fn values_kernel(dtype: DType, layout: BlockLayout) -> Result<&'static str> {
+    match (dtype.size(), layout) {
+        (4, BlockLayout::WideCore) => Ok("spmm_tc_values_core32"),
+        (_, BlockLayout::WideCore) => {
+            Err(Error::UnsupportedDtype { dtype, op: "tensor-core blocks in core matrices (f32)" })
+        }
+        (4, _) => Ok("spmm_tc_values_fragment32"),
+        (2, _) => Ok("spmm_tc_values_fragment16"),
+        _ => Err(Error::UnsupportedDtype { dtype, op: "tensor-core SpMM (f16, bf16, f32)" }),
+    }
+}
+
+/// The most columns of A whose tensor-core blocks are built on the device (cuda/spmm/tc_build.cuh): a bitmap of A's
+/// columns and their prefix take 8 bytes per 32 columns of the 96 KiB of shared memory the build asks. Past this,
+/// the host builds them from one download of A.
+pub const DEVICE_BUILD_MAX_COLUMNS: usize = DEVICE_BUILD_SHARED_BYTES as usize / 8 * 32;
+/// The dynamic shared memory the device build may ask: 96 KiB, which every device of compute capability 8.0 and
+/// later gives a block (8.6 and 8.9 give at most 99 KiB).
+const DEVICE_BUILD_SHARED_BYTES: u32 = 96 * 1024;
+/// Threads per block of the device build (`ts::kTcBuildThreads`, cuda/spmm/tc_build.cuh).
+const TC_BUILD_THREADS: u32 = 256;
 
 /// The number of k-blocks of a CSR matrix of `cols` columns cut into windows of `rows_per_window` rows: per
 /// window, its distinct columns / 16 rounded up. O(nnz) with a stamp per column when the columns are not
@@ -1235,38 +1266,167 @@ pub(crate) struct DeviceBlocks {
 }
 
 impl DeviceBlocks {
-    /// Downloads A's indices and values once and builds and uploads its blocks in `layout`.
+    /// Builds A's blocks in `layout`: on the device ([`DeviceBlocks::build_on_device`]) where A has at most
+    /// [`DEVICE_BUILD_MAX_COLUMNS`] columns, else on the host from one download ([`DeviceBlocks::build_on_host`]).
     pub(crate) fn build<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, layout: BlockLayout) -> Result<DeviceBlocks> {
+        if a.cols() <= DEVICE_BUILD_MAX_COLUMNS {
+            Self::build_on_device(gpu, a, layout)
+        } else {
+            Self::build_on_host(gpu, a, layout)
+        }
+    }
+
+    /// [`Error::OutOfDeviceMemory`] where `blocks` k-blocks in `layout` (with their window heads) need more than
+    /// the device has, or more slots than an i32 counts; else the bytes they need.
+    fn check_size<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, layout: BlockLayout, blocks: usize) -> Result<usize> {
+        let rows = layout.rows();
+        let bytes_per_block = SLOTS * 4 + rows * SLOTS * T::DTYPE.size() + rows * (2 + 4);
+        let head_bytes = if layout.has_heads() { a.rows().div_ceil(rows) * HEAD_BLOCKS * SLOTS * 4 } else { 0 };
+        let bytes = blocks.saturating_mul(bytes_per_block).saturating_add(head_bytes);
+        if blocks.saturating_mul(SLOTS) > i32::MAX as usize || bytes > gpu.info().total_mem {
+            return Err(Error::OutOfDeviceMemory { what: "building the tensor-core blocks", bytes });
+        }
+        Ok(bytes)
+    }
+
+    /// Builds A's blocks on the device (cuda/spmm/tc_build.cuh): `spmm_tc_build_count` counts each window's
+    /// distinct columns, which come back (4 bytes per window, the one synchronisation) to make the windows' first
+    /// k-blocks and to check the size; `spmm_tc_build_fill` writes the slot columns, window heads, masks and
+    /// starts; `spmm_tc_values_<order>` the values, as for new ones ([`DeviceBlocks::set_values`]). The same bits
+    /// as [`DeviceBlocks::build_on_host`] (tests/spmm.rs,
+    /// `sanitizer_blocks_built_on_the_device_equal_the_host_build`). A's columns must be at most
+    /// [`DEVICE_BUILD_MAX_COLUMNS`] (a bitmap of them in shared memory).
+    pub(crate) fn build_on_device<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, layout: BlockLayout) -> Result<DeviceBlocks> {
+        values_kernel(T::DTYPE, layout)?;
+        assert!(a.cols() <= DEVICE_BUILD_MAX_COLUMNS, "the device build's bitmap holds A's columns");
+        let rows = layout.rows();
+        let windows = a.rows().div_ceil(rows);
+        let words = a.cols().div_ceil(32);
+        let stream = gpu.stream();
+        let zeros = |len: usize, what: &'static str| {
+            stream.alloc_zeros::<i32>(len.max(1)).map_err(Error::driver(what, 4 * len.max(1)))
+        };
+        // A block per window, at most 16 per SM (2 fit at the most shared memory): the loops take the rest.
+        let grid = windows.clamp(1, 16 * gpu.info().sm_count.max(1)) as u32;
+        let launch = |name: &str, shared_words: usize, params: SpmmTcBuildParams| -> Result<()> {
+            let function = gpu.function_with_shared(Family::Spmm, name, DEVICE_BUILD_SHARED_BYTES)?;
+            let cfg = LaunchConfig {
+                grid_dim: (grid, 1, 1),
+                block_dim: (TC_BUILD_THREADS, 1, 1),
+                shared_mem_bytes: (shared_words * 4) as u32,
+            };
+            // SAFETY: `params` points at A's row pointer (rows + 1) and column indices (nnz, sorted and in range
+            // in each row: a DeviceCsr's invariant), so the bitmap of ceil(cols / 32) words (at most
+            // DEVICE_BUILD_SHARED_BYTES / 8, asserted above) holds every column; at the outputs the caller
+            // allocated for `num_windows` windows and the k-blocks their counts make.
+            unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
+                .map(drop)
+                .map_err(Error::driver("launching the device build of the tensor-core blocks", 0))
+        };
+        let (row_offsets, _g1) = a.row_offsets.device_ptr(stream);
+        let (columns, _g2) = a.column_indices.device_ptr(stream);
+        let base = SpmmTcBuildParams {
+            row_offsets,
+            columns,
+            window_blocks: 0,
+            window_slots: 0,
+            block_columns: 0,
+            block_masks: 0,
+            block_starts: 0,
+            window_heads: 0,
+            m: a.rows() as i32,
+            cols: a.cols() as i32,
+            num_windows: windows as i32,
+            rows_per_window: rows as i32,
+        };
+        let mut slots = zeros(windows, "allocating the tensor-core windows' column counts")?;
+        if a.nnz() > 0 {
+            let (window_slots, _g) = slots.device_ptr_mut(stream);
+            launch("spmm_tc_build_count", words, SpmmTcBuildParams { window_slots, ..base })?;
+        }
+        let slots = stream
+            .clone_dtoh(&slots)
+            .map_err(Error::driver("downloading the tensor-core windows' column counts", 4 * windows))?;
+        let mut window_blocks = Vec::with_capacity(windows + 1);
+        let mut blocks = 0usize;
+        window_blocks.push(0);
+        for &distinct in &slots[..windows] {
+            blocks += (distinct as usize).div_ceil(SLOTS);
+            window_blocks.push(blocks.min(i32::MAX as usize) as i32);
+        }
+        Self::check_size(gpu, a, layout, blocks)?;
+        let window_blocks_device = upload_slice(gpu, &window_blocks, "uploading the tensor-core windows")?;
+        let mut block_columns = zeros(blocks * SLOTS, "allocating the tensor-core block columns")?;
+        let mut block_masks = stream
+            .alloc_zeros::<u16>((blocks * rows).max(2))
+            .map_err(Error::driver("allocating the tensor-core block masks", 2 * blocks * rows))?;
+        let mut block_starts = zeros(blocks * rows, "allocating the tensor-core block starts")?;
+        let value_words = blocks * rows * SLOTS * T::DTYPE.size() / 2;
+        let block_values = stream
+            .alloc_zeros::<u16>(value_words.max(1))
+            .map_err(Error::driver("allocating the tensor-core block values", 2 * value_words))?;
+        let mut window_heads = if layout.has_heads() {
+            Some(zeros(windows * HEAD_BLOCKS * SLOTS, "allocating the tensor-core window heads")?)
+        } else {
+            None
+        };
+        if windows > 0 {
+            // Also where there are no k-blocks: the heads are -1 then, which the fill writes.
+            let (window_blocks, _g3) = window_blocks_device.device_ptr(stream);
+            let (block_columns, _g4) = block_columns.device_ptr_mut(stream);
+            let (block_masks, _g5) = block_masks.device_ptr_mut(stream);
+            let (block_starts, _g6) = block_starts.device_ptr_mut(stream);
+            let heads = window_heads.as_mut().map(|h| h.device_ptr_mut(stream));
+            let params = SpmmTcBuildParams {
+                window_blocks,
+                block_columns,
+                block_masks,
+                block_starts,
+                window_heads: heads.as_ref().map_or(0, |h| h.0),
+                ..base
+            };
+            launch("spmm_tc_build_fill", 2 * words, params)?;
+        }
+        let (busy, empty): (Vec<i32>, Vec<i32>) =
+            (0..windows as i32).partition(|&w| window_blocks[w as usize + 1] > window_blocks[w as usize]);
+        let mut built = DeviceBlocks {
+            rows_per_window: rows,
+            window_blocks: window_blocks_device,
+            block_columns,
+            block_values,
+            block_masks,
+            num_windows: windows,
+            num_blocks: blocks,
+            busy_windows: upload_slice(gpu, &busy, "uploading the tensor-core windows that hold k-blocks")?,
+            num_busy: busy.len(),
+            empty_windows: upload_slice(gpu, &empty, "uploading the empty tensor-core windows")?,
+            window_heads,
+            block_starts,
+        };
+        built.set_values(gpu, layout, &a.values)?;
+        Ok(built)
+    }
+
+    /// Downloads A's indices and values once and builds its blocks in `layout` on the host
+    /// ([`HostBlocks::build`]), then uploads them: for A of more than [`DEVICE_BUILD_MAX_COLUMNS`] columns.
+    pub(crate) fn build_on_host<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, layout: BlockLayout) -> Result<DeviceBlocks> {
+        values_kernel(T::DTYPE, layout)?;
         let host = a.download(gpu)?;
         let indptr = host.proper_indptr();
         let (indices, data, rows) = (host.indices(), host.data(), layout.rows());
         // Count first: a scattered matrix can need ~284 bytes per entry in blocks (HostBlocks::build), and a
         // build the device could never hold must be an error, not a host allocation failure.
-        let blocks = count_blocks(a.cols(), &indptr, indices, rows);
-        let bytes_per_block = SLOTS * 4 + rows * SLOTS * T::DTYPE.size() + rows * (2 + 4);
-        let heads = matches!(layout, BlockLayout::Wide | BlockLayout::Mid);
-        let head_bytes = if heads { a.rows().div_ceil(rows) * HEAD_BLOCKS * SLOTS * 4 } else { 0 };
-        let bytes = blocks.saturating_mul(bytes_per_block).saturating_add(head_bytes);
-        if blocks.saturating_mul(SLOTS) > i32::MAX as usize || bytes > gpu.info().total_mem {
-            return Err(Error::OutOfDeviceMemory { what: "building the tensor-core blocks", bytes });
-        }
+        Self::check_size(gpu, a, layout, count_blocks(a.cols(), &indptr, indices, rows))?;
+        let heads = layout.has_heads();
         // The values' bits, 16 or 32 per element: HostBlocks::build picks the fragment order by their size; the
-        // core matrices are f32's only.
-        match (T::DTYPE.size(), layout) {
-            (4, BlockLayout::WideCore) => {
-                let values = bytemuck::cast_slice(data);
-                Self::upload(gpu, HostBlocks::<u32>::build_in(&indptr, indices, values, rows, core_index_f32), heads)
-            }
-            (_, BlockLayout::WideCore) => {
-                Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core blocks in core matrices (f32)" })
-            }
-            (2, _) => {
-                Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, bytemuck::cast_slice(data), rows), heads)
-            }
-            (4, _) => {
-                Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, bytemuck::cast_slice(data), rows), heads)
-            }
-            _ => Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core SpMM (f16, bf16, f32)" }),
+        // core matrices are f32's only (values_kernel said so above).
+        if layout == BlockLayout::WideCore {
+            let values = bytemuck::cast_slice(data);
+            Self::upload(gpu, HostBlocks::<u32>::build_in(&indptr, indices, values, rows, core_index_f32), heads)
+        } else if T::DTYPE.size() == 2 {
+            Self::upload(gpu, HostBlocks::<u16>::build(&indptr, indices, bytemuck::cast_slice(data), rows), heads)
+        } else {
+            Self::upload(gpu, HostBlocks::<u32>::build(&indptr, indices, bytemuck::cast_slice(data), rows), heads)
         }
     }
 
@@ -1312,12 +1472,7 @@ impl DeviceBlocks {
         values: &CudaSlice<T>,
     ) -> Result<()> {
         debug_assert_eq!(self.rows_per_window, layout.rows(), "blocks kept in their layout's slot");
-        let name = match (T::DTYPE.size(), layout) {
-            (4, BlockLayout::WideCore) => "spmm_tc_values_core32",
-            (4, _) => "spmm_tc_values_fragment32",
-            (2, BlockLayout::Narrow | BlockLayout::Mid | BlockLayout::Wide) => "spmm_tc_values_fragment16",
-            _ => return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "tensor-core blocks" }),
-        };
+        let name = values_kernel(T::DTYPE, layout)?;
         if self.num_blocks == 0 {
             return Ok(());
         }
@@ -1384,6 +1539,73 @@ pub fn block_fill<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, rows_per_window: usize
     Ok(a.tensor_core_blocks(gpu, BlockLayout::of_rows(rows_per_window)?)?.fill(a.nnz()))
 }
 
+/// For tests/spmm.rs: A's blocks built on the device ([`DeviceBlocks::build_on_device`]) and on the host
+/// ([`DeviceBlocks::build_on_host`]) in every layout T has, downloaded and compared part by part. Returns each
+/// difference found (the layout, the part, the first index, both values): empty where the bits are the same.
+/// [`Error::Unsupported`] where A has more than [`DEVICE_BUILD_MAX_COLUMNS`] columns (the host builds alone).
+#[doc(hidden)]
+pub fn compare_block_builds<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<Vec<String>> {
+    if a.cols() > DEVICE_BUILD_MAX_COLUMNS {
+        return Err(Error::Unsupported {
+            config: "the device build of the tensor-core blocks".into(),
+            reason: format!("it takes at most {DEVICE_BUILD_MAX_COLUMNS} columns, not {}", a.cols()),
+        });
+    }
+    let mut differences = Vec::new();
+    for layout in BlockLayout::ALL {
+        if values_kernel(T::DTYPE, layout).is_err() {
+            continue;
+        }
+        let device = DeviceBlocks::build_on_device(gpu, a, layout)?.parts(gpu, T::DTYPE)?;
+        let host = DeviceBlocks::build_on_host(gpu, a, layout)?.parts(gpu, T::DTYPE)?;
+        for ((name, d), (_, h)) in device.iter().zip(&host) {
+            if d != h {
+                let at = d.iter().zip(h).position(|(x, y)| x != y).unwrap_or(d.len().min(h.len()));
+                differences.push(format!(
+                    "{layout:?} {name}: {} against {} elements, first difference at {at}: device {:?}, host {:?}",
+                    d.len(),
+                    h.len(),
+                    d.get(at),
+                    h.get(at)
+                ));
+            }
+        }
+    }
+    Ok(differences)
+}
+
+impl DeviceBlocks {
+    /// Every part of the blocks, downloaded to the length its counts say (the buffers may be longer: an empty
+    /// one holds an element), each element widened to i64: for [`compare_block_builds`].
+    fn parts(&self, gpu: &Gpu, dtype: DType) -> Result<Vec<(&'static str, Vec<i64>)>> {
+        let stream = gpu.stream();
+        fn get<E: cudarc::driver::DeviceRepr + Into<i64>>(
+            stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+            slice: &CudaSlice<E>,
+            len: usize,
+        ) -> Result<Vec<i64>> {
+            let v = stream.clone_dtoh(slice).map_err(Error::driver("downloading the tensor-core blocks", 0))?;
+            Ok(v.into_iter().take(len).map(Into::into).collect())
+        }
+        let (windows, blocks, rows) = (self.num_windows, self.num_blocks, self.rows_per_window);
+        let heads = match &self.window_heads {
+            Some(h) => get(stream, h, windows * HEAD_BLOCKS * SLOTS)?,
+            None => Vec::new(),
+        };
+        Ok(vec![
+            ("counts", vec![windows as i64, blocks as i64, self.num_busy as i64]),
+            ("window_blocks", get(stream, &self.window_blocks, windows + 1)?),
+            ("block_columns", get(stream, &self.block_columns, blocks * SLOTS)?),
+            ("block_values", get(stream, &self.block_values, blocks * rows * SLOTS * dtype.size() / 2)?),
+            ("block_masks", get(stream, &self.block_masks, blocks * rows)?),
+            ("block_starts", get(stream, &self.block_starts, blocks * rows)?),
+            ("busy_windows", get(stream, &self.busy_windows, self.num_busy)?),
+            ("empty_windows", get(stream, &self.empty_windows, windows - self.num_busy)?),
+            ("window_heads", heads),
+        ])
+    }
+}
+
 /// Kernel arguments; mirrors `ts::SpmmTcParams` in cuda/common/params.cuh.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -1445,6 +1667,28 @@ const _: () =
     assert!(std::mem::size_of::<SpmmTcValuesParams>() == 40, "SpmmTcValuesParams must match cuda/common/params.cuh");
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmmTcValuesParams {}
+/// Arguments of `spmm_tc_build_count` and `spmm_tc_build_fill`; mirrors `ts::SpmmTcBuildParams` in
+/// cuda/common/params.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct SpmmTcBuildParams {
+    row_offsets: u64,
+    columns: u64,
+    window_blocks: u64,
+    window_slots: u64,
+    block_columns: u64,
+    block_masks: u64,
+    block_starts: u64,
+    window_heads: u64,
+    m: i32,
+    cols: i32,
+    num_windows: i32,
+    rows_per_window: i32,
+}
+const _: () =
+    assert!(std::mem::size_of::<SpmmTcBuildParams>() == 80, "SpmmTcBuildParams must match cuda/common/params.cuh");
+// SAFETY: plain old data with the C layout the kernel expects.
+unsafe impl cudarc::driver::DeviceRepr for SpmmTcBuildParams {}
 /// Threads per block of `spmm_tc_values_<order>` (TILESPARSE_SPMM_TC_VALUES_THREADS in cuda/spmm/tc_values.cuh).
 const TC_VALUES_THREADS: u32 = 256;
 
@@ -1616,10 +1860,10 @@ pub fn padded_n(n: usize) -> usize {
 }
 
 /// C = A * B on the tensor cores (f16 or bf16 with fp32 accumulation, f32 in 3xTF32). The first call on a
-/// matrix builds its blocks (one download of A); later calls reuse them. Every element of C is written. Where n
-/// is not a multiple of 8, B is copied into a buffer of [`padded_n`] columns (zeros after column n), the product
-/// runs there into a padded C, and its first n columns are copied into C: two more launches and buffers of k x
-/// padded_n and m x padded_n elements.
+/// matrix builds its blocks (on the device, [`DEVICE_BUILD_MAX_COLUMNS`]); later calls reuse them. Every element
+/// of C is written. Where n is not a multiple of 8, B is copied into a buffer of [`padded_n`] columns (zeros after
+/// column n), the product runs there into a padded C, and its first n columns are copied into C: two more launches
+/// and buffers of k x padded_n and m x padded_n elements.
 pub fn spmm_tensor_core<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
