@@ -27,35 +27,60 @@ enum TcValuesOrder {
 /// @brief The (row of the window, slot of the k-block) whose value sits at `at` among a k-block's values in order
 /// kOrder: the inverse of the order's index function.
 template <int kOrder>
-__device__ __forceinline__ void tc_value_slot(int at, int& row, int& slot) {
+__device__ __forceinline__ void tc_value_slot(unsigned at, int& row, int& slot) {
+  // Unsigned: the divisions and remainders by powers of two are shifts and masks, with no sign fix-ups.
   if (kOrder == kCore32) {  // [j / 8][r / 8][(j % 8) / 4][r % 8][j % 4]
-    row = (at % 512) / 64 * 8 + (at % 32) / 4;
-    slot = at / 512 * 8 + (at % 64) / 32 * 4 + at % 4;
+    row = static_cast<int>((at % 512) / 64 * 8 + (at % 32) / 4);
+    slot = static_cast<int>(at / 512 * 8 + (at % 64) / 32 * 4 + at % 4);
     return;
   }
-  const int tile = at / 256;
-  const int lane = (at % 256) / (kOrder == kFragment16 ? 8 : 4) % 32;
-  const int g = lane / 4;
-  const int t = lane % 4;
+  const unsigned tile = at / 256;
+  const unsigned lane = (at % 256) / (kOrder == kFragment16 ? 8 : 4) % 32;
+  const unsigned g = lane / 4;
+  const unsigned t = lane % 4;
   if (kOrder == kFragment16) {  // lane 4 g + t: (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1), then slots + 8
-    const int w = at % 8;
-    row = tile * 16 + g + (w & 2) * 4;
-    slot = 2 * t + (w & 1) + (w & 4) * 2;
+    const unsigned w = at % 8;
+    row = static_cast<int>(tile * 16 + g + (w & 2) * 4);
+    slot = static_cast<int>(2 * t + (w & 1) + (w & 4) * 2);
   } else {  // per k8 half (128 values): lane 4 g + t: (g, t), (g+8, t), (g, t+4), (g+8, t+4)
-    const int w = at % 4;
-    row = tile * 16 + g + (w & 1) * 8;
-    slot = (at % 256) / 128 * 8 + t + (w & 2) * 2;
+    const unsigned w = at % 4;
+    row = static_cast<int>(tile * 16 + g + (w & 1) * 8);
+    slot = static_cast<int>((at % 256) / 128 * 8 + t + (w & 2) * 2);
   }
 }
 
-/// @brief Every value of every k-block rewritten from A's values, a thread per 16 bytes of them (kChunk values, one
-/// 16-byte store; in each order these share one or two rows, so their masks and starts are loaded once): a
-/// grid-stride loop over the chunks of all k-blocks, k-block after k-block (a k-block of a 16-row f16 window is
-/// only 32 chunks, so a block per k-block would leave most threads idle). E: the element as bits (unsigned short
-/// or unsigned).
+/// @brief `count` values of one row at consecutive slots from `slot`, into `piece_fragment[0, count)` (registers):
+/// the row's entry where its mask stores the slot, else 0. The row's entries in the k-block begin at `start`; a
+/// slot's is after the stored slots before it (one popcount, then a running count). An unstored slot loads the
+/// row's start (a valid entry: 0 where the row has none, and nnz > 0 where there are k-blocks) and selects 0, so
+/// there is no branch per value.
+template <typename E, int kCount>
+__device__ __forceinline__ void tc_row_values(const E* __restrict__ values, unsigned mask, int start, int slot,
+                                              E* piece_fragment) {
+  int below = __popc(mask & ((1u << slot) - 1u));
+#pragma unroll
+  for (int j = 0; j < kCount; ++j) {
+    const int stored = (mask >> (slot + j)) & 1u;
+    const E v = values[start + (stored ? below : 0)];
+    piece_fragment[j] = stored ? v : E(0);
+    below += stored;
+  }
+}
+
+/// @brief Every value of every k-block rewritten from A's values, a thread per 16 bytes of them (kChunk values,
+/// one 16-byte store): a grid-stride loop over the chunks of all k-blocks, k-block after k-block (a k-block of a
+/// 16-row f16 window is only 32 chunks, so a block per k-block would leave most threads idle). A chunk's values
+/// lie in one or two rows, at runs of consecutive slots from its first value's (row, slot) (tc_value_slot):
+///   fragment16: rows r, r + 8; slots s, s + 1 of each, then s + 8, s + 9 of each;
+///   fragment32: rows r, r + 8; slot s of each, then s + 4 of each;
+///   core32:     row r; slots s to s + 3.
+/// So each row's mask and start are loaded once, and the runs cost a popcount each: the index of every value
+/// worked out alone was 44 instructions a value, and the kernel issue-bound (ncu, NOTES.md "SpMM step 103").
+/// E: the element as bits (unsigned short or unsigned).
 template <typename E, int kOrder>
 __device__ __forceinline__ void spmm_tc_values(const SpmmTcValuesParams& p) {
   constexpr unsigned kChunk = 16 / sizeof(E);
+  static_assert(kChunk == (kOrder == kFragment16 ? 8 : 4), "16-bit values in fragment16, f32 in the others");
   const E* __restrict__ values = static_cast<const E*>(p.values);
   uint4* __restrict__ out = static_cast<uint4*>(p.block_values);
   // Chunks per k-block: 16 x 16 / kChunk per 16 rows, a power of two (32 to 256).
@@ -65,28 +90,25 @@ __device__ __forceinline__ void spmm_tc_values(const SpmmTcValuesParams& p) {
   for (size_t at = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; at < total; at += stride) {
     const size_t first_row = (at >> shift) * p.rows_per_window;  // the k-block's first row of masks and starts
     const unsigned chunk = static_cast<unsigned>(at & ((1u << shift) - 1));
+    int row, slot;
+    tc_value_slot<kOrder>(chunk * kChunk, row, slot);
     union {
       uint4 vector;
       E v[kChunk];
     } piece;
-    // The chunk's rows: its first value's, and in the fragment orders that row + 8 (tc_value_slot).
-    int first, slot;
-    tc_value_slot<kOrder>(static_cast<int>(chunk * kChunk), first, slot);
-    const unsigned masks[2] = {__ldg(p.block_masks + first_row + first),
-                               kOrder == kCore32 ? 0u : __ldg(p.block_masks + first_row + first + 8)};
-    const int starts[2] = {__ldg(p.block_starts + first_row + first),
-                           kOrder == kCore32 ? 0 : __ldg(p.block_starts + first_row + first + 8)};
-#pragma unroll
-    for (unsigned i = 0; i < kChunk; ++i) {
-      int row;
-      tc_value_slot<kOrder>(static_cast<int>(chunk * kChunk + i), row, slot);
-      const int second = row != first;
-      // Every value is loaded, an unstored slot's from its row's start (a valid entry: 0 where the row has none,
-      // and nnz > 0 where there are k-blocks), then selected, with no branch per value. Measured as fast as a
-      // branch around each load (NOTES.md, "SpMM step 102"), and simpler to read.
-      const bool stored = masks[second] >> slot & 1u;
-      const E v = values[starts[second] + (stored ? __popc(masks[second] & ((1u << slot) - 1u)) : 0)];
-      piece.v[i] = stored ? v : E(0);
+    const unsigned mask = __ldg(p.block_masks + first_row + row);
+    const int start = __ldg(p.block_starts + first_row + row);
+    if (kOrder == kCore32) {
+      tc_row_values<E, 4>(values, mask, start, slot, piece.v);
+    } else {
+      const unsigned mask8 = __ldg(p.block_masks + first_row + row + 8);
+      const int start8 = __ldg(p.block_starts + first_row + row + 8);
+      constexpr int kRun = kOrder == kFragment16 ? 2 : 1;  // consecutive slots per row and run
+      constexpr int kGap = kOrder == kFragment16 ? 8 : 4;  // from a row's first run to its second
+      tc_row_values<E, kRun>(values, mask, start, slot, piece.v);
+      tc_row_values<E, kRun>(values, mask8, start8, slot, piece.v + kRun);
+      tc_row_values<E, kRun>(values, mask, start, slot + kGap, piece.v + 2 * kRun);
+      tc_row_values<E, kRun>(values, mask8, start8, slot + kGap, piece.v + 3 * kRun);
     }
     out[at] = piece.vector;
   }

@@ -1203,7 +1203,7 @@ impl<V: Copy + Default> HostBlocks<V> {
 
     /// The blocks' values rewritten from `values` (A's entries in CSR order, the structure these blocks were
     /// built from), value by value in the blocks' order `slot_of` ([`fragment_slot`], [`fragment_slot_f32`],
-    /// [`core_slot_f32`]): the host reference of `spmm_tc_values_<order>` (cuda/spmm/tc_values.cuh), step for step.
+    /// [`core_slot_f32`]): the host reference of `spmm_tc_values_<order>` (cuda/spmm/tc_values.cuh), value by value.
     #[cfg(test)]
     pub(crate) fn rewrite_values(&mut self, values: &[V], slot_of: fn(usize) -> (usize, usize)) {
         let per_block = self.rows_per_window * SLOTS;
@@ -2381,6 +2381,38 @@ mod tests {
                         frag.block_values[blk * 1024 + fragment_index_f32(r, j)],
                     );
                     assert_eq!(c, f, "block {blk}, ({r}, {j})");
+                }
+            }
+        }
+    }
+
+    /// `spmm_tc_values_<order>` takes a chunk's 16 bytes as runs of consecutive slots of one or two rows, from its
+    /// first value's (row, slot) (cuda/spmm/tc_values.cuh): fragment16 rows r, r + 8 at slots s, s + 1, then
+    /// s + 8, s + 9; fragment32 rows r, r + 8 at slot s, then s + 4; core32 row r at slots s to s + 3. Every
+    /// value of every chunk must be where its order's inverse index puts it.
+    #[test]
+    fn each_chunk_of_new_values_is_the_kernels_runs_of_slots() {
+        type Slot = fn(usize) -> (usize, usize);
+        type Offsets = fn(usize) -> (usize, usize);
+        let orders: [(&str, Slot, usize, Offsets, &[usize]); 3] = [
+            (
+                "fragment16",
+                fragment_slot,
+                8,
+                |i| (i / 2 % 2 * 8, i % 2 + i / 4 * 8),
+                &[WINDOW, MID_WINDOW, WIDE_WINDOW],
+            ),
+            ("fragment32", fragment_slot_f32, 4, |i| (i % 2 * 8, i / 2 * 4), &[WINDOW, MID_WINDOW, WIDE_WINDOW]),
+            ("core32", core_slot_f32, 4, |i| (0, i), &[WIDE_WINDOW]),
+        ];
+        for (name, slot, chunk, offsets, windows) in orders {
+            for &rows in windows {
+                for c in 0..rows * SLOTS / chunk {
+                    let (r, s) = slot(c * chunk);
+                    for i in 0..chunk {
+                        let (dr, ds) = offsets(i);
+                        assert_eq!(slot(c * chunk + i), (r + dr, s + ds), "{name}, {rows} rows, chunk {c}, value {i}");
+                    }
                 }
             }
         }
