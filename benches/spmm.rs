@@ -18,7 +18,9 @@ use tilesparse::baseline::cublas::Cublas;
 use tilesparse::baseline::cusparse::{Cusparse, CusparseSpmm, SpmmAlg};
 use tilesparse::spmm::check_config;
 use tilesparse::timing::event_time;
-use tilesparse::{gen, spmm, spmm_auto, DType, DeviceCsr, DeviceDense, Gpu, Scalar, SpmmConfig};
+use tilesparse::{
+    gen, spmm, spmm_auto, spmm_kernel, spmm_tune, DType, DeviceCsr, DeviceDense, Gpu, Scalar, SpmmConfig, TuneOptions,
+};
 
 /// GPU 0, or a SKIP line naming `group` and None where there is no GPU or the build has no kernels.
 fn gpu_or_skip(group: &str) -> Option<Gpu> {
@@ -214,6 +216,24 @@ fn new_values_case<T: Scalar>(
         })
     });
     add_cusparse(group, gpu, name, &a_dev, &b_dev);
+    // The kernel tuned for values that change before every product, with only its blocks kept.
+    let opts = TuneOptions { values_change: true, ..TuneOptions::default() };
+    let tuned = spmm_tune(gpu, &a_dev, &b_dev, &mut c_dev, &opts).unwrap();
+    eprintln!(
+        "spmm_new_values {tag} {name}: tuned for changing values {} ({:.4} ms), automatic {} ({:.4} ms)",
+        tuned.kernel, tuned.ms, tuned.automatic, tuned.automatic_ms
+    );
+    a_dev.keep_tensor_core_blocks_of(&tuned.kernel);
+    group.bench_function(BenchmarkId::new(format!("{tag}_set_values_then_tuned"), name), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || {
+                turn ^= 1;
+                a_dev.set_values_from_device(gpu, &values[turn])?;
+                spmm_kernel(gpu, &a_dev, &b_dev, &mut c_dev, &tuned.kernel).map(drop)
+            })
+            .unwrap()
+        })
+    });
     let mut held = Some(a_dev);
     group.bench_function(BenchmarkId::new(format!("{tag}_rebuild_then_spmm_wall"), name), |bench| {
         bench.iter_custom(|iters| {

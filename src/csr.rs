@@ -428,7 +428,8 @@ impl<T: Scalar> DeviceCsr<T> {
     /// New values for the same structure: `values`, one per stored entry in CSR order, replace A's. The tensor-core
     /// blocks this matrix has built (they hold a copy of its values) are rewritten in place by a kernel, so a
     /// weight whose values change while its pattern stays (a pruned layer being trained) pays one copy and one
-    /// pass over its blocks per update, not a download and a rebuild on the host. What depends on the structure
+    /// pass over its blocks per update, not a rebuild. Every layout built is rewritten: after trying several
+    /// kernels, keep only the one used ([`DeviceCsr::keep_tensor_core_blocks_of`]). What depends on the structure
     /// only stays: the statistics, the row order, the split, the kernel choices, and plans made from this matrix
     /// ([`crate::SpmvPlan`]). [`DeviceCsr::holds_non_finite`] is taken from `values`. `values.len()` must be
     /// [`DeviceCsr::nnz`] ([`CsrError::ValuesLength`]).
@@ -481,6 +482,33 @@ impl<T: Scalar> DeviceCsr<T> {
             }
         }
         result
+    }
+
+    /// Frees the tensor-core blocks `kernel` does not read (all of them for a tile): each layout a product has
+    /// built is kept with the matrix and rewritten by every [`DeviceCsr::set_values`], so after
+    /// [`crate::spmm_tune`] (which builds every layout it times) a matrix whose values change should keep only its
+    /// chosen kernel's. A freed layout is built again if a later product needs it.
+    pub fn keep_tensor_core_blocks_of(&mut self, kernel: &crate::SpmmKernel) {
+        let kept = match kernel {
+            crate::SpmmKernel::TensorCore(config) => crate::spmm::tensor_core::BlockLayout::of(config).ok(),
+            crate::SpmmKernel::Tiled(_) => None,
+        };
+        for (cache, layout) in self.tensor_core.iter_mut().zip(crate::spmm::tensor_core::BlockLayout::ALL) {
+            if Some(layout) != kept {
+                *cache = OnceLock::new();
+            }
+        }
+    }
+
+    /// Writes A's values into its tensor-core blocks in `layout` again (building them first if they are not), the
+    /// bits unchanged: the work an update costs them ([`DeviceCsr::set_values`]), for timing a product as it runs
+    /// when the values change before each one ([`crate::spmm::tune::TuneOptions::values_change`]).
+    pub(crate) fn rewrite_unchanged_tensor_core_values(
+        &self,
+        gpu: &Gpu,
+        layout: crate::spmm::tensor_core::BlockLayout,
+    ) -> Result<()> {
+        self.tensor_core_blocks(gpu, layout)?.rewrite_unchanged_values(gpu, layout, &self.values)
     }
 
     /// The device buffers (row pointer, column indices, values; each may be longer than the matrix needs), to read

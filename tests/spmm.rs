@@ -3649,3 +3649,60 @@ fn sanitizer_blocks_built_on_the_device_equal_the_host_build() {
     assert!(check_tensor_core::<f16>(&gpu, "host build, one column past", &past, 8, seed(987)) > 0);
     assert!(check_tensor_core::<f32>(&gpu, "host build, one column past", &past, 8, seed(988)) > 0);
 }
+
+/// `spmm_tune` with `values_change` (each tensor-core candidate timed with the rewrite of its blocks an update
+/// costs): C holds the chosen kernel's product, no tensor-core candidate is skipped, and the rewrites left every
+/// layout's blocks as they were: each tensor-core kernel gives the bits it gave before the tuning. Then, only the
+/// chosen kernel's blocks kept (`keep_tensor_core_blocks_of`), new values reach it and every tensor-core kernel.
+/// f32 and f16, 600 x 300 with an empty window and a dense row, n = 72.
+#[test]
+fn tuned_for_changing_values_leaves_the_blocks_as_they_were() {
+    let Some(gpu) = gpu_or_skip("tuned_for_changing_values_leaves_the_blocks_as_they_were") else { return };
+    tuned_for_changing_values_case::<f32>(&gpu);
+    tuned_for_changing_values_case::<f16>(&gpu);
+}
+
+fn tuned_for_changing_values_case<T: Scalar>(gpu: &Gpu) {
+    let (m, k, n) = (600, 300, 72);
+    let mut entries: Vec<(usize, usize, f32)> = gen::uniform_random(m, k, 0.06, seed(990))
+        .iter()
+        .filter(|&(_, (r, _))| !(192..290).contains(&r) && r != 130)
+        .map(|(&v, (r, c))| (r, c, v))
+        .collect();
+    entries.extend((0..k).map(|c| (130, c, 0.5)));
+    let structure = from_triplets(m, k, &entries);
+    let (oracle, mut a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, &structure, n, seed(991));
+    let tensor_cores: Vec<SpmmKernel> =
+        tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore).collect();
+    assert!(!tensor_cores.is_empty(), "{}: no tensor-core kernel runs here", T::DTYPE);
+    let run = |a: &DeviceCsr<T>, kernel: &SpmmKernel, c_dev: &mut DeviceDense<T>| {
+        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+        spmm_kernel(gpu, a, &b_dev, c_dev, kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        c_dev.download(gpu).unwrap()
+    };
+    let before: Vec<Vec<T>> = tensor_cores.iter().map(|kernel| run(&a_dev, kernel, &mut c_dev)).collect();
+    let opts = TuneOptions { values_change: true, ..TuneOptions::default() };
+    c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+    let t = spmm_tune(gpu, &a_dev, &b_dev, &mut c_dev, &opts).unwrap();
+    let what = format!("{}, tuned for changing values ({})", T::DTYPE, t.kernel);
+    oracle.check_kernel(&what, &c_dev.download(gpu).unwrap(), &t.kernel);
+    assert!(
+        t.skipped.iter().all(|(kernel, _)| !matches!(kernel, SpmmKernel::TensorCore(_))),
+        "{what}: {:?}",
+        t.skipped
+    );
+    for (kernel, expected) in tensor_cores.iter().zip(&before) {
+        assert!(same_bits(&run(&a_dev, kernel, &mut c_dev), expected), "{what}: {kernel} changed by the tuning");
+    }
+    // Only the chosen kernel's blocks kept, then new values: the chosen kernel and every other (their blocks built
+    // again, from the new values) are right.
+    a_dev.keep_tensor_core_blocks_of(&t.kernel);
+    let new: CsMat<T> = with_new_values(&structure, seed(992));
+    a_dev.set_values(gpu, new.data()).unwrap();
+    let b: Vec<T> = dense::<T>(k, n, seed(991));
+    let new_oracle = SpmmOracle::new(new.view(), &b, n);
+    for kernel in std::iter::once(&t.kernel).chain(&tensor_cores) {
+        let got = run(&a_dev, kernel, &mut c_dev);
+        new_oracle.check_kernel(&format!("{what}, new values, {kernel}"), &got, kernel);
+    }
+}

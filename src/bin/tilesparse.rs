@@ -142,6 +142,11 @@ struct SpmmArgs {
     /// --beta) are not part of the timing.
     #[arg(long)]
     tune: bool,
+    /// With --tune: A's values change before every product (a weight in training, `DeviceCsr::set_values`), so each
+    /// tensor-core kernel is timed with the rewrite of its blocks that an update costs it
+    /// (`TuneOptions::values_change`).
+    #[arg(long, requires = "tune")]
+    values_change: bool,
     /// Check C against the f64 CPU oracle.
     #[arg(long)]
     verify: bool,
@@ -533,7 +538,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
                 Some(kernel) => kernel,
                 None if args.tune => {
                     // With --bias-relu every candidate is timed with the epilogue it then runs with.
-                    let opts = TuneOptions::default();
+                    let opts = TuneOptions { values_change: args.values_change, ..TuneOptions::default() };
                     let tuned = match &bias_dev {
                         Some(bias) => tilesparse::spmm_tune_bias_relu(&gpu, &a_dev, &b_dev, bias, &mut c_dev, &opts)?,
                         None => tilesparse::spmm_tune(&gpu, &a_dev, &b_dev, &mut c_dev, &opts)?,

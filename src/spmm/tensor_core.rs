@@ -1471,41 +1471,25 @@ impl DeviceBlocks {
         layout: BlockLayout,
         values: &CudaSlice<T>,
     ) -> Result<()> {
-        debug_assert_eq!(self.rows_per_window, layout.rows(), "blocks kept in their layout's slot");
-        let name = values_kernel(T::DTYPE, layout)?;
-        if self.num_blocks == 0 {
-            return Ok(());
-        }
-        // 16-byte chunks of the blocks' values (u16 elements).
-        let chunks = self.block_values.len() * 2 / 16;
-        let function = gpu.function(Family::Spmm, name)?;
-        let stream = gpu.stream();
-        let (values, _g1) = values.device_ptr(stream);
-        let (block_masks, _g2) = self.block_masks.device_ptr(stream);
-        let (block_starts, _g3) = self.block_starts.device_ptr(stream);
-        let (block_values, _g4) = self.block_values.device_ptr_mut(stream);
-        let params = SpmmTcValuesParams {
-            values,
-            block_masks,
-            block_starts,
-            block_values,
-            num_blocks: self.num_blocks as i32,
-            rows_per_window: self.rows_per_window as i32,
-        };
-        // A thread per 16 bytes of the blocks' values, at most 32 blocks per SM (the kernel's loop takes the rest).
-        let cfg = LaunchConfig {
-            grid_dim: (chunks.div_ceil(TC_VALUES_THREADS as usize).min(32 * gpu.info().sm_count.max(1)) as u32, 1, 1),
-            block_dim: (TC_VALUES_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: the blocks hold num_blocks (< 2^31 / 16, checked at upload) k-blocks of rows_per_window x 16
-        // values, masks and starts, all written by HostBlocks::build from the structure of the matrix whose
-        // `values` these are (the caller's: its structure never changes while it keeps them), so each stored
-        // slot's start plus the stored slots before it is an entry index below nnz; `values` holds at least nnz
-        // elements of the size the kernel's name says (2 or 4 bytes, matched above).
-        unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
-            .map_err(Error::driver("launching the write of new values into the tensor-core blocks", 0))?;
-        Ok(())
+        let (rows, blocks, len) = (self.rows_per_window, self.num_blocks, self.block_values.len());
+        let (masks, starts) = (&self.block_masks, &self.block_starts);
+        let (block_values, _guard) = self.block_values.device_ptr_mut(gpu.stream());
+        launch_values(gpu, layout, values, ValuesTarget { rows, blocks, len, masks, starts, block_values })
+    }
+
+    /// [`DeviceBlocks::set_values`] with the `values` the blocks already hold (A's own, from which they were
+    /// built or last rewritten): the same work and the same bits, so a reader of `&self` sees no change. For
+    /// timing a product as it runs when A's values change before each one ([`super::tune::TuneOptions`]).
+    pub(crate) fn rewrite_unchanged_values<T: Scalar>(
+        &self,
+        gpu: &Gpu,
+        layout: BlockLayout,
+        values: &CudaSlice<T>,
+    ) -> Result<()> {
+        let (rows, blocks, len) = (self.rows_per_window, self.num_blocks, self.block_values.len());
+        let (masks, starts) = (&self.block_masks, &self.block_starts);
+        let (block_values, _guard) = self.block_values.device_ptr(gpu.stream());
+        launch_values(gpu, layout, values, ValuesTarget { rows, blocks, len, masks, starts, block_values })
     }
 
     /// How many empty windows a launch of `config` over `slices` column slices in `splits` ranges leaves out of
@@ -1531,6 +1515,57 @@ impl DeviceBlocks {
     pub(crate) fn fill(&self, nnz: usize) -> f64 {
         nnz as f64 / (self.num_blocks.max(1) * self.rows_per_window * SLOTS) as f64
     }
+}
+
+/// The blocks [`launch_values`] writes into: their shape, masks and starts, and their values buffer's address.
+struct ValuesTarget<'a> {
+    /// Rows per window.
+    rows: usize,
+    /// k-blocks.
+    blocks: usize,
+    /// u16 elements of the values buffer.
+    len: usize,
+    masks: &'a CudaSlice<u16>,
+    starts: &'a CudaSlice<i32>,
+    block_values: u64,
+}
+
+/// Launches `spmm_tc_values_<order>` from `values` into `target`'s blocks.
+fn launch_values<T: Scalar>(gpu: &Gpu, layout: BlockLayout, values: &CudaSlice<T>, target: ValuesTarget) -> Result<()> {
+    debug_assert_eq!(target.rows, layout.rows(), "blocks kept in their layout's slot");
+    let name = values_kernel(T::DTYPE, layout)?;
+    if target.blocks == 0 {
+        return Ok(());
+    }
+    // 16-byte chunks of the blocks' values (u16 elements).
+    let chunks = target.len * 2 / 16;
+    let function = gpu.function(Family::Spmm, name)?;
+    let stream = gpu.stream();
+    let (values, _g1) = values.device_ptr(stream);
+    let (block_masks, _g2) = target.masks.device_ptr(stream);
+    let (block_starts, _g3) = target.starts.device_ptr(stream);
+    let params = SpmmTcValuesParams {
+        values,
+        block_masks,
+        block_starts,
+        block_values: target.block_values,
+        num_blocks: target.blocks as i32,
+        rows_per_window: target.rows as i32,
+    };
+    // A thread per 16 bytes of the blocks' values, at most 32 blocks per SM (the kernel's loop takes the rest).
+    let cfg = LaunchConfig {
+        grid_dim: (chunks.div_ceil(TC_VALUES_THREADS as usize).min(32 * gpu.info().sm_count.max(1)) as u32, 1, 1),
+        block_dim: (TC_VALUES_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: the blocks hold `blocks` (< 2^31 / 16, checked at upload) k-blocks of rows x 16 values, masks and
+    // starts, all written by the build (on the device or HostBlocks::build) from the structure of the matrix whose
+    // `values` these are (it never changes while it keeps them), so each stored slot's start plus the stored slots
+    // before it is an entry index below nnz; `values` holds at least nnz elements of the size the kernel's name
+    // says (2 or 4 bytes, matched above); `block_values` is the blocks' buffer of `chunks` 16-byte chunks.
+    unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
+        .map_err(Error::driver("launching the write of new values into the tensor-core blocks", 0))?;
+    Ok(())
 }
 
 /// How full A's tensor-core blocks for windows of `rows_per_window` rows ([`WINDOW`], [`MID_WINDOW`] or

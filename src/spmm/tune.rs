@@ -7,6 +7,8 @@
 //! a few runs of each kernel, and [`TunedSpmm::kernel`] is then passed to [`super::spmm_kernel`]. The choice is
 //! returned, not cached: store it with the matrix (`SpmmKernel` prints and parses as its kernel name).
 //! [`spmm_tune_bias_relu`] tunes C = ReLU(A * B + bias) the same way, each candidate timed with its fused epilogue.
+//! For an A whose values change before every product ([`TuneOptions::values_change`]), each tensor-core candidate
+//! is timed with the rewrite of its blocks that an update costs it.
 //!
 //! Two rounds: every candidate is run `warmup` times and timed `screen_iters` times, the automatic choice first;
 //! where that choice takes `cutoff_from_ms` (1 ms) or more, a candidate whose first timed run takes more than
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
 
-use super::tensor_core::{check_tensor_core, wgmma_runs_on, TensorCoreConfig};
+use super::tensor_core::{check_tensor_core, wgmma_runs_on, BlockLayout, TensorCoreConfig};
 use super::{auto_kernel, check_config, spmm_kernel, spmm_kernel_bias_relu, SpmmKernel};
 use crate::csr::DeviceCsr;
 use crate::dense::DeviceDense;
@@ -54,6 +56,12 @@ pub struct TuneOptions {
     /// cutoff at every size, the f32 suite's median tuning time rose from 171 to 307 ms while its longest fell from
     /// 4.6 to 2.6 s.
     pub cutoff_from_ms: f64,
+    /// Whether A's values change before every product, as a weight's do in training ([`DeviceCsr::set_values`]):
+    /// then each timed run of a tensor-core kernel first writes A's values into its blocks again (the same bits),
+    /// the work each update costs it and a tile does not pay, so the choice is the fastest update and product.
+    /// Tuning builds the blocks of every layout it times, and each update rewrites all the built ones: keep only
+    /// the chosen kernel's afterwards ([`DeviceCsr::keep_tensor_core_blocks_of`]).
+    pub values_change: bool,
 }
 
 impl Default for TuneOptions {
@@ -67,6 +75,7 @@ impl Default for TuneOptions {
             margin: 0.02,
             screen_cutoff: 2.0,
             cutoff_from_ms: 1.0,
+            values_change: false,
         }
     }
 }
@@ -210,9 +219,15 @@ fn tune<T: Scalar>(
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
     let start = Instant::now();
     let automatic = auto_kernel(gpu, a, n)?;
-    let run = |c: &mut DeviceDense<T>, kernel: &SpmmKernel| match bias {
+    let product = |c: &mut DeviceDense<T>, kernel: &SpmmKernel| match bias {
         Some(bias) => spmm_kernel_bias_relu(gpu, a, b, bias, c, kernel),
         None => spmm_kernel(gpu, a, b, c, kernel),
+    };
+    let run = |c: &mut DeviceDense<T>, kernel: &SpmmKernel| {
+        if let (true, SpmmKernel::TensorCore(config)) = (opts.values_change, kernel) {
+            a.rewrite_unchanged_tensor_core_values(gpu, BlockLayout::of(config)?)?;
+        }
+        product(c, kernel)
     };
     // Shapes, the bias and the build are checked by the automatic choice's own run, before anything else is timed.
     run(c, &automatic)?;
