@@ -1,10 +1,11 @@
 //! 06: a pruned layer whose values are trained while its pattern stays: each step gives the weight new values
-//! (`DeviceCsr::set_values`), which rewrites the tensor-core blocks the automatic choice multiplies by on the device,
-//! then multiplies. The statistics, the kernel choice and the blocks' layout are computed once, at the first step.
-//! `cargo run --release --example 06-new-values`
+//! (`DeviceCsr::set_values`), which rewrites on the device the tensor-core blocks the kernel multiplies by, then
+//! multiplies. The kernel is chosen once, by timing each one with the work an update costs it
+//! (`TuneOptions::values_change`), and only its blocks are kept (`keep_tensor_core_blocks_of`), so each update
+//! rewrites those alone. `cargo run --release --example 06-new-values`
 
 use half::f16;
-use tilesparse::{gen, spmm_auto, DeviceCsr, DeviceDense, Gpu};
+use tilesparse::{gen, spmm_kernel, spmm_tune, DeviceCsr, DeviceDense, Gpu, TuneOptions};
 
 fn main() -> tilesparse::Result<()> {
     // A 1536 x 384 weight pruned to 30% of its entries, times a batch of 1024 columns.
@@ -15,6 +16,10 @@ fn main() -> tilesparse::Result<()> {
     let mut w_dev = DeviceCsr::upload(&gpu, w.view())?;
     let x_dev = DeviceDense::upload(&gpu, k, n, &x)?;
     let mut c_dev = DeviceDense::<f16>::zeros(&gpu, m, n)?;
+    let opts = TuneOptions { values_change: true, ..TuneOptions::default() };
+    let tuned = spmm_tune(&gpu, &w_dev, &x_dev, &mut c_dev, &opts)?;
+    w_dev.keep_tensor_core_blocks_of(&tuned.kernel);
+    println!("tuned for changing values: {} ({:.4} ms with its update)", tuned.kernel, tuned.ms);
     for step in 0..3 {
         if step > 0 {
             // A stand-in for an optimizer's update: every stored value moves, no entry appears or leaves.
@@ -24,13 +29,13 @@ fn main() -> tilesparse::Result<()> {
             }
             w_dev.set_values(&gpu, w.data())?;
         }
-        let kernel = spmm_auto(&gpu, &w_dev, &x_dev, &mut c_dev)?;
+        spmm_kernel(&gpu, &w_dev, &x_dev, &mut c_dev, &tuned.kernel)?;
         let c = c_dev.download(&gpu)?;
         // One element on the CPU, from this step's values.
         let (i, j) = (5, 17);
         let row = w.outer_view(i).expect("row 5");
         let sum: f64 = row.iter().map(|(p, v)| v.to_f64() * x[p * n + j].to_f64()).sum();
-        println!("step {step}, {kernel}: C[{i}][{j}] = {} (CPU: {sum:.4})", c[i * n + j]);
+        println!("step {step}: C[{i}][{j}] = {} (CPU: {sum:.4})", c[i * n + j]);
     }
     Ok(())
 }
