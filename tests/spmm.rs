@@ -3485,6 +3485,19 @@ fn sanitizer_new_values_reach_every_kernel() {
     new_values_errors(&gpu);
 }
 
+/// 600 x 300 at 6% (seed `seed`) with holes: rows 192-289 empty (a whole 64-row window and part of the next) and
+/// row 130 dense (many k-blocks). Scattered columns, so a window's slots are not a row's; m not a multiple of 64.
+fn holes_and_a_dense_row(seed: u64) -> CsMat<f32> {
+    let (m, k) = (600, 300);
+    let mut entries: Vec<(usize, usize, f32)> = gen::uniform_random(m, k, 0.06, seed)
+        .iter()
+        .filter(|&(_, (r, _))| !(192..290).contains(&r) && r != 130)
+        .map(|(&v, (r, c))| (r, c, v))
+        .collect();
+    entries.extend((0..k).map(|c| (130, c, 0.5)));
+    from_triplets(m, k, &entries)
+}
+
 /// A with its values replaced by fresh random ones (seed `seed`), rounded to T.
 fn with_new_values<T: Scalar>(a: &CsMat<f32>, seed: u64) -> CsMat<T> {
     let values = gen::dense_matrix(1, a.nnz(), seed);
@@ -3495,14 +3508,7 @@ fn with_new_values<T: Scalar>(a: &CsMat<f32>, seed: u64) -> CsMat<T> {
 /// [`sanitizer_new_values_reach_every_kernel`]'s runs for T; returns how many products it checked.
 fn new_values_case<T: Scalar>(gpu: &Gpu) -> usize {
     let (m, k, n) = (600, 300, 72);
-    let scattered = gen::uniform_random(m, k, 0.06, seed(960));
-    let mut entries: Vec<(usize, usize, f32)> = scattered
-        .iter()
-        .filter(|&(_, (r, _))| !(192..290).contains(&r) && r != 130)
-        .map(|(&v, (r, c))| (r, c, v))
-        .collect();
-    entries.extend((0..k).map(|c| (130, c, 0.5)));
-    let structure = from_triplets(m, k, &entries);
+    let structure = holes_and_a_dense_row(seed(960));
     let b = dense::<T>(k, n, seed(961));
     let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
     let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
@@ -3606,13 +3612,6 @@ fn sanitizer_blocks_built_on_the_device_equal_the_host_build() {
     let Some(gpu) = gpu_or_skip("sanitizer_blocks_built_on_the_device_equal_the_host_build") else { return };
     use tilesparse::spmm::tensor_core::{compare_block_builds, DEVICE_BUILD_MAX_COLUMNS};
     let widest = DEVICE_BUILD_MAX_COLUMNS;
-    let scattered = gen::uniform_random(600, 300, 0.06, seed(980));
-    let mut holes: Vec<(usize, usize, f32)> = scattered
-        .iter()
-        .filter(|&(_, (r, _))| !(192..290).contains(&r) && r != 130)
-        .map(|(&v, (r, c))| (r, c, v))
-        .collect();
-    holes.extend((0..300).map(|c| (130, c, 0.5)));
     let special: Vec<(usize, usize, f32)> =
         vec![(0, 3, f32::NAN), (0, 70_000, f32::INFINITY), (5, 0, -0.0), (17, 69_999, -1.5), (17, 70_001, 2.0)];
     let wide: Vec<(usize, usize, f32)> = gen::uniform_random_nnz(70, 4096, 900, seed(981))
@@ -3622,7 +3621,7 @@ fn sanitizer_blocks_built_on_the_device_equal_the_host_build() {
         .collect();
     let cases: Vec<(&str, CsMat<f32>)> = vec![
         ("uniform 1000 x 700, 5%", gen::uniform_random(1000, 700, 0.05, seed(982))),
-        ("holes and a dense row, 600 x 300", from_triplets(600, 300, &holes)),
+        ("holes and a dense row, 600 x 300", holes_and_a_dense_row(seed(980))),
         ("power-law 3000 x 2000", gen::power_law(3000, 2000, 24.0, 1.6, seed(983))),
         ("blocks 32 x 32, 512 x 544", gen::block_sparse(512, 544, 32, 32, 0.2, seed(984))),
         ("NaN, Inf, -0, 40 x 70 003", from_triplets(40, 70_003, &special)),
@@ -3663,14 +3662,8 @@ fn tuned_for_changing_values_leaves_the_blocks_as_they_were() {
 }
 
 fn tuned_for_changing_values_case<T: Scalar>(gpu: &Gpu) {
-    let (m, k, n) = (600, 300, 72);
-    let mut entries: Vec<(usize, usize, f32)> = gen::uniform_random(m, k, 0.06, seed(990))
-        .iter()
-        .filter(|&(_, (r, _))| !(192..290).contains(&r) && r != 130)
-        .map(|(&v, (r, c))| (r, c, v))
-        .collect();
-    entries.extend((0..k).map(|c| (130, c, 0.5)));
-    let structure = from_triplets(m, k, &entries);
+    let (k, n) = (300, 72);
+    let structure = holes_and_a_dense_row(seed(990));
     let (oracle, mut a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, &structure, n, seed(991));
     let tensor_cores: Vec<SpmmKernel> =
         tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore).collect();
