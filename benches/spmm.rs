@@ -8,6 +8,10 @@
 //! cuSPARSE's product (which reads A's values where they are, so an update costs it nothing), and the way without
 //! `set_values`: `DeviceCsr::into_parts`, `DeviceCsr::from_device` and `spmm_auto` (host work and downloads, so
 //! that one is wall-clock time, `_wall`).
+//!
+//! Group `spmm_upload` (wall-clock time): `DeviceCsr::upload` of a large matrix (the checks, the statistics and
+//! the tensor-core block counts on the host, then the copies) and `DeviceCsr::from_device` of one already on the
+//! device (a download, the same host work), beside the floor: the bare copies of the three arrays, in i32.
 
 use std::time::{Duration, Instant};
 
@@ -252,5 +256,61 @@ fn new_values_case<T: Scalar>(
     });
 }
 
-criterion_group!(benches, vector_widths, half_vector_widths, new_values);
+/// [`DeviceCsr::upload`] and [`DeviceCsr::from_device`] of large matrices against the bare copies (wall time).
+fn upload(c: &mut Criterion) {
+    let Some(gpu) = gpu_or_skip("spmm_upload") else { return };
+    let problems = [
+        ("uniform_4096_s50", gen::uniform_random(4096, 4096, 0.5, 1)),
+        ("uniform_8192x2048_s80", gen::uniform_random(8192, 2048, 0.2, 1)),
+        ("power_law_1M", gen::power_law(1 << 20, 1 << 20, 8.0, 1.5, 1)),
+    ];
+    let mut group = group(c, "spmm_upload");
+    let wall = |gpu: &Gpu, iters: u64, mut f: Box<dyn FnMut() + '_>| {
+        gpu.synchronize().unwrap();
+        let start = Instant::now();
+        for _ in 0..iters {
+            f();
+        }
+        gpu.synchronize().unwrap();
+        start.elapsed()
+    };
+    for (name, a) in problems {
+        group.throughput(Throughput::Elements(a.nnz() as u64));
+        let (m, k) = (a.rows(), a.cols());
+        group.bench_function(BenchmarkId::new("upload", name), |bench| {
+            bench.iter_custom(|iters| wall(&gpu, iters, Box::new(|| drop(DeviceCsr::upload(&gpu, a.view()).unwrap()))))
+        });
+        let offsets: Vec<i32> = a.indptr().to_proper().iter().map(|&x| x as i32).collect();
+        let columns: Vec<i32> = a.indices().iter().map(|&x| x as i32).collect();
+        group.bench_function(BenchmarkId::new("bare_copies", name), |bench| {
+            bench.iter_custom(|iters| {
+                wall(
+                    &gpu,
+                    iters,
+                    Box::new(|| {
+                        let s = gpu.stream();
+                        drop((s.clone_htod(&offsets).unwrap(), s.clone_htod(&columns).unwrap()));
+                        drop(s.clone_htod(a.data()).unwrap());
+                    }),
+                )
+            })
+        });
+        let mut held = Some(DeviceCsr::upload(&gpu, a.view()).unwrap().into_parts());
+        group.bench_function(BenchmarkId::new("from_device", name), |bench| {
+            bench.iter_custom(|iters| {
+                wall(
+                    &gpu,
+                    iters,
+                    Box::new(|| {
+                        let (o, c, v) = held.take().unwrap();
+                        held = Some(DeviceCsr::from_device(&gpu, m, k, o, c, v).unwrap().into_parts());
+                    }),
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, vector_widths, half_vector_widths, new_values, upload);
 criterion_main!(benches);

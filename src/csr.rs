@@ -4,6 +4,7 @@
 use std::sync::OnceLock;
 
 use cudarc::driver::{CudaSlice, DeviceRepr};
+use rayon::prelude::*;
 use sprs::{CsMat, CsMatView};
 
 use crate::error::{Error, Result};
@@ -60,26 +61,63 @@ pub fn validate(
         return Err(CsrError::LengthMismatch { end, indices: indices.len(), values: values_len });
     }
     fits("nonzeros", end)?;
-    // Monotone pointers first: with them and indptr[rows] == len, every row slice below is in bounds.
-    if let Some(row) = (0..rows).find(|&r| indptr[r] > indptr[r + 1]) {
+    // Monotone pointers first: with them and indptr[rows] == len, every row slice below is in bounds. Both passes
+    // report the first bad row in row order, in parallel or not.
+    let parallel = in_parallel(rows + end);
+    let decreasing = |r: &usize| indptr[*r] > indptr[*r + 1];
+    let first_decrease = if parallel {
+        (0..rows).into_par_iter().with_min_len(4096).find_first(decreasing)
+    } else {
+        (0..rows).find(decreasing)
+    };
+    if let Some(row) = first_decrease {
         return Err(CsrError::IndptrNotMonotone { row, start: indptr[row], end: indptr[row + 1] });
     }
-    for row in 0..rows {
-        let (start, stop) = (indptr[row], indptr[row + 1]);
+    let check_row = |row: usize| -> Option<CsrError> {
         let mut prev: Option<usize> = None;
-        for &col in &indices[start..stop] {
+        for &col in &indices[indptr[row]..indptr[row + 1]] {
             if col >= cols {
-                return Err(CsrError::ColumnOutOfRange { row, col, cols });
+                return Some(CsrError::ColumnOutOfRange { row, col, cols });
             }
             match prev {
-                Some(p) if p == col => return Err(CsrError::Duplicate { row, col }),
-                Some(p) if p > col => return Err(CsrError::Unsorted { row, prev: p, col }),
+                Some(p) if p == col => return Some(CsrError::Duplicate { row, col }),
+                Some(p) if p > col => return Some(CsrError::Unsorted { row, prev: p, col }),
                 _ => {}
             }
             prev = Some(col);
         }
+        None
+    };
+    let first_bad_row = if parallel {
+        (0..rows).into_par_iter().with_min_len(1024).find_map_first(check_row)
+    } else {
+        (0..rows).find_map(check_row)
+    };
+    first_bad_row.map_or(Ok(()), Err)
+}
+
+/// Whether host work over `items` (rows plus entries, or elements) is worth rayon's threads: from 64Ki, where a
+/// sequential pass takes tens of microseconds or more.
+pub(crate) fn in_parallel(items: usize) -> bool {
+    items >= 1 << 16
+}
+
+/// `v` as usize (no element negative: checked by the caller), in parallel past [`in_parallel`]'s size.
+fn to_usize(v: &[i32]) -> Vec<usize> {
+    if in_parallel(v.len()) {
+        v.par_iter().map(|&x| x as usize).collect()
+    } else {
+        v.iter().map(|&x| x as usize).collect()
     }
-    Ok(())
+}
+
+/// `v` as i32 (each element fits: checked by [`validate`]), in parallel past [`in_parallel`]'s size.
+fn to_i32(v: &[usize]) -> Vec<i32> {
+    if in_parallel(v.len()) {
+        v.par_iter().map(|&x| x as i32).collect()
+    } else {
+        v.iter().map(|&x| x as i32).collect()
+    }
 }
 
 /// Row statistics (the rows' lengths, and how much neighbouring rows share columns), computed once at upload;
@@ -136,7 +174,6 @@ impl RowStats {
 /// [`RowStats::columns_per_entry`], the windows in parallel: each window's columns marked in a bitmap up to its
 /// largest column where that is at most 64 columns per entry, else sorted and counted.
 fn columns_per_entry(indptr: &[usize], indices: &[usize]) -> f64 {
-    use rayon::prelude::*;
     let rows = indptr.len().saturating_sub(1);
     let nnz = indptr.last().copied().unwrap_or(0);
     if nnz == 0 {
@@ -149,16 +186,26 @@ fn columns_per_entry(indptr: &[usize], indices: &[usize]) -> f64 {
             let window = &indices[indptr[r0]..indptr[r1]];
             let span = window.iter().max().map_or(0, |&c| c + 1);
             if span <= 64 * window.len() {
-                let mut seen = vec![0u64; span.div_ceil(64)];
-                window
-                    .iter()
-                    .filter(|&&c| {
-                        let (word, bit) = (c / 64, 1u64 << (c % 64));
-                        let new = seen[word] & bit == 0;
-                        seen[word] |= bit;
-                        new
-                    })
-                    .count()
+                let words = span.div_ceil(64);
+                let mark = |mut seen: Vec<u64>, part: &[usize]| {
+                    for &c in part {
+                        seen[c / 64] |= 1u64 << (c % 64);
+                    }
+                    seen
+                };
+                // A long window (a few rows over many columns) is itself marked in parts, their bitmaps or'ed.
+                let seen = if window.len() >= 1 << 17 && span <= 8 * window.len() {
+                    window.par_chunks(1 << 16).fold(|| vec![0u64; words], mark).reduce(
+                        || vec![0u64; words],
+                        |mut x, y| {
+                            x.iter_mut().zip(y).for_each(|(x, y)| *x |= y);
+                            x
+                        },
+                    )
+                } else {
+                    mark(vec![0u64; words], window)
+                };
+                seen.iter().map(|w| w.count_ones() as usize).sum()
             } else {
                 let mut cols = window.to_vec();
                 cols.sort_unstable();
@@ -173,23 +220,50 @@ fn columns_per_entry(indptr: &[usize], indices: &[usize]) -> f64 {
 /// Rows ordered by descending length (ties by row index), so that long rows start first and short rows
 /// fill the tail of the grid (Sputnik's row swizzle).
 pub fn row_swizzle(indptr: &[usize]) -> Vec<i32> {
-    let mut order: Vec<i32> = (0..indptr.len().saturating_sub(1) as i32).collect();
-    order.sort_by_key(|&r| std::cmp::Reverse(indptr[r as usize + 1] - indptr[r as usize]));
+    // A counting sort by length (stable: each length's rows in row order): O(rows + longest row).
+    let rows = indptr.len().saturating_sub(1);
+    let len = |r: usize| indptr[r + 1] - indptr[r];
+    let longest = (0..rows).map(len).max().unwrap_or(0);
+    let mut next = vec![0usize; longest + 1];
+    for r in 0..rows {
+        next[len(r)] += 1;
+    }
+    longest_first_slots(&mut next);
+    let mut order = vec![0i32; rows];
+    for r in 0..rows {
+        let slot = &mut next[len(r)];
+        order[*slot] = r as i32;
+        *slot += 1;
+    }
     order
+}
+
+/// Turns `counts[l]`, how many items have length l, into where the first of them goes in an order by descending
+/// length: a counting sort's slots ([`row_swizzle`], the SpMM row split's pieces).
+pub(crate) fn longest_first_slots(counts: &mut [usize]) {
+    let mut start = 0;
+    for slot in counts.iter_mut().rev() {
+        (*slot, start) = (start, start + *slot);
+    }
 }
 
 /// The SpMM kernel's rows in [`row_swizzle`]'s order, four ints per row: the row's first entry, its end entry, the
 /// row and 0 (16 bytes, so the bounds are 8-byte aligned). A subwarp reads its row's bounds and its row together,
 /// where the order alone would put a second, dependent load (the row's offsets) on its chain.
 pub fn swizzled_rows(indptr: &[usize]) -> Vec<i32> {
-    row_swizzle(indptr)
-        .into_iter()
-        .flat_map(|r| {
-            let r = r as usize;
-            // Entries and rows fit in i32: validated at upload.
-            [indptr[r] as i32, indptr[r + 1] as i32, r as i32, 0]
-        })
-        .collect()
+    // Entries and rows fit in i32: validated at upload.
+    let row = |r: i32| {
+        let r = r as usize;
+        [indptr[r] as i32, indptr[r + 1] as i32, r as i32, 0]
+    };
+    let order = row_swizzle(indptr);
+    let mut bounds = vec![0i32; 4 * order.len()];
+    if in_parallel(order.len()) {
+        bounds.par_chunks_mut(4).zip(order).for_each(|(b, r)| b.copy_from_slice(&row(r)));
+    } else {
+        bounds.chunks_mut(4).zip(order).for_each(|(b, r)| b.copy_from_slice(&row(r)));
+    }
+    bounds
 }
 
 /// Copies a host slice to the device. Empty slices get a one-element allocation so every pointer handed to
@@ -228,32 +302,52 @@ pub(crate) struct DeviceSplit {
     pub(crate) num_partials: usize,
 }
 
-impl Derived {
-    fn of(gpu: &Gpu, indptr: &[usize], indices: &[usize], dtype: crate::DType) -> Result<Self> {
+/// What a validated structure gives on the host, before anything of it is uploaded: the statistics, the row order
+/// and the row split ([`Derived`]'s host side), and the tensor-core block counts where asked for.
+struct HostDerived {
+    stats: RowStats,
+    swizzled_rows: Option<Vec<i32>>,
+    split: Option<crate::spmm::split::HostSplit>,
+    counts: Option<crate::spmm::tensor_core::BlockCounts>,
+}
+
+impl HostDerived {
+    /// The block counts are counted where `counts` says so (f16, bf16 and f32 uploads); the parts run side by side
+    /// on rayon's threads.
+    fn of(cols: usize, indptr: &[usize], indices: &[usize], dtype: crate::DType, counts: bool) -> Self {
         let stats = RowStats::of_csr(indptr, indices);
         let rows = indptr.len().saturating_sub(1);
-        let swizzled_rows = if crate::spmm::rows_longest_first(&stats, rows, dtype) {
-            Some(upload_slice(gpu, &swizzled_rows(indptr), "uploading the row swizzle")?)
-        } else {
-            None
-        };
-        let split = match crate::spmm::split::plan(indptr, &stats) {
+        let swizzle = || crate::spmm::rows_longest_first(&stats, rows, dtype).then(|| swizzled_rows(indptr));
+        let count = || counts.then(|| crate::spmm::tensor_core::BlockCounts::of(cols, indptr, indices));
+        let (swizzled_rows, (split, counts)) =
+            rayon::join(swizzle, || rayon::join(|| crate::spmm::split::plan(indptr, &stats), count));
+        HostDerived { stats, swizzled_rows, split, counts }
+    }
+}
+
+impl Derived {
+    /// Uploads `host`'s row order and split; gives back its block counts.
+    fn upload(gpu: &Gpu, host: HostDerived) -> Result<(Self, Option<crate::spmm::tensor_core::BlockCounts>)> {
+        let swizzled_rows = match host.swizzled_rows {
+            Some(rows) => Some(upload_slice(gpu, &rows, "uploading the row swizzle")?),
             None => None,
-            Some(host) => Some(DeviceSplit {
-                pieces: upload_slice(gpu, &host.pieces, "uploading the SpMM row split")?,
-                num_pieces: host.num_pieces(),
-                split_rows: upload_slice(gpu, &host.split_rows, "uploading the SpMM row split")?,
-                num_split_rows: host.num_split_rows(),
-                num_partials: host.num_partials,
+        };
+        let split = match host.split {
+            None => None,
+            Some(split) => Some(DeviceSplit {
+                pieces: upload_slice(gpu, &split.pieces, "uploading the SpMM row split")?,
+                num_pieces: split.num_pieces(),
+                split_rows: upload_slice(gpu, &split.split_rows, "uploading the SpMM row split")?,
+                num_split_rows: split.num_split_rows(),
+                num_partials: split.num_partials,
             }),
         };
-        Ok(Derived { swizzled_rows, stats, split })
+        Ok((Derived { swizzled_rows, stats: host.stats, split }, host.counts))
     }
 }
 
 /// Whether any of `values` is Inf or NaN (in parallel past a million values).
 fn holds_non_finite<T: Scalar>(values: &[T]) -> bool {
-    use rayon::prelude::*;
     let bad = |v: &T| !v.to_f64().is_finite();
     if values.len() > 1 << 20 {
         values.par_iter().any(bad)
@@ -294,7 +388,6 @@ pub struct DeviceCsr<T: Scalar> {
 /// hashed in parallel and combined in order, so it is the same on every run. Not cryptographic: it tells apart
 /// patterns that differ by accident (a plan reused for the wrong operand), not by design.
 pub(crate) fn pattern_hash(rows: usize, cols: usize, row_offsets: &[i32], column_indices: &[i32]) -> u64 {
-    use rayon::prelude::*;
     const CHUNK: usize = 1 << 16;
     // A multiply-rotate mix per word (the constants are the 64-bit golden ratio and a splitmix64 multiplier).
     let mix = |h: u64, w: u64| (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
@@ -343,38 +436,50 @@ impl<T: Scalar> DeviceCsr<T> {
         values: &[T],
     ) -> Result<Self> {
         validate(rows, cols, indptr, indices, values.len())?;
-        let to_i32 = |v: &[usize]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
-        let row_offsets = upload_slice(gpu, &to_i32(indptr), "uploading CSR row offsets")?;
-        let column_indices = upload_slice(gpu, &to_i32(indices), "uploading CSR column indices")?;
-        let non_finite = holds_non_finite(values);
-        let values = upload_slice(gpu, values, "uploading CSR values")?;
-        let mut a = Self::validated(gpu, cols, indptr, indices, (row_offsets, column_indices, values))?;
+        let copies = || -> Result<_> {
+            let row_offsets = upload_slice(gpu, &to_i32(indptr), "uploading CSR row offsets")?;
+            let column_indices = upload_slice(gpu, &to_i32(indices), "uploading CSR column indices")?;
+            Ok((row_offsets, column_indices, upload_slice(gpu, values, "uploading CSR values")?))
+        };
+        let host = || {
+            let counts = T::DTYPE != crate::DType::F64;
+            rayon::join(|| HostDerived::of(cols, indptr, indices, T::DTYPE, counts), || holds_non_finite(values))
+        };
+        // A large matrix's host work runs on rayon's threads while this one copies (the driver's calls stay on it).
+        let (copies, (host, non_finite)) = if in_parallel(rows + indices.len()) {
+            std::thread::scope(|scope| {
+                let side = scope.spawn(host);
+                let copies = copies();
+                (copies, side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            })
+        } else {
+            (copies(), host())
+        };
+        let mut a = Self::validated(gpu, (rows, cols, indices.len()), copies?, host)?;
         a.non_finite = Some(non_finite);
         Ok(a)
     }
 
-    /// The matrix over device buffers whose structure, `indptr` and `indices` on the host, was validated: the
-    /// statistics, the row order and the tensor-core block counts come from those host copies.
+    /// The matrix over device buffers whose structure was validated on the host, where `host` was derived from it.
     fn validated(
         gpu: &Gpu,
-        cols: usize,
-        indptr: &[usize],
-        indices: &[usize],
+        (rows, cols, nnz): (usize, usize, usize),
         (row_offsets, column_indices, values): (CudaSlice<i32>, CudaSlice<i32>, CudaSlice<T>),
+        host: HostDerived,
     ) -> Result<Self> {
+        let (derived_now, counts) = Derived::upload(gpu, host)?;
         let derived = OnceLock::new();
-        let _ = derived.set(Derived::of(gpu, indptr, indices, T::DTYPE)?);
+        let _ = derived.set(derived_now);
         Ok(DeviceCsr {
-            rows: indptr.len() - 1,
+            rows,
             cols,
-            nnz: indices.len(),
+            nnz,
             row_offsets,
             column_indices,
             values,
             derived,
             tensor_core: Default::default(),
-            tensor_core_count: (T::DTYPE != crate::DType::F64)
-                .then(|| crate::spmm::tensor_core::BlockCounts::of(cols, indptr, indices)),
+            tensor_core_count: counts,
             non_finite: None,
             id: next_id(),
             pattern: OnceLock::new(),
@@ -406,9 +511,12 @@ impl<T: Scalar> DeviceCsr<T> {
         let stream = gpu.stream();
         let read = |what: &'static str, buffer: &CudaSlice<i32>, len: usize| -> Result<Vec<usize>> {
             let v = stream.clone_dtoh(&buffer.slice(..len)).map_err(Error::driver("reading back a CSR array", 0))?;
-            match v.iter().position(|&x| x < 0) {
+            let negative = |x: &i32| *x < 0;
+            let first_negative =
+                if in_parallel(len) { v.par_iter().position_first(negative) } else { v.iter().position(negative) };
+            match first_negative {
                 Some(index) => Err(CsrError::Negative { what, index, value: v[index] }.into()),
-                None => Ok(v.into_iter().map(|x| x as usize).collect()),
+                None => Ok(to_usize(&v)),
             }
         };
         let indptr = read("row pointer", &row_offsets, expected)?;
@@ -422,7 +530,8 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let indices = if nnz > 0 { read("column index", &column_indices, nnz)? } else { Vec::new() };
         validate(rows, cols, &indptr, &indices, nnz)?;
-        Self::validated(gpu, cols, &indptr, &indices, (row_offsets, column_indices, values))
+        let host = HostDerived::of(cols, &indptr, &indices, T::DTYPE, T::DTYPE != crate::DType::F64);
+        Self::validated(gpu, (rows, cols, nnz), (row_offsets, column_indices, values), host)
     }
 
     /// New values for the same structure: `values`, one per stored entry in CSR order, replace A's. The tensor-core
@@ -562,9 +671,9 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let (offsets, columns) = self.read_structure(gpu)?;
         let _ = self.pattern.get_or_init(|| pattern_hash(self.rows, self.cols, &offsets, &columns));
-        let indptr: Vec<usize> = offsets.iter().map(|&o| o as usize).collect();
-        let indices: Vec<usize> = columns.iter().map(|&c| c as usize).collect();
-        let _ = self.derived.set(Derived::of(gpu, &indptr, &indices, T::DTYPE)?);
+        let (indptr, indices) = (to_usize(&offsets), to_usize(&columns));
+        let host = HostDerived::of(self.cols, &indptr, &indices, T::DTYPE, false);
+        let _ = self.derived.set(Derived::upload(gpu, host)?.0);
         Ok(self.derived.get().expect("set just above"))
     }
 
@@ -713,6 +822,20 @@ mod tests {
         assert_eq!(RowStats::of_csr(&[0, 0, 0], &[]).columns_per_entry, Some(1.0));
         assert_eq!(RowStats::of_csr(&[0], &[]).columns_per_entry, Some(1.0));
         assert_eq!(RowStats::from_indptr(&[0, 2]).columns_per_entry, None);
+        // Windows long enough to be marked in parts (2^17 entries or more), the second partial, against a count by
+        // a set, in pools of 1-3 threads.
+        let rows = W + 100;
+        let indptr: Vec<usize> = (0..=rows).map(|r| 40 * r).collect();
+        // Each row's 40 columns are consecutive; the first window wraps around 100,000 columns, so 63,840 of them
+        // are met twice, in different parts.
+        let columns: Vec<usize> = (0..40 * rows).map(|e| e % 100_000).collect();
+        let distinct = |part: &[usize]| part.iter().collect::<std::collections::HashSet<_>>().len();
+        let want = (distinct(&columns[..40 * W]) + distinct(&columns[40 * W..])) as f64 / columns.len() as f64;
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let got = pool.install(|| RowStats::of_csr(&indptr, &columns).columns_per_entry);
+            assert_eq!(got, Some(want), "{threads} threads");
+        }
     }
 
     #[test]

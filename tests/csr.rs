@@ -40,3 +40,63 @@ fn row_stats_and_swizzle() {
     assert_eq!(swizzled_rows(&indptr), vec![4, 9, 3, 0, 0, 3, 0, 0, 3, 4, 2, 0, 3, 3, 1, 0]);
     assert!(swizzled_rows(&[0]).is_empty());
 }
+
+/// A structure large enough that the checks run on rayon's threads: in pools of 1, 2, 3 and 7 threads, the error
+/// is the first in row order (the pointers' before the rows'), as a sequential walk would report it.
+#[test]
+fn large_structures_report_their_first_error_in_row_order() {
+    let (rows, cols) = (100_000, 3_000);
+    let indptr: Vec<usize> = (0..=rows).map(|r| 3 * r).collect();
+    let indices: Vec<usize> = (0..rows).flat_map(|r| [r % 1000, 1000 + r % 1000, 2000 + r % 1000]).collect();
+    let nnz = indices.len();
+    let mut bad = indices.clone();
+    bad[3 * 99_999 + 2] = 5; // row 99,999 unsorted
+    bad[3 * 90_000 + 1] = cols; // row 90,000 out of range
+    bad[3 * 60_000 + 1] = bad[3 * 60_000]; // row 60,000 duplicate
+    let mut bad_ptr = indptr.clone();
+    bad_ptr[80_001] = bad_ptr[80_000] - 1; // row 80,000 ends before it starts
+    bad_ptr[70_001] = bad_ptr[70_000] - 1;
+    for threads in [1, 2, 3, 7] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            assert_eq!(validate(rows, cols, &indptr, &indices, nnz), Ok(()));
+            let dup = validate(rows, cols, &indptr, &bad, nnz);
+            assert_eq!(dup, Err(CsrError::Duplicate { row: 60_000, col: 60_000 % 1000 }), "{threads} threads");
+            bad[3 * 60_000 + 1] = indices[3 * 60_000 + 1];
+            let range = validate(rows, cols, &indptr, &bad, nnz);
+            assert_eq!(range, Err(CsrError::ColumnOutOfRange { row: 90_000, col: cols, cols }), "{threads} threads");
+            bad[3 * 90_000 + 1] = indices[3 * 90_000 + 1];
+            let unsorted = validate(rows, cols, &indptr, &bad, nnz);
+            assert_eq!(unsorted, Err(CsrError::Unsorted { row: 99_999, prev: 1999, col: 5 }), "{threads} threads");
+            bad[3 * 60_000 + 1] = bad[3 * 60_000];
+            bad[3 * 90_000 + 1] = cols;
+            let (start, end) = (bad_ptr[70_000], bad_ptr[70_001]);
+            let ptr = validate(rows, cols, &bad_ptr, &bad, nnz);
+            assert_eq!(ptr, Err(CsrError::IndptrNotMonotone { row: 70_000, start, end }), "{threads} threads");
+        });
+    }
+}
+
+/// The longest-first order of many rows (sorted in parallel) is the stable sort's: by length, ties by row.
+#[test]
+fn large_swizzle_is_the_stable_order() {
+    let rows = 200_000;
+    let lens: Vec<usize> = (0..rows).map(|r| (r * 7919) % 13).collect();
+    let indptr: Vec<usize> = std::iter::once(0)
+        .chain(lens.iter().scan(0, |s, &l| {
+            *s += l;
+            Some(*s)
+        }))
+        .collect();
+    let order = row_swizzle(&indptr);
+    assert_eq!(order.len(), rows);
+    for w in order.windows(2) {
+        let (a, b) = (w[0] as usize, w[1] as usize);
+        assert!(lens[a] > lens[b] || (lens[a] == lens[b] && a < b), "rows {a} then {b}");
+    }
+    let bounds = swizzled_rows(&indptr);
+    for (i, &r) in order.iter().enumerate() {
+        let r = r as usize;
+        assert_eq!(bounds[4 * i..4 * i + 4], [indptr[r] as i32, indptr[r + 1] as i32, r as i32, 0]);
+    }
+}

@@ -3078,6 +3078,28 @@ fn callers_device_buffers_are_wrapped_and_checked() {
     let theirs = other.stream().clone_htod(&indptr).unwrap();
     let wrong = DeviceCsr::from_device(&gpu, m, k, theirs, up_i32(&indices), up_f32(&values));
     assert!(matches!(wrong, Err(Error::WrongGpu(_))));
+
+    // A structure large enough that the host checks its download on rayon's threads: the statistics, the row
+    // order's product and the block counts are the upload's, and of two negative entries the first is reported.
+    let (m, k) = (60_000, 3_000);
+    let big = gen::power_law(m, k, 6.0, 1.5, seed(132));
+    let uploaded = DeviceCsr::upload(&gpu, big.view()).unwrap();
+    let offsets: Vec<i32> = big.indptr().to_proper().iter().map(|&x| x as i32).collect();
+    let columns: Vec<i32> = big.indices().iter().map(|&x| x as i32).collect();
+    let wrapped = DeviceCsr::from_device(&gpu, m, k, up_i32(&offsets), up_i32(&columns), up_f32(big.data())).unwrap();
+    assert_eq!(wrapped.stats(&gpu).unwrap(), uploaded.stats(&gpu).unwrap());
+    assert_eq!(wrapped.tensor_core_block_count(), uploaded.tensor_core_block_count());
+    let b = dense::<f32>(k, 64, seed(133));
+    let b_dev = DeviceDense::upload(&gpu, k, 64, &b).unwrap();
+    let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, 64).unwrap();
+    let kernel = spmm_auto(&gpu, &wrapped, &b_dev, &mut c_dev).unwrap();
+    check_spmm(&format!("large wrapped buffers, {kernel}"), big.view(), &b, 64, &c_dev.download(&gpu).unwrap());
+    let nnz = columns.len();
+    let mut negative = columns.clone();
+    (negative[nnz / 3], negative[nnz - 2]) = (-7, -1);
+    let wrap = |i: &[i32]| DeviceCsr::from_device(&gpu, m, k, up_i32(&offsets), up_i32(i), up_f32(big.data()));
+    let error = csr_error(wrap(&negative));
+    assert!(matches!(error, CsrError::Negative { index, value: -7, .. } if index == nnz / 3), "{error}");
 }
 
 /// Memory of another `Gpu` handle is refused with `WrongGpu`, before any launch: its stream is not this handle's,

@@ -82,12 +82,17 @@ pub(crate) fn plan(indptr: &[usize], stats: &RowStats) -> Option<HostSplit> {
         }
         num_partials += count;
     }
-    pieces.sort_by_key(|p| std::cmp::Reverse(p.0)); // stable: ties stay in row and piece order
-    Some(HostSplit {
-        pieces: pieces.into_iter().flat_map(|(_, row, begin, end, partial)| [row, begin, end, partial]).collect(),
-        split_rows,
-        num_partials,
-    })
+    // Longest first by a counting sort (stable: ties stay in row and piece order); no piece passes PIECE_LEN.
+    let mut next = vec![0usize; PIECE_LEN + 1];
+    pieces.iter().for_each(|p| next[p.0] += 1);
+    crate::csr::longest_first_slots(&mut next);
+    let mut sorted = vec![0i32; 4 * pieces.len()];
+    for (len, row, begin, end, partial) in pieces {
+        let at = 4 * next[len];
+        next[len] += 1;
+        sorted[at..at + 4].copy_from_slice(&[row, begin, end, partial]);
+    }
+    Some(HostSplit { pieces: sorted, split_rows, num_partials })
 }
 
 /// Whether a launch should use the split: when the longest row's tiles (`max / block_items_k`) exceed eight
@@ -152,11 +157,13 @@ mod tests {
         // Every entry of every row is in exactly one piece, pieces of split rows name their own partials.
         let mut covered = vec![0u32; *indptr.last().unwrap()];
         let mut seen_rows = vec![0u32; lens.len()];
-        let mut prev_len = usize::MAX;
+        let (mut prev_len, mut prev_begin) = (usize::MAX, 0);
         for p in split.pieces.chunks(4) {
             let (row, begin, end, partial) = (p[0] as usize, p[1] as usize, p[2] as usize, p[3]);
             assert!(end - begin <= PIECE_LEN && end - begin <= prev_len, "longest first: {p:?}");
-            prev_len = end - begin;
+            // Ties in row and piece order, that is in entry order (no piece is empty but an empty row's).
+            assert!(end - begin < prev_len || begin > prev_begin || begin == end, "stable: {p:?}");
+            (prev_len, prev_begin) = (end - begin, begin);
             assert!(indptr[row] <= begin && end <= indptr[row + 1], "{p:?}");
             covered[begin..end].iter_mut().for_each(|c| *c += 1);
             seen_rows[row] += 1;

@@ -173,8 +173,8 @@ pub struct BlockCounts {
 
 impl BlockCounts {
     /// Counts all three ([`count_blocks`]'s numbers): in one walk over the entries where a stamp per column fits
-    /// (each column's stamp is the last 16-row window that stored it, which says whether the 32- and 64-row windows
-    /// around the current one have met it too), else by [`count_blocks`] per height.
+    /// ([`count_windows`]; on a large matrix, ranges of 64-row windows in parallel), else by [`count_blocks`] per
+    /// height.
     pub fn of(cols: usize, indptr: &[usize], indices: &[usize]) -> BlockCounts {
         if !stamps_fit(cols, indices.len()) {
             return BlockCounts {
@@ -183,34 +183,44 @@ impl BlockCounts {
                 mid: count_blocks(cols, indptr, indices, MID_WINDOW),
             };
         }
-        // 16-row windows per window of each height: 16, 32 and 64 rows.
-        const SPANS: [usize; 3] = [1, MID_WINDOW / WINDOW, WIDE_WINDOW / WINDOW];
         let rows = indptr.len().saturating_sub(1);
         let windows = rows.div_ceil(WINDOW);
-        let mut stamp = vec![u32::MAX; cols];
-        let (mut distinct, mut blocks) = ([0usize; 3], [0usize; 3]);
-        for w in 0..windows {
-            for &c in &indices[indptr[w * WINDOW]..indptr[((w + 1) * WINDOW).min(rows)]] {
-                let last = stamp[c];
-                if last == w as u32 {
-                    continue; // met in this 16-row window, so in the windows around it too
-                }
-                stamp[c] = w as u32;
-                for (h, span) in SPANS.into_iter().enumerate() {
-                    // The first 16-row window of this height's window around w.
-                    if last == u32::MAX || (last as usize) < w - w % span {
-                        distinct[h] += 1;
+        let nnz = indices.len();
+        // Ranges of whole 64-row windows, about equal in entries, one per thread, each with its own stamps: as
+        // many as keep the stamps within 16 bytes per entry.
+        let parts = if crate::csr::in_parallel(rows + nnz) {
+            rayon::current_num_threads().min((4 * nnz / cols.max(1)).max(1)).min(windows.div_ceil(SPAN))
+        } else {
+            1
+        };
+        let count = |range: std::ops::Range<usize>| count_windows(cols, indptr, indices, range);
+        let [narrow, mid, wide] = if parts <= 1 {
+            count(0..windows)
+        } else {
+            use rayon::prelude::*;
+            // The first 64-row window whose first entry is at or past `entry`, in 16-row windows.
+            let wide_windows = windows.div_ceil(SPAN);
+            let first_at = |entry: usize| {
+                let (mut lo, mut hi) = (0, wide_windows);
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if indptr[(mid * WIDE_WINDOW).min(rows)] < entry {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
                     }
                 }
-            }
-            for (h, span) in SPANS.into_iter().enumerate() {
-                if (w + 1) % span == 0 || w + 1 == windows {
-                    blocks[h] += distinct[h].div_ceil(SLOTS);
-                    distinct[h] = 0;
-                }
-            }
-        }
-        BlockCounts { narrow: blocks[0], mid: blocks[1], wide: blocks[2] }
+                (lo * SPAN).min(windows)
+            };
+            let mut bounds: Vec<usize> = (0..=parts).map(|t| first_at(t * nnz / parts)).collect();
+            bounds[parts] = windows;
+            bounds.dedup();
+            bounds
+                .par_windows(2)
+                .map(|b| count(b[0]..b[1]))
+                .reduce(|| [0; 3], |x, y| [x[0] + y[0], x[1] + y[1], x[2] + y[2]])
+        };
+        BlockCounts { narrow, mid, wide }
     }
 
     /// The share of the 16-row windows' slots that A's `nnz` entries fill (0 where there are no blocks).
@@ -330,6 +340,44 @@ pub const DEVICE_BUILD_MAX_COLUMNS: usize = DEVICE_BUILD_SHARED_BYTES as usize /
 const DEVICE_BUILD_SHARED_BYTES: u32 = 96 * 1024;
 /// Threads per block of the device build (`ts::kTcBuildThreads`, cuda/spmm/tc_build.cuh).
 const TC_BUILD_THREADS: u32 = 256;
+
+/// 16-row windows per 64-row window.
+const SPAN: usize = WIDE_WINDOW / WINDOW;
+
+/// [`BlockCounts::of`]'s k-blocks of the 16-, 32- and 64-row windows around the 16-row windows `range`, whose ends
+/// are multiples of [`SPAN`] or the last window, with a stamp per column: the last 16-row window of the range that
+/// stored it, which says whether the 32- and 64-row windows around the current one have met it too.
+fn count_windows(cols: usize, indptr: &[usize], indices: &[usize], range: std::ops::Range<usize>) -> [usize; 3] {
+    // 16-row windows per window of each height: 16, 32 and 64 rows.
+    const SPANS: [usize; 3] = [1, MID_WINDOW / WINDOW, SPAN];
+    let rows = indptr.len().saturating_sub(1);
+    let end = range.end;
+    let mut stamp = vec![u32::MAX; cols];
+    let (mut distinct, mut blocks) = ([0usize; 3], [0usize; 3]);
+    for w in range {
+        for &c in &indices[indptr[w * WINDOW]..indptr[((w + 1) * WINDOW).min(rows)]] {
+            let last = stamp[c];
+            if last == w as u32 {
+                continue; // met in this 16-row window, so in the windows around it too
+            }
+            stamp[c] = w as u32;
+            for (h, span) in SPANS.into_iter().enumerate() {
+                // Not met since the first 16-row window of this height's window around w (stamps are of this
+                // range's windows, all before w, or u32::MAX).
+                if last == u32::MAX || (last as usize) < w - w % span {
+                    distinct[h] += 1;
+                }
+            }
+        }
+        for (h, span) in SPANS.into_iter().enumerate() {
+            if (w + 1) % span == 0 || w + 1 == end {
+                blocks[h] += distinct[h].div_ceil(SLOTS);
+                distinct[h] = 0;
+            }
+        }
+    }
+    blocks
+}
 
 /// The number of k-blocks of a CSR matrix of `cols` columns cut into windows of `rows_per_window` rows: per
 /// window, its distinct columns / 16 rounded up. O(nnz) with a stamp per column when the columns are not
@@ -2541,6 +2589,16 @@ mod tests {
             assert_eq!(BlockCounts::of(m.cols(), &indptr, &indices), per_height(m.cols(), &indptr, &indices));
         }
         assert_eq!(BlockCounts::of(257_000, &indptr, &wide), per_height(257_000, &indptr, &wide), "sorting path");
+        // Large enough for ranges of 64-row windows in parallel: uneven rows (so the ranges' ends are not evenly
+        // spaced), a partial last window, and rows sharing columns across the ranges' ends, in pools of 1-7 threads.
+        let big = crate::gen::power_law(30_001, 2_000, 12.0, 1.6, 9);
+        let (indptr, indices) = (big.proper_indptr().to_vec(), big.indices().to_vec());
+        assert!(crate::csr::in_parallel(indptr.len() + indices.len()));
+        let want = per_height(2_000, &indptr, &indices);
+        for threads in [1, 2, 3, 7] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            assert_eq!(pool.install(|| BlockCounts::of(2_000, &indptr, &indices)), want, "{threads} threads");
+        }
     }
 
     #[test]
