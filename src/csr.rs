@@ -184,7 +184,9 @@ fn columns_per_entry(indptr: &[usize], indices: &[usize]) -> f64 {
         .map(|w| {
             let (r0, r1) = (w * LOCALITY_WINDOW, ((w + 1) * LOCALITY_WINDOW).min(rows));
             let window = &indices[indptr[r0]..indptr[r1]];
-            let span = window.iter().max().map_or(0, |&c| c + 1);
+            let long = window.len() >= 1 << 17;
+            let largest = if long { window.par_iter().max() } else { window.iter().max() };
+            let span = largest.map_or(0, |&c| c + 1);
             if span <= 64 * window.len() {
                 let words = span.div_ceil(64);
                 let mark = |mut seen: Vec<u64>, part: &[usize]| {
@@ -194,7 +196,7 @@ fn columns_per_entry(indptr: &[usize], indices: &[usize]) -> f64 {
                     seen
                 };
                 // A long window (a few rows over many columns) is itself marked in parts, their bitmaps or'ed.
-                let seen = if window.len() >= 1 << 17 && span <= 8 * window.len() {
+                let seen = if long && span <= 8 * window.len() {
                     window.par_chunks(1 << 16).fold(|| vec![0u64; words], mark).reduce(
                         || vec![0u64; words],
                         |mut x, y| {

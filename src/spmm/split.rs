@@ -62,36 +62,45 @@ pub(crate) fn plan(indptr: &[usize], stats: &RowStats) -> Option<HostSplit> {
     if !has_rows_to_split(stats) {
         return None;
     }
-    // (length, row, begin, end, partial)
-    let mut pieces: Vec<(usize, i32, i32, i32, i32)> = Vec::with_capacity(indptr.len());
+    // Every piece in row and piece order, with its length: a row's own piece, or its pieces of PIECE_LEN entries
+    // each (the last shorter) naming partial rows numbered in that order.
+    let each_piece = |f: &mut dyn FnMut(usize, [i32; 4])| {
+        let mut partials = 0;
+        for (row, w) in indptr.windows(2).enumerate() {
+            let (start, end) = (w[0], w[1]);
+            if end - start <= PIECE_LEN {
+                f(end - start, [row as i32, start as i32, end as i32, -1]);
+                continue;
+            }
+            for (q, begin) in (start..end).step_by(PIECE_LEN).enumerate() {
+                let stop = (begin + PIECE_LEN).min(end);
+                f(stop - begin, [row as i32, begin as i32, stop as i32, (partials + q) as i32]);
+            }
+            partials += (end - start).div_ceil(PIECE_LEN);
+        }
+    };
+    // Longest first by a counting sort (stable: ties stay in row and piece order): one walk counts the pieces of
+    // each length (no piece passes PIECE_LEN), a second puts each in its place.
+    let mut next = vec![0usize; PIECE_LEN + 1];
     let mut split_rows = Vec::new();
     let mut num_partials = 0usize;
-    for (row, w) in indptr.windows(2).enumerate() {
-        let (start, end) = (w[0], w[1]);
-        let len = end - start;
-        if len <= PIECE_LEN {
-            pieces.push((len, row as i32, start as i32, end as i32, -1));
-            continue;
+    each_piece(&mut |len, [row, _, _, partial]| {
+        next[len] += 1;
+        if partial == num_partials as i32 {
+            // The first piece of a split row: its partials start here.
+            let count = (indptr[row as usize + 1] - indptr[row as usize]).div_ceil(PIECE_LEN);
+            split_rows.extend([row, partial, count as i32]);
+            num_partials += count;
         }
-        let count = len.div_ceil(PIECE_LEN);
-        split_rows.extend([row as i32, num_partials as i32, count as i32]);
-        for q in 0..count {
-            let begin = start + q * PIECE_LEN;
-            let stop = (begin + PIECE_LEN).min(end);
-            pieces.push((stop - begin, row as i32, begin as i32, stop as i32, (num_partials + q) as i32));
-        }
-        num_partials += count;
-    }
-    // Longest first by a counting sort (stable: ties stay in row and piece order); no piece passes PIECE_LEN.
-    let mut next = vec![0usize; PIECE_LEN + 1];
-    pieces.iter().for_each(|p| next[p.0] += 1);
+    });
+    let total = next.iter().sum::<usize>();
     crate::csr::longest_first_slots(&mut next);
-    let mut sorted = vec![0i32; 4 * pieces.len()];
-    for (len, row, begin, end, partial) in pieces {
+    let mut sorted = vec![0i32; 4 * total];
+    each_piece(&mut |len, piece| {
         let at = 4 * next[len];
         next[len] += 1;
-        sorted[at..at + 4].copy_from_slice(&[row, begin, end, partial]);
-    }
+        sorted[at..at + 4].copy_from_slice(&piece);
+    });
     Some(HostSplit { pieces: sorted, split_rows, num_partials })
 }
 
