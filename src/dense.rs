@@ -86,6 +86,22 @@ impl<T: Scalar> DeviceDense<T> {
         Ok(v)
     }
 
+    /// A copy of the matrix's `rows * cols` elements on the device (at least one element), `what` naming it in
+    /// an error ([`Error::OutOfDeviceMemory`] where it does not fit).
+    pub(crate) fn copy(&self, gpu: &Gpu, what: &'static str) -> Result<CudaSlice<T>> {
+        self.check_gpu(gpu, "the dense matrix")?;
+        let len = (self.rows * self.cols).max(1);
+        let bytes = len * std::mem::size_of::<T>();
+        gpu.stream().clone_dtod(&self.data.slice(..len)).map_err(Error::driver(what, bytes))
+    }
+
+    /// Overwrites the matrix's elements with a [`DeviceDense::copy`] of them.
+    pub(crate) fn copy_from(&mut self, gpu: &Gpu, copy: &CudaSlice<T>) -> Result<()> {
+        self.check_gpu(gpu, "the dense matrix")?;
+        let mut dst = self.data.slice_mut(..copy.len());
+        gpu.stream().memcpy_dtod(copy, &mut dst).map_err(Error::driver("copying a dense matrix back", 0))
+    }
+
     /// [`Error::WrongGpu`] unless this matrix is `gpu`'s ([`Gpu::check_owns`]).
     pub(crate) fn check_gpu(&self, gpu: &Gpu, what: &str) -> Result<()> {
         gpu.check_owns(what, &self.data)

@@ -95,10 +95,12 @@ fn spmm_scalars_run_and_verify_on_any_machine() {
 
 /// `spmm --tune` times the kernels on the GPU, runs the choice and verifies it with that kernel's bound; without a GPU
 /// it says that it has nothing to choose from and runs the CPU backend. With `--bias-relu` it tunes and verifies C =
-/// ReLU(A * B + bias), and with --values-change (which needs --tune). It takes neither --config nor --cpu.
+/// ReLU(A * B + bias), with the scalars (C read), and with --values-change (which needs --tune). It takes neither
+/// --config nor --cpu.
 #[test]
 fn spmm_tune_chooses_on_the_gpu_or_says_why() {
-    for epilogue in [&[][..], &["--bias-relu"][..], &["--values-change"][..]] {
+    let scaled = ["--alpha", "-2", "--beta", "0.5", "--bias-relu"];
+    for epilogue in [&[][..], &["--bias-relu"][..], &["--values-change"][..], &scaled[..]] {
         let out = tilesparse()
             .args(["spmm", "--m", "300", "--k", "200", "--density", "0.05", "--n", "64", "--iters", "2", "--tune"])
             .arg("--verify")
@@ -109,7 +111,8 @@ fn spmm_tune_chooses_on_the_gpu_or_says_why() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let what = format!("{epilogue:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}");
         assert!(out.status.success() && stdout.contains("verify: OK"), "{what}");
-        assert_eq!(stdout.contains("C = ReLU(A * B + bias)"), epilogue.contains(&"--bias-relu"), "{what}");
+        assert_eq!(stdout.contains("C = ReLU("), epilogue.contains(&"--bias-relu"), "{what}");
+        assert_eq!(stdout.contains("C = ReLU(-2 * A * B + 0.5 * C + bias)"), epilogue == scaled, "{what}");
         let on_gpu = stdout.lines().any(|l| l.starts_with("GPU "));
         if on_gpu {
             assert!(stdout.contains("kernels timed in") && stdout.contains("(chosen"), "{what}");

@@ -17,10 +17,11 @@ use tilesparse::spmm::{
     splits_rows, spmm_bias_relu, spmm_leaving_out_empty_rows, spmm_with,
 };
 use tilesparse::{
-    gen, spmm, spmm_auto, spmm_bias_relu_auto, spmm_in_order, spmm_kernel, spmm_kernel_bias_relu, spmm_tensor_core,
-    spmm_tensor_core_bias_relu, spmm_tensor_core_empty_windows, spmm_tensor_core_paths, spmm_tensor_core_with,
-    spmm_tune, spmm_tune_bias_relu, BlockOrder, CsrError, DType, DeviceCsr, DeviceDense, Error, Gpu, RangeSum,
-    RowStats, Scalar, SpmmConfig, SpmmEpilogue, SpmmKernel, TensorCoreConfig, TuneOptions,
+    gen, spmm, spmm_auto, spmm_bias_relu_auto, spmm_in_order, spmm_kernel, spmm_kernel_bias_relu, spmm_kernel_with,
+    spmm_tensor_core, spmm_tensor_core_bias_relu, spmm_tensor_core_empty_windows, spmm_tensor_core_paths,
+    spmm_tensor_core_with, spmm_tune, spmm_tune_bias_relu, spmm_tune_with, BlockOrder, CsrError, DType, DeviceCsr,
+    DeviceDense, Error, Gpu, RangeSum, RowStats, Scalar, SpmmConfig, SpmmEpilogue, SpmmKernel, TensorCoreConfig,
+    TuneOptions,
 };
 
 /// Runs `config` on A (m x k) * B (k x n) and returns C, poisoned beforehand.
@@ -1001,7 +1002,8 @@ fn cusparse_blocked_ell_baseline_matches_the_oracle() {
 /// kernel (checked against the oracle with that kernel's bound, and bit for bit against another run of it), and the
 /// report holds together: the automatic choice is `spmm_auto`'s and one of the candidates, every candidate was
 /// timed or skipped, the finalists include the automatic choice, and the choice replaced it only where a finalist
-/// was faster by the margin. Then `spmm_tune_bias_relu` on one of them, with a bias.
+/// was faster by the margin. Then `spmm_tune_bias_relu` on one of them, with a bias, and `spmm_tune_with` with the
+/// scalars and a bias on a C that is read.
 fn tuned_kernels_case<T: Scalar>(gpu: &Gpu) {
     let cases: Vec<(String, CsMat<f32>, usize)> = vec![
         ("uniform 4096 x 4096 at 5%".into(), gen::uniform_random(4096, 4096, 0.05, seed(200)), 128),
@@ -1078,6 +1080,23 @@ fn tuned_kernels_case<T: Scalar>(gpu: &Gpu) {
     let short = gpu.stream().clone_htod(&bias[1..]).unwrap();
     let r = spmm_tune_bias_relu(gpu, &a_dev, &b_dev, &short, &mut c_dev, &opts);
     assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{what}: a bias one short: {:?}", r.map(|t| t.kernel));
+    // C = ReLU(-1.5 A * B + 0.75 C + bias) tuned with the whole epilogue (`spmm_tune_with`): every timed run reads
+    // the last one's C, yet C ends as one run of the chosen kernel on C's starting values (its own run's bits), and
+    // the NaN and Inf there reach C.
+    let epilogue = SpmmEpilogue { alpha: -1.5, beta: 0.75, bias: Some(&bias_dev) };
+    let what = format!("{} power-law 1000 x 3000, n = 72, alpha -1.5, beta 0.75, bias + ReLU", T::DTYPE);
+    let mut old: Vec<T> = gen::dense_matrix(1000, 72, seed(216)).into_iter().map(T::from_f32).collect();
+    (old[72 * 5 + 3], old[72 * 700 + 70]) = (T::from_f32(f32::NAN), T::from_f32(f32::INFINITY));
+    let mut c_dev = DeviceDense::upload(gpu, 1000, 72, &old).unwrap();
+    let t = spmm_tune_with(gpu, &a_dev, &b_dev, &mut c_dev, epilogue, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let tuned_c = c_dev.download(gpu).unwrap();
+    let scaled = oracle.epilogue::<T>(-1.5, 0.75, &old, Some(&bias), 72);
+    scaled.check_kernel(&format!("{what}, tuned ({})", t.kernel), &tuned_c, &t.kernel);
+    assert!(tuned_c[72 * 5 + 3].to_f64().is_nan(), "{what}: C's NaN must reach C");
+    let mut c_dev = DeviceDense::upload(gpu, 1000, 72, &old).unwrap();
+    spmm_kernel_with(gpu, &a_dev, &b_dev, &mut c_dev, &t.kernel, epilogue).unwrap();
+    assert!(same_bits(&c_dev.download(gpu).unwrap(), &tuned_c), "{what}: {} run again", t.kernel);
+    assert!(t.screened > 1 && t.finalists.iter().any(|f| f.kernel == t.kernel), "{what}: {t:?}");
     // Options that cannot measure are refused before anything runs.
     let (_, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, &gen::uniform_random(8, 8, 0.5, seed(220)), 8, 1);
     for bad in [

@@ -138,8 +138,8 @@ struct SpmmArgs {
     config: String,
     /// Choose the kernel by timing every one that can run the product on this matrix (`spmm_tune`), then run the
     /// fastest; it replaces the automatic choice only where it is at least 2% faster. GPU only, with --config auto.
-    /// With --bias-relu every kernel is timed with the fused epilogue (`spmm_tune_bias_relu`); the scalars (--alpha,
-    /// --beta) are not part of the timing.
+    /// Every kernel is timed with the epilogue it then runs with (`spmm_tune_with`): the scalars (--alpha, --beta)
+    /// and the bias + ReLU (--bias-relu).
     #[arg(long)]
     tune: bool,
     /// With --tune: A's values change before every product (a weight in training, `DeviceCsr::set_values`), so each
@@ -531,18 +531,15 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         Some(gpu) => {
             let a_dev = DeviceCsr::upload(&gpu, a.view())?;
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
-            let mut c_dev = DeviceDense::<T>::zeros(&gpu, m, n)?;
+            let mut c_dev = DeviceDense::upload(&gpu, m, n, &c0)?;
             let bias_dev = bias.as_deref().map(|bias| tilesparse::spmm::upload_bias(&gpu, bias)).transpose()?;
             let epilogue = SpmmEpilogue { alpha, beta, bias: bias_dev.as_ref() };
             let config = match explicit {
                 Some(kernel) => kernel,
                 None if args.tune => {
-                    // With --bias-relu every candidate is timed with the epilogue it then runs with.
+                    // Every candidate is timed with the epilogue it then runs with, on C's starting values.
                     let opts = TuneOptions { values_change: args.values_change, ..TuneOptions::default() };
-                    let tuned = match &bias_dev {
-                        Some(bias) => tilesparse::spmm_tune_bias_relu(&gpu, &a_dev, &b_dev, bias, &mut c_dev, &opts)?,
-                        None => tilesparse::spmm_tune(&gpu, &a_dev, &b_dev, &mut c_dev, &opts)?,
-                    };
+                    let tuned = tilesparse::spmm_tune_with(&gpu, &a_dev, &b_dev, &mut c_dev, epilogue, &opts)?;
                     print_tuned(&tuned);
                     tuned.kernel
                 }
@@ -550,7 +547,7 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
                 // warpgroup mma; no tensor cores where A holds Inf or NaN).
                 None => tilesparse::spmm::auto_kernel(&gpu, &a_dev, n)?,
             };
-            // The tuner left its last candidate's C: the timed runs start from C's starting values.
+            // The tuner left its result in C: the timed runs start from C's starting values.
             c_dev = DeviceDense::upload(&gpu, m, n, &c0)?;
             let run = |c: &mut DeviceDense<T>| tilesparse::spmm_kernel_with(&gpu, &a_dev, &b_dev, c, &config, epilogue);
             let t = time_op(&gpu, args.warmup, args.iters, || run(&mut c_dev))?;

@@ -12,7 +12,7 @@ pub use tensor_core::{
     skipped_empty_windows, spmm_tensor_core, spmm_tensor_core_bias_relu, spmm_tensor_core_empty_windows,
     spmm_tensor_core_paths, spmm_tensor_core_with, RangeSum, TensorCoreConfig,
 };
-pub use tune::{spmm_tune, spmm_tune_bias_relu, TuneOptions, TunedSpmm};
+pub use tune::{spmm_tune, spmm_tune_bias_relu, spmm_tune_with, TuneOptions, TunedSpmm};
 
 use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 

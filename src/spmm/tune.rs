@@ -6,7 +6,8 @@
 //! covered can lose more. For an A multiplied many times (a pruned weight, a graph's adjacency), tuning once costs
 //! a few runs of each kernel, and [`TunedSpmm::kernel`] is then passed to [`super::spmm_kernel`]. The choice is
 //! returned, not cached: store it with the matrix (`SpmmKernel` prints and parses as its kernel name).
-//! [`spmm_tune_bias_relu`] tunes C = ReLU(A * B + bias) the same way, each candidate timed with its fused epilogue.
+//! [`spmm_tune_bias_relu`] tunes C = ReLU(A * B + bias) the same way, each candidate timed with its fused epilogue,
+//! and [`spmm_tune_with`] any [`SpmmEpilogue`]: with beta not 0 every timed run reads C as well as writing it.
 //! For an A whose values change before every product ([`TuneOptions::values_change`]), each tensor-core candidate
 //! is timed with the rewrite of its blocks that an update costs it.
 //!
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::CudaSlice;
 
 use super::tensor_core::{check_tensor_core, wgmma_runs_on, BlockLayout, TensorCoreConfig};
-use super::{auto_kernel, check_config, spmm_kernel, spmm_kernel_bias_relu, SpmmKernel};
+use super::{auto_kernel, check_config, spmm_kernel_with, SpmmEpilogue, SpmmKernel};
 use crate::csr::DeviceCsr;
 use crate::dense::DeviceDense;
 use crate::error::{Error, Result};
@@ -177,7 +178,7 @@ pub fn spmm_tune<T: Scalar>(
     c: &mut DeviceDense<T>,
     opts: &TuneOptions,
 ) -> Result<TunedSpmm> {
-    tune(gpu, a, b, None, c, opts)
+    spmm_tune_with(gpu, a, b, c, SpmmEpilogue::default(), opts)
 }
 
 /// [`spmm_tune`] for C = ReLU(A * B + bias) (`bias` one f32 per row of C): every candidate is timed with the fused
@@ -191,16 +192,21 @@ pub fn spmm_tune_bias_relu<T: Scalar>(
     c: &mut DeviceDense<T>,
     opts: &TuneOptions,
 ) -> Result<TunedSpmm> {
-    tune(gpu, a, b, Some(bias), c, opts)
+    spmm_tune_with(gpu, a, b, c, SpmmEpilogue::bias_relu(bias), opts)
 }
 
-/// [`spmm_tune`], with the bias + ReLU epilogue on every run where `bias` is given.
-fn tune<T: Scalar>(
+/// [`spmm_tune`] for C = alpha * A * B + beta * C, then the bias and ReLU where `epilogue` has a bias: every
+/// candidate is timed with the epilogue it would run with ([`super::spmm_kernel_with`]), so that the scalars' cost
+/// (the tensor-core kernels' twins that apply them, the read of C where beta is not 0) is part of the choice. On
+/// return C holds the epilogue's result by the chosen kernel, on C's values from before the call: where beta is not
+/// 0, the timed runs, which each read the last one's C, work on C while a copy of its starting values waits on the
+/// device (m x n elements more device memory while tuning, [`Error::OutOfDeviceMemory`] where there is none).
+pub fn spmm_tune_with<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
-    bias: Option<&CudaSlice<f32>>,
     c: &mut DeviceDense<T>,
+    epilogue: SpmmEpilogue,
     opts: &TuneOptions,
 ) -> Result<TunedSpmm> {
     if !(0.0..1.0).contains(&opts.margin)
@@ -219,16 +225,15 @@ fn tune<T: Scalar>(
     let (m, k, n) = (a.rows(), a.cols(), b.cols());
     let start = Instant::now();
     let automatic = auto_kernel(gpu, a, n)?;
-    let product = |c: &mut DeviceDense<T>, kernel: &SpmmKernel| match bias {
-        Some(bias) => spmm_kernel_bias_relu(gpu, a, b, bias, c, kernel),
-        None => spmm_kernel(gpu, a, b, c, kernel),
-    };
     let run = |c: &mut DeviceDense<T>, kernel: &SpmmKernel| {
         if let (true, SpmmKernel::TensorCore(config)) = (opts.values_change, kernel) {
             a.rewrite_unchanged_tensor_core_values(gpu, BlockLayout::of(config)?)?;
         }
-        product(c, kernel)
+        spmm_kernel_with(gpu, a, b, c, kernel, epilogue)
     };
+    // C's starting values, where the runs read them.
+    let start_c =
+        if epilogue.reads_c() { Some(c.copy(gpu, "keeping C's starting values while tuning")?) } else { None };
     // Shapes, the bias and the build are checked by the automatic choice's own run, before anything else is timed.
     run(c, &automatic)?;
     let mut candidates = tune_candidates(gpu.info(), T::DTYPE, m, k, n);
@@ -277,7 +282,10 @@ fn tune<T: Scalar>(
     let ms: Vec<f64> = runs.into_iter().map(median).collect();
     let chosen = choose(&ms, opts.margin);
     let kernel = candidates[finalists[chosen]];
-    // C from the chosen kernel, whichever ran last.
+    // C from the chosen kernel, whichever ran last, on C's starting values.
+    if let Some(start_c) = &start_c {
+        c.copy_from(gpu, start_c)?;
+    }
     run(c, &kernel)?;
     gpu.synchronize()?;
     let mut timed: Vec<Timed> =
