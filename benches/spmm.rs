@@ -7,7 +7,8 @@
 //! trained), `DeviceCsr::set_values_from_device` then `spmm_auto`, beside the product alone, the update alone,
 //! cuSPARSE's product (which reads A's values where they are, so an update costs it nothing), and the way without
 //! `set_values`: `DeviceCsr::into_parts`, `DeviceCsr::from_device` and `spmm_auto` (host work and downloads, so
-//! that one is wall-clock time, `_wall`).
+//! that one is wall-clock time, `_wall`); and the tuned kernel after `DeviceCsr::update_values`, values written in
+//! place (`_in_place_then_tuned`: the writer writes nothing, so it is the blocks' rewrite and the product).
 //!
 //! Group `spmm_upload` (wall-clock time): `DeviceCsr::upload` of a large matrix (the checks, the statistics and
 //! the tensor-core block counts on the host, then the copies) and `DeviceCsr::from_device` of one already on the
@@ -233,6 +234,17 @@ fn new_values_case<T: Scalar>(
             event_time(gpu, iters, || {
                 turn ^= 1;
                 a_dev.set_values_from_device(gpu, &values[turn])?;
+                spmm_kernel(gpu, &a_dev, &b_dev, &mut c_dev, &tuned.kernel).map(drop)
+            })
+            .unwrap()
+        })
+    });
+    // The same written in place (`DeviceCsr::update_values`): the caller's writer, which here writes nothing (its
+    // own time is not the library's, as it is not cuSPARSE's), then the blocks' rewrite and the product.
+    group.bench_function(BenchmarkId::new(format!("{tag}_in_place_then_tuned"), name), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || {
+                a_dev.update_values(gpu, |_| Ok::<_, tilesparse::Error>(()))?;
                 spmm_kernel(gpu, &a_dev, &b_dev, &mut c_dev, &tuned.kernel).map(drop)
             })
             .unwrap()

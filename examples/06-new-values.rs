@@ -2,7 +2,8 @@
 //! (`DeviceCsr::set_values`), which rewrites on the device the tensor-core blocks the kernel multiplies by, then
 //! multiplies. The kernel is chosen once, by timing each one with the work an update costs it
 //! (`TuneOptions::values_change`), and only its blocks are kept (`keep_tensor_core_blocks_of`), so each update
-//! rewrites those alone. `cargo run --release --example 06-new-values`
+//! rewrites those alone. Values computed on the device, by an optimizer's own kernel, are written where they lie
+//! through `DeviceCsr::update_values`, with no copy. `cargo run --release --example 06-new-values`
 
 use half::f16;
 use tilesparse::{gen, spmm_kernel, spmm_tune, DeviceCsr, DeviceDense, Gpu, TuneOptions};

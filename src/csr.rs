@@ -580,6 +580,27 @@ impl<T: Scalar> DeviceCsr<T> {
         self.rewrite_tensor_core_values(gpu)
     }
 
+    /// New values for the same structure, written in place by the caller: `write` gets A's values on the device
+    /// (its first [`DeviceCsr::nnz`], in CSR order) and queues its own kernels or copies into them on
+    /// [`Gpu::stream`]; the tensor-core blocks this matrix has built are then rewritten from them, as
+    /// [`DeviceCsr::set_values`] does, with no copy of the values and no synchronisation. For an optimizer step
+    /// that updates a pruned weight where it lies. The blocks are rewritten whether `write` succeeds or fails
+    /// (it may have written part of the values), and what it returns is passed back. [`DeviceCsr::holds_non_finite`]
+    /// becomes None: the values are not looked at on the host.
+    pub fn update_values<R, E: From<Error>>(
+        &mut self,
+        gpu: &Gpu,
+        write: impl FnOnce(&mut cudarc::driver::CudaViewMut<'_, T>) -> std::result::Result<R, E>,
+    ) -> std::result::Result<R, E> {
+        self.check_gpu(gpu, "the sparse matrix")?;
+        let written = write(&mut self.values.slice_mut(..self.nnz));
+        self.non_finite = None;
+        let rewritten = self.rewrite_tensor_core_values(gpu);
+        let written = written?;
+        rewritten?;
+        Ok(written)
+    }
+
     /// Writes the values into every tensor-core block layout already built ([`DeviceCsr::set_values`]). Blocks
     /// whose write fails are dropped (built again from the new values on their next use), so none is left stale.
     fn rewrite_tensor_core_values(&mut self, gpu: &Gpu) -> Result<()> {

@@ -3505,7 +3505,8 @@ fn epilogue_tensor_core_case<T: Scalar>(gpu: &Gpu) -> usize {
     runs
 }
 
-/// `DeviceCsr::set_values` and `set_values_from_device` (new values, the same structure): every tensor-core kernel
+/// `DeviceCsr::set_values`, `set_values_from_device` and `update_values` (new values, the same structure, the last
+/// written in place by the caller, once by a writer that fails after writing): every tensor-core kernel
 /// this device runs and a tile, on a matrix whose blocks were built in every layout before the update (rewritten in
 /// place by `spmm_tc_values_<order>`) and on one that builds them only after it, against the oracle of the new
 /// values on a poisoned C, and bit for bit against a fresh upload of them. 600 x 300: scattered columns (a window's
@@ -3520,8 +3521,8 @@ fn sanitizer_new_values_reach_every_kernel() {
         (DType::F16, new_values_case::<f16>(&gpu)),
         (DType::Bf16, new_values_case::<bf16>(&gpu)),
     ] {
-        // Three sets of values, two matrices each, every tensor-core kernel and one tile.
-        assert_eq!(runs, 3 * 2 * (tensor_cores_here(&gpu, dtype).len() + 1), "{dtype}");
+        // Four sets of values, two matrices each, every tensor-core kernel and one tile.
+        assert_eq!(runs, 4 * 2 * (tensor_cores_here(&gpu, dtype).len() + 1), "{dtype}");
     }
     new_values_errors(&gpu);
 }
@@ -3569,10 +3570,29 @@ fn new_values_case<T: Scalar>(gpu: &Gpu) -> usize {
         run(&built, kernel);
     }
     let mut runs = 0;
-    for (round, from_device) in [(0u64, false), (1, true), (2, false)] {
+    // How each round sets them: from the host, from a device buffer, or written in place (`update_values`).
+    let (host, device, in_place) = (0, 1, 2);
+    for (round, how) in [(0u64, host), (1, device), (2, host), (3, in_place)] {
         let new: CsMat<T> = with_new_values(&structure, seed(963 + round));
-        for a in [&mut built, &mut lazy] {
-            if from_device {
+        for (i, a) in [&mut built, &mut lazy].into_iter().enumerate() {
+            if how == in_place {
+                // The writer copies the values in and reports their count; for `built` it then fails, which
+                // comes back after the blocks were rewritten from what it wrote.
+                let fails = i == 0;
+                let r = a.update_values(gpu, |values| {
+                    let write = gpu.stream().memcpy_htod(new.data(), values);
+                    write.map_err(|source| Error::Driver { what: "the test's write", source })?;
+                    if fails {
+                        return Err(Error::Usage("the writer failed after writing".into()));
+                    }
+                    Ok(values.len())
+                });
+                match r {
+                    Ok(len) => assert!(!fails && len == new.nnz()),
+                    Err(e) => assert!(fails && matches!(e, Error::Usage(_)), "{e}"),
+                }
+                assert_eq!(a.holds_non_finite(), None, "values never on the host");
+            } else if how == device {
                 // A longer buffer: its first nnz elements are the values.
                 let mut longer = new.data().to_vec();
                 longer.extend([T::from_f32(f32::NAN); 7]);
@@ -3600,7 +3620,7 @@ fn new_values_case<T: Scalar>(gpu: &Gpu) -> usize {
     runs
 }
 
-/// The typed errors of `set_values` and `set_values_from_device`, the Inf/NaN flag, and nnz = 0.
+/// The typed errors of `set_values`, `set_values_from_device` and `update_values`, the Inf/NaN flag, and nnz = 0.
 fn new_values_errors(gpu: &Gpu) {
     let a = gen::uniform_random(40, 30, 0.2, seed(970));
     let mut a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
@@ -3620,6 +3640,8 @@ fn new_values_errors(gpu: &Gpu) {
     let theirs = other.stream().clone_htod(&values).unwrap();
     assert!(matches!(a_dev.set_values_from_device(gpu, &theirs), Err(Error::WrongGpu(_))));
     assert!(matches!(a_dev.set_values(&other, &values), Err(Error::WrongGpu(_))));
+    let r = a_dev.update_values(&other, |_| -> tilesparse::Result<()> { panic!("another handle's writer ran") });
+    assert!(matches!(r, Err(Error::WrongGpu(_))));
     // A NaN is seen on the host, and taken to the product; finite values clear the flag.
     let mut with_nan = values.clone();
     with_nan[nnz / 2] = f32::NAN;
@@ -3639,6 +3661,8 @@ fn new_values_errors(gpu: &Gpu) {
     let empty = from_triplets(5, 7, &[]);
     let mut empty_dev = DeviceCsr::upload(gpu, empty.view()).unwrap();
     empty_dev.set_values(gpu, &[]).unwrap();
+    let len = empty_dev.update_values(gpu, |values| Ok::<_, Error>(values.len())).unwrap();
+    assert_eq!(len, 0, "no values to write in place");
     assert!(matches!(empty_dev.set_values(gpu, &[1.0]), Err(Error::InvalidCsr(CsrError::ValuesLength { .. }))));
 }
 
