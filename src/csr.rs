@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::scalar::Scalar;
 
-/// Ways a CSR matrix can be malformed. Each is reported before a kernel reads the matrix (host arrays before they
-/// reach the device).
+/// Ways a CSR matrix can be malformed. Each is reported before a kernel reads the matrix: a host array's lengths and
+/// sizes before it reaches the device; a large one's entries while it is copied (the copies are then freed).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CsrError {
     #[error("row pointer has length {got}, expected rows + 1 = {expected}")]
@@ -46,6 +46,18 @@ pub fn validate(
     indices: &[usize],
     values_len: usize,
 ) -> Result<(), CsrError> {
+    validate_sizes(rows, cols, indptr, indices, values_len)?;
+    validate_entries(cols, indptr, indices)
+}
+
+/// [`validate`]'s checks of the lengths and sizes alone: constant time.
+fn validate_sizes(
+    rows: usize,
+    cols: usize,
+    indptr: &[usize],
+    indices: &[usize],
+    values_len: usize,
+) -> Result<(), CsrError> {
     let fits =
         |what, value: usize| if value > i32::MAX as usize { Err(CsrError::TooLarge { what, value }) } else { Ok(()) };
     fits("rows", rows)?;
@@ -60,10 +72,16 @@ pub fn validate(
     if end != indices.len() || end != values_len {
         return Err(CsrError::LengthMismatch { end, indices: indices.len(), values: values_len });
     }
-    fits("nonzeros", end)?;
+    fits("nonzeros", end)
+}
+
+/// [`validate`]'s walk over the row pointer and the entries, for a structure whose lengths and sizes it checked:
+/// pointers that never decrease, then each row's columns sorted, unique and below `cols`.
+fn validate_entries(cols: usize, indptr: &[usize], indices: &[usize]) -> Result<(), CsrError> {
+    let rows = indptr.len() - 1;
     // Monotone pointers first: with them and indptr[rows] == len, every row slice below is in bounds. Both passes
     // report the first bad row in row order, in parallel or not.
-    let parallel = in_parallel(rows + end);
+    let parallel = in_parallel(rows + indices.len());
     let decreasing = |r: &usize| indptr[*r] > indptr[*r + 1];
     let first_decrease = if parallel {
         (0..rows).into_par_iter().with_min_len(4096).find_first(decreasing)
@@ -437,26 +455,31 @@ impl<T: Scalar> DeviceCsr<T> {
         indices: &[usize],
         values: &[T],
     ) -> Result<Self> {
-        validate(rows, cols, indptr, indices, values.len())?;
+        validate_sizes(rows, cols, indptr, indices, values.len())?;
         let copies = || -> Result<_> {
             let row_offsets = upload_slice(gpu, &to_i32(indptr), "uploading CSR row offsets")?;
             let column_indices = upload_slice(gpu, &to_i32(indices), "uploading CSR column indices")?;
             Ok((row_offsets, column_indices, upload_slice(gpu, values, "uploading CSR values")?))
         };
-        let host = || {
+        // The entries' checks, then what is derived from them (which trusts them).
+        let host = || -> Result<_, CsrError> {
+            validate_entries(cols, indptr, indices)?;
             let counts = T::DTYPE != crate::DType::F64;
-            rayon::join(|| HostDerived::of(cols, indptr, indices, T::DTYPE, counts), || holds_non_finite(values))
+            Ok(rayon::join(|| HostDerived::of(cols, indptr, indices, T::DTYPE, counts), || holds_non_finite(values)))
         };
         // A large matrix's host work runs on rayon's threads while this one copies (the driver's calls stay on it).
-        let (copies, (host, non_finite)) = if in_parallel(rows + indices.len()) {
+        // A structure that fails the checks has then been copied, but no kernel reads it: the copies are freed.
+        let (copies, host) = if in_parallel(rows + indices.len()) {
             std::thread::scope(|scope| {
                 let side = scope.spawn(host);
                 let copies = copies();
                 (copies, side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
             })
         } else {
-            (copies(), host())
+            let host = host()?;
+            (copies(), Ok(host))
         };
+        let (host, non_finite) = host?;
         let mut a = Self::validated(gpu, (rows, cols, indices.len()), copies?, host)?;
         a.non_finite = Some(non_finite);
         Ok(a)

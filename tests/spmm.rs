@@ -3119,6 +3119,21 @@ fn callers_device_buffers_are_wrapped_and_checked() {
     let wrap = |i: &[i32]| DeviceCsr::from_device(&gpu, m, k, up_i32(&offsets), up_i32(i), up_f32(big.data()));
     let error = csr_error(wrap(&negative));
     assert!(matches!(error, CsrError::Negative { index, value: -7, .. } if index == nnz / 3), "{error}");
+    // Uploads of it with a bad entry or pointer: their checks run while the arrays are copied, and the error comes
+    // back (a column past i32 too, whose copy is cut short, and a decreasing pointer, before any statistics).
+    let (indptr, indices) = (big.indptr().to_proper().to_vec(), big.indices().to_vec());
+    let upload = |p: &[usize], i: &[usize]| DeviceCsr::from_parts(&gpu, m, k, p, i, big.data());
+    let row = indptr.partition_point(|&p| p <= nnz / 2) - 1;
+    let mut far = indices.clone();
+    far[nnz / 2] = usize::MAX;
+    let error = csr_error(upload(&indptr, &far));
+    assert_eq!(error, CsrError::ColumnOutOfRange { row, col: usize::MAX, cols: k });
+    let mut down = indptr.clone();
+    let row = (m / 2..m).find(|&r| indptr[r + 1] > indptr[r]).unwrap();
+    down[row + 1] = indptr[row] - 1; // rows before m / 2 hold entries, so indptr[row] > 0
+    let error = csr_error(upload(&down, &indices));
+    assert!(matches!(error, CsrError::IndptrNotMonotone { row: r, .. } if r == row), "{error}");
+    assert!(upload(&indptr, &indices).is_ok());
 }
 
 /// Memory of another `Gpu` handle is refused with `WrongGpu`, before any launch: its stream is not this handle's,
