@@ -10,9 +10,11 @@
 //! that one is wall-clock time, `_wall`); and the tuned kernel after `DeviceCsr::update_values`, values written in
 //! place (`_in_place_then_tuned`: the writer writes nothing, so it is the blocks' rewrite and the product).
 //!
-//! Group `spmm_upload` (wall-clock time): `DeviceCsr::upload` of a large matrix (the checks, the statistics and
-//! the tensor-core block counts on the host, then the copies) and `DeviceCsr::from_device` of one already on the
-//! device (a download, the same host work), beside the floor: the bare copies of the three arrays, in i32.
+//! Group `spmm_transfers` (wall-clock time): `DeviceCsr::upload` of a large matrix (the checks, the statistics and
+//! the tensor-core block counts on the host, beside the copies) and `DeviceCsr::from_device` of one already on the
+//! device (a download, the same host work), beside the floor: the bare copies of the three arrays, in i32. Then
+//! `DeviceDense::download` of a 64 MB C beside cudarc's `clone_dtoh` (a fresh vector) and the floor, the bare copy
+//! into a vector whose pages are in use.
 
 use std::time::{Duration, Instant};
 
@@ -268,15 +270,16 @@ fn new_values_case<T: Scalar>(
     });
 }
 
-/// [`DeviceCsr::upload`] and [`DeviceCsr::from_device`] of large matrices against the bare copies (wall time).
-fn upload(c: &mut Criterion) {
-    let Some(gpu) = gpu_or_skip("spmm_upload") else { return };
+/// [`DeviceCsr::upload`] and [`DeviceCsr::from_device`] of large matrices, and [`DeviceDense::download`] of a
+/// large C, against the bare copies (wall time).
+fn transfers(c: &mut Criterion) {
+    let Some(gpu) = gpu_or_skip("spmm_transfers") else { return };
     let problems = [
         ("uniform_4096_s50", gen::uniform_random(4096, 4096, 0.5, 1)),
         ("uniform_8192x2048_s80", gen::uniform_random(8192, 2048, 0.2, 1)),
         ("power_law_1M", gen::power_law(1 << 20, 1 << 20, 8.0, 1.5, 1)),
     ];
-    let mut group = group(c, "spmm_upload");
+    let mut group = group(c, "spmm_transfers");
     let wall = |gpu: &Gpu, iters: u64, mut f: Box<dyn FnMut() + '_>| {
         gpu.synchronize().unwrap();
         let start = Instant::now();
@@ -321,8 +324,25 @@ fn upload(c: &mut Criterion) {
             })
         });
     }
+    let (m, n) = (4096, 4096);
+    let c_dev = DeviceDense::upload(&gpu, m, n, &gen::dense_matrix(m, n, 3)).unwrap();
+    group.throughput(Throughput::Bytes((m * n * 4) as u64));
+    group.bench_function(BenchmarkId::new("download", "c_4096x4096_f32"), |bench| {
+        bench.iter_custom(|iters| wall(&gpu, iters, Box::new(|| drop(c_dev.download(&gpu).unwrap()))))
+    });
+    // What `download` was before step 105, and what cudarc's own download costs: a fresh vector, its pages faulted
+    // in by the driver's copy.
+    group.bench_function(BenchmarkId::new("cudarc_clone_dtoh", "c_4096x4096_f32"), |bench| {
+        bench.iter_custom(|iters| wall(&gpu, iters, Box::new(|| drop(gpu.stream().clone_dtoh(c_dev.as_slice())))))
+    });
+    let mut touched = vec![0f32; m * n];
+    group.bench_function(BenchmarkId::new("bare_download", "c_4096x4096_f32"), |bench| {
+        bench.iter_custom(|iters| {
+            wall(&gpu, iters, Box::new(|| gpu.stream().memcpy_dtoh(c_dev.as_slice(), &mut touched).unwrap()))
+        })
+    });
     group.finish();
 }
 
-criterion_group!(benches, vector_widths, half_vector_widths, new_values, upload);
+criterion_group!(benches, vector_widths, half_vector_widths, new_values, transfers);
 criterion_main!(benches);

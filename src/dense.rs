@@ -81,9 +81,7 @@ impl<T: Scalar> DeviceDense<T> {
     /// Copies the matrix back (row-major).
     pub fn download(&self, gpu: &Gpu) -> Result<Vec<T>> {
         self.check_gpu(gpu, "the dense matrix")?;
-        let mut v = gpu.stream().clone_dtoh(&self.data).map_err(Error::driver("downloading a dense matrix", 0))?;
-        v.truncate(self.rows * self.cols);
-        Ok(v)
+        crate::csr::download_slice(gpu, &self.data.slice(..self.rows * self.cols), "downloading a dense matrix")
     }
 
     /// A copy of the matrix's `rows * cols` elements on the device (at least one element), `what` naming it in
