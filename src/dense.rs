@@ -84,6 +84,30 @@ impl<T: Scalar> DeviceDense<T> {
         crate::csr::download_slice(gpu, &self.data.slice(..self.rows * self.cols), "downloading a dense matrix")
     }
 
+    /// Copies the matrix back (row-major) into `out`, of `rows * cols` elements ([`Error::ShapeMismatch`]
+    /// otherwise): for a loop that downloads a C of the same shape every step, whose vector's pages are in use
+    /// after the first. A download into a new vector first touches its pages (NOTES.md step 105: 14.4 ms for a
+    /// 64 MB C where this takes 4.1 ms on the H200).
+    pub fn download_into(&self, gpu: &Gpu, out: &mut [T]) -> Result<()> {
+        self.check_gpu(gpu, "the dense matrix")?;
+        let len = self.rows * self.cols;
+        if out.len() != len {
+            return Err(Error::ShapeMismatch(format!(
+                "downloading a dense {} x {} matrix ({len} elements) into {} elements",
+                self.rows,
+                self.cols,
+                out.len()
+            )));
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        let bytes = std::mem::size_of_val(out);
+        gpu.stream()
+            .memcpy_dtoh(&self.data.slice(..len), out)
+            .map_err(Error::driver("downloading a dense matrix", bytes))
+    }
+
     /// A copy of the matrix's `rows * cols` elements on the device (at least one element), `what` naming it in
     /// an error ([`Error::OutOfDeviceMemory`] where it does not fit).
     pub(crate) fn copy(&self, gpu: &Gpu, what: &'static str) -> Result<CudaSlice<T>> {

@@ -3112,7 +3112,14 @@ fn callers_device_buffers_are_wrapped_and_checked() {
     let b_dev = DeviceDense::upload(&gpu, k, 64, &b).unwrap();
     let mut c_dev = DeviceDense::<f32>::zeros(&gpu, m, 64).unwrap();
     let kernel = spmm_auto(&gpu, &wrapped, &b_dev, &mut c_dev).unwrap();
-    check_spmm(&format!("large wrapped buffers, {kernel}"), big.view(), &b, 64, &c_dev.download(&gpu).unwrap());
+    let got = c_dev.download(&gpu).unwrap();
+    check_spmm(&format!("large wrapped buffers, {kernel}"), big.view(), &b, 64, &got);
+    // The same C into a vector of the caller's (poisoned), and the wrong length refused.
+    let mut into = vec![POISON as f32; m * 64];
+    c_dev.download_into(&gpu, &mut into).unwrap();
+    assert!(same_bits(&into, &got), "download_into gave other bits than download");
+    let short = c_dev.download_into(&gpu, &mut into[1..]);
+    assert!(matches!(short, Err(Error::ShapeMismatch(_))), "{short:?}");
     let nnz = columns.len();
     let mut negative = columns.clone();
     (negative[nnz / 3], negative[nnz - 2]) = (-7, -1);
