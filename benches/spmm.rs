@@ -297,31 +297,21 @@ fn transfers(c: &mut Criterion) {
         });
         let offsets: Vec<i32> = a.indptr().to_proper().iter().map(|&x| x as i32).collect();
         let columns: Vec<i32> = a.indices().iter().map(|&x| x as i32).collect();
+        let mut bare_copies = || {
+            let s = gpu.stream();
+            drop((s.clone_htod(&offsets).unwrap(), s.clone_htod(&columns).unwrap()));
+            drop(s.clone_htod(a.data()).unwrap());
+        };
         group.bench_function(BenchmarkId::new("bare_copies", name), |bench| {
-            bench.iter_custom(|iters| {
-                wall(
-                    &gpu,
-                    iters,
-                    Box::new(|| {
-                        let s = gpu.stream();
-                        drop((s.clone_htod(&offsets).unwrap(), s.clone_htod(&columns).unwrap()));
-                        drop(s.clone_htod(a.data()).unwrap());
-                    }),
-                )
-            })
+            bench.iter_custom(|iters| wall(&gpu, iters, Box::new(&mut bare_copies)))
         });
         let mut held = Some(DeviceCsr::upload(&gpu, a.view()).unwrap().into_parts());
+        let mut wrap_again = || {
+            let (o, c, v) = held.take().unwrap();
+            held = Some(DeviceCsr::from_device(&gpu, m, k, o, c, v).unwrap().into_parts());
+        };
         group.bench_function(BenchmarkId::new("from_device", name), |bench| {
-            bench.iter_custom(|iters| {
-                wall(
-                    &gpu,
-                    iters,
-                    Box::new(|| {
-                        let (o, c, v) = held.take().unwrap();
-                        held = Some(DeviceCsr::from_device(&gpu, m, k, o, c, v).unwrap().into_parts());
-                    }),
-                )
-            })
+            bench.iter_custom(|iters| wall(&gpu, iters, Box::new(&mut wrap_again)))
         });
     }
     let (m, n) = (4096, 4096);
