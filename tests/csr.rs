@@ -77,7 +77,8 @@ fn large_structures_report_their_first_error_in_row_order() {
     }
 }
 
-/// The longest-first order of many rows (sorted in parallel) is the stable sort's: by length, ties by row.
+/// The longest-first order of many rows (a counting sort; the bounds filled in parallel) is the stable sort's: by
+/// length, ties by row.
 #[test]
 fn large_swizzle_is_the_stable_order() {
     let rows = 200_000;

@@ -3127,7 +3127,8 @@ fn callers_device_buffers_are_wrapped_and_checked() {
     let error = csr_error(wrap(&negative));
     assert!(matches!(error, CsrError::Negative { index, value: -7, .. } if index == nnz / 3), "{error}");
     // Uploads of it with a bad entry or pointer: their checks run while the arrays are copied, and the error comes
-    // back (a column past i32 too, whose copy is cut short, and a decreasing pointer, before any statistics).
+    // back (a column past i32 too, which wraps in the copy's conversion, and a decreasing pointer, before any
+    // statistics are taken).
     let (indptr, indices) = (big.indptr().to_proper().to_vec(), big.indices().to_vec());
     let upload = |p: &[usize], i: &[usize]| DeviceCsr::from_parts(&gpu, m, k, p, i, big.data());
     let row = indptr.partition_point(|&p| p <= nnz / 2) - 1;
