@@ -323,7 +323,9 @@ fn transfers(c: &mut Criterion) {
     // What `download` was before step 105, and what cudarc's own download costs: a fresh vector, its pages faulted
     // in by the driver's copy.
     group.bench_function(BenchmarkId::new("cudarc_clone_dtoh", "c_4096x4096_f32"), |bench| {
-        bench.iter_custom(|iters| wall(&gpu, iters, Box::new(|| drop(gpu.stream().clone_dtoh(c_dev.as_slice())))))
+        bench.iter_custom(|iters| {
+            wall(&gpu, iters, Box::new(|| drop(gpu.stream().clone_dtoh(c_dev.as_slice()).unwrap())))
+        })
     });
     let mut touched = vec![0f32; m * n];
     group.bench_function(BenchmarkId::new("download_into", "c_4096x4096_f32"), |bench| {
