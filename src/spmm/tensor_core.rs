@@ -198,19 +198,11 @@ impl BlockCounts {
             count(0..windows)
         } else {
             use rayon::prelude::*;
-            // The first 64-row window whose first entry is at or past `entry`, in 16-row windows.
-            let wide_windows = windows.div_ceil(SPAN);
+            // The first 64-row window whose first entry is at or past `entry` (the first row at or past it, rounded
+            // up to a 64-row window), in 16-row windows.
             let first_at = |entry: usize| {
-                let (mut lo, mut hi) = (0, wide_windows);
-                while lo < hi {
-                    let mid = (lo + hi) / 2;
-                    if indptr[(mid * WIDE_WINDOW).min(rows)] < entry {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                (lo * SPAN).min(windows)
+                let row = indptr.partition_point(|&start| start < entry);
+                (row.div_ceil(WIDE_WINDOW) * SPAN).min(windows)
             };
             let mut bounds: Vec<usize> = (0..=parts).map(|t| first_at(t * nnz / parts)).collect();
             bounds[parts] = windows;
