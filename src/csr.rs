@@ -11,6 +11,9 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::scalar::Scalar;
 
+mod transpose;
+pub use transpose::CsrTranspose;
+
 /// Ways a CSR matrix can be malformed. Each is reported before a kernel reads the matrix: a host array's lengths and
 /// sizes before it reaches the device; a large one's entries while it is copied (the copies are then freed).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

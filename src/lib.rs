@@ -42,7 +42,7 @@ pub mod suite_spgemm;
 pub mod suite_spmv;
 pub mod timing;
 
-pub use csr::{CsrError, DeviceCsr, RowStats};
+pub use csr::{CsrError, CsrTranspose, DeviceCsr, RowStats};
 pub use dense::DeviceDense;
 pub use error::{Error, Result};
 pub use gpu::Gpu;

@@ -3787,3 +3787,212 @@ fn tuned_for_changing_values_case<T: Scalar>(gpu: &Gpu) {
         new_oracle.check_kernel(&format!("{what}, new values, {kernel}"), &got, kernel);
     }
 }
+
+/// C = A^T B through [`DeviceCsr::transpose`] in f32, f16 and bf16, and the transpose itself in f64: on A with holes
+/// and a dense row, rectangular shapes both ways, m = 1 and k = 1 (A^T of one column, of one row), nnz = 0, and a
+/// power law large enough for the host's transposition to run in parts. A^T's arrays must be sprs's transpose's,
+/// bit for bit; every tensor-core kernel this device runs, the automatic choice and a tile must match the oracle
+/// of sprs's A^T at an odd and an even n, on a poisoned C. Then new values for A (from the host, then written in
+/// place, one of them NaN) reach A^T through `CsrTranspose::refresh`, blocks included: the same bits as a fresh
+/// transposition, and the NaN in C. A refresh from another matrix is `PatternMismatch`; another handle's matrix
+/// `WrongGpu`. In f32, cuSPARSE's baselines too: its CSR to CSC conversion gives the same arrays, and its SpMM with
+/// A transposed matches the oracle (each algorithm that takes it; at least one must).
+#[test]
+fn sanitizer_transposed_products_match_the_oracle() {
+    let Some(gpu) = gpu_or_skip("sanitizer_transposed_products_match_the_oracle") else { return };
+    let cases = [
+        ("holes and a dense row", holes_and_a_dense_row(seed(1100))),
+        ("37 x 1000", gen::uniform_random(37, 1000, 0.05, seed(1101))),
+        ("1000 x 37", gen::uniform_random(1000, 37, 0.2, seed(1102))),
+        ("m = 1", gen::uniform_random(1, 500, 0.3, seed(1103))),
+        ("k = 1", gen::uniform_random(500, 1, 0.3, seed(1104))),
+        ("nnz = 0", CsMat::zero((20, 30))),
+        ("power law", gen::power_law(4000, 6000, 20.0, 1.5, seed(1105))),
+    ];
+    for (name, a) in &cases {
+        let runs = transposed_case::<f32>(&gpu, name, a) + transposed_case::<f16>(&gpu, name, a);
+        let runs = runs + transposed_case::<bf16>(&gpu, name, a);
+        assert!(runs > 0, "{name}");
+        transposed_arrays_match::<f64>(&gpu, name, &gen::convert(a));
+    }
+    transposed_errors(&gpu);
+    transposed_cusparse_baselines(&gpu, &cases[0].1);
+}
+
+/// The transposition and its refresh alone, no product (so that compute-sanitizer's racecheck, slow on the products'
+/// kernels, covers the gather kernel quickly): in f16, f32 and f64 (the gather's 2-, 4- and 8-byte forms), A^T's
+/// arrays against sprs's, after the transposition and after new values, on a 600 x 300 A with holes and a dense row
+/// and on 3000 x 50 (parallel on the host).
+#[test]
+fn sanitizer_transpose_and_refresh_alone() {
+    let Some(gpu) = gpu_or_skip("sanitizer_transpose_and_refresh_alone") else { return };
+    fn case<T: Scalar>(gpu: &Gpu, name: &str, a32: &CsMat<f32>) {
+        let a: CsMat<T> = gen::convert(a32);
+        let mut a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+        let mut at = a_dev.transpose(gpu).unwrap();
+        assert_transpose_of(gpu, &format!("{name}, {}", T::DTYPE), at.matrix(), &a);
+        let new: CsMat<T> = with_new_values(a32, seed(1140));
+        a_dev.set_values(gpu, new.data()).unwrap();
+        at.refresh(gpu, &a_dev).unwrap();
+        assert_transpose_of(gpu, &format!("{name}, {}, new values", T::DTYPE), at.matrix(), &new);
+    }
+    for (name, a) in [
+        ("holes and a dense row", holes_and_a_dense_row(seed(1141))),
+        ("3000 x 50", gen::uniform_random(3000, 50, 0.5, seed(1142))),
+    ] {
+        case::<f16>(&gpu, name, &a);
+        case::<f32>(&gpu, name, &a);
+        case::<f64>(&gpu, name, &a);
+    }
+}
+
+/// sprs's transpose of `a` (an independent reference) in CSR.
+fn sprs_transpose<T: Scalar>(a: &CsMat<T>) -> CsMat<T> {
+    a.transpose_view().to_csr()
+}
+
+/// Asserts that A^T's arrays on the device are those of sprs's transpose of `a`, values bit for bit.
+fn assert_transpose_of<T: Scalar>(gpu: &Gpu, what: &str, at: &DeviceCsr<T>, a: &CsMat<T>) {
+    let want = sprs_transpose(a);
+    let got = at.download(gpu).unwrap();
+    assert_eq!((got.rows(), got.cols()), (a.cols(), a.rows()), "{what}: shape");
+    assert_eq!(got.indptr().to_proper(), want.indptr().to_proper(), "{what}: row pointer");
+    assert_eq!(got.indices(), want.indices(), "{what}: column indices");
+    assert!(same_bits(got.data(), want.data()), "{what}: values");
+}
+
+/// The transpose of `a` uploaded in T: its arrays against sprs's.
+fn transposed_arrays_match<T: Scalar>(gpu: &Gpu, name: &str, a: &CsMat<T>) {
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let at = a_dev.transpose(gpu).unwrap();
+    assert_transpose_of(gpu, &format!("{name}, {}", T::DTYPE), at.matrix(), a);
+    assert_eq!(at.matrix().holds_non_finite(), a_dev.holds_non_finite());
+}
+
+/// [`sanitizer_transposed_products_match_the_oracle`]'s products for T on A; returns how many it checked.
+fn transposed_case<T: Scalar>(gpu: &Gpu, name: &str, a32: &CsMat<f32>) -> usize {
+    let a: CsMat<T> = gen::convert(a32);
+    let (m, k) = (a.rows(), a.cols());
+    let mut a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let mut at = a_dev.transpose(gpu).unwrap();
+    assert_transpose_of(gpu, &format!("{name}, {}", T::DTYPE), at.matrix(), &a);
+    let mut runs = 0;
+    for n in [33, 64] {
+        // C (k x n) = A^T (k x m) B (m x n).
+        let b = dense::<T>(m, n, seed(1110 + n as u64));
+        let b_dev = DeviceDense::upload(gpu, m, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<T>::zeros(gpu, k, n).unwrap();
+        let mut kernels: Vec<SpmmKernel> =
+            tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore).collect();
+        kernels.push(SpmmKernel::Tiled(SpmmConfig::select(k, m, n, a.nnz(), T::DTYPE)));
+        let mut run = |at: &DeviceCsr<T>, kernel: Option<&SpmmKernel>| {
+            c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+            let used = match kernel {
+                Some(kernel) => spmm_kernel(gpu, at, &b_dev, &mut c_dev, kernel).map(|_| *kernel),
+                None => spmm_auto(gpu, at, &b_dev, &mut c_dev),
+            };
+            let used = used.unwrap_or_else(|e| panic!("{name}, {}, n = {n}: {e}", T::DTYPE));
+            (c_dev.download(gpu).unwrap(), used)
+        };
+        let oracle = SpmmOracle::new(sprs_transpose(&a).view(), &b, n);
+        for kernel in kernels.iter().map(Some).chain([None]) {
+            let (got, used) = run(at.matrix(), kernel);
+            oracle.check_kernel(&format!("A^T of {name}, {}, n = {n}, {used}", T::DTYPE), &got, &used);
+            runs += 1;
+        }
+        if n != 64 {
+            continue;
+        }
+        // New values, each round from the host or written in place; the third round holds a NaN.
+        for round in 0..3u64 {
+            let mut new: CsMat<T> = with_new_values(a32, seed(1120 + round));
+            if round == 2 && new.nnz() > 0 {
+                let last = new.nnz() - 1;
+                new.data_mut()[last / 2] = T::from_f32(f32::NAN);
+            }
+            if round == 1 {
+                a_dev
+                    .update_values(gpu, |values| {
+                        let write = gpu.stream().memcpy_htod(new.data(), values);
+                        write.map_err(|source| Error::Driver { what: "the test's write", source })
+                    })
+                    .unwrap();
+            } else {
+                a_dev.set_values(gpu, new.data()).unwrap();
+            }
+            at.refresh(gpu, &a_dev).unwrap();
+            let what = format!("A^T of {name}, {}, round {round}", T::DTYPE);
+            assert_transpose_of(gpu, &what, at.matrix(), &new);
+            assert_eq!(at.matrix().holds_non_finite(), a_dev.holds_non_finite(), "{what}");
+            let fresh = a_dev.transpose(gpu).unwrap();
+            let oracle = SpmmOracle::new(sprs_transpose(&new).view(), &b, n);
+            for kernel in &kernels {
+                let (got, _) = run(at.matrix(), Some(kernel));
+                let what = format!("{what}, {kernel}");
+                oracle.check_kernel(&what, &got, kernel);
+                let (expected, _) = run(fresh.matrix(), Some(kernel));
+                assert!(same_bits(&got, &expected), "{what}: other bits than a fresh transposition");
+                if round == 2 && new.nnz() > 0 {
+                    assert!(got.iter().any(|v| v.to_f64().is_nan()), "{what}: the NaN is lost");
+                }
+                runs += 1;
+            }
+        }
+    }
+    runs
+}
+
+/// The transposition's typed errors: a refresh from another matrix (even of the same structure and values), and
+/// another handle's matrix or transpose.
+fn transposed_errors(gpu: &Gpu) {
+    let a = gen::uniform_random(40, 30, 0.2, seed(1130));
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let mut at = a_dev.transpose(gpu).unwrap();
+    let twin = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let r = at.refresh(gpu, &twin);
+    assert!(matches!(r, Err(Error::PatternMismatch(_))), "{r:?}");
+    let other = Gpu::new(0).unwrap();
+    assert!(matches!(a_dev.transpose(&other).map(drop), Err(Error::WrongGpu(_))));
+    assert!(matches!(at.refresh(&other, &a_dev), Err(Error::WrongGpu(_))));
+    let theirs = DeviceCsr::upload(&other, a.view()).unwrap();
+    assert!(matches!(at.refresh(gpu, &theirs), Err(Error::WrongGpu(_))));
+    // After the errors it still refreshes from its own matrix.
+    at.refresh(gpu, &a_dev).unwrap();
+    assert_transpose_of(gpu, "after the errors", at.matrix(), &a);
+}
+
+/// cuSPARSE's CSR to CSC conversion and its SpMM with A transposed, against sprs and the oracle.
+fn transposed_cusparse_baselines(gpu: &Gpu, a: &CsMat<f32>) {
+    use tilesparse::baseline::cusparse::{Cusparse, CusparseCsr2Csc, CusparseSpmm, SpmmAlg};
+    let lib = Cusparse::new(gpu).unwrap();
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let mut conversion = CusparseCsr2Csc::new(gpu, &lib, &a_dev).unwrap();
+    conversion.run(gpu).unwrap();
+    let (ptr, ind, values) = conversion.download(gpu).unwrap();
+    let want = sprs_transpose(a);
+    let ptr: Vec<usize> = ptr.iter().map(|&x| x as usize).collect();
+    let ind: Vec<usize> = ind.iter().map(|&x| x as usize).collect();
+    assert_eq!((&ptr[..], &ind[..]), (&want.indptr().to_proper()[..], want.indices()), "csr2csc");
+    assert!(same_bits(&values, want.data()), "csr2csc values");
+    let (m, k, n) = (a.rows(), a.cols(), 48);
+    let b = dense::<f32>(m, n, seed(1131));
+    let oracle = SpmmOracle::new(want.view(), &b, n);
+    let b_dev = DeviceDense::upload(gpu, m, n, &b).unwrap();
+    let mut c_dev = DeviceDense::<f32>::zeros(gpu, k, n).unwrap();
+    let mut ran = 0;
+    for alg in SpmmAlg::ALL {
+        c_dev.fill(gpu, POISON as f32).unwrap();
+        match CusparseSpmm::new_transposed(gpu, &lib, &a_dev, &b_dev, &mut c_dev, alg).and_then(|mut op| op.run(gpu)) {
+            Ok(()) => {
+                oracle.check(&format!("cuSPARSE {} with A transposed", alg.name()), &c_dev.download(gpu).unwrap());
+                ran += 1;
+            }
+            Err(Error::Cusparse { .. }) => eprintln!("cuSPARSE {} does not take A transposed", alg.name()),
+            Err(e) => panic!("{}: {e}", alg.name()),
+        }
+    }
+    assert!(ran > 0, "no cuSPARSE algorithm took A transposed");
+    let mut wrong = DeviceDense::<f32>::zeros(gpu, m, n).unwrap();
+    let r = CusparseSpmm::new_transposed(gpu, &lib, &a_dev, &b_dev, &mut wrong, SpmmAlg::CsrAlg1).map(drop);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
+}

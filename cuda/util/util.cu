@@ -1,8 +1,9 @@
 /**
  * @file @brief Small kernels the library needs beside the products: the stream hold of the timing
  * (src/timing.rs), which keeps the GPU busy while the host enqueues every timed run, so that the runs execute
- * back to back and no event pair brackets host time; a row copy that pads or unpads columns; and the bias + ReLU
- * epilogue as a pass of its own over C, the unfused form the benchmarks time cuSPARSE with.
+ * back to back and no event pair brackets host time; a row copy that pads or unpads columns; the bias + ReLU
+ * epilogue as a pass of its own over C, the unfused form the benchmarks time cuSPARSE with; and the gather that
+ * gives a transposed matrix its values from the matrix's own (src/csr/transpose.rs).
  */
 
 #include "common/epilogue.cuh"
@@ -117,4 +118,31 @@ extern "C" __global__ void ts_bias_relu_rows_f16(__half* c, const float* bias, i
 
 extern "C" __global__ void ts_bias_relu_rows_bf16(__nv_bfloat16* c, const float* bias, int rows, int cols) {
   bias_relu_rows_any(c, bias, rows, cols);
+}
+
+/// @brief dst[i] = src[from[i]] for i < count (count < 2^31; every from[i] indexes src): the values of A^T in its CSR
+/// order, gathered from A's by the map its transposition made (src/csr/transpose.rs, `CsrTranspose::refresh`).
+/// Elements are moved as bits (E: 2-, 4- or 8-byte unsigned), so NaN payloads pass unchanged. One thread per
+/// element, a grid-stride loop; from and dst are read and written in order, src in A^T's order.
+template <typename E>
+__device__ __forceinline__ void gather(const E* __restrict__ src, const int* __restrict__ from, E* __restrict__ dst,
+                                       int count) {
+  // Unsigned: i + stride stays below 2^32 while count and the grid stay below 2^31.
+  const unsigned stride = gridDim.x * blockDim.x;
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < static_cast<unsigned>(count); i += stride) {
+    dst[i] = src[__ldg(from + i)];
+  }
+}
+
+extern "C" __global__ void ts_gather_b16(const unsigned short* src, const int* from, unsigned short* dst, int count) {
+  gather(src, from, dst, count);
+}
+
+extern "C" __global__ void ts_gather_b32(const unsigned* src, const int* from, unsigned* dst, int count) {
+  gather(src, from, dst, count);
+}
+
+extern "C" __global__ void ts_gather_b64(const unsigned long long* src, const int* from, unsigned long long* dst,
+                                         int count) {
+  gather(src, from, dst, count);
 }

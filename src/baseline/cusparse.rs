@@ -1,5 +1,5 @@
-//! A small safe wrapper over the cuSPARSE generic API: SpMM and SpMV on CSR with row-major dense operands, and SpMM
-//! on BSR and Blocked-ELL (the block-sparse baselines).
+//! A small safe wrapper over the cuSPARSE generic API: SpMM and SpMV on CSR with row-major dense operands (SpMM also
+//! with A transposed), SpMM on BSR and Blocked-ELL (the block-sparse baselines), and the CSR to CSC conversion.
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -13,6 +13,8 @@ use crate::dense::DeviceDense;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::scalar::{DType, Scalar};
+
+const NON_TRANSPOSE: cs::cusparseOperation_t = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
 
 fn check(what: &'static str, status: cs::cusparseStatus_t) -> Result<()> {
     if status == cs::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
@@ -192,6 +194,8 @@ pub struct CusparseSpmm<'a> {
     b: DnMatDescr<'a>,
     c: DnMatDescr<'a>,
     alg: SpmmAlg,
+    /// op(A): A, or A^T ([`CusparseSpmm::new_transposed`]).
+    op_a: cs::cusparseOperation_t,
     dtype: DType,
     buffer: CudaSlice<u8>,
     /// C's device address, rows and columns, for [`CusparseSpmm::run_bias_relu`]'s pass over it.
@@ -224,7 +228,24 @@ impl<'a> CusparseSpmm<'a> {
         alg: SpmmAlg,
     ) -> Result<Self> {
         check_spmm_shapes(a.rows(), a.cols(), b, c)?;
-        Self::prepare(gpu, lib, SparseA::Csr(CsrDescr::new(gpu, a)?), b, c, alg)
+        Self::prepare(gpu, lib, SparseA::Csr(CsrDescr::new(gpu, a)?), b, c, alg, NON_TRANSPOSE)
+    }
+
+    /// Prepares C = A^T * B with the CSR algorithm `alg` and `CUSPARSE_OPERATION_TRANSPOSE` on A (m x k; B is m x n,
+    /// C k x n): what a cuSPARSE user writes for a product with the transpose, the baseline of
+    /// [`crate::DeviceCsr::transpose`]. cuSPARSE documents that results with A transposed may differ from run to
+    /// run. Fails as [`CusparseSpmm::new`] does (ALG3 does not take A transposed).
+    pub fn new_transposed<T: Scalar>(
+        gpu: &Gpu,
+        lib: &'a Cusparse,
+        a: &'a DeviceCsr<T>,
+        b: &'a DeviceDense<T>,
+        c: &'a mut DeviceDense<T>,
+        alg: SpmmAlg,
+    ) -> Result<Self> {
+        check_spmm_shapes(a.cols(), a.rows(), b, c)?;
+        let transpose = cs::cusparseOperation_t::CUSPARSE_OPERATION_TRANSPOSE;
+        Self::prepare(gpu, lib, SparseA::Csr(CsrDescr::new(gpu, a)?), b, c, alg, transpose)
     }
 
     /// Uploads `a` and prepares C = A * B with A in BSR (`CUSPARSE_SPMM_BSR_ALG1`, row-major B and C): the baseline a
@@ -237,7 +258,7 @@ impl<'a> CusparseSpmm<'a> {
         c: &'a mut DeviceDense<T>,
     ) -> Result<Self> {
         check_spmm_shapes(a.block_rows * a.block, a.block_cols * a.block, b, c)?;
-        Self::prepare(gpu, lib, SparseA::Blocked(BlockedDescr::bsr(gpu, a)?), b, c, SpmmAlg::BsrAlg1)
+        Self::prepare(gpu, lib, SparseA::Blocked(BlockedDescr::bsr(gpu, a)?), b, c, SpmmAlg::BsrAlg1, NON_TRANSPOSE)
     }
 
     /// Uploads `a` and prepares C = A * B with A in Blocked-ELL (`CUSPARSE_SPMM_BLOCKED_ELL_ALG1`, row-major B and
@@ -250,7 +271,8 @@ impl<'a> CusparseSpmm<'a> {
         c: &'a mut DeviceDense<T>,
     ) -> Result<Self> {
         check_spmm_shapes(a.rows, a.cols, b, c)?;
-        Self::prepare(gpu, lib, SparseA::Blocked(BlockedDescr::blocked_ell(gpu, a)?), b, c, SpmmAlg::BlockedEllAlg1)
+        let blocked = SparseA::Blocked(BlockedDescr::blocked_ell(gpu, a)?);
+        Self::prepare(gpu, lib, blocked, b, c, SpmmAlg::BlockedEllAlg1, NON_TRANSPOSE)
     }
 
     /// The dense descriptors, the workspace and (ALG3) the preprocessing, for shapes already checked.
@@ -261,6 +283,7 @@ impl<'a> CusparseSpmm<'a> {
         b: &'a DeviceDense<T>,
         c: &'a mut DeviceDense<T>,
         alg: SpmmAlg,
+        op_a: cs::cusparseOperation_t,
     ) -> Result<Self> {
         let stream = gpu.stream();
         let b_d = DnMatDescr::new(b.rows(), b.cols(), b.data.device_ptr(stream).0, T::DTYPE)?;
@@ -270,13 +293,12 @@ impl<'a> CusparseSpmm<'a> {
         let (alpha32, beta32) = (1f32, 0f32);
         let (pa, pb) = scalars(T::DTYPE, &alpha, &beta, &alpha32, &beta32);
         let mut size = 0usize;
-        let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
         // SAFETY: descriptors and handle are live; alpha/beta point at host scalars of the compute type.
         check("cusparseSpMM_bufferSize", unsafe {
             cs::cusparseSpMM_bufferSize(
                 lib.handle,
-                op,
-                op,
+                op_a,
+                NON_TRANSPOSE,
                 pa,
                 a_d.raw(),
                 b_d.raw,
@@ -296,8 +318,8 @@ impl<'a> CusparseSpmm<'a> {
             check("cusparseSpMM_preprocess", unsafe {
                 cs::cusparseSpMM_preprocess(
                     lib.handle,
-                    op,
-                    op,
+                    op_a,
+                    NON_TRANSPOSE,
                     pa,
                     a_d.raw(),
                     b_d.raw,
@@ -310,7 +332,7 @@ impl<'a> CusparseSpmm<'a> {
             })?;
         }
         let c_out = (c_ptr, c.rows(), c.cols());
-        Ok(CusparseSpmm { lib, a: a_d, b: b_d, c: c_d, alg, dtype: T::DTYPE, buffer, c_out })
+        Ok(CusparseSpmm { lib, a: a_d, b: b_d, c: c_d, alg, op_a, dtype: T::DTYPE, buffer, c_out })
     }
 
     /// Runs C = A * B on the stream.
@@ -323,14 +345,13 @@ impl<'a> CusparseSpmm<'a> {
     pub fn run_scaled(&mut self, gpu: &Gpu, alpha: f32, beta: f32) -> Result<()> {
         let (alpha64, beta64) = (alpha as f64, beta as f64);
         let (pa, pb) = scalars(self.dtype, &alpha64, &beta64, &alpha, &beta);
-        let op = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
         let (buf, _g) = self.buffer.device_ptr_mut(gpu.stream());
         // SAFETY: everything was prepared in new and is still borrowed or owned.
         check("cusparseSpMM", unsafe {
             cs::cusparseSpMM(
                 self.lib.handle,
-                op,
-                op,
+                self.op_a,
+                NON_TRANSPOSE,
                 pa,
                 self.a.raw(),
                 self.b.raw,
@@ -576,6 +597,120 @@ impl Drop for BlockedDescr {
     fn drop(&mut self) {
         // SAFETY: created in new, destroyed once, before the arrays it reads (fields dropped after this).
         unsafe { cs::cusparseDestroySpMat(self.raw) };
+    }
+}
+
+/// A prepared cuSPARSE CSR to CSC conversion of a [`DeviceCsr`] A (`cusparseCsr2cscEx2`, values included): A's CSC
+/// form is A^T's CSR, so this is cuSPARSE's way to transpose A on the device, the baseline of
+/// [`crate::DeviceCsr::transpose`]. The output and the workspace are allocated once; [`CusparseCsr2Csc::run`]
+/// times only the conversion.
+pub struct CusparseCsr2Csc<'a, T: Scalar> {
+    lib: &'a Cusparse,
+    a: &'a DeviceCsr<T>,
+    /// A^T's row pointer (cols + 1), column indices and values (nnz; one element where nnz is 0).
+    col_ptr: CudaSlice<i32>,
+    row_ind: CudaSlice<i32>,
+    values: CudaSlice<T>,
+    buffer: CudaSlice<u8>,
+}
+
+impl<'a, T: Scalar> CusparseCsr2Csc<'a, T> {
+    /// Allocates A^T's arrays and cuSPARSE's workspace for A.
+    pub fn new(gpu: &Gpu, lib: &'a Cusparse, a: &'a DeviceCsr<T>) -> Result<Self> {
+        let stream = gpu.stream();
+        let index = |len: usize, what| stream.alloc_zeros::<i32>(len.max(1)).map_err(Error::driver(what, 4 * len));
+        let col_ptr = index(a.cols() + 1, "allocating the CSC column pointer")?;
+        let row_ind = index(a.nnz(), "allocating the CSC row indices")?;
+        let bytes = a.nnz().max(1) * std::mem::size_of::<T>();
+        let values =
+            stream.alloc_zeros::<T>(a.nnz().max(1)).map_err(Error::driver("allocating the CSC values", bytes))?;
+        let buffer = stream.alloc_zeros::<u8>(1).map_err(Error::driver("allocating the csr2csc buffer", 1))?;
+        let mut conversion = CusparseCsr2Csc { lib, a, col_ptr, row_ind, values, buffer };
+        let mut size = 0usize;
+        conversion.call(gpu, Some(&mut size))?;
+        conversion.buffer =
+            stream.alloc_zeros::<u8>(size.max(1)).map_err(Error::driver("allocating the csr2csc buffer", size))?;
+        Ok(conversion)
+    }
+
+    /// Converts A on the stream.
+    pub fn run(&mut self, gpu: &Gpu) -> Result<()> {
+        self.call(gpu, None)
+    }
+
+    /// A^T's row pointer, column indices and values, as the last run left them.
+    pub fn download(&self, gpu: &Gpu) -> Result<(Vec<i32>, Vec<i32>, Vec<T>)> {
+        let nnz = self.a.nnz();
+        let read = |what| Error::driver(what, 0);
+        let stream = gpu.stream();
+        Ok((
+            stream.clone_dtoh(&self.col_ptr).map_err(read("downloading the CSC column pointer"))?,
+            stream.clone_dtoh(&self.row_ind.slice(..nnz)).map_err(read("downloading the CSC row indices"))?,
+            stream.clone_dtoh(&self.values.slice(..nnz)).map_err(read("downloading the CSC values"))?,
+        ))
+    }
+
+    /// The workspace's size into `size`, or (None) the conversion.
+    fn call(&mut self, gpu: &Gpu, size: Option<&mut usize>) -> Result<()> {
+        let (stream, a) = (gpu.stream(), self.a);
+        let (offsets, _g1) = a.row_offsets.device_ptr(stream);
+        let (columns, _g2) = a.column_indices.device_ptr(stream);
+        let (values, _g3) = a.values.device_ptr(stream);
+        let (col_ptr, _g4) = self.col_ptr.device_ptr_mut(stream);
+        let (row_ind, _g5) = self.row_ind.device_ptr_mut(stream);
+        let (csc_values, _g6) = self.values.device_ptr_mut(stream);
+        // Sizes fit in i32: checked at upload.
+        let (m, n, nnz) = (a.rows() as i32, a.cols() as i32, a.nnz() as i32);
+        let numeric = cs::cusparseAction_t::CUSPARSE_ACTION_NUMERIC;
+        let base = cs::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
+        let alg = cs::cusparseCsr2CscAlg_t::CUSPARSE_CSR2CSC_ALG_DEFAULT;
+        let dtype = cuda_data_type(T::DTYPE);
+        match size {
+            // SAFETY: A's arrays hold rows + 1 and nnz elements, the CSC arrays cols + 1 and nnz (at least one each),
+            // all live while self borrows A and owns them; cuSPARSE only writes `size`.
+            Some(size) => check("cusparseCsr2cscEx2_bufferSize", unsafe {
+                cs::cusparseCsr2cscEx2_bufferSize(
+                    self.lib.handle,
+                    m,
+                    n,
+                    nnz,
+                    values as *const c_void,
+                    offsets as *const i32,
+                    columns as *const i32,
+                    csc_values as *mut c_void,
+                    col_ptr as *mut i32,
+                    row_ind as *mut i32,
+                    dtype,
+                    numeric,
+                    base,
+                    alg,
+                    size,
+                )
+            }),
+            None => {
+                let (buffer, _g7) = self.buffer.device_ptr_mut(stream);
+                // SAFETY: as above; the workspace has the size cuSPARSE asked for in new.
+                check("cusparseCsr2cscEx2", unsafe {
+                    cs::cusparseCsr2cscEx2(
+                        self.lib.handle,
+                        m,
+                        n,
+                        nnz,
+                        values as *const c_void,
+                        offsets as *const i32,
+                        columns as *const i32,
+                        csc_values as *mut c_void,
+                        col_ptr as *mut i32,
+                        row_ind as *mut i32,
+                        dtype,
+                        numeric,
+                        base,
+                        alg,
+                        buffer as *mut c_void,
+                    )
+                })
+            }
+        }
     }
 }
 

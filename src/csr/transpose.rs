@@ -1,0 +1,340 @@
+//! A^T on the device ([`DeviceCsr::transpose`]), for products with the transpose of a sparse matrix: the backward
+//! pass of a sparse layer (dX = W^T dY) with every SpMM kernel, the automatic choice and the tuner. The structure is
+//! transposed once, on the host; the values follow A's on the device ([`CsrTranspose::refresh`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
+use rayon::prelude::*;
+
+use super::{in_parallel, to_i32, to_usize, upload_slice, DeviceCsr, HostDerived};
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::kernels::Family;
+use crate::scalar::Scalar;
+
+/// The transpose of a valid CSR structure (rows x cols): A^T's row pointer (cols + 1 entries) and column indices
+/// (A's rows, ascending in each row), and for each entry of A^T the index of the same entry among A's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TransposedStructure {
+    pub(crate) indptr: Vec<usize>,
+    pub(crate) indices: Vec<usize>,
+    pub(crate) source: Vec<i32>,
+}
+
+/// The columns per task of [`transpose_structure`]'s pass over the per-part counts.
+const COLUMN_CHUNK: usize = 1 << 14;
+
+/// A^T's structure by a counting sort of A's entries by column. Large matrices are cut into parts of consecutive
+/// rows (about equal entries), one per thread: each counts its columns, the counts become each part's first slot
+/// per column, and each places its entries in row order (each entry's row and index as one word, split into the two
+/// arrays after), so every row of A^T comes out sorted and the result is the same for any number of threads. The
+/// parts' counts take parts x cols words, kept at most about nnz.
+pub(crate) fn transpose_structure(
+    rows: usize,
+    cols: usize,
+    indptr: &[usize],
+    indices: &[usize],
+) -> TransposedStructure {
+    let nnz = indices.len();
+    debug_assert_eq!(indptr.len(), rows + 1);
+    let parts = if in_parallel(rows + nnz) { rayon::current_num_threads().min(nnz / cols.max(1)).max(1) } else { 1 };
+    // Part p holds rows starts[p]..starts[p + 1], the first row whose entries begin at or past p nnz / parts.
+    let starts: Vec<usize> = (0..=parts)
+        .map(|p| if p == parts { rows } else { indptr[..rows].partition_point(|&e| e < p * nnz / parts) })
+        .collect();
+    let entries = |p: usize| indptr[starts[p]]..indptr[starts[p + 1]];
+    // counts[p][c]: the entries of part p in column c; then the slot in A^T of the first of them.
+    let mut counts: Vec<Vec<u32>> = (0..parts)
+        .into_par_iter()
+        .map(|p| {
+            let mut count = vec![0u32; cols];
+            for &c in &indices[entries(p)] {
+                count[c] += 1;
+            }
+            count
+        })
+        .collect();
+    // Each task takes a chunk of columns across every part: the chunk's column totals, then its slots relative to the
+    // chunk's first entry of A^T.
+    let mut chunks: Vec<Vec<&mut [u32]>> =
+        (0..cols.div_ceil(COLUMN_CHUNK)).map(|_| Vec::with_capacity(parts)).collect();
+    for count in counts.iter_mut() {
+        for (chunk, piece) in chunks.iter_mut().zip(count.chunks_mut(COLUMN_CHUNK)) {
+            chunk.push(piece);
+        }
+    }
+    let mut lengths = vec![0usize; cols];
+    let chunk_entries: Vec<usize> = chunks
+        .par_iter_mut()
+        .zip(lengths.par_chunks_mut(COLUMN_CHUNK))
+        .map(|(pieces, lengths)| {
+            let mut start = 0usize;
+            for (c, length) in lengths.iter_mut().enumerate() {
+                let mut slot = start;
+                for piece in pieces.iter_mut() {
+                    let count = piece[c] as usize;
+                    piece[c] = slot as u32;
+                    slot += count;
+                }
+                *length = slot - start;
+                start = slot;
+            }
+            start
+        })
+        .collect();
+    // The chunks' first entries, added to their slots.
+    let mut chunk_start = Vec::with_capacity(chunk_entries.len());
+    chunk_entries.iter().fold(0usize, |at, &len| {
+        chunk_start.push(at);
+        at + len
+    });
+    chunks.par_iter_mut().zip(&chunk_start).for_each(|(pieces, &at)| {
+        for piece in pieces.iter_mut() {
+            piece.iter_mut().for_each(|slot| *slot += at as u32);
+        }
+    });
+    drop(chunks);
+    let mut t_indptr = Vec::with_capacity(cols + 1);
+    t_indptr.push(0);
+    let mut at = 0;
+    for length in lengths {
+        at += length;
+        t_indptr.push(at);
+    }
+    // Each part writes its own slots (disjoint across parts), each entry's row and index in one word: relaxed atomic
+    // stores, plain stores on the machine.
+    let placed: Vec<AtomicU64> = (0..nnz).into_par_iter().with_min_len(1 << 16).map(|_| AtomicU64::new(0)).collect();
+    counts.par_iter_mut().enumerate().for_each(|(p, next)| {
+        for r in starts[p]..starts[p + 1] {
+            for e in indptr[r]..indptr[r + 1] {
+                let slot = &mut next[indices[e]];
+                placed[*slot as usize].store((r as u64) << 32 | e as u64, Ordering::Relaxed);
+                *slot += 1;
+            }
+        }
+    });
+    let (mut t_indices, mut source) = (vec![0usize; nnz], vec![0i32; nnz]);
+    const CHUNK: usize = 1 << 16;
+    t_indices.par_chunks_mut(CHUNK).zip(source.par_chunks_mut(CHUNK)).zip(placed.par_chunks(CHUNK)).for_each(
+        |((rows, entries), placed)| {
+            for ((r, e), word) in rows.iter_mut().zip(entries.iter_mut()).zip(placed) {
+                let word = word.load(Ordering::Relaxed);
+                (*r, *e) = ((word >> 32) as usize, word as u32 as i32);
+            }
+        },
+    );
+    TransposedStructure { indptr: t_indptr, indices: t_indices, source }
+}
+
+/// A^T of a [`DeviceCsr`] A (made by [`DeviceCsr::transpose`]): a [`DeviceCsr`] of its own, which every product
+/// takes as it takes A ([`crate::spmm_auto`], [`crate::spmm_kernel`], [`crate::spmm_tune`], ...: C = A^T B), with
+/// the map from its entries to A's, so that its values follow A's on the device ([`CsrTranspose::refresh`]).
+pub struct CsrTranspose<T: Scalar> {
+    matrix: DeviceCsr<T>,
+    /// For each entry of A^T in CSR order, the index of the same entry among A's values: nnz entries (one where
+    /// nnz is 0), a permutation of 0..nnz.
+    source: CudaSlice<i32>,
+    /// A's identity, which stays while A's structure does ([`DeviceCsr::set_values`] keeps it).
+    of: u64,
+}
+
+impl<T: Scalar> DeviceCsr<T> {
+    /// A^T (cols x rows) on the device, with A's values: for C = A^T B with any SpMM kernel. The structure is
+    /// transposed once on the host (one download of A's row pointer and column indices, a counting sort on all
+    /// cores, the statistics and block counts an upload computes, one upload), so it costs about what an upload
+    /// of A does; rows of A^T are sorted, and the result is the same on every run. The values are gathered from
+    /// A's on the device. When A's values change and its structure stays (a weight being trained),
+    /// [`CsrTranspose::refresh`] brings them over on the device, with no transposition.
+    pub fn transpose(&self, gpu: &Gpu) -> Result<CsrTranspose<T>> {
+        self.check_gpu(gpu, "the sparse matrix")?;
+        let (offsets, columns) = self.read_structure(gpu)?;
+        let (indptr, indices) = (to_usize(&offsets), to_usize(&columns));
+        drop((offsets, columns));
+        let t = transpose_structure(self.rows, self.cols, &indptr, &indices);
+        drop((indptr, indices));
+        // What an upload derives, for the transpose's structure (valid by construction: A's was validated), on
+        // rayon's threads while this one copies (the driver's calls stay on it), then the values gathered.
+        let counts = T::DTYPE != crate::DType::F64;
+        let derive = || HostDerived::of(self.rows, &t.indptr, &t.indices, T::DTYPE, counts);
+        let copies = || -> Result<_> {
+            let row_offsets = upload_slice(gpu, &to_i32(&t.indptr), "uploading the transpose's row offsets")?;
+            let column_indices = upload_slice(gpu, &to_i32(&t.indices), "uploading the transpose's column indices")?;
+            let source = upload_slice(gpu, &t.source, "uploading the transpose's entry map")?;
+            let bytes = self.nnz.max(1) * std::mem::size_of::<T>();
+            let mut values = gpu
+                .stream()
+                .alloc_zeros::<T>(self.nnz.max(1))
+                .map_err(Error::driver("allocating the transpose's values", bytes))?;
+            gather(gpu, &self.values, &source, &mut values, self.nnz)?;
+            Ok(((row_offsets, column_indices, values), source))
+        };
+        let (host, copies) = if in_parallel(self.cols + self.nnz) {
+            std::thread::scope(|scope| {
+                let side = scope.spawn(derive);
+                let copies = copies();
+                (side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), copies)
+            })
+        } else {
+            (derive(), copies())
+        };
+        let (parts, source) = copies?;
+        let mut matrix = DeviceCsr::validated(gpu, (self.cols, self.rows, self.nnz), parts, host)?;
+        // The same values, in another order.
+        matrix.non_finite = self.non_finite;
+        Ok(CsrTranspose { matrix, source, of: self.id })
+    }
+}
+
+impl<T: Scalar> CsrTranspose<T> {
+    /// A^T, to multiply with ([`crate::spmm_auto`] and the other products take it as any [`DeviceCsr`]).
+    pub fn matrix(&self) -> &DeviceCsr<T> {
+        &self.matrix
+    }
+
+    /// Gives up the map to A's entries and keeps A^T alone.
+    pub fn into_matrix(self) -> DeviceCsr<T> {
+        self.matrix
+    }
+
+    /// [`DeviceCsr::keep_tensor_core_blocks_of`] for A^T: after tuning it, keep only the chosen kernel's blocks,
+    /// which every [`CsrTranspose::refresh`] rewrites.
+    pub fn keep_tensor_core_blocks_of(&mut self, kernel: &crate::SpmmKernel) {
+        self.matrix.keep_tensor_core_blocks_of(kernel);
+    }
+
+    /// A's values as they are now, into A^T: one gather on the device and the rewrite of A^T's tensor-core blocks
+    /// ([`DeviceCsr::update_values`]), queued on the stream with no synchronisation. For after
+    /// [`DeviceCsr::set_values`] or [`DeviceCsr::update_values`] on A. `a` must be the matrix this was made from,
+    /// or one with the same structure that kept its identity: else [`Error::PatternMismatch`] (transpose the new
+    /// structure instead). [`DeviceCsr::holds_non_finite`] becomes A's.
+    pub fn refresh(&mut self, gpu: &Gpu, a: &DeviceCsr<T>) -> Result<()> {
+        a.check_gpu(gpu, "the sparse matrix")?;
+        if a.id != self.of {
+            return Err(Error::PatternMismatch(format!(
+                "this transpose was made from another matrix than A ({} x {} with {} entries; the transpose is {} x \
+                 {}): refresh it from the matrix it was made from, or transpose A with DeviceCsr::transpose",
+                a.rows, a.cols, a.nnz, self.matrix.rows, self.matrix.cols
+            )));
+        }
+        let source = &self.source;
+        let count = self.matrix.nnz;
+        self.matrix.update_values(gpu, |values| gather(gpu, &a.values, source, values, count))?;
+        self.matrix.non_finite = a.non_finite;
+        Ok(())
+    }
+}
+
+/// dst[i] = src[from[i]] for i < count, on the device (`ts_gather_b16`/`_b32`/`_b64` in cuda/util/util.cu).
+/// `from` holds count indices into src, each below its length (a transposition's map), and dst at least count
+/// elements.
+fn gather<T: Scalar>(
+    gpu: &Gpu,
+    src: &CudaSlice<T>,
+    from: &CudaSlice<i32>,
+    dst: &mut impl DevicePtrMut<T>,
+    count: usize,
+) -> Result<()> {
+    assert!(from.len() >= count && dst.len() >= count, "gather: buffers too short");
+    if count == 0 {
+        return Ok(());
+    }
+    let name = match std::mem::size_of::<T>() {
+        2 => "ts_gather_b16",
+        4 => "ts_gather_b32",
+        8 => "ts_gather_b64",
+        size => unreachable!("no scalar type of {size} bytes"),
+    };
+    let function = gpu.function(Family::Util, name)?;
+    let stream = gpu.stream();
+    let cfg = crate::kernels::grid_stride_launch(count);
+    let count = i32::try_from(count).expect("nnz fits in i32: checked at upload");
+    let (src_ptr, _gs) = src.device_ptr(stream);
+    let (from_ptr, _gf) = from.device_ptr(stream);
+    let (dst_ptr, _gd) = dst.device_ptr_mut(stream);
+    // SAFETY: the kernel reads count indices from `from`, each indexing src (a permutation of A's entries, made
+    // with it), and writes count elements of dst (checked above), all of T's size, the size its name says; its
+    // loop strides over any grid.
+    unsafe { stream.launch_builder(&function).arg(&src_ptr).arg(&from_ptr).arg(&dst_ptr).arg(&count).launch(cfg) }
+        .map_err(Error::driver("launching the gather of the transpose's values", 0))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{transpose_structure, TransposedStructure};
+
+    /// Where `t` is not A^T's structure by sprs (an independent reference) with a map that sends each of its entries
+    /// to the entry of A at (its column, its row), each entry of A once.
+    fn mismatch(a: &sprs::CsMat<f64>, t: &TransposedStructure) -> Option<String> {
+        let indptr = a.indptr().to_proper().to_vec();
+        let want = a.transpose_view().to_csr();
+        if t.indptr != want.indptr().to_proper().to_vec() || t.indices != want.indices() {
+            return Some("the structure differs from sprs's transpose".into());
+        }
+        let mut seen = vec![false; a.nnz()];
+        for c in 0..a.cols() {
+            for j in t.indptr[c]..t.indptr[c + 1] {
+                let (r, e) = (t.indices[j], t.source[j] as usize);
+                if e >= a.nnz() || seen[e] || !(indptr[r]..indptr[r + 1]).contains(&e) || a.indices()[e] != c {
+                    return Some(format!("entry {j} of A^T ({c}, {r}) maps to entry {e} of A"));
+                }
+                seen[e] = true;
+            }
+        }
+        None
+    }
+
+    fn transposed(a: &sprs::CsMat<f64>) -> TransposedStructure {
+        transpose_structure(a.rows(), a.cols(), a.indptr().to_proper().as_ref(), a.indices())
+    }
+
+    #[test]
+    fn transpose_structure_matches_sprs_in_any_pool() {
+        let f64s = |a: sprs::CsMat<f32>| a.map(|&v| v as f64);
+        let mut cases = vec![
+            sprs::CsMat::<f64>::zero((0, 0)),
+            sprs::CsMat::zero((3, 5)),
+            sprs::CsMat::zero((4, 0)),
+            // One row, one column, rectangular both ways.
+            f64s(crate::gen::uniform_random(1, 700, 0.3, 1)),
+            f64s(crate::gen::uniform_random(700, 1, 0.3, 2)),
+            f64s(crate::gen::uniform_random(37, 91, 0.2, 3)),
+        ];
+        // One dense row among empty ones.
+        let mut tri = sprs::TriMat::new((50, 20));
+        (0..20).for_each(|c| tri.add_triplet(17, c, 1.0));
+        cases.push(tri.to_csr());
+        // Large enough for several parts (2^16 rows plus entries), with empty rows and columns: a power law, a tall
+        // uniform matrix, and a wide one with fewer entries than columns (one part).
+        cases.push(f64s(crate::gen::power_law(30_000, 20_000, 6.0, 1.5, 4)));
+        cases.push(f64s(crate::gen::uniform_random(40_000, 300, 0.02, 5)));
+        cases.push(f64s(crate::gen::uniform_random(300, 400_000, 0.001, 6)));
+        for threads in [1, 3, 7] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for a in &cases {
+                let t = pool.install(|| transposed(a));
+                assert_eq!(mismatch(a, &t), None, "{} x {}, {threads} threads", a.rows(), a.cols());
+            }
+        }
+    }
+
+    #[test]
+    fn transpose_structure_check_sees_a_wrong_map_or_order() {
+        // The check above must fail where two entries of a row of A^T swap places in the map, or in the row.
+        let a = crate::gen::uniform_random(60, 40, 0.3, 9).map(|&v| v as f64);
+        let t = transposed(&a);
+        assert_eq!(mismatch(&a, &t), None);
+        let row = (0..40).find(|&c| t.indptr[c + 1] - t.indptr[c] >= 2).unwrap();
+        let (j0, j1) = (t.indptr[row], t.indptr[row] + 1);
+        let mut map_swapped = t.clone();
+        map_swapped.source.swap(j0, j1);
+        assert!(mismatch(&a, &map_swapped).is_some());
+        let mut rows_swapped = t.clone();
+        rows_swapped.indices.swap(j0, j1);
+        assert!(mismatch(&a, &rows_swapped).is_some());
+        let mut last_moved = t;
+        *last_moved.indptr.last_mut().unwrap() += 1;
+        assert!(mismatch(&a, &last_moved).is_some());
+    }
+}
