@@ -10,6 +10,12 @@
 //! that one is wall-clock time, `_wall`); and the tuned kernel after `DeviceCsr::update_values`, values written in
 //! place (`_in_place_then_tuned`: the writer writes nothing, so it is the blocks' rewrite and the product).
 //!
+//! Group `spmm_transposed`: C = A^T B. Ours: `DeviceCsr::transpose` once, then `spmm_auto` on A^T (`_ours`), and
+//! after new values of A, `CsrTranspose::refresh` then the product (`_refresh_then_ours`). cuSPARSE: its SpMM with
+//! A transposed (`_cusparse_transposed_{alg}`, each CSR algorithm that takes it), what a cuSPARSE user writes. The
+//! transpositions themselves: ours (`transpose_wall`, wall-clock: a download, the host's counting sort, an upload)
+//! and cuSPARSE's CSR to CSC conversion on the device (`cusparse_csr2csc`).
+//!
 //! Group `spmm_transfers` (wall-clock time): `DeviceCsr::upload` of a large matrix (the checks, the statistics and
 //! the tensor-core block counts on the host, beside the copies) and `DeviceCsr::from_device` of one already on the
 //! device (a download, the same host work), beside the floor: the bare copies of the three arrays, in i32. Then
@@ -22,7 +28,7 @@ use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use sprs::CsMat;
 use tilesparse::baseline::cublas::Cublas;
-use tilesparse::baseline::cusparse::{Cusparse, CusparseSpmm, SpmmAlg};
+use tilesparse::baseline::cusparse::{Cusparse, CusparseCsr2Csc, CusparseSpmm, SpmmAlg};
 use tilesparse::spmm::check_config;
 use tilesparse::timing::event_time;
 use tilesparse::{
@@ -270,6 +276,89 @@ fn new_values_case<T: Scalar>(
     });
 }
 
+fn transposed(c: &mut Criterion) {
+    let Some(gpu) = gpu_or_skip("spmm_transposed") else { return };
+    let problems = [
+        // The backward pass of a pruned MiniLM FFN weight (1536 x 384 at 70%) over a batch of 1024 tokens.
+        ("uniform_1536x384_s70_n1024", gen::uniform_random(1536, 384, 0.3, 1), 1024),
+        ("uniform_4096_s80_n256", gen::uniform_random(4096, 4096, 0.2, 1), 256),
+        ("uniform_8192x2048_s90_n128", gen::uniform_random(8192, 2048, 0.1, 1), 128),
+        // Skewed columns: A^T's rows are as uneven as A's column counts.
+        ("power_law_64K_n64", gen::power_law(1 << 16, 1 << 16, 8.0, 1.5, 1), 64),
+    ];
+    let mut group = group(c, "spmm_transposed");
+    group.measurement_time(Duration::from_secs(1));
+    for (name, a, n) in &problems {
+        group.throughput(Throughput::Elements(2 * a.nnz() as u64 * *n as u64));
+        transposed_case::<f32>(&mut group, &gpu, name, a, *n);
+        transposed_case::<half::f16>(&mut group, &gpu, name, a, *n);
+    }
+    group.finish();
+}
+
+fn transposed_case<T: Scalar>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    gpu: &Gpu,
+    name: &str,
+    a32: &CsMat<f32>,
+    n: usize,
+) {
+    let a: CsMat<T> = gen::convert(a32);
+    let (m, k, tag) = (a.rows(), a.cols(), T::DTYPE);
+    // C (k x n) = A^T (k x m) B (m x n).
+    let b: Vec<T> = gen::dense_matrix(m, n, 2).into_iter().map(T::from_f32).collect();
+    let b_dev = DeviceDense::upload(gpu, m, n, &b).unwrap();
+    let mut c_dev = DeviceDense::<T>::zeros(gpu, k, n).unwrap();
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let mut at = a_dev.transpose(gpu).unwrap();
+    let kernel = spmm_auto(gpu, at.matrix(), &b_dev, &mut c_dev).unwrap();
+    eprintln!("spmm_transposed {tag} {name}: A^T {k} x {m}, {kernel}");
+    group.bench_function(BenchmarkId::new(format!("{tag}_ours"), name), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || spmm_auto(gpu, at.matrix(), &b_dev, &mut c_dev).map(drop)).unwrap()
+        })
+    });
+    group.bench_function(BenchmarkId::new(format!("{tag}_refresh_then_ours"), name), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || {
+                at.refresh(gpu, &a_dev)?;
+                spmm_auto(gpu, at.matrix(), &b_dev, &mut c_dev).map(drop)
+            })
+            .unwrap()
+        })
+    });
+    let lib = Cusparse::new(gpu).unwrap();
+    for alg in SpmmAlg::ALL {
+        let mut c = DeviceDense::<T>::zeros(gpu, k, n).unwrap();
+        let Ok(mut op) = CusparseSpmm::new_transposed(gpu, &lib, &a_dev, &b_dev, &mut c, alg) else {
+            eprintln!("spmm_transposed {tag} {name}: cuSPARSE {} does not take A transposed", alg.name());
+            continue;
+        };
+        group.bench_function(BenchmarkId::new(format!("{tag}_cusparse_transposed_{}", alg.name()), name), |bench| {
+            bench.iter_custom(|iters| event_time(gpu, iters, || op.run(gpu)).unwrap())
+        });
+    }
+    if tag != DType::F32 {
+        return;
+    }
+    // The transpositions (f32; ours moves the values as bits, so the type only sets their size).
+    group.bench_function(BenchmarkId::new("transpose_wall", name), |bench| {
+        bench.iter_custom(|iters| {
+            gpu.synchronize().unwrap();
+            let start = Instant::now();
+            for _ in 0..iters {
+                drop(a_dev.transpose(gpu).unwrap());
+            }
+            gpu.synchronize().unwrap();
+            start.elapsed()
+        })
+    });
+    let mut conversion = CusparseCsr2Csc::new(gpu, &lib, &a_dev).unwrap();
+    group.bench_function(BenchmarkId::new("cusparse_csr2csc", name), |bench| {
+        bench.iter_custom(|iters| event_time(gpu, iters, || conversion.run(gpu)).unwrap())
+    });
+}
+
 /// [`DeviceCsr::upload`] and [`DeviceCsr::from_device`] of large matrices, and [`DeviceDense::download`] of a
 /// large C, against the bare copies (wall time).
 fn transfers(c: &mut Criterion) {
@@ -334,5 +423,5 @@ fn transfers(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, vector_widths, half_vector_widths, new_values, transfers);
+criterion_group!(benches, vector_widths, half_vector_widths, new_values, transposed, transfers);
 criterion_main!(benches);

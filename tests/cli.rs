@@ -93,6 +93,28 @@ fn spmm_scalars_run_and_verify_on_any_machine() {
     }
 }
 
+/// `spmm --transpose --verify`: C = A^T * B, A transposed on the device (on the GPU) or by sprs (the CPU backend),
+/// checked against the oracle of sprs's A^T; with the automatic choice, a tensor-core kernel, --tune, and the
+/// scalars and bias. A^T of a 300 x 200 A is 200 x 300, so an explicit kernel is checked for A^T's shape.
+#[test]
+fn spmm_transposed_runs_and_verifies_on_any_machine() {
+    let cases: [(&str, &str, &str, &[&str], &str); 4] = [
+        ("f32", "auto", "33", &[], "A^T of uniform_300x200_d0.05, 200 x 300, "),
+        ("f16", "spmm_tc_f16_n8", "64", &["--beta", "0.5", "--bias-relu"], "C = ReLU(1 * A^T * B + 0.5 * C + bias)"),
+        ("f32", "spmm_tc_f32_n4", "48", &[], "C = A^T * B"),
+        ("bf16", "auto", "130", &["--tune"], "; B: 300 x 130;"),
+    ];
+    for (dtype, config, n, extra, header) in cases {
+        let out = tilesparse()
+            .args(["spmm", "--m", "300", "--k", "200", "--density", "0.05", "--n", n, "--iters", "3", "--verify"])
+            .args(["--transpose", "--dtype", dtype, "--config", config])
+            .args(extra)
+            .output()
+            .expect("running tilesparse");
+        check_verified_run(&out, config, header, &format!("--transpose {dtype} {config} {extra:?}"));
+    }
+}
+
 /// `spmm --tune` times the kernels on the GPU, runs the choice and verifies it with that kernel's bound; without a GPU
 /// it says that it has nothing to choose from and runs the CPU backend. With `--bias-relu` it tunes and verifies C =
 /// ReLU(A * B + bias), with the scalars (C read), and with --values-change (which needs --tune). It takes neither

@@ -168,6 +168,11 @@ struct SpmmArgs {
     /// Run on the CPU backend even when a GPU is present.
     #[arg(long)]
     cpu: bool,
+    /// C = A^T * B instead (B has A's rows, C A's columns): on the GPU, A is uploaded and transposed on the device
+    /// once (`DeviceCsr::transpose`), and the kernel, --tune and the timing run on A^T; the CPU backend and
+    /// --verify take sprs's transpose of A.
+    #[arg(long)]
+    transpose: bool,
 }
 
 #[derive(Args)]
@@ -475,7 +480,11 @@ fn run_spmm(args: SpmmArgs) -> Result<()> {
 /// SpMM with elements of type T (A and B generated or read in f32, then rounded to T).
 fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     let (name, a64) = args.matrix.load()?;
-    let a = to_dtype::<T>(a64);
+    // With --transpose, `a` is A^T (sprs's, for the CPU backend and the oracle) and `given` A as loaded.
+    let (a, given, op) = match to_dtype::<T>(a64) {
+        given if args.transpose => (given.transpose_view().to_csr(), Some(given), "A^T"),
+        a => (a, None, "A"),
+    };
     let (m, k, n) = (a.rows(), a.cols(), args.n);
     check_dims(&[n], "B")?;
     check_elems(k, n, "B")?;
@@ -493,16 +502,17 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         host_vec(len, T::from_f32(-7.5e3), "C")?
     };
     let product = match (alpha, beta) {
-        (1.0, 0.0) => "A * B".to_string(),
-        (a, 0.0) => format!("{a} * A * B"),
-        (a, b) => format!("{a} * A * B + {b} * C"),
+        (1.0, 0.0) => format!("{op} * B"),
+        (a, 0.0) => format!("{a} * {op} * B"),
+        (a, b) => format!("{a} * {op} * B + {b} * C"),
     };
-    let epilogue = match (&bias, product.as_str()) {
-        (Some(_), product) => format!("; C = ReLU({product} + bias)"),
-        (None, "A * B") => String::new(),
-        (None, product) => format!("; C = {product}"),
+    let epilogue = match &bias {
+        Some(_) => format!("; C = ReLU({product} + bias)"),
+        None if plain && given.is_none() => String::new(),
+        None => format!("; C = {product}"),
     };
-    println!("A: {name}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}{epilogue}", a.nnz(), T::DTYPE);
+    let shape = if given.is_some() { format!("A^T of {name}") } else { format!("A: {name}") };
+    println!("{shape}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}{epilogue}", a.nnz(), T::DTYPE);
     let flops = 2.0 * a.nnz() as f64 * n as f64;
     // The config is checked before choosing the device, so a bad one is an error on any machine. None: the
     // automatic choice, made for the device once A is on it (`auto_kernel`).
@@ -529,7 +539,17 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
     // C, and the kernel that computed it (None: the CPU backend).
     let (c, ran): (Vec<T>, Option<SpmmKernel>) = match gpu {
         Some(gpu) => {
-            let a_dev = DeviceCsr::upload(&gpu, a.view())?;
+            let a_dev = match &given {
+                Some(given) => {
+                    let start = Instant::now();
+                    let at = DeviceCsr::upload(&gpu, given.view())?.transpose(&gpu)?;
+                    gpu.synchronize()?;
+                    let ms = start.elapsed().as_secs_f64() * 1e3;
+                    println!("A uploaded and transposed on the device in {ms:.1} ms (host time)");
+                    at.into_matrix()
+                }
+                None => DeviceCsr::upload(&gpu, a.view())?,
+            };
             let b_dev = DeviceDense::upload(&gpu, k, n, &b)?;
             let mut c_dev = DeviceDense::upload(&gpu, m, n, &c0)?;
             let bias_dev = bias.as_deref().map(|bias| tilesparse::spmm::upload_bias(&gpu, bias)).transpose()?;
