@@ -1653,29 +1653,28 @@ impl DeviceBlocks {
     /// Every part of the blocks, downloaded to the length its counts say (the buffers may be longer: an empty
     /// one holds an element), each element widened to i64: for [`compare_block_builds`].
     fn parts(&self, gpu: &Gpu, dtype: DType) -> Result<Vec<(&'static str, Vec<i64>)>> {
-        let stream = gpu.stream();
-        fn get<E: cudarc::driver::DeviceRepr + Into<i64>>(
-            stream: &std::sync::Arc<cudarc::driver::CudaStream>,
-            slice: &CudaSlice<E>,
-            len: usize,
-        ) -> Result<Vec<i64>> {
-            let v = stream.clone_dtoh(slice).map_err(Error::driver("downloading the tensor-core blocks", 0))?;
-            Ok(v.into_iter().take(len).map(Into::into).collect())
+        fn get<E>(gpu: &Gpu, slice: &CudaSlice<E>, len: usize) -> Result<Vec<i64>>
+        where
+            E: cudarc::driver::DeviceRepr + Default + Copy + Send + Sync + Into<i64>,
+        {
+            let part = slice.slice(..len.min(slice.len()));
+            let v = crate::csr::download_slice(gpu, &part, "downloading the tensor-core blocks")?;
+            Ok(v.into_iter().map(Into::into).collect())
         }
         let (windows, blocks, rows) = (self.num_windows, self.num_blocks, self.rows_per_window);
         let heads = match &self.window_heads {
-            Some(h) => get(stream, h, windows * HEAD_BLOCKS * SLOTS)?,
+            Some(h) => get(gpu, h, windows * HEAD_BLOCKS * SLOTS)?,
             None => Vec::new(),
         };
         Ok(vec![
             ("counts", vec![windows as i64, blocks as i64, self.num_busy as i64]),
-            ("window_blocks", get(stream, &self.window_blocks, windows + 1)?),
-            ("block_columns", get(stream, &self.block_columns, blocks * SLOTS)?),
-            ("block_values", get(stream, &self.block_values, blocks * rows * SLOTS * dtype.size() / 2)?),
-            ("block_masks", get(stream, &self.block_masks, blocks * rows)?),
-            ("block_starts", get(stream, &self.block_starts, blocks * rows)?),
-            ("busy_windows", get(stream, &self.busy_windows, self.num_busy)?),
-            ("empty_windows", get(stream, &self.empty_windows, windows - self.num_busy)?),
+            ("window_blocks", get(gpu, &self.window_blocks, windows + 1)?),
+            ("block_columns", get(gpu, &self.block_columns, blocks * SLOTS)?),
+            ("block_values", get(gpu, &self.block_values, blocks * rows * SLOTS * dtype.size() / 2)?),
+            ("block_masks", get(gpu, &self.block_masks, blocks * rows)?),
+            ("block_starts", get(gpu, &self.block_starts, blocks * rows)?),
+            ("busy_windows", get(gpu, &self.busy_windows, self.num_busy)?),
+            ("empty_windows", get(gpu, &self.empty_windows, windows - self.num_busy)?),
             ("window_heads", heads),
         ])
     }
