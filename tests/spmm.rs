@@ -3789,8 +3789,8 @@ fn tuned_for_changing_values_case<T: Scalar>(gpu: &Gpu) {
 }
 
 /// C = A^T B through [`DeviceCsr::transpose`] in f32, f16 and bf16, and the transpose itself in f64: on A with holes
-/// and a dense row, rectangular shapes both ways, m = 1 and k = 1 (A^T of one column, of one row), nnz = 0, and a
-/// power law large enough for the host's transposition to run in parts. A^T's arrays must be sprs's transpose's,
+/// and a dense row, rectangular shapes both ways, m = 1 and k = 1 (A^T of one column, of one row), nnz = 0 (which the
+/// host transposes), and a power law. A^T's arrays must be sprs's transpose's,
 /// bit for bit; every tensor-core kernel this device runs, the automatic choice and a tile must match the oracle
 /// of sprs's A^T at an odd and an even n, on a poisoned C. Then new values for A (from the host, then written in
 /// place, one of them NaN) reach A^T through `CsrTranspose::refresh`, blocks included: the same bits as a fresh
@@ -3820,9 +3820,9 @@ fn sanitizer_transposed_products_match_the_oracle() {
 }
 
 /// The transposition and its refresh alone, no product (so that compute-sanitizer's racecheck, slow on the products'
-/// kernels, covers the gather kernel quickly): in f16, f32 and f64 (the gather's 2-, 4- and 8-byte forms), A^T's
-/// arrays against sprs's, after the transposition and after new values, on a 600 x 300 A with holes and a dense row
-/// and on 3000 x 50 (parallel on the host).
+/// kernels, covers the transposition's and the gather's kernels quickly): in f16, f32 and f64 (the gather's 2-, 4-
+/// and 8-byte forms), A^T's arrays against sprs's, after the transposition and after new values, on a 600 x 300 A
+/// with holes and a dense row and on 3000 x 50 (on the device), and on 300 x 400,000 at 0.1% (on the host).
 #[test]
 fn sanitizer_transpose_and_refresh_alone() {
     let Some(gpu) = gpu_or_skip("sanitizer_transpose_and_refresh_alone") else { return };
@@ -3839,6 +3839,8 @@ fn sanitizer_transpose_and_refresh_alone() {
     for (name, a) in [
         ("holes and a dense row", holes_and_a_dense_row(seed(1141))),
         ("3000 x 50", gen::uniform_random(3000, 50, 0.5, seed(1142))),
+        // Very wide and very sparse: transposed on the host (`device_parts`), in parts on all cores.
+        ("300 x 400000", gen::uniform_random(300, 400_000, 0.001, seed(1143))),
     ] {
         case::<f16>(&gpu, name, &a);
         case::<f32>(&gpu, name, &a);

@@ -2,12 +2,14 @@
  * @file @brief Small kernels the library needs beside the products: the stream hold of the timing
  * (src/timing.rs), which keeps the GPU busy while the host enqueues every timed run, so that the runs execute
  * back to back and no event pair brackets host time; a row copy that pads or unpads columns; the bias + ReLU
- * epilogue as a pass of its own over C, the unfused form the benchmarks time cuSPARSE with; and the gather that
- * gives a transposed matrix its values from the matrix's own (src/csr/transpose.rs).
+ * epilogue as a pass of its own over C, the unfused form the benchmarks time cuSPARSE with; the transposition of
+ * a CSR structure (transpose.cuh) and the gather that gives a transposed matrix its values from the matrix's own
+ * (src/csr/transpose.rs).
  */
 
 #include "common/epilogue.cuh"
 #include "common/vector.cuh"
+#include "transpose.cuh"
 
 /// @brief Spins one thread for `ns` nanoseconds of the GPU's global timer, then returns.
 extern "C" __global__ void __launch_bounds__(1) ts_hold_stream(unsigned long long ns) {

@@ -1,6 +1,7 @@
 //! A^T on the device ([`DeviceCsr::transpose`]), for products with the transpose of a sparse matrix: the backward
 //! pass of a sparse layer (dX = W^T dY) with every SpMM kernel, the automatic choice and the tuner. The structure is
-//! transposed once, on the host; the values follow A's on the device ([`CsrTranspose::refresh`]).
+//! transposed once, on the device (cuda/util/transpose.cuh), or on the host where A is very wide and very sparse;
+//! the values follow A's on the device ([`CsrTranspose::refresh`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -139,46 +140,156 @@ pub struct CsrTranspose<T: Scalar> {
     of: u64,
 }
 
+/// The per-column counters the device transposition may take beyond four per entry: 2^24 ints (64 MB).
+const DEVICE_COUNTERS: usize = 1 << 24;
+
+/// How many parts of consecutive rows (one warp each) the device transposition cuts A (rows x cols, nnz entries)
+/// into, or None where the host transposes it: an empty A, or one whose counters (parts x cols ints, at most
+/// 4 nnz + 2^24) leave fewer than min(rows, 256) parts, so that a warp would walk thousands of rows (very wide,
+/// very sparse matrices).
+pub(crate) fn device_parts(rows: usize, cols: usize, nnz: usize) -> Option<usize> {
+    if rows == 0 || cols == 0 || nnz == 0 {
+        return None;
+    }
+    let parts = rows.min((4 * nnz + DEVICE_COUNTERS) / cols);
+    (parts >= rows.min(256)).then_some(parts)
+}
+
+/// A^T's structure on the device (row offsets, column indices, and the map from its entries to A's) with what an
+/// upload derives from it.
+type Transposition = (HostDerived, (CudaSlice<i32>, CudaSlice<i32>, CudaSlice<i32>));
+
+/// The transposition on the host ([`transpose_structure`]): one download of A's structure, the counting sort, then
+/// the uploads beside what an upload derives (on rayon's threads; the driver's calls stay on this thread).
+fn host_transposition<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<Transposition> {
+    let (offsets, columns) = a.read_structure(gpu)?;
+    let (indptr, indices) = (to_usize(&offsets), to_usize(&columns));
+    drop((offsets, columns));
+    let t = transpose_structure(a.rows, a.cols, &indptr, &indices);
+    drop((indptr, indices));
+    let derive = || HostDerived::of(a.rows, &t.indptr, &t.indices, T::DTYPE, T::DTYPE != crate::DType::F64);
+    let copies = || -> Result<_> {
+        let row_offsets = upload_slice(gpu, &to_i32(&t.indptr), "uploading the transpose's row offsets")?;
+        let column_indices = upload_slice(gpu, &to_i32(&t.indices), "uploading the transpose's column indices")?;
+        let source = upload_slice(gpu, &t.source, "uploading the transpose's entry map")?;
+        Ok((row_offsets, column_indices, source))
+    };
+    if in_parallel(a.cols + a.nnz) {
+        std::thread::scope(|scope| {
+            let side = scope.spawn(derive);
+            let copies = copies();
+            Ok((side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), copies?))
+        })
+    } else {
+        Ok((derive(), copies()?))
+    }
+}
+
+/// The transposition on the device (cuda/util/transpose.cuh) in `parts` parts of rows: the counts, their prefixes
+/// over the parts, one download of the column totals (scanned here into A^T's row pointer, uploaded), the
+/// placement; then one download of A^T's column indices for what an upload derives.
+fn device_transposition<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, parts: usize) -> Result<Transposition> {
+    let (rows, cols, nnz) = (a.rows, a.cols, a.nnz);
+    let stream = gpu.stream();
+    let zeros = |len: usize, what| stream.alloc_zeros::<i32>(len.max(1)).map_err(Error::driver(what, 4 * len));
+    let mut counters = zeros(parts * cols, "allocating the transposition's counters")?;
+    let mut totals = zeros(cols, "allocating the transposition's column totals")?;
+    let mut column_indices = zeros(nnz, "allocating the transpose's column indices")?;
+    let mut source = zeros(nnz, "allocating the transpose's entry map")?;
+    // One warp per part, eight per block.
+    let warps = cudarc::driver::LaunchConfig {
+        grid_dim: ((parts * 32).div_ceil(256) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // Rows, columns and parts fit in i32 (checked at upload; parts <= rows).
+    let (rows_i, cols_i, parts_i) = (rows as i32, cols as i32, parts as i32);
+    let count = gpu.function(Family::Util, "ts_transpose_count")?;
+    // SAFETY: A's row pointer holds rows + 1 offsets and its column indices nnz columns below cols (validated at
+    // upload); the counters hold parts x cols ints; the kernel touches nothing else.
+    unsafe {
+        stream
+            .launch_builder(&count)
+            .arg(&a.row_offsets)
+            .arg(&a.column_indices)
+            .arg(&rows_i)
+            .arg(&cols_i)
+            .arg(&parts_i)
+            .arg(&mut counters)
+            .launch(warps)
+    }
+    .map_err(Error::driver("launching the transposition's count", 0))?;
+    let offsets = gpu.function(Family::Util, "ts_transpose_offsets")?;
+    // SAFETY: the counters hold parts x cols ints and the totals cols; one thread per column in a strided loop.
+    unsafe {
+        stream
+            .launch_builder(&offsets)
+            .arg(&mut counters)
+            .arg(&parts_i)
+            .arg(&cols_i)
+            .arg(&mut totals)
+            .launch(crate::kernels::grid_stride_launch(cols))
+    }
+    .map_err(Error::driver("launching the transposition's offsets", 0))?;
+    let totals = download_slice_i32(gpu, &totals, cols, "downloading the transpose's row lengths")?;
+    let mut t_indptr = Vec::with_capacity(cols + 1);
+    t_indptr.push(0usize);
+    let mut at = 0usize;
+    for &length in &totals {
+        at += length as usize;
+        t_indptr.push(at);
+    }
+    debug_assert_eq!(at, nnz);
+    let row_offsets = upload_slice(gpu, &to_i32(&t_indptr), "uploading the transpose's row offsets")?;
+    let place = gpu.function(Family::Util, "ts_transpose_place")?;
+    // SAFETY: as for the count; the row offsets hold cols + 1 offsets ending at nnz, and the column indices and the
+    // map nnz ints each: every entry goes to its own slot below nnz (the offsets are the counts' prefixes).
+    unsafe {
+        stream
+            .launch_builder(&place)
+            .arg(&a.row_offsets)
+            .arg(&a.column_indices)
+            .arg(&rows_i)
+            .arg(&cols_i)
+            .arg(&parts_i)
+            .arg(&row_offsets)
+            .arg(&mut counters)
+            .arg(&mut column_indices)
+            .arg(&mut source)
+            .launch(warps)
+    }
+    .map_err(Error::driver("launching the transposition's placement", 0))?;
+    drop(counters);
+    let t_indices = to_usize(&download_slice_i32(gpu, &column_indices, nnz, "reading back the transpose")?);
+    let host = HostDerived::of(rows, &t_indptr, &t_indices, T::DTYPE, T::DTYPE != crate::DType::F64);
+    Ok((host, (row_offsets, column_indices, source)))
+}
+
+/// The first `len` ints of a device buffer ([`super::download_slice`]).
+fn download_slice_i32(gpu: &Gpu, buffer: &CudaSlice<i32>, len: usize, what: &'static str) -> Result<Vec<i32>> {
+    super::download_slice(gpu, &buffer.slice(..len), what)
+}
+
 impl<T: Scalar> DeviceCsr<T> {
     /// A^T (cols x rows) on the device, with A's values: for C = A^T B with any SpMM kernel. The structure is
-    /// transposed once on the host (one download of A's row pointer and column indices, a counting sort on all
-    /// cores, the statistics and block counts an upload computes, one upload), so it costs about what an upload
-    /// of A does; rows of A^T are sorted, and the result is the same on every run. The values are gathered from
-    /// A's on the device. When A's values change and its structure stays (a weight being trained),
+    /// transposed on the device: a counting sort by column in row order, so the rows of A^T are sorted and the
+    /// result is the same on every run (on the host where A is very wide and very sparse, [`device_parts`]). Then
+    /// A^T's structure is read back once for the statistics and block counts an upload computes. The values are
+    /// gathered from A's on the device. When A's values change and its structure stays (a weight being trained),
     /// [`CsrTranspose::refresh`] brings them over on the device, with no transposition.
     pub fn transpose(&self, gpu: &Gpu) -> Result<CsrTranspose<T>> {
         self.check_gpu(gpu, "the sparse matrix")?;
-        let (offsets, columns) = self.read_structure(gpu)?;
-        let (indptr, indices) = (to_usize(&offsets), to_usize(&columns));
-        drop((offsets, columns));
-        let t = transpose_structure(self.rows, self.cols, &indptr, &indices);
-        drop((indptr, indices));
-        // What an upload derives, for the transpose's structure (valid by construction: A's was validated), on
-        // rayon's threads while this one copies (the driver's calls stay on it), then the values gathered.
-        let counts = T::DTYPE != crate::DType::F64;
-        let derive = || HostDerived::of(self.rows, &t.indptr, &t.indices, T::DTYPE, counts);
-        let copies = || -> Result<_> {
-            let row_offsets = upload_slice(gpu, &to_i32(&t.indptr), "uploading the transpose's row offsets")?;
-            let column_indices = upload_slice(gpu, &to_i32(&t.indices), "uploading the transpose's column indices")?;
-            let source = upload_slice(gpu, &t.source, "uploading the transpose's entry map")?;
-            let bytes = self.nnz.max(1) * std::mem::size_of::<T>();
-            let mut values = gpu
-                .stream()
-                .alloc_zeros::<T>(self.nnz.max(1))
-                .map_err(Error::driver("allocating the transpose's values", bytes))?;
-            gather(gpu, &self.values, &source, &mut values, self.nnz)?;
-            Ok(((row_offsets, column_indices, values), source))
+        let (host, (row_offsets, column_indices, source)) = match device_parts(self.rows, self.cols, self.nnz) {
+            Some(parts) => device_transposition(gpu, self, parts)?,
+            None => host_transposition(gpu, self)?,
         };
-        let (host, copies) = if in_parallel(self.cols + self.nnz) {
-            std::thread::scope(|scope| {
-                let side = scope.spawn(derive);
-                let copies = copies();
-                (side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), copies)
-            })
-        } else {
-            (derive(), copies())
-        };
-        let (parts, source) = copies?;
+        let bytes = self.nnz.max(1) * std::mem::size_of::<T>();
+        let mut values = gpu
+            .stream()
+            .alloc_zeros::<T>(self.nnz.max(1))
+            .map_err(Error::driver("allocating the transpose's values", bytes))?;
+        gather(gpu, &self.values, &source, &mut values, self.nnz)?;
+        let parts = (row_offsets, column_indices, values);
         let mut matrix = DeviceCsr::validated(gpu, (self.cols, self.rows, self.nnz), parts, host)?;
         // The same values, in another order.
         matrix.non_finite = self.non_finite;
@@ -262,7 +373,32 @@ fn gather<T: Scalar>(
 
 #[cfg(test)]
 mod tests {
-    use super::{transpose_structure, TransposedStructure};
+    use super::{device_parts, transpose_structure, TransposedStructure};
+
+    #[test]
+    fn device_transposition_where_the_counters_leave_enough_parts() {
+        // The GPU tests' shapes (tests/spmm.rs), with about their entry counts: every one on the device but the
+        // empty one and the very wide one, which the host transposes.
+        assert_eq!(device_parts(600, 300, 10_000), Some(600));
+        assert_eq!(device_parts(37, 1000, 1850), Some(37));
+        assert_eq!(device_parts(1000, 37, 7400), Some(1000));
+        assert_eq!(device_parts(1, 500, 150), Some(1));
+        assert_eq!(device_parts(500, 1, 150), Some(500));
+        assert_eq!(device_parts(20, 30, 0), None);
+        assert_eq!(device_parts(4000, 6000, 80_000), Some((4 * 80_000 + (1 << 24)) / 6000));
+        assert_eq!(device_parts(300, 400_000, 120_000), None);
+        // The benches' shapes: a 1536 x 384 weight, 4096^2 at 80%, and a power law of 2^16 rows of 8 (256 parts of
+        // 256 rows); a power law of 2^20 rows of 8 goes to the host (51 parts).
+        assert_eq!(device_parts(1536, 384, 176_947), Some(1536));
+        assert_eq!(device_parts(4096, 4096, 3_355_437), Some(4096));
+        assert_eq!(device_parts(1 << 16, 1 << 16, 1 << 19), Some(288));
+        assert_eq!(device_parts(1 << 20, 1 << 20, 8 << 20), None);
+        // Counters never past 4 per entry plus 2^24.
+        for (rows, cols, nnz) in [(1 << 20, 1 << 10, 1 << 22), (3, 7, 5), (1 << 16, 1 << 16, 1 << 19)] {
+            let parts = device_parts(rows, cols, nnz).unwrap();
+            assert!(parts * cols <= 4 * nnz + (1 << 24) && parts <= rows);
+        }
+    }
 
     /// Where `t` is not A^T's structure by sprs (an independent reference) with a map that sends each of its entries
     /// to the entry of A at (its column, its row), each entry of A once.
