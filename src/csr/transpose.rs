@@ -143,6 +143,11 @@ pub struct CsrTranspose<T: Scalar> {
 /// The per-column counters the device transposition may take beyond four per entry: 2^24 ints (64 MB).
 const DEVICE_COUNTERS: usize = 1 << 24;
 
+/// The most parts of rows the device transposition takes: more only add counters to clear and walk. On the H200
+/// (NOTES.md step 108), 512 parts instead of one per row took the kernels of 4096^2 at 80% from 1.6 to 0.4 ms and
+/// of 8192 x 2048 at 90% from 2.3 to 0.25 ms.
+const DEVICE_MAX_PARTS: usize = 1024;
+
 /// How many parts of consecutive rows (one warp each) the device transposition cuts A (rows x cols, nnz entries)
 /// into, or None where the host transposes it: an empty A, or one whose counters (parts x cols ints, at most
 /// 4 nnz + 2^24) leave fewer than min(rows, 256) parts, so that a warp would walk thousands of rows (very wide,
@@ -151,7 +156,7 @@ pub(crate) fn device_parts(rows: usize, cols: usize, nnz: usize) -> Option<usize
     if rows == 0 || cols == 0 || nnz == 0 {
         return None;
     }
-    let parts = rows.min((4 * nnz + DEVICE_COUNTERS) / cols);
+    let parts = rows.min((4 * nnz + DEVICE_COUNTERS) / cols).min(DEVICE_MAX_PARTS);
     (parts >= rows.min(256)).then_some(parts)
 }
 
@@ -272,11 +277,12 @@ fn download_slice_i32(gpu: &Gpu, buffer: &CudaSlice<i32>, len: usize, what: &'st
 
 impl<T: Scalar> DeviceCsr<T> {
     /// A^T (cols x rows) on the device, with A's values: for C = A^T B with any SpMM kernel. The structure is
-    /// transposed on the device: a counting sort by column in row order, so the rows of A^T are sorted and the
-    /// result is the same on every run (on the host where A is very wide and very sparse, [`device_parts`]). Then
-    /// A^T's structure is read back once for the statistics and block counts an upload computes. The values are
-    /// gathered from A's on the device. When A's values change and its structure stays (a weight being trained),
-    /// [`CsrTranspose::refresh`] brings them over on the device, with no transposition.
+    /// transposed on the device (on the host where A is very wide and very sparse) by a counting sort by column in
+    /// row order, so the rows of A^T are sorted and the result is the same on every run. A^T's structure is then
+    /// read back once for the statistics and block counts an upload computes, so a transposition costs about what
+    /// an upload of A does. The values are gathered from A's on the device. When A's values change and its
+    /// structure stays (a weight being trained), [`CsrTranspose::refresh`] brings them over on the device, with no
+    /// transposition.
     pub fn transpose(&self, gpu: &Gpu) -> Result<CsrTranspose<T>> {
         self.check_gpu(gpu, "the sparse matrix")?;
         let (host, (row_offsets, column_indices, source)) = match device_parts(self.rows, self.cols, self.nnz) {
@@ -380,23 +386,24 @@ mod tests {
         // The GPU tests' shapes (tests/spmm.rs), with about their entry counts: every one on the device but the
         // empty one and the very wide one, which the host transposes.
         assert_eq!(device_parts(600, 300, 10_000), Some(600));
+        assert_eq!(device_parts(3000, 50, 75_000), Some(1024));
         assert_eq!(device_parts(37, 1000, 1850), Some(37));
         assert_eq!(device_parts(1000, 37, 7400), Some(1000));
         assert_eq!(device_parts(1, 500, 150), Some(1));
         assert_eq!(device_parts(500, 1, 150), Some(500));
         assert_eq!(device_parts(20, 30, 0), None);
-        assert_eq!(device_parts(4000, 6000, 80_000), Some((4 * 80_000 + (1 << 24)) / 6000));
+        assert_eq!(device_parts(4000, 6000, 80_000), Some(1024));
         assert_eq!(device_parts(300, 400_000, 120_000), None);
-        // The benches' shapes: a 1536 x 384 weight, 4096^2 at 80%, and a power law of 2^16 rows of 8 (256 parts of
-        // 256 rows); a power law of 2^20 rows of 8 goes to the host (51 parts).
-        assert_eq!(device_parts(1536, 384, 176_947), Some(1536));
-        assert_eq!(device_parts(4096, 4096, 3_355_437), Some(4096));
+        // The benches' shapes: a 1536 x 384 weight, 4096^2 at 80%, and a power law of 2^16 rows of 8 (288 parts, as
+        // many as its counters allow); a power law of 2^20 rows of 8 goes to the host (51 parts).
+        assert_eq!(device_parts(1536, 384, 176_947), Some(1024));
+        assert_eq!(device_parts(4096, 4096, 3_355_437), Some(1024));
         assert_eq!(device_parts(1 << 16, 1 << 16, 1 << 19), Some(288));
         assert_eq!(device_parts(1 << 20, 1 << 20, 8 << 20), None);
         // Counters never past 4 per entry plus 2^24.
         for (rows, cols, nnz) in [(1 << 20, 1 << 10, 1 << 22), (3, 7, 5), (1 << 16, 1 << 16, 1 << 19)] {
             let parts = device_parts(rows, cols, nnz).unwrap();
-            assert!(parts * cols <= 4 * nnz + (1 << 24) && parts <= rows);
+            assert!(parts * cols <= 4 * nnz + (1 << 24) && parts <= rows.min(1024));
         }
     }
 

@@ -173,7 +173,7 @@ pub struct BlockCounts {
 
 impl BlockCounts {
     /// Counts all three ([`count_blocks`]'s numbers): in one walk over the entries where a stamp per column fits
-    /// ([`count_windows`]; on a large matrix, ranges of 64-row windows in parallel), else by [`count_blocks`] per
+    /// (`count_windows`; on a large matrix, ranges of 64-row windows in parallel), else by [`count_blocks`] per
     /// height.
     pub fn of(cols: usize, indptr: &[usize], indices: &[usize]) -> BlockCounts {
         if !stamps_fit(cols, indices.len()) {
