@@ -1,7 +1,8 @@
 //! 07: a pruned layer's forward and backward products: Y = W X, then dX = W^T dY with the transpose made once on the
-//! device (`DeviceCsr::transpose`). Each step the weight gets new values (`DeviceCsr::set_values`), and
-//! `CsrTranspose::refresh` gathers them into W^T on the device, with no transposition. Every product takes the
-//! automatic choice (`spmm_auto`); W^T is a `DeviceCsr` like any other. `cargo run --release --example 07-transpose`
+//! device and kept with W (`DeviceCsr::transposed`). Each step the weight gets new values (`DeviceCsr::set_values`),
+//! which reach W^T on the device in the same call, with no transposition (`DeviceCsr::transpose` and
+//! `CsrTranspose::refresh` do the same by hand). Every product takes the automatic choice (`spmm_auto`); W^T is a
+//! `DeviceCsr` like any other. `cargo run --release --example 07-transpose`
 
 use tilesparse::{gen, spmm_auto, DeviceCsr, DeviceDense, Gpu};
 
@@ -13,7 +14,6 @@ fn main() -> tilesparse::Result<()> {
     let dy = gen::dense_matrix(m, n, 9);
     let gpu = Gpu::new(0)?;
     let mut w_dev = DeviceCsr::upload(&gpu, w.view())?;
-    let mut wt = w_dev.transpose(&gpu)?;
     let x_dev = DeviceDense::upload(&gpu, k, n, &x)?;
     let dy_dev = DeviceDense::upload(&gpu, m, n, &dy)?;
     let mut y_dev = DeviceDense::<f32>::zeros(&gpu, m, n)?;
@@ -23,11 +23,11 @@ fn main() -> tilesparse::Result<()> {
             // A stand-in for an optimizer's update: every stored value moves, no entry appears or leaves.
             let noise = gen::dense_matrix(1, w.nnz(), 100 + step);
             w.data_mut().iter_mut().zip(noise).for_each(|(v, d)| *v = 0.9 * *v + 0.1 * d);
+            // W^T's values follow, on the device.
             w_dev.set_values(&gpu, w.data())?;
-            wt.refresh(&gpu, &w_dev)?;
         }
         let forward = spmm_auto(&gpu, &w_dev, &x_dev, &mut y_dev)?;
-        let backward = spmm_auto(&gpu, wt.matrix(), &dy_dev, &mut dx_dev)?;
+        let backward = spmm_auto(&gpu, w_dev.transposed(&gpu)?, &dy_dev, &mut dx_dev)?;
         let dx = dx_dev.download(&gpu)?;
         // One element of dX on the CPU, from this step's values: column 11 of W times column 17 of dY.
         let (i, j) = (11, 17);

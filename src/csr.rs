@@ -429,6 +429,9 @@ pub struct DeviceCsr<T: Scalar> {
     /// [`pattern_hash`] of the row pointer and column indices, computed from one download on first use (by
     /// the SpGEMM plan, which is reused across uploads of new values and so cannot go by `id`).
     pattern: OnceLock<u64>,
+    /// A^T, made on first use by [`DeviceCsr::transposed`] and given every later change of the values (boxed: a
+    /// matrix holding a matrix).
+    transposed: OnceLock<Box<CsrTranspose<T>>>,
 }
 
 /// A 64-bit fingerprint of a CSR structure: the shape, the row pointer and the column indices. Chunks are
@@ -535,6 +538,7 @@ impl<T: Scalar> DeviceCsr<T> {
             non_finite: None,
             id: next_id(),
             pattern: OnceLock::new(),
+            transposed: OnceLock::new(),
         })
     }
 
@@ -650,8 +654,9 @@ impl<T: Scalar> DeviceCsr<T> {
         Ok(written)
     }
 
-    /// Writes the values into every tensor-core block layout already built ([`DeviceCsr::set_values`]). Blocks
-    /// whose write fails are dropped (built again from the new values on their next use), so none is left stale.
+    /// Writes the values into every tensor-core block layout already built ([`DeviceCsr::set_values`]), and into
+    /// A^T where [`DeviceCsr::transposed`] made it. Blocks or a transpose whose write fails are dropped (made again
+    /// from the new values on their next use), so none is left stale.
     fn rewrite_tensor_core_values(&mut self, gpu: &Gpu) -> Result<()> {
         let mut result = Ok(());
         for (cache, layout) in self.tensor_core.iter_mut().zip(crate::spmm::tensor_core::BlockLayout::ALL) {
@@ -661,6 +666,14 @@ impl<T: Scalar> DeviceCsr<T> {
                     result = result.and(Err(e));
                 }
             }
+        }
+        let failed = match self.transposed.get_mut() {
+            Some(t) => t.gather_values(gpu, &self.values, self.non_finite).err(),
+            None => None,
+        };
+        if let Some(e) = failed {
+            self.transposed = OnceLock::new();
+            result = result.and(Err(e));
         }
         result
     }
@@ -729,6 +742,7 @@ impl<T: Scalar> DeviceCsr<T> {
             non_finite: None,
             id: next_id(),
             pattern: OnceLock::new(),
+            transposed: OnceLock::new(),
         }
     }
 
@@ -766,6 +780,7 @@ impl<T: Scalar> DeviceCsr<T> {
         self.non_finite = None;
         self.id = next_id();
         self.pattern = OnceLock::new();
+        self.transposed = OnceLock::new();
     }
 
     /// The numbers of k-blocks of the tensor-core SpMM (f16/bf16/f32 matrices uploaded from the host; None otherwise).

@@ -3848,6 +3848,92 @@ fn sanitizer_transpose_and_refresh_alone() {
     }
 }
 
+/// `DeviceCsr::transposed`, the transpose kept with A: made once (the same A^T on a second call), then every way of
+/// changing A's values reaches it with no call of its own: from the host (one round with a NaN, which
+/// `holds_non_finite` reports), from a device buffer, and written in place. After each, A^T's arrays must be sprs's
+/// transpose of the new values, and every tensor-core kernel here and a tile on it must match the oracle and a fresh
+/// transposition's bits (its blocks rewritten). `forget_transposed` frees it and the next call makes it again;
+/// `keep_transposed_tensor_core_blocks_of` keeps one layout, which later updates still reach.
+#[test]
+fn sanitizer_transposed_follows_every_update() {
+    let Some(gpu) = gpu_or_skip("sanitizer_transposed_follows_every_update") else { return };
+    fn case<T: Scalar>(gpu: &Gpu) {
+        let structure = holes_and_a_dense_row(seed(1150));
+        let (m, k, n) = (structure.rows(), structure.cols(), 40);
+        let first: CsMat<T> = with_new_values(&structure, seed(1151));
+        let mut a_dev = DeviceCsr::upload(gpu, first.view()).unwrap();
+        let made = a_dev.transposed(gpu).unwrap() as *const DeviceCsr<T>;
+        assert_eq!(made, a_dev.transposed(gpu).unwrap() as *const _, "made once");
+        assert_transpose_of(gpu, &format!("{} made", T::DTYPE), a_dev.transposed(gpu).unwrap(), &first);
+        let b = dense::<T>(m, n, seed(1152));
+        let b_dev = DeviceDense::upload(gpu, m, n, &b).unwrap();
+        let mut c_dev = DeviceDense::<T>::zeros(gpu, k, n).unwrap();
+        let mut kernels: Vec<SpmmKernel> =
+            tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore).collect();
+        kernels.push(SpmmKernel::Tiled(SpmmConfig::select(k, m, n, structure.nnz(), T::DTYPE)));
+        let mut run = |at: &DeviceCsr<T>, kernel: &SpmmKernel| {
+            c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+            spmm_kernel(gpu, at, &b_dev, &mut c_dev, kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+            c_dev.download(gpu).unwrap()
+        };
+        // Every layout built from the first values.
+        for kernel in &kernels {
+            run(a_dev.transposed(gpu).unwrap(), kernel);
+        }
+        for round in 0..4u64 {
+            let mut new: CsMat<T> = with_new_values(&structure, seed(1153 + round));
+            if round == 3 {
+                new.data_mut()[17] = T::from_f32(f32::NAN);
+            }
+            match round {
+                1 => {
+                    let values = gpu.stream().clone_htod(new.data()).unwrap();
+                    a_dev.set_values_from_device(gpu, &values).unwrap();
+                }
+                2 => a_dev
+                    .update_values(gpu, |values| {
+                        let write = gpu.stream().memcpy_htod(new.data(), values);
+                        write.map_err(|source| Error::Driver { what: "the test's write", source })
+                    })
+                    .unwrap(),
+                _ => a_dev.set_values(gpu, new.data()).unwrap(),
+            }
+            let what = format!("{} round {round}", T::DTYPE);
+            let at = a_dev.transposed(gpu).unwrap();
+            assert_eq!(at as *const _, made, "{what}: A^T made again");
+            assert_transpose_of(gpu, &what, at, &new);
+            assert_eq!(at.holds_non_finite(), a_dev.holds_non_finite(), "{what}");
+            // Known where the values were on the host (rounds 0 and 3), as for A.
+            let known = match round {
+                1 | 2 => None,
+                _ => Some(round == 3),
+            };
+            assert_eq!(at.holds_non_finite(), known, "{what}");
+            let fresh = DeviceCsr::upload(gpu, new.view()).unwrap().transpose(gpu).unwrap();
+            let oracle = SpmmOracle::new(sprs_transpose(&new).view(), &b, n);
+            for kernel in &kernels {
+                let got = run(a_dev.transposed(gpu).unwrap(), kernel);
+                oracle.check_kernel(&format!("{what}, {kernel}"), &got, kernel);
+                assert!(
+                    same_bits(&got, &run(fresh.matrix(), kernel)),
+                    "{what}, {kernel}: not a fresh transpose's bits"
+                );
+            }
+        }
+        // Kept to one layout, then freed and made again.
+        let kept = kernels[0];
+        a_dev.keep_transposed_tensor_core_blocks_of(&kept);
+        let last: CsMat<T> = with_new_values(&structure, seed(1160));
+        a_dev.set_values(gpu, last.data()).unwrap();
+        let oracle = SpmmOracle::new(sprs_transpose(&last).view(), &b, n);
+        oracle.check_kernel(&format!("{} kept {kept}", T::DTYPE), &run(a_dev.transposed(gpu).unwrap(), &kept), &kept);
+        a_dev.forget_transposed();
+        assert_transpose_of(gpu, &format!("{} made again", T::DTYPE), a_dev.transposed(gpu).unwrap(), &last);
+    }
+    case::<f32>(&gpu);
+    case::<f16>(&gpu);
+}
+
 /// sprs's transpose of `a` (an independent reference) in CSR.
 fn sprs_transpose<T: Scalar>(a: &CsMat<T>) -> CsMat<T> {
     a.transpose_view().to_csr()

@@ -4,6 +4,7 @@
 //! the values follow A's on the device ([`CsrTranspose::refresh`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
 use rayon::prelude::*;
@@ -282,7 +283,8 @@ impl<T: Scalar> DeviceCsr<T> {
     /// read back once for the statistics and block counts an upload computes, so a transposition costs about what
     /// an upload of A does. The values are gathered from A's on the device. When A's values change and its
     /// structure stays (a weight being trained), [`CsrTranspose::refresh`] brings them over on the device, with no
-    /// transposition.
+    /// transposition; [`DeviceCsr::transposed`] keeps a transpose with A that every change of A's values reaches
+    /// by itself.
     pub fn transpose(&self, gpu: &Gpu) -> Result<CsrTranspose<T>> {
         self.check_gpu(gpu, "the sparse matrix")?;
         let (host, (row_offsets, column_indices, source)) = match device_parts(self.rows, self.cols, self.nnz) {
@@ -300,6 +302,36 @@ impl<T: Scalar> DeviceCsr<T> {
         // The same values, in another order.
         matrix.non_finite = self.non_finite;
         Ok(CsrTranspose { matrix, source, of: self.id })
+    }
+}
+
+impl<T: Scalar> DeviceCsr<T> {
+    /// A^T, made on first use ([`DeviceCsr::transpose`]) and kept with this matrix: every later change of its values
+    /// ([`DeviceCsr::set_values`], [`DeviceCsr::set_values_from_device`], [`DeviceCsr::update_values`]) is gathered
+    /// into A^T on the device in the same call, so a product with it cannot see stale values. For C = A^T B, e.g. a
+    /// layer's backward pass: `spmm_auto(&gpu, a.transposed(&gpu)?, &dy, &mut dx)`. It holds a second copy of A on
+    /// the device until A is dropped, its structure is rewritten, or [`DeviceCsr::forget_transposed`].
+    pub fn transposed(&self, gpu: &Gpu) -> Result<&DeviceCsr<T>> {
+        self.check_gpu(gpu, "the sparse matrix")?;
+        if let Some(t) = self.transposed.get() {
+            return Ok(&t.matrix);
+        }
+        let _ = self.transposed.set(Box::new(self.transpose(gpu)?));
+        Ok(&self.transposed.get().expect("set just above").matrix)
+    }
+
+    /// Frees A^T made by [`DeviceCsr::transposed`]; a later call makes it again.
+    pub fn forget_transposed(&mut self) {
+        self.transposed = OnceLock::new();
+    }
+
+    /// [`DeviceCsr::keep_tensor_core_blocks_of`] for the A^T that [`DeviceCsr::transposed`] made (nothing where it
+    /// made none): after tuning a product with A^T, keep only the chosen kernel's blocks, which every change of
+    /// A's values rewrites.
+    pub fn keep_transposed_tensor_core_blocks_of(&mut self, kernel: &crate::SpmmKernel) {
+        if let Some(t) = self.transposed.get_mut() {
+            t.keep_tensor_core_blocks_of(kernel);
+        }
     }
 }
 
@@ -334,10 +366,16 @@ impl<T: Scalar> CsrTranspose<T> {
                 a.rows, a.cols, a.nnz, self.matrix.rows, self.matrix.cols
             )));
         }
+        self.gather_values(gpu, &a.values, a.non_finite)
+    }
+
+    /// A^T's values gathered from `values` (A's, in CSR order), then its tensor-core blocks rewritten; `non_finite`
+    /// is A's [`DeviceCsr::holds_non_finite`].
+    pub(crate) fn gather_values(&mut self, gpu: &Gpu, values: &CudaSlice<T>, non_finite: Option<bool>) -> Result<()> {
         let source = &self.source;
         let count = self.matrix.nnz;
-        self.matrix.update_values(gpu, |values| gather(gpu, &a.values, source, values, count))?;
-        self.matrix.non_finite = a.non_finite;
+        self.matrix.update_values(gpu, |dst| gather(gpu, values, source, dst, count))?;
+        self.matrix.non_finite = non_finite;
         Ok(())
     }
 }
