@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use sprs::CsMat;
 
 use crate::baseline::cublas::Cublas;
-use crate::baseline::cusparse::{Cusparse, CusparseSpmm, HostBlockedEll, HostBsr, SpmmAlg};
+use crate::baseline::cusparse::{Cusparse, CusparseCsr2Csc, CusparseSpmm, HostBlockedEll, HostBsr, SpmmAlg};
 use crate::cpu::oracle::{SpmmReference, Summation, POISON};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
@@ -248,6 +248,10 @@ pub struct BenchOptions {
     /// Also time C = alpha * A * B + beta * C with these (alpha, beta), fused into the selected kernel and as
     /// cuSPARSE's fastest CSR algorithm with its own scalars ([`SpmmReport::scaled`]).
     pub scaled: Option<(f32, f32)>,
+    /// Bench C = A^T * B instead: A is uploaded and transposed on the device ([`DeviceCsr::transpose`], its
+    /// wall-clock time reported), every kernel and baseline runs on A^T as on any matrix, and cuSPARSE's SpMM with A
+    /// transposed and its CSR to CSC conversion, both on A, are timed beside them ([`SpmmReport::transposed`]).
+    pub transpose: bool,
 }
 
 impl Default for BenchOptions {
@@ -261,6 +265,7 @@ impl Default for BenchOptions {
             tune: false,
             bias_relu: false,
             scaled: None,
+            transpose: false,
         }
     }
 }
@@ -386,6 +391,36 @@ pub struct SpmmReport {
     pub bias_relu: Option<BiasReluReport>,
     /// Where the bench times the scalars ([`BenchOptions::scaled`]): C = alpha * A * B + beta * C both ways.
     pub scaled: Option<ScaledReport>,
+    /// Where the bench takes the transpose ([`BenchOptions::transpose`]; the problem is then A^T): what a cuSPARSE
+    /// user runs instead, and our transposition's time.
+    pub transposed: Option<TransposedReport>,
+}
+
+/// C = A^T * B as a cuSPARSE user runs it, beside our transposition ([`BenchOptions::transpose`]).
+#[derive(Clone, Debug)]
+pub struct TransposedReport {
+    /// [`DeviceCsr::transpose`] of A after its upload, wall-clock milliseconds, one run.
+    pub transpose_ms: f64,
+    /// cuSPARSE's CSR to CSC conversion of A ([`CusparseCsr2Csc`]), event-timed.
+    pub csr2csc: Entry,
+    /// cuSPARSE's SpMM with A transposed ([`CusparseSpmm::new_transposed`]), each CSR algorithm.
+    pub cusparse: Vec<Entry>,
+}
+
+impl SpmmReport {
+    /// The fastest of cuSPARSE's SpMM with A transposed / our selected time on A^T.
+    pub fn speedup_vs_transposed(&self) -> Option<f64> {
+        let t = self.transposed.as_ref()?;
+        Some(fastest(&t.cusparse)?.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
+    }
+
+    /// After how many products transposing once and multiplying by A^T has cost less than cuSPARSE's SpMM with A
+    /// transposed; None where ours is not faster per product.
+    pub fn transposed_pays_after(&self) -> Option<f64> {
+        let t = self.transposed.as_ref()?;
+        let (theirs, ours) = (*fastest(&t.cusparse)?.ms.as_ref().ok()?, *self.selected.ms.as_ref().ok()?);
+        (theirs > ours).then(|| (t.transpose_ms / (theirs - ours)).ceil())
+    }
 }
 
 /// C = alpha * A * B + beta * C timed two ways on one problem, each with its own fused scalars.
@@ -468,10 +503,23 @@ impl SpmmReport {
 
 /// Measures our variants, the selected config, every cuSPARSE CSR algorithm and cuBLAS on one problem.
 pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptions) -> Result<SpmmReport> {
-    let a_host: CsMat<T> = gen::convert(&problem.a);
+    let given: CsMat<T> = gen::convert(&problem.a);
+    // With `transpose`: A as given on the device (`source`), and A^T as the problem: sprs's on the host (the oracle,
+    // the blocked baselines, cuBLAS), ours on the device, its transposition timed.
+    let source = if opts.transpose { Some(DeviceCsr::upload(gpu, given.view())?) } else { None };
+    let a_host = if opts.transpose { given.transpose_view().to_csr() } else { given };
     let (m, k, n) = (a_host.rows(), a_host.cols(), problem.n);
     let b_host: Vec<T> = gen::dense_matrix(k, n, 7).into_iter().map(T::from_f32).collect();
-    let a = DeviceCsr::upload(gpu, a_host.view())?;
+    let (a, transpose_ms) = match &source {
+        Some(given) => {
+            gpu.synchronize()?;
+            let start = std::time::Instant::now();
+            let at = given.transpose(gpu)?.into_matrix();
+            gpu.synchronize()?;
+            (at, start.elapsed().as_secs_f64() * 1e3)
+        }
+        None => (DeviceCsr::upload(gpu, a_host.view())?, f64::NAN),
+    };
     let b = DeviceDense::upload(gpu, k, n, &b_host)?;
     let mut c = DeviceDense::<T>::zeros(gpu, m, n)?;
     let reference = opts.verify.then(|| SpmmReference::new(a_host.view(), &b_host, n));
@@ -575,6 +623,10 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         Some(scalars) => Some(scaled_both_ways(gpu, &ops, &cusparse, opts, scalars)?),
         None => None,
     };
+    let transposed = match &source {
+        Some(given) => Some(transposed_baselines(gpu, &lib, given, &b, opts, transpose_ms)?),
+        None => None,
+    };
     let cusparse_blocked = blocked_baselines(gpu, &lib, &a_host, &b, opts)?;
     let agreement = cusparse_c.map_or(f64::NAN, |r| {
         let scale = r.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
@@ -598,7 +650,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         Entry::timed("cublas_gemm".into(), r)
     };
     Ok(SpmmReport {
-        problem: problem.name.clone(),
+        problem: if opts.transpose { format!("{}^T", problem.name) } else { problem.name.clone() },
         m,
         k,
         n,
@@ -612,7 +664,29 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         tuned,
         bias_relu,
         scaled,
+        transposed,
     })
+}
+
+/// [`TransposedReport`]: cuSPARSE's SpMM with `a` (A as given) transposed, each CSR algorithm, into a C of A^T's
+/// shape, and its CSR to CSC conversion of `a`; with our transposition's time.
+fn transposed_baselines<T: Scalar>(
+    gpu: &Gpu,
+    lib: &Cusparse,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    opts: &BenchOptions,
+    transpose_ms: f64,
+) -> Result<TransposedReport> {
+    let mut cusparse = Vec::new();
+    for alg in SpmmAlg::ALL {
+        let mut c = DeviceDense::<T>::zeros(gpu, a.cols(), b.cols())?;
+        let r = CusparseSpmm::new_transposed(gpu, lib, a, b, &mut c, alg)
+            .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run(gpu)));
+        cusparse.push(Entry::timed(format!("cusparse_transposed_{}", alg.name()), r));
+    }
+    let r = CusparseCsr2Csc::new(gpu, lib, a).and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run(gpu)));
+    Ok(TransposedReport { transpose_ms, csr2csc: Entry::timed("cusparse_csr2csc".into(), r), cusparse })
 }
 
 /// What [`bias_relu_both_ways`] and [`scaled_both_ways`] run: the library, A and B on the device, the selected
@@ -823,7 +897,7 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
         .map(|r| {
             let list = |v: &[Entry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
             format!(
-                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cusparse_bell\":{},\"cusparse_blocked\":[{}],\"cublas\":{},\"agreement\":{}{}{}{}}}",
+                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cusparse_bell\":{},\"cusparse_blocked\":[{}],\"cublas\":{},\"agreement\":{}{}{}{}{}}}",
                 json_str(&r.problem),
                 r.m,
                 r.k,
@@ -851,6 +925,14 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
                         json_number(f.beta),
                         json_entry(&f.ours),
                         json_entry(&f.cusparse)
+                    )
+                }),
+                r.transposed.as_ref().map_or(String::new(), |t| {
+                    format!(
+                        ",\"transposed\":{{\"transpose_ms\":{},\"csr2csc\":{},\"cusparse\":[{}]}}",
+                        if t.transpose_ms.is_finite() { t.transpose_ms.to_string() } else { "null".into() },
+                        json_entry(&t.csr2csc),
+                        list(&t.cusparse)
                     )
                 })
             )

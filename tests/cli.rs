@@ -308,6 +308,38 @@ fn bench_spmm_runs_the_callers_matrices() {
     }
 }
 
+/// `bench spmm --transpose`: each problem is A^T, transposed on the device, every result checked against the oracle
+/// of sprs's A^T (`--verify`), with cuSPARSE's SpMM with A transposed and its csr2csc timed beside, in the table and
+/// the JSON (A^T's shape: m and k swapped), and a geometric mean against cuSPARSE with A transposed.
+#[test]
+fn bench_spmm_transposed_times_cusparse_with_a_transposed() {
+    let json = std::env::temp_dir().join(format!("tilesparse-cli-transposed-{}.json", std::process::id()));
+    let out = tilesparse()
+        .args(["bench", "spmm", "--gen", "uniform:300x200:0.1", "--gen", "powerlaw:2000x500:0.01"])
+        .args(["--n", "40", "--selected-only", "--verify", "--transpose", "--iters", "2", "--warmup", "1"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .expect("running tilesparse");
+    if !gpu_run_succeeded("bench_spmm_transposed_times_cusparse_with_a_transposed", "bench spmm --transpose", &out) {
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let text = std::fs::read_to_string(&json).expect("the JSON report");
+    std::fs::remove_file(&json).ok();
+    assert!(stdout.contains("verify: OK: ") && !stdout.contains("WRONG"), "{stdout}");
+    let summary = "C = A^T * B, ours on A^T against cuSPARSE's SpMM with A transposed: geometric mean";
+    assert!(stdout.contains(summary) && stdout.contains("the transposition of A: ours "), "{stdout}");
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("\"problem\"")).collect();
+    let shapes = [("uniform_300x200_d0.1_n40^T", 200, 300), ("powerlaw_2000x500_d0.01_n40^T", 500, 2000)];
+    assert_eq!(lines.len(), shapes.len(), "{text}");
+    for (line, (name, m, k)) in lines.iter().zip(shapes) {
+        assert!(line.starts_with(&format!("{{\"problem\":\"{name}\",\"m\":{m},\"k\":{k},")), "{name}:\n{line}");
+        let transposed = line.split(",\"transposed\":").nth(1).expect("the --transpose figures");
+        assert!(transposed.starts_with("{\"transpose_ms\":") && transposed.contains("cusparse_csr2csc"), "{line}");
+        assert!(transposed.contains("\"name\":\"cusparse_transposed_CSR_ALG2\",\"ms\":"), "{name}:\n{line}");
+    }
+}
+
 /// `bench spmm --verify` checks every result it times against the f64 oracle, each on a poisoned C: every compiled
 /// variant that can run each problem, the tensor-core kernels and the selected one, in each element type; with
 /// `--bias-relu` also the selected kernel's fused epilogue, timed beside cuSPARSE followed by the pass (unchecked).

@@ -308,6 +308,11 @@ enum BenchCommand {
         /// See --alpha (default 1 there).
         #[arg(long, allow_hyphen_values = true)]
         beta: Option<f32>,
+        /// Bench C = A^T * B: each A is transposed on the device (`DeviceCsr::transpose`, its time printed), every
+        /// kernel and baseline runs on A^T, and cuSPARSE's SpMM with A transposed and its csr2csc conversion, both on
+        /// A, are timed beside them.
+        #[arg(long)]
+        transpose: bool,
     },
     /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
     SpgemmSuite {
@@ -364,10 +369,11 @@ fn main() -> ExitCode {
             bias_relu,
             alpha,
             beta,
+            transpose,
         }) => {
             let scaled = beta.map(|beta| (alpha.unwrap_or(1.0), beta));
-            let opts =
-                BenchOptions { all_variants: !selected_only, verify, tune, bias_relu, scaled, ..Default::default() };
+            let all_variants = !selected_only;
+            let opts = BenchOptions { all_variants, verify, tune, bias_relu, scaled, transpose, ..Default::default() };
             bench_spmm(suite, opts, dtype, &matrices, &generated, &n)
         }
         Command::Spgemm(args) => run_spgemm(args),
@@ -984,6 +990,21 @@ fn bench_spmm(
             println!("    cuSPARSE: {}", line(&f.cusparse));
             println!("    ours vs cuSPARSE: {}", fmt(f.speedup()));
         }
+        if let Some(t) = &r.transposed {
+            println!(
+                "  the transposition of A: ours {:.3} ms (wall, DeviceCsr::transpose); {}",
+                t.transpose_ms,
+                line(&t.csr2csc)
+            );
+            for e in &t.cusparse {
+                println!("  {}", line(e));
+            }
+            let pays = r.transposed_pays_after().map_or("-".into(), |p| format!("{p:.0} products"));
+            println!(
+                "  selected on A^T vs cuSPARSE with A transposed: {}; transposing pays after {pays}",
+                fmt(r.speedup_vs_transposed())
+            );
+        }
         let blocked: String = [BlockedFormat::Bsr, BlockedFormat::BlockedEll]
             .iter()
             .filter_map(|&f| r.speedup_vs_blocked(f).map(|v| format!("; vs cuSPARSE {}: {v:.2}x", f.name())))
@@ -1040,6 +1061,11 @@ fn bench_spmm(
         let scaled: Vec<f64> = reports.iter().filter_map(|r| r.scaled.as_ref()?.speedup()).collect();
         print!("C = {alpha} * A * B + {beta} * C, against cuSPARSE with the same scalars: ");
         print_geomean(&scaled);
+    }
+    if opts.transpose {
+        let transposed: Vec<f64> = reports.iter().filter_map(|r| r.speedup_vs_transposed()).collect();
+        print!("C = A^T * B, ours on A^T against cuSPARSE's SpMM with A transposed: ");
+        print_geomean(&transposed);
     }
     if let Some(path) = json {
         write_json(&path, &suite::reports_to_json(&reports))?;
