@@ -370,6 +370,12 @@ impl HostDerived {
             rayon::join(swizzle, || rayon::join(|| crate::spmm::split::plan(indptr, &stats), count));
         HostDerived { stats, swizzled_rows, split, counts }
     }
+
+    /// [`HostDerived::of`] for a matrix of T whose structure was checked on the host (an upload, a wrap of device
+    /// buffers, a transposition): the block counts for the types the tensor cores take (f16, bf16, f32).
+    fn checked<T: Scalar>(cols: usize, indptr: &[usize], indices: &[usize]) -> Self {
+        Self::of(cols, indptr, indices, T::DTYPE, T::DTYPE != crate::DType::F64)
+    }
 }
 
 impl Derived {
@@ -494,8 +500,7 @@ impl<T: Scalar> DeviceCsr<T> {
         // The entries' checks, then what is derived from them (which trusts them).
         let host = || -> Result<_, CsrError> {
             validate_entries(cols, indptr, indices)?;
-            let counts = T::DTYPE != crate::DType::F64;
-            Ok(rayon::join(|| HostDerived::of(cols, indptr, indices, T::DTYPE, counts), || holds_non_finite(values)))
+            Ok(rayon::join(|| HostDerived::checked::<T>(cols, indptr, indices), || holds_non_finite(values)))
         };
         // A large matrix's host work runs on rayon's threads while this one copies (the driver's calls stay on it).
         // A structure that fails the checks has then been copied, but no kernel reads it: the copies are freed.
@@ -585,7 +590,7 @@ impl<T: Scalar> DeviceCsr<T> {
         }
         let indices = if nnz > 0 { read("column index", &column_indices, nnz)? } else { Vec::new() };
         validate(rows, cols, &indptr, &indices, nnz)?;
-        let host = HostDerived::of(cols, &indptr, &indices, T::DTYPE, T::DTYPE != crate::DType::F64);
+        let host = HostDerived::checked::<T>(cols, &indptr, &indices);
         Self::validated(gpu, (rows, cols, nnz), (row_offsets, column_indices, values), host)
     }
 

@@ -44,6 +44,27 @@ fn same_bits<T: Scalar>(x: &[T], y: &[T]) -> bool {
     x.len() == y.len() && x.iter().zip(y).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits())
 }
 
+/// `kernel` on A times B into C, poisoned first; returns C.
+fn run_poisoned<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceCsr<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceDense<T>,
+    kernel: &SpmmKernel,
+) -> Vec<T> {
+    c.fill(gpu, T::from_f64(POISON)).unwrap();
+    spmm_kernel(gpu, a, b, c, kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+    c.download(gpu).unwrap()
+}
+
+/// Every tensor-core kernel this device runs for T, then the tile `SpmmConfig::select` takes for (m, k, n, nnz).
+fn tensor_cores_and_a_tile<T: Scalar>(gpu: &Gpu, (m, k, n): (usize, usize, usize), nnz: usize) -> Vec<SpmmKernel> {
+    let mut kernels: Vec<SpmmKernel> =
+        tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore).collect();
+    kernels.push(SpmmKernel::Tiled(SpmmConfig::select(m, k, n, nnz, T::DTYPE)));
+    kernels
+}
+
 /// A (rounded to T) and a random B (k x n) uploaded, C (m x n) allocated, and the oracle on the rounded inputs.
 fn upload_problem<T: Scalar>(
     gpu: &Gpu,
@@ -73,9 +94,8 @@ fn check_kernels<T: Scalar>(
     let (oracle, a_dev, b_dev, mut c_dev) = upload_problem::<T>(gpu, a, n, seed);
     let mut ran = 0;
     for kernel in kernels {
-        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-        spmm_kernel(gpu, &a_dev, &b_dev, &mut c_dev, &kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
-        oracle.check_kernel(&format!("{what} with {kernel}"), &c_dev.download(gpu).unwrap(), &kernel);
+        let got = run_poisoned(gpu, &a_dev, &b_dev, &mut c_dev, &kernel);
+        oracle.check_kernel(&format!("{what} with {kernel}"), &got, &kernel);
         ran += 1;
     }
     ran
@@ -3577,14 +3597,8 @@ fn new_values_case<T: Scalar>(gpu: &Gpu) -> usize {
     let b = dense::<T>(k, n, seed(961));
     let b_dev = DeviceDense::upload(gpu, k, n, &b).unwrap();
     let mut c_dev = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
-    let mut kernels: Vec<SpmmKernel> =
-        tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore).collect();
-    kernels.push(SpmmKernel::Tiled(SpmmConfig::select(m, k, n, structure.nnz(), T::DTYPE)));
-    let mut run = |a: &DeviceCsr<T>, kernel: &SpmmKernel| {
-        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-        spmm_kernel(gpu, a, &b_dev, &mut c_dev, kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
-        c_dev.download(gpu).unwrap()
-    };
+    let kernels = tensor_cores_and_a_tile::<T>(gpu, (m, k, n), structure.nnz());
+    let mut run = |a: &DeviceCsr<T>, kernel: &SpmmKernel| run_poisoned(gpu, a, &b_dev, &mut c_dev, kernel);
     let first: CsMat<T> = with_new_values(&structure, seed(962));
     // Every layout built from the first values; the lazy matrix builds none before its update.
     let mut built = DeviceCsr::upload(gpu, first.view()).unwrap();
@@ -3756,11 +3770,8 @@ fn tuned_for_changing_values_case<T: Scalar>(gpu: &Gpu) {
     let tensor_cores: Vec<SpmmKernel> =
         tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore).collect();
     assert!(!tensor_cores.is_empty(), "{}: no tensor-core kernel runs here", T::DTYPE);
-    let run = |a: &DeviceCsr<T>, kernel: &SpmmKernel, c_dev: &mut DeviceDense<T>| {
-        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-        spmm_kernel(gpu, a, &b_dev, c_dev, kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
-        c_dev.download(gpu).unwrap()
-    };
+    let run =
+        |a: &DeviceCsr<T>, kernel: &SpmmKernel, c_dev: &mut DeviceDense<T>| run_poisoned(gpu, a, &b_dev, c_dev, kernel);
     let before: Vec<Vec<T>> = tensor_cores.iter().map(|kernel| run(&a_dev, kernel, &mut c_dev)).collect();
     let opts = TuneOptions { values_change: true, ..TuneOptions::default() };
     c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
@@ -3868,14 +3879,8 @@ fn sanitizer_transposed_follows_every_update() {
         let b = dense::<T>(m, n, seed(1152));
         let b_dev = DeviceDense::upload(gpu, m, n, &b).unwrap();
         let mut c_dev = DeviceDense::<T>::zeros(gpu, k, n).unwrap();
-        let mut kernels: Vec<SpmmKernel> =
-            tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore).collect();
-        kernels.push(SpmmKernel::Tiled(SpmmConfig::select(k, m, n, structure.nnz(), T::DTYPE)));
-        let mut run = |at: &DeviceCsr<T>, kernel: &SpmmKernel| {
-            c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
-            spmm_kernel(gpu, at, &b_dev, &mut c_dev, kernel).unwrap_or_else(|e| panic!("{kernel}: {e}"));
-            c_dev.download(gpu).unwrap()
-        };
+        let kernels = tensor_cores_and_a_tile::<T>(gpu, (k, m, n), structure.nnz());
+        let mut run = |at: &DeviceCsr<T>, kernel: &SpmmKernel| run_poisoned(gpu, at, &b_dev, &mut c_dev, kernel);
         // Every layout built from the first values.
         for kernel in &kernels {
             run(a_dev.transposed(gpu).unwrap(), kernel);
@@ -3970,9 +3975,7 @@ fn transposed_case<T: Scalar>(gpu: &Gpu, name: &str, a32: &CsMat<f32>) -> usize 
         let b = dense::<T>(m, n, seed(1110 + n as u64));
         let b_dev = DeviceDense::upload(gpu, m, n, &b).unwrap();
         let mut c_dev = DeviceDense::<T>::zeros(gpu, k, n).unwrap();
-        let mut kernels: Vec<SpmmKernel> =
-            tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore).collect();
-        kernels.push(SpmmKernel::Tiled(SpmmConfig::select(k, m, n, a.nnz(), T::DTYPE)));
+        let kernels = tensor_cores_and_a_tile::<T>(gpu, (k, m, n), a.nnz());
         let mut run = |at: &DeviceCsr<T>, kernel: Option<&SpmmKernel>| {
             c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
             let used = match kernel {

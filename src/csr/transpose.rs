@@ -173,7 +173,7 @@ fn host_transposition<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>) -> Result<Transpos
     drop((offsets, columns));
     let t = transpose_structure(a.rows, a.cols, &indptr, &indices);
     drop((indptr, indices));
-    let derive = || HostDerived::of(a.rows, &t.indptr, &t.indices, T::DTYPE, T::DTYPE != crate::DType::F64);
+    let derive = || HostDerived::checked::<T>(a.rows, &t.indptr, &t.indices);
     let copies = || -> Result<_> {
         let row_offsets = upload_slice(gpu, &to_i32(&t.indptr), "uploading the transpose's row offsets")?;
         let column_indices = upload_slice(gpu, &to_i32(&t.indices), "uploading the transpose's column indices")?;
@@ -267,7 +267,7 @@ fn device_transposition<T: Scalar>(gpu: &Gpu, a: &DeviceCsr<T>, parts: usize) ->
     .map_err(Error::driver("launching the transposition's placement", 0))?;
     drop(counters);
     let t_indices = to_usize(&download_slice_i32(gpu, &column_indices, nnz, "reading back the transpose")?);
-    let host = HostDerived::of(rows, &t_indptr, &t_indices, T::DTYPE, T::DTYPE != crate::DType::F64);
+    let host = HostDerived::checked::<T>(rows, &t_indptr, &t_indices);
     Ok((host, (row_offsets, column_indices, source)))
 }
 
