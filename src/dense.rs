@@ -1,10 +1,11 @@
 //! Dense row-major matrices on the device.
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
 
 use crate::csr::upload_slice;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::kernels::Family;
 use crate::scalar::Scalar;
 
 /// The `rows * cols` elements of a matrix, or [`Error::TooLarge`] when that overflows.
@@ -69,6 +70,67 @@ impl<T: Scalar> DeviceDense<T> {
         let data =
             gpu.stream().alloc_zeros::<T>(len.max(1)).map_err(Error::driver("allocating a dense matrix", bytes))?;
         Ok(DeviceDense { rows, cols, data })
+    }
+
+    /// A matrix whose elements are left as the allocation found them, for a result that a kernel then writes in
+    /// full before anything reads it (the transposition, and C of a product through a transposed C).
+    pub(crate) fn unwritten(gpu: &Gpu, rows: usize, cols: usize, what: &'static str) -> Result<Self> {
+        let len = element_count(rows, cols)?;
+        let too_large = || Error::TooLarge(format!("{rows} x {cols} elements"));
+        let bytes = len.max(1).checked_mul(std::mem::size_of::<T>()).ok_or_else(too_large)?;
+        // SAFETY: T is a plain scalar type (any bits are a value), and the callers write every element of the
+        // rows x cols before reading any.
+        let data = unsafe { gpu.stream().alloc::<T>(len.max(1)) }.map_err(Error::driver(what, bytes))?;
+        Ok(DeviceDense { rows, cols, data })
+    }
+
+    /// The transpose, a `cols x rows` matrix, made on the device ([`DeviceDense::transpose_into`]).
+    pub fn transpose(&self, gpu: &Gpu) -> Result<DeviceDense<T>> {
+        let mut out = DeviceDense::unwritten(gpu, self.cols, self.rows, "allocating a transposed dense matrix")?;
+        self.transpose_into(gpu, &mut out)?;
+        Ok(out)
+    }
+
+    /// Writes the transpose into `out`, a `cols x rows` matrix ([`Error::ShapeMismatch`] otherwise), on the
+    /// device: every element of `out`, the bits as they are. A column-major matrix is the row-major one of its
+    /// transpose, so this turns either layout into the other. Rows and columns past `i32::MAX` are
+    /// [`Error::TooLarge`].
+    pub fn transpose_into(&self, gpu: &Gpu, out: &mut DeviceDense<T>) -> Result<()> {
+        self.check_gpu(gpu, "the dense matrix")?;
+        out.check_gpu(gpu, "the transpose")?;
+        if out.rows != self.cols || out.cols != self.rows {
+            return Err(Error::ShapeMismatch(format!(
+                "the transpose of a {} x {} matrix is {} x {}, not {} x {}",
+                self.rows, self.cols, self.cols, self.rows, out.rows, out.cols
+            )));
+        }
+        let fits = |d: usize| i32::try_from(d).map_err(|_| Error::TooLarge(format!("{d} rows or columns")));
+        let (rows, cols) = (fits(self.rows)?, fits(self.cols)?);
+        if rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        let name = match std::mem::size_of::<T>() {
+            2 => "ts_transpose_dense_b16",
+            4 => "ts_transpose_dense_b32",
+            8 => "ts_transpose_dense_b64",
+            size => unreachable!("no scalar type of {size} bytes"),
+        };
+        let function = gpu.function(Family::Util, name)?;
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: (self.cols.div_ceil(32) as u32, self.rows.div_ceil(32).min(65_535) as u32, 1),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        };
+        let stream = gpu.stream();
+        let (src, _gs) = self.data.device_ptr(stream);
+        let (dst, _gd) = out.data.device_ptr_mut(stream);
+        // SAFETY: src holds at least rows x cols elements of T and dst at least cols x rows (both checked when the
+        // matrices were made), of T's size, the size the kernel's name says; it reads and writes only inside them,
+        // and walks any number of row tiles from the grid it gets. The two are distinct buffers (one is borrowed
+        // mutably).
+        unsafe { stream.launch_builder(&function).arg(&src).arg(&dst).arg(&rows).arg(&cols).launch(cfg) }
+            .map_err(Error::driver("launching the transposition of a dense matrix", 0))?;
+        Ok(())
     }
 
     /// Overwrites every element with `value` (tests poison outputs this way before each run).

@@ -252,6 +252,10 @@ pub struct BenchOptions {
     /// wall-clock time reported), every kernel and baseline runs on A^T as on any matrix, and cuSPARSE's SpMM with A
     /// transposed and its CSR to CSC conversion, both on A, are timed beside them ([`SpmmReport::transposed`]).
     pub transpose: bool,
+    /// Also time the product with B and C column-major ([`crate::spmm::spmm_layouts`] with the selected kernel,
+    /// which transposes them on the device around the row-major product) against cuSPARSE's SpMM with both
+    /// column-major (`CUSPARSE_ORDER_COL`), each CSR algorithm ([`SpmmReport::col_major`]).
+    pub col_major: bool,
 }
 
 impl Default for BenchOptions {
@@ -266,6 +270,7 @@ impl Default for BenchOptions {
             bias_relu: false,
             scaled: None,
             transpose: false,
+            col_major: false,
         }
     }
 }
@@ -394,6 +399,17 @@ pub struct SpmmReport {
     /// Where the bench takes the transpose ([`BenchOptions::transpose`]; the problem is then A^T): what a cuSPARSE
     /// user runs instead, and our transposition's time.
     pub transposed: Option<TransposedReport>,
+    /// Where the bench takes B and C column-major ([`BenchOptions::col_major`]): ours and cuSPARSE's.
+    pub col_major: Option<ColMajorReport>,
+}
+
+/// C = A * B with B and C column-major, both ways ([`BenchOptions::col_major`]).
+#[derive(Clone, Debug)]
+pub struct ColMajorReport {
+    /// [`crate::spmm::spmm_layouts`] with the selected kernel: B transposed, the product, C transposed.
+    pub ours: Entry,
+    /// cuSPARSE's SpMM with B and C column-major, each CSR algorithm (some refuse it).
+    pub cusparse: Vec<Entry>,
 }
 
 /// C = A^T * B as a cuSPARSE user runs it, beside our transposition ([`BenchOptions::transpose`]).
@@ -412,6 +428,17 @@ impl SpmmReport {
     pub fn speedup_vs_transposed(&self) -> Option<f64> {
         let t = self.transposed.as_ref()?;
         Some(fastest(&t.cusparse)?.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
+    }
+
+    /// The fastest of cuSPARSE's SpMM with B and C column-major / ours with both column-major.
+    pub fn speedup_col_major(&self) -> Option<f64> {
+        let r = self.col_major.as_ref()?;
+        Some(fastest(&r.cusparse)?.ms.as_ref().ok()? / r.ours.ms.as_ref().ok()?)
+    }
+
+    /// Our time with B and C column-major / the selected kernel's row-major time: what the transpositions cost.
+    pub fn col_major_cost(&self) -> Option<f64> {
+        Some(self.col_major.as_ref()?.ours.ms.as_ref().ok()? / self.selected.ms.as_ref().ok()?)
     }
 
     /// After how many products transposing once and multiplying by A^T has cost less than cuSPARSE's SpMM with A
@@ -627,6 +654,11 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         Some(given) => Some(transposed_baselines(gpu, &lib, given, &b, opts, transpose_ms)?),
         None => None,
     };
+    let col_major = if opts.col_major {
+        Some(col_major_both_ways(gpu, &lib, &a, &b_host, &selected_kernel, reference, opts)?)
+    } else {
+        None
+    };
     let cusparse_blocked = blocked_baselines(gpu, &lib, &a_host, &b, opts)?;
     let agreement = cusparse_c.map_or(f64::NAN, |r| {
         let scale = r.iter().map(|v| v.to_f64().abs()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
@@ -665,7 +697,51 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         bias_relu,
         scaled,
         transposed,
+        col_major,
     })
+}
+
+/// [`ColMajorReport`]: B (`b_host`, row-major k x n) and C column-major, by [`crate::spmm::spmm_layouts`] with
+/// `kernel` (first checked against `reference` where there is one: C poisoned, read back and turned row-major) and
+/// by cuSPARSE's SpMM, each CSR algorithm.
+fn col_major_both_ways<T: Scalar>(
+    gpu: &Gpu,
+    lib: &Cusparse,
+    a: &DeviceCsr<T>,
+    b_host: &[T],
+    kernel: &SpmmKernel,
+    reference: Option<&SpmmReference>,
+    opts: &BenchOptions,
+) -> Result<ColMajorReport> {
+    use crate::spmm::{spmm_layouts, DenseLayouts};
+    let (m, k) = (a.rows(), a.cols());
+    let n = b_host.len().checked_div(k).unwrap_or(0);
+    // B^T and C^T, row-major: B and C column-major.
+    let b = DeviceDense::upload(gpu, k, n, b_host)?.transpose(gpu)?;
+    let mut c = DeviceDense::<T>::zeros(gpu, n, m)?;
+    let layouts = DenseLayouts::COL_MAJOR;
+    let op = |c: &mut DeviceDense<T>| spmm_layouts(gpu, a, &b, c, layouts, Some(kernel), Default::default());
+    let check = reference.map(|reference| -> Result<Check> {
+        c.fill(gpu, T::from_f64(POISON))?;
+        op(&mut c)?;
+        let got = c.transpose(gpu)?.download(gpu)?;
+        Check::of(reference, &got, n, kernel.summation())
+    });
+    let ours = match check.transpose() {
+        Ok(check) => {
+            let r = time_op(gpu, opts.warmup, opts.iters, || op(&mut c).map(|_| ()));
+            Entry { check, ..Entry::timed(format!("{kernel} (B, C column-major)"), r) }
+        }
+        Err(e) => Entry::failed(format!("{kernel} (B, C column-major)"), e.to_string()),
+    };
+    let mut cusparse = Vec::new();
+    for alg in SpmmAlg::ALL {
+        let mut c = DeviceDense::<T>::zeros(gpu, n, m)?;
+        let r = CusparseSpmm::new_with_layouts(gpu, lib, a, &b, &mut c, alg, layouts)
+            .and_then(|mut op| time_op(gpu, opts.warmup, opts.iters, || op.run(gpu)));
+        cusparse.push(Entry::timed(format!("cusparse_col_major_{}", alg.name()), r));
+    }
+    Ok(ColMajorReport { ours, cusparse })
 }
 
 /// [`TransposedReport`]: cuSPARSE's SpMM with `a` (A as given) transposed, each CSR algorithm, into a C of A^T's
@@ -897,7 +973,7 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
         .map(|r| {
             let list = |v: &[Entry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
             format!(
-                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cusparse_bell\":{},\"cusparse_blocked\":[{}],\"cublas\":{},\"agreement\":{}{}{}{}{}}}",
+                "{{\"problem\":{},\"m\":{},\"k\":{},\"n\":{},\"nnz\":{},\"selected\":{},\"variants\":[{}],\"cusparse\":[{}],\"cusparse_bsr\":{},\"cusparse_bell\":{},\"cusparse_blocked\":[{}],\"cublas\":{},\"agreement\":{}{}{}{}{}{}}}",
                 json_str(&r.problem),
                 r.m,
                 r.k,
@@ -934,6 +1010,9 @@ pub fn reports_to_json(reports: &[SpmmReport]) -> String {
                         json_entry(&t.csr2csc),
                         list(&t.cusparse)
                     )
+                }),
+                r.col_major.as_ref().map_or(String::new(), |f| {
+                    format!(",\"col_major\":{{\"ours\":{},\"cusparse\":[{}]}}", json_entry(&f.ours), list(&f.cusparse))
                 })
             )
         })

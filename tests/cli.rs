@@ -115,6 +115,30 @@ fn spmm_transposed_runs_and_verifies_on_any_machine() {
     }
 }
 
+/// `spmm --b-layout col --c-layout col` (and each alone) runs and verifies on any machine: on the GPU through
+/// `spmm_layouts`, B and C held column-major; on the CPU backend, which computes the same product row-major.
+#[test]
+fn spmm_column_major_runs_and_verifies_on_any_machine() {
+    let cases: [(&str, &str, &[&str], &str); 4] = [
+        ("f32", "auto", &["--b-layout", "col", "--c-layout", "col"], "; B: 200 x 33 (column-major); C column-major;"),
+        ("f16", "spmm_tc_f16_n8", &["--b-layout", "col", "--beta", "0.5", "--bias-relu"], "C = ReLU(1 * A * B + 0.5 "),
+        ("f32", "spmm_tc_f32_n4", &["--c-layout", "col", "--beta", "-1"], "; B: 200 x 33; C column-major;"),
+        ("bf16", "auto", &["--b-layout", "col", "--c-layout", "col", "--transpose"], "A^T of uniform_300x200_d0.05"),
+    ];
+    for (dtype, config, extra, header) in cases {
+        let out = tilesparse()
+            .args(["spmm", "--m", "300", "--k", "200", "--density", "0.05", "--n", "33", "--iters", "3", "--verify"])
+            .args(["--dtype", dtype, "--config", config])
+            .args(extra)
+            .output()
+            .expect("running tilesparse");
+        check_verified_run(&out, config, header, &format!("{dtype} {config} {extra:?}"));
+    }
+    let out = tilesparse().args(["spmm", "--b-layout", "diagonal"]).output().expect("running tilesparse");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("layout 'diagonal': row or col"), "{stderr}");
+}
+
 /// `spmm --tune` times the kernels on the GPU, runs the choice and verifies it with that kernel's bound; without a GPU
 /// it says that it has nothing to choose from and runs the CPU backend. With `--bias-relu` it tunes and verifies C =
 /// ReLU(A * B + bias), with the scalars (C read), and with --values-change (which needs --tune). It takes neither
@@ -337,6 +361,36 @@ fn bench_spmm_transposed_times_cusparse_with_a_transposed() {
         let transposed = line.split(",\"transposed\":").nth(1).expect("the --transpose figures");
         assert!(transposed.starts_with("{\"transpose_ms\":") && transposed.contains("cusparse_csr2csc"), "{line}");
         assert!(transposed.contains("\"name\":\"cusparse_transposed_CSR_ALG2\",\"ms\":"), "{name}:\n{line}");
+    }
+}
+
+/// `bench spmm --col-major` times ours with B and C column-major (checked against the oracle with --verify) beside
+/// cuSPARSE's SpMM with both column-major, prints both summaries and writes them to the JSON.
+#[test]
+fn bench_spmm_col_major_times_cusparse_in_that_layout() {
+    let json = std::env::temp_dir().join(format!("tilesparse-cli-col-major-{}.json", std::process::id()));
+    let out = tilesparse()
+        .args(["bench", "spmm", "--gen", "uniform:300x200:0.1", "--gen", "powerlaw:2000x500:0.01", "--dtype", "f16"])
+        .args(["--n", "40", "--selected-only", "--verify", "--col-major", "--iters", "2", "--warmup", "1"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .expect("running tilesparse");
+    if !gpu_run_succeeded("bench_spmm_col_major_times_cusparse_in_that_layout", "bench spmm --col-major", &out) {
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let text = std::fs::read_to_string(&json).expect("the JSON report");
+    std::fs::remove_file(&json).ok();
+    assert!(stdout.contains("verify: OK: ") && !stdout.contains("WRONG"), "{stdout}");
+    let summary = "B and C column-major, ours against cuSPARSE's SpMM with both column-major: geometric mean";
+    assert!(stdout.contains(summary) && stdout.contains("our time over our row-major time"), "{stdout}");
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("\"problem\"")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    for line in lines {
+        let col_major = line.split(",\"col_major\":").nth(1).expect("the --col-major figures");
+        assert!(col_major.starts_with("{\"ours\":{\"name\":"), "{line}");
+        assert!(col_major.contains("(B, C column-major)\",\"ms\":") && col_major.contains("\"check\":"), "{line}");
+        assert!(col_major.contains("\"name\":\"cusparse_col_major_CSR_ALG1\""), "{line}");
     }
 }
 

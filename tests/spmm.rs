@@ -4087,3 +4087,225 @@ fn transposed_cusparse_baselines(gpu: &Gpu, a: &CsMat<f32>) {
     let r = CusparseSpmm::new_transposed(gpu, &lib, &a_dev, &b_dev, &mut wrong, SpmmAlg::CsrAlg1).map(drop);
     assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
 }
+
+/// The row-major `cols x rows` transpose of a row-major `rows x cols` matrix on the host: a column-major matrix's
+/// storage, and back.
+fn host_transpose<T: Copy>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
+    assert_eq!(x.len(), rows * cols);
+    (0..cols).flat_map(|j| (0..rows).map(move |i| x[i * cols + j])).collect()
+}
+
+/// `DeviceDense::transpose_into` alone (so that racecheck covers its kernel quickly): in f16, f32 and f64 (its 2-,
+/// 4- and 8-byte forms), on shapes that are and are not multiples of its 32 x 32 tiles, one row, one column, empty
+/// ones, and one of more than 65535 row tiles (the kernel walks those from a capped grid); every element's bits
+/// against the host's transpose, into a poisoned matrix. And its typed error.
+#[test]
+fn sanitizer_dense_transpose_alone() {
+    let Some(gpu) = gpu_or_skip("sanitizer_dense_transpose_alone") else { return };
+    fn case<T: Scalar>(gpu: &Gpu, rows: usize, cols: usize) {
+        let mut x = dense::<T>(rows, cols, seed(1200 + (rows * 7 + cols) as u64));
+        if let Some(v) = x.get_mut(rows * cols / 2) {
+            *v = T::from_f32(f32::NAN);
+        }
+        let x_dev = DeviceDense::upload(gpu, rows, cols, &x).unwrap();
+        let mut out = DeviceDense::<T>::zeros(gpu, cols, rows).unwrap();
+        out.fill(gpu, T::from_f64(POISON)).unwrap();
+        x_dev.transpose_into(gpu, &mut out).unwrap();
+        let what = format!("{rows} x {cols}, {}", T::DTYPE);
+        assert!(same_bits(&out.download(gpu).unwrap(), &host_transpose(&x, rows, cols)), "{what}");
+        let made = x_dev.transpose(gpu).unwrap();
+        assert_eq!((made.rows(), made.cols()), (cols, rows), "{what}");
+        let back = made.transpose(gpu).unwrap().download(gpu).unwrap();
+        assert!(same_bits(&back, &x), "{what}: transposed twice");
+    }
+    for (rows, cols) in [(1, 1), (1, 77), (77, 1), (33, 65), (64, 32), (300, 1000), (1000, 300), (0, 5), (5, 0)] {
+        case::<f16>(&gpu, rows, cols);
+        case::<f32>(&gpu, rows, cols);
+        case::<f64>(&gpu, rows, cols);
+    }
+    // 65,538 row tiles, more than the grid's height.
+    case::<f32>(&gpu, 65_537 * 32 + 5, 3);
+    let x = DeviceDense::<f32>::zeros(&gpu, 4, 6).unwrap();
+    let mut wrong = DeviceDense::<f32>::zeros(&gpu, 4, 6).unwrap();
+    let r = x.transpose_into(&gpu, &mut wrong);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
+}
+
+/// `spmm_layouts`: C = A * B with B and C each row-major or column-major, on seven shapes (holes and a dense row,
+/// rectangular both ways, m = 1, k = 1, nnz = 0, a power law) in f32, f16 and bf16 at n = 33 and 64, by every
+/// tensor-core kernel here, a tile and the automatic choice, plain, scaled (beta reading a random C, stored in C's
+/// layout) and with bias + ReLU. Each result, read back in its layout, must match the oracle and hold the bits of the
+/// row-major product on the same values; C is poisoned first. One round puts a NaN in B, which must reach C.
+#[test]
+fn sanitizer_dense_layouts_match_the_oracle() {
+    let Some(gpu) = gpu_or_skip("sanitizer_dense_layouts_match_the_oracle") else { return };
+    let cases = [
+        ("holes and a dense row", holes_and_a_dense_row(seed(1210))),
+        ("37 x 1000", gen::uniform_random(37, 1000, 0.05, seed(1211))),
+        ("1000 x 37", gen::uniform_random(1000, 37, 0.2, seed(1212))),
+        ("m = 1", gen::uniform_random(1, 500, 0.3, seed(1213))),
+        ("k = 1", gen::uniform_random(500, 1, 0.3, seed(1214))),
+        ("nnz = 0", CsMat::zero((20, 30))),
+        ("power law", gen::power_law(3000, 2000, 12.0, 1.5, seed(1215))),
+    ];
+    for (name, a) in &cases {
+        let runs = layouts_case::<f32>(&gpu, name, a) + layouts_case::<f16>(&gpu, name, a);
+        assert!(layouts_case::<bf16>(&gpu, name, a) + runs > 0, "{name}");
+    }
+    layouts_errors(&gpu);
+    layouts_cusparse_baselines(&gpu, &cases[0].1);
+}
+
+/// The four combinations of B's and C's layouts.
+const LAYOUTS: [tilesparse::DenseLayouts; 4] = {
+    use tilesparse::Layout::{ColMajor, RowMajor};
+    [
+        tilesparse::DenseLayouts { b: RowMajor, c: RowMajor },
+        tilesparse::DenseLayouts { b: ColMajor, c: RowMajor },
+        tilesparse::DenseLayouts { b: RowMajor, c: ColMajor },
+        tilesparse::DenseLayouts { b: ColMajor, c: ColMajor },
+    ]
+};
+
+/// A row-major `rows x cols` matrix stored in `layout` on the device.
+fn upload_in<T: Scalar>(gpu: &Gpu, x: &[T], rows: usize, cols: usize, layout: tilesparse::Layout) -> DeviceDense<T> {
+    match layout {
+        tilesparse::Layout::RowMajor => DeviceDense::upload(gpu, rows, cols, x).unwrap(),
+        tilesparse::Layout::ColMajor => DeviceDense::upload(gpu, cols, rows, &host_transpose(x, rows, cols)).unwrap(),
+    }
+}
+
+/// A matrix stored in `layout` read back row-major (`rows x cols` as the product has it).
+fn download_from<T: Scalar>(gpu: &Gpu, d: &DeviceDense<T>, layout: tilesparse::Layout) -> Vec<T> {
+    let x = d.download(gpu).unwrap();
+    match layout {
+        tilesparse::Layout::RowMajor => x,
+        tilesparse::Layout::ColMajor => host_transpose(&x, d.rows(), d.cols()),
+    }
+}
+
+fn layouts_case<T: Scalar>(gpu: &Gpu, name: &str, a32: &CsMat<f32>) -> usize {
+    use tilesparse::spmm_layouts;
+    let a: CsMat<T> = gen::convert(a32);
+    let (m, k) = (a.rows(), a.cols());
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let bias: Vec<f32> = gen::dense_matrix(m, 1, seed(1216));
+    let bias_dev = tilesparse::spmm::upload_bias(gpu, &bias).unwrap();
+    let mut runs = 0;
+    for n in [33, 64] {
+        let mut b = dense::<T>(k, n, seed(1217 + n as u64));
+        if n == 64 && a.nnz() > 0 {
+            // A NaN in the row of B that A's first entry reads.
+            let (_, (_, col)) = a.iter().next().unwrap();
+            b[col * n + 5] = T::from_f32(f32::NAN);
+        }
+        let c0 = dense::<T>(m, n, seed(1218 + n as u64));
+        let plain = SpmmOracle::new(a.view(), &b, n);
+        let b_rows = DeviceDense::upload(gpu, k, n, &b).unwrap();
+        let epilogues = [
+            ("plain", SpmmEpilogue::default(), plain.epilogue::<T>(1.0, 0.0, &c0, None, n)),
+            ("scaled", SpmmEpilogue::scaled(0.5, -1.5), plain.epilogue::<T>(0.5, -1.5, &c0, None, n)),
+            ("bias + ReLU", SpmmEpilogue::bias_relu(&bias_dev), plain.bias_relu::<T>(&bias, n)),
+        ];
+        let kernels = tensor_cores_and_a_tile::<T>(gpu, (m, k, n), a.nnz());
+        for kernel in kernels.iter().map(Some).chain([None]) {
+            for (label, epilogue, oracle) in &epilogues {
+                // The row-major product on the same values, C starting from c0.
+                let mut c_rows = DeviceDense::upload(gpu, m, n, &c0).unwrap();
+                let used = match kernel {
+                    Some(kernel) => {
+                        spmm_kernel_with(gpu, &a_dev, &b_rows, &mut c_rows, kernel, *epilogue).map(|_| *kernel)
+                    }
+                    None => tilesparse::spmm_auto_with(gpu, &a_dev, &b_rows, &mut c_rows, *epilogue),
+                };
+                let used = used.unwrap_or_else(|e| panic!("{name}, {}, n = {n}: {e}", T::DTYPE));
+                let want = c_rows.download(gpu).unwrap();
+                for layouts in LAYOUTS {
+                    let what = format!("{name}, {}, n = {n}, {used}, {label}, {layouts:?}", T::DTYPE);
+                    let b_dev = upload_in(gpu, &b, k, n, layouts.b);
+                    let mut c_dev = upload_in(gpu, &c0, m, n, layouts.c);
+                    if !epilogue.reads_c() {
+                        c_dev.fill(gpu, T::from_f64(POISON)).unwrap();
+                    }
+                    let ran = spmm_layouts(gpu, &a_dev, &b_dev, &mut c_dev, layouts, kernel, *epilogue)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert_eq!(ran, used, "{what}: the kernel");
+                    let got = download_from(gpu, &c_dev, layouts.c);
+                    oracle.check_kernel(&what, &got, &used);
+                    assert!(same_bits(&got, &want), "{what}: other bits than the row-major product");
+                    if n == 64 && a.nnz() > 0 && *label == "plain" {
+                        assert!(got.iter().any(|v| v.to_f64().is_nan()), "{what}: B's NaN is lost");
+                    }
+                    runs += 1;
+                }
+            }
+        }
+    }
+    runs
+}
+
+/// `spmm_layouts`' typed errors: B or C held in the other layout's shape, a bias of the wrong length, a tile whose
+/// dense vector width does not divide n; a failed call leaves a column-major C as it was.
+fn layouts_errors(gpu: &Gpu) {
+    use tilesparse::{spmm_layouts, DenseLayouts, Layout};
+    let a = gen::uniform_random(40, 30, 0.2, seed(1220));
+    let (m, k, n) = (40, 30, 18);
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let b_rows = DeviceDense::<f32>::zeros(gpu, k, n).unwrap();
+    let b_cols = DeviceDense::<f32>::zeros(gpu, n, k).unwrap();
+    let mut c_rows = DeviceDense::<f32>::zeros(gpu, m, n).unwrap();
+    let mut c_cols = DeviceDense::<f32>::zeros(gpu, n, m).unwrap();
+    let none = SpmmEpilogue::default();
+    let col_b = DenseLayouts { b: Layout::ColMajor, c: Layout::RowMajor };
+    let r = spmm_layouts(gpu, &a_dev, &b_rows, &mut c_rows, col_b, None, none);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "B row-major passed as column-major: {r:?}");
+    let r = spmm_layouts(gpu, &a_dev, &b_cols, &mut c_rows, DenseLayouts::COL_MAJOR, None, none);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "C row-major passed as column-major: {r:?}");
+    let r = spmm_layouts(gpu, &a_dev, &b_cols, &mut c_cols, DenseLayouts::ROW_MAJOR, None, none);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "column-major passed as row-major: {r:?}");
+    let short = tilesparse::spmm::upload_bias(gpu, &[0.5; 39]).unwrap();
+    let r =
+        spmm_layouts(gpu, &a_dev, &b_cols, &mut c_cols, DenseLayouts::COL_MAJOR, None, SpmmEpilogue::bias_relu(&short));
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "bias: {r:?}");
+    // n = 18 is not a multiple of 4: a tile of dense vector width 4 is refused, and C is left as it was.
+    c_cols.fill(gpu, POISON as f32).unwrap();
+    let tile = compiled_spmm_variants_for(DType::F32).into_iter().find(|c| c.dense_vector_width == 4).unwrap();
+    let r =
+        spmm_layouts(gpu, &a_dev, &b_cols, &mut c_cols, DenseLayouts::COL_MAJOR, Some(&SpmmKernel::Tiled(*tile)), none);
+    assert!(r.is_err(), "{tile}: {r:?}");
+    assert!(c_cols.download(gpu).unwrap().iter().all(|&v| v == POISON as f32), "{tile}: C changed by a failed call");
+}
+
+/// cuSPARSE's SpMM with B and C in each layout (`CusparseSpmm::new_with_layouts`) against the oracle; an algorithm
+/// may refuse a layout (a cuSPARSE error), but one must take each.
+fn layouts_cusparse_baselines(gpu: &Gpu, a: &CsMat<f32>) {
+    use tilesparse::baseline::cusparse::{Cusparse, CusparseSpmm, SpmmAlg};
+    let lib = Cusparse::new(gpu).unwrap();
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let (m, k, n) = (a.rows(), a.cols(), 48);
+    let b = dense::<f32>(k, n, seed(1230));
+    let oracle = SpmmOracle::new(a.view(), &b, n);
+    for layouts in LAYOUTS {
+        let b_dev = upload_in(gpu, &b, k, n, layouts.b);
+        let mut c_dev = upload_in(gpu, &vec![0.0f32; m * n], m, n, layouts.c);
+        let mut ran = 0;
+        for alg in SpmmAlg::ALL {
+            c_dev.fill(gpu, POISON as f32).unwrap();
+            let op = CusparseSpmm::new_with_layouts(gpu, &lib, &a_dev, &b_dev, &mut c_dev, alg, layouts);
+            match op.and_then(|mut op| op.run(gpu)) {
+                Ok(()) => {
+                    let what = format!("cuSPARSE {}, {layouts:?}", alg.name());
+                    oracle.check(&what, &download_from(gpu, &c_dev, layouts.c));
+                    ran += 1;
+                }
+                Err(Error::Cusparse { .. }) => eprintln!("cuSPARSE {} does not take {layouts:?}", alg.name()),
+                Err(e) => panic!("{}: {e}", alg.name()),
+            }
+        }
+        assert!(ran > 0, "no cuSPARSE algorithm took {layouts:?}");
+    }
+    let b_rows = DeviceDense::<f32>::zeros(gpu, k, n).unwrap();
+    let mut c = DeviceDense::<f32>::zeros(gpu, n, m).unwrap();
+    let r = CusparseSpmm::new_with_layouts(gpu, &lib, &a_dev, &b_rows, &mut c, SpmmAlg::CsrAlg1, LAYOUTS[3]).map(drop);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
+}

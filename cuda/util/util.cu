@@ -4,7 +4,8 @@
  * back to back and no event pair brackets host time; a row copy that pads or unpads columns; the bias + ReLU
  * epilogue as a pass of its own over C, the unfused form the benchmarks time cuSPARSE with; the transposition of
  * a CSR structure (transpose.cuh) and the gather that gives a transposed matrix its values from the matrix's own
- * (src/csr/transpose.rs).
+ * (src/csr/transpose.rs); the transposition of a dense matrix, which lets the products take column-major B and C
+ * (src/spmm/layout.rs).
  */
 
 #include "common/epilogue.cuh"
@@ -147,4 +148,46 @@ extern "C" __global__ void ts_gather_b32(const unsigned* src, const int* from, u
 extern "C" __global__ void ts_gather_b64(const unsigned long long* src, const int* from, unsigned long long* dst,
                                          int count) {
   gather(src, from, dst, count);
+}
+
+/// @brief dst = src^T, dense: src rows x cols and dst cols x rows, both row-major (rows, cols < 2^31), elements
+/// moved as bits (E: 2-, 4- or 8-byte unsigned, so NaN payloads pass unchanged). A column-major matrix is the
+/// row-major one of its transpose, so this turns one layout into the other (src/spmm/layout.rs,
+/// `DeviceDense::transpose_into`). Tiles of 32 x 32 through shared memory, with a column of padding so that the
+/// tile's columns fall in distinct banks: a block of 32 x 8 threads reads a tile along src's rows and writes it
+/// along dst's, eight rows per step, so both sides are coalesced. blockIdx.x is the column tile; the row tiles
+/// are walked from blockIdx.y in steps of the grid's height (at most 65535 tiles high).
+template <typename E>
+__device__ __forceinline__ void transpose_dense(const E* __restrict__ src, E* __restrict__ dst, int rows, int cols) {
+  __shared__ E tile[32][33];
+  const long long c0 = static_cast<long long>(blockIdx.x) * 32;
+  const long long step = static_cast<long long>(gridDim.y) * 32;
+  for (long long r0 = static_cast<long long>(blockIdx.y) * 32; r0 < rows; r0 += step) {
+    for (int j = threadIdx.y; j < 32; j += 8) {
+      const long long r = r0 + j, c = c0 + threadIdx.x;
+      if (r < rows && c < cols) tile[j][threadIdx.x] = src[r * cols + c];
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < 32; j += 8) {
+      const long long c = c0 + j, r = r0 + threadIdx.x;
+      if (c < cols && r < rows) dst[c * rows + r] = tile[threadIdx.x][j];
+    }
+    // The next tile's reads must wait until every thread has written this one out.
+    __syncthreads();
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_b16(const unsigned short* src, unsigned short* dst,
+                                                                         int rows, int cols) {
+  transpose_dense(src, dst, rows, cols);
+}
+
+extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_b32(const unsigned* src, unsigned* dst, int rows,
+                                                                         int cols) {
+  transpose_dense(src, dst, rows, cols);
+}
+
+extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_b64(const unsigned long long* src,
+                                                                         unsigned long long* dst, int rows, int cols) {
+  transpose_dense(src, dst, rows, cols);
 }

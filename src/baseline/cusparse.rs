@@ -13,6 +13,7 @@ use crate::dense::DeviceDense;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::scalar::{DType, Scalar};
+use crate::spmm::{DenseLayouts, Layout};
 
 const NON_TRANSPOSE: cs::cusparseOperation_t = cs::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
 
@@ -138,25 +139,32 @@ impl Drop for CsrDescr<'_> {
     }
 }
 
-/// A row-major dense descriptor.
+/// A dense descriptor over a [`DeviceDense`] in either layout.
 struct DnMatDescr<'a> {
     raw: cs::cusparseDnMatDescr_t,
     _b: PhantomData<&'a ()>,
 }
 
 impl DnMatDescr<'_> {
-    fn new(rows: usize, cols: usize, ptr: u64, dtype: DType) -> Result<Self> {
+    /// `ptr` holds the stored `rows x cols` row-major matrix: the matrix itself where `layout` is row-major, its
+    /// transpose (the column-major `cols x rows` matrix) where it is column-major.
+    fn new(rows: usize, cols: usize, ptr: u64, dtype: DType, layout: Layout) -> Result<Self> {
+        let (order, logical_rows, logical_cols) = match layout {
+            Layout::RowMajor => (cs::cusparseOrder_t::CUSPARSE_ORDER_ROW, rows, cols),
+            Layout::ColMajor => (cs::cusparseOrder_t::CUSPARSE_ORDER_COL, cols, rows),
+        };
         let mut raw = std::ptr::null_mut();
-        // SAFETY: ptr addresses rows * cols elements that outlive the descriptor (tied by the caller's borrow).
+        // SAFETY: ptr addresses rows * cols elements that outlive the descriptor (tied by the caller's borrow); the
+        // leading dimension is the stored rows' length in either order.
         check("cusparseCreateDnMat", unsafe {
             cs::cusparseCreateDnMat(
                 &mut raw,
-                rows as i64,
-                cols as i64,
+                logical_rows as i64,
+                logical_cols as i64,
                 cols as i64,
                 ptr as *mut c_void,
                 cuda_data_type(dtype),
-                cs::cusparseOrder_t::CUSPARSE_ORDER_ROW,
+                order,
             )
         })?;
         Ok(DnMatDescr { raw, _b: PhantomData })
@@ -200,6 +208,20 @@ pub struct CusparseSpmm<'a> {
     buffer: CudaSlice<u8>,
     /// C's device address, rows and columns, for [`CusparseSpmm::run_bias_relu`]'s pass over it.
     c_out: (u64, usize, usize),
+    /// C's layout: the bias + ReLU pass takes a row-major C only.
+    c_layout: Layout,
+}
+
+/// The form of a [`CusparseSpmm`]'s product: op(A), and B's and C's layouts.
+#[derive(Clone, Copy)]
+struct Form {
+    op_a: cs::cusparseOperation_t,
+    layouts: DenseLayouts,
+}
+
+impl Form {
+    /// C = A * B, B and C row-major.
+    const PLAIN: Form = Form { op_a: NON_TRANSPOSE, layouts: DenseLayouts::ROW_MAJOR };
 }
 
 /// `ShapeMismatch` unless A (m x k) * B fits C.
@@ -228,7 +250,24 @@ impl<'a> CusparseSpmm<'a> {
         alg: SpmmAlg,
     ) -> Result<Self> {
         check_spmm_shapes(a.rows(), a.cols(), b, c)?;
-        Self::prepare(gpu, lib, SparseA::Csr(CsrDescr::new(gpu, a)?), b, c, alg, NON_TRANSPOSE)
+        Self::prepare(gpu, lib, SparseA::Csr(CsrDescr::new(gpu, a)?), b, c, alg, Form::PLAIN)
+    }
+
+    /// Prepares C = A * B with the CSR algorithm `alg` and B and C in `layouts` (`CUSPARSE_ORDER_COL` for a
+    /// column-major one, passed as the [`DeviceDense`] of its transpose, as [`crate::spmm::spmm_layouts`] takes it):
+    /// the baseline of that function. Fails as [`CusparseSpmm::new`] does, and with [`Error::ShapeMismatch`] where
+    /// the shapes do not fit as their layouts have them.
+    pub fn new_with_layouts<T: Scalar>(
+        gpu: &Gpu,
+        lib: &'a Cusparse,
+        a: &'a DeviceCsr<T>,
+        b: &'a DeviceDense<T>,
+        c: &'a mut DeviceDense<T>,
+        alg: SpmmAlg,
+        layouts: DenseLayouts,
+    ) -> Result<Self> {
+        crate::spmm::layout::check_layout_shapes(a, b, c, layouts)?;
+        Self::prepare(gpu, lib, SparseA::Csr(CsrDescr::new(gpu, a)?), b, c, alg, Form { op_a: NON_TRANSPOSE, layouts })
     }
 
     /// Prepares C = A^T * B with the CSR algorithm `alg` and `CUSPARSE_OPERATION_TRANSPOSE` on A (m x k; B is m x n,
@@ -245,7 +284,15 @@ impl<'a> CusparseSpmm<'a> {
     ) -> Result<Self> {
         check_spmm_shapes(a.cols(), a.rows(), b, c)?;
         let transpose = cs::cusparseOperation_t::CUSPARSE_OPERATION_TRANSPOSE;
-        Self::prepare(gpu, lib, SparseA::Csr(CsrDescr::new(gpu, a)?), b, c, alg, transpose)
+        Self::prepare(
+            gpu,
+            lib,
+            SparseA::Csr(CsrDescr::new(gpu, a)?),
+            b,
+            c,
+            alg,
+            Form { op_a: transpose, layouts: DenseLayouts::ROW_MAJOR },
+        )
     }
 
     /// Uploads `a` and prepares C = A * B with A in BSR (`CUSPARSE_SPMM_BSR_ALG1`, row-major B and C): the baseline a
@@ -258,7 +305,8 @@ impl<'a> CusparseSpmm<'a> {
         c: &'a mut DeviceDense<T>,
     ) -> Result<Self> {
         check_spmm_shapes(a.block_rows * a.block, a.block_cols * a.block, b, c)?;
-        Self::prepare(gpu, lib, SparseA::Blocked(BlockedDescr::bsr(gpu, a)?), b, c, SpmmAlg::BsrAlg1, NON_TRANSPOSE)
+        let bsr = SparseA::Blocked(BlockedDescr::bsr(gpu, a)?);
+        Self::prepare(gpu, lib, bsr, b, c, SpmmAlg::BsrAlg1, Form::PLAIN)
     }
 
     /// Uploads `a` and prepares C = A * B with A in Blocked-ELL (`CUSPARSE_SPMM_BLOCKED_ELL_ALG1`, row-major B and
@@ -272,7 +320,7 @@ impl<'a> CusparseSpmm<'a> {
     ) -> Result<Self> {
         check_spmm_shapes(a.rows, a.cols, b, c)?;
         let blocked = SparseA::Blocked(BlockedDescr::blocked_ell(gpu, a)?);
-        Self::prepare(gpu, lib, blocked, b, c, SpmmAlg::BlockedEllAlg1, NON_TRANSPOSE)
+        Self::prepare(gpu, lib, blocked, b, c, SpmmAlg::BlockedEllAlg1, Form::PLAIN)
     }
 
     /// The dense descriptors, the workspace and (ALG3) the preprocessing, for shapes already checked.
@@ -283,12 +331,13 @@ impl<'a> CusparseSpmm<'a> {
         b: &'a DeviceDense<T>,
         c: &'a mut DeviceDense<T>,
         alg: SpmmAlg,
-        op_a: cs::cusparseOperation_t,
+        form: Form,
     ) -> Result<Self> {
+        let Form { op_a, layouts } = form;
         let stream = gpu.stream();
-        let b_d = DnMatDescr::new(b.rows(), b.cols(), b.data.device_ptr(stream).0, T::DTYPE)?;
+        let b_d = DnMatDescr::new(b.rows(), b.cols(), b.data.device_ptr(stream).0, T::DTYPE, layouts.b)?;
         let c_ptr = c.data.device_ptr_mut(stream).0;
-        let c_d = DnMatDescr::new(c.rows(), c.cols(), c_ptr, T::DTYPE)?;
+        let c_d = DnMatDescr::new(c.rows(), c.cols(), c_ptr, T::DTYPE, layouts.c)?;
         let (alpha, beta) = (1f64, 0f64);
         let (alpha32, beta32) = (1f32, 0f32);
         let (pa, pb) = scalars(T::DTYPE, &alpha, &beta, &alpha32, &beta32);
@@ -332,7 +381,8 @@ impl<'a> CusparseSpmm<'a> {
             })?;
         }
         let c_out = (c_ptr, c.rows(), c.cols());
-        Ok(CusparseSpmm { lib, a: a_d, b: b_d, c: c_d, alg, op_a, dtype: T::DTYPE, buffer, c_out })
+        let c_layout = layouts.c;
+        Ok(CusparseSpmm { lib, a: a_d, b: b_d, c: c_d, alg, op_a, dtype: T::DTYPE, buffer, c_out, c_layout })
     }
 
     /// Runs C = A * B on the stream.
@@ -366,8 +416,11 @@ impl<'a> CusparseSpmm<'a> {
 
     /// Runs C = ReLU(A * B + bias) on the stream as a user of cuSPARSE would: the SpMM, then the bias + ReLU
     /// pass over C ([`super::epilogue::bias_relu_pass`]). A bias that is not one f32 per row of C is
-    /// `ShapeMismatch`, and f64 `UnsupportedDtype`, before the SpMM runs.
+    /// `ShapeMismatch`, f64 `UnsupportedDtype` and a column-major C `Usage`, before the SpMM runs.
     pub fn run_bias_relu(&mut self, gpu: &Gpu, bias: &CudaSlice<f32>) -> Result<()> {
+        if self.c_layout != Layout::RowMajor {
+            return Err(Error::Usage("the bias + ReLU pass after cuSPARSE's SpMM takes a row-major C".into()));
+        }
         let (c, rows, cols) = self.c_out;
         super::epilogue::check_pass(gpu, bias, rows, cols, self.dtype)?;
         self.run(gpu)?;

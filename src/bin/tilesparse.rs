@@ -11,7 +11,7 @@ use sprs::CsMat;
 use tilesparse::cpu::{backend, oracle};
 use tilesparse::kernels::{compiled_spmm_variants, CUDA_ARCHS, KERNELS_BUILT, NVCC_VERSION};
 use tilesparse::spgemm::{self, DeviceCoo, LadderKernel, SpgemmPlan, SPGEMM_K4_GRID};
-use tilesparse::spmm::{tensor_core, SpmmEpilogue, SpmmKernel, TuneOptions, TunedSpmm};
+use tilesparse::spmm::{tensor_core, DenseLayouts, Layout, SpmmEpilogue, SpmmKernel, TuneOptions, TunedSpmm};
 use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace};
 use tilesparse::suite::{self, BenchOptions, BlockedFormat};
 use tilesparse::suite_spgemm;
@@ -173,6 +173,14 @@ struct SpmmArgs {
     /// --verify take sprs's transpose of A.
     #[arg(long)]
     transpose: bool,
+    /// B's layout in device memory, row or col (column-major: `spmm_layouts`, B transposed on the device before
+    /// the product; the CPU backend computes the same product row-major).
+    #[arg(long, default_value = "row")]
+    b_layout: Layout,
+    /// C's layout in device memory, row or col (column-major: the product computed row-major, then transposed into
+    /// C on the device).
+    #[arg(long, default_value = "row")]
+    c_layout: Layout,
 }
 
 #[derive(Args)]
@@ -313,6 +321,10 @@ enum BenchCommand {
         /// A, are timed beside them.
         #[arg(long)]
         transpose: bool,
+        /// Also time the product with B and C column-major: ours (`spmm_layouts` with the selected kernel, B and C
+        /// transposed on the device around it) against cuSPARSE's SpMM with both column-major, each CSR algorithm.
+        #[arg(long)]
+        col_major: bool,
     },
     /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
     SpgemmSuite {
@@ -370,10 +382,20 @@ fn main() -> ExitCode {
             alpha,
             beta,
             transpose,
+            col_major,
         }) => {
             let scaled = beta.map(|beta| (alpha.unwrap_or(1.0), beta));
             let all_variants = !selected_only;
-            let opts = BenchOptions { all_variants, verify, tune, bias_relu, scaled, transpose, ..Default::default() };
+            let opts = BenchOptions {
+                all_variants,
+                verify,
+                tune,
+                bias_relu,
+                scaled,
+                transpose,
+                col_major,
+                ..Default::default()
+            };
             bench_spmm(suite, opts, dtype, &matrices, &generated, &n)
         }
         Command::Spgemm(args) => run_spgemm(args),
@@ -518,7 +540,9 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         None => format!("; C = {product}"),
     };
     let shape = if given.is_some() { format!("A^T of {name}") } else { format!("A: {name}") };
-    println!("{shape}, {m} x {k}, {} nonzeros; B: {k} x {n}; dtype {}{epilogue}", a.nnz(), T::DTYPE);
+    let b_held = if args.b_layout == Layout::ColMajor { " (column-major)" } else { "" };
+    let c_held = if args.c_layout == Layout::ColMajor { "; C column-major" } else { "" };
+    println!("{shape}, {m} x {k}, {} nonzeros; B: {k} x {n}{b_held}{c_held}; dtype {}{epilogue}", a.nnz(), T::DTYPE);
     let flops = 2.0 * a.nnz() as f64 * n as f64;
     // The config is checked before choosing the device, so a bad one is an error on any machine. None: the
     // automatic choice, made for the device once A is on it (`auto_kernel`).
@@ -573,13 +597,27 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
                 // warpgroup mma; no tensor cores where A holds Inf or NaN).
                 None => tilesparse::spmm::auto_kernel(&gpu, &a_dev, n)?,
             };
-            // The tuner left its result in C: the timed runs start from C's starting values.
-            c_dev = DeviceDense::upload(&gpu, m, n, &c0)?;
-            let run = |c: &mut DeviceDense<T>| tilesparse::spmm_kernel_with(&gpu, &a_dev, &b_dev, c, &config, epilogue);
+            // B and C as their layouts hold them (a column-major one is the row-major transpose); the tuner ran on
+            // the row-major ones and left its result in C: the timed runs start from C's starting values.
+            let layouts = DenseLayouts { b: args.b_layout, c: args.c_layout };
+            let b_held = match layouts.b {
+                Layout::RowMajor => None,
+                Layout::ColMajor => Some(DeviceDense::upload(&gpu, n, k, &host_transpose(&b, k, n))?),
+            };
+            let b_held = b_held.as_ref().unwrap_or(&b_dev);
+            let c0_held = match layouts.c {
+                Layout::RowMajor => c0.clone(),
+                Layout::ColMajor => host_transpose(&c0, m, n),
+            };
+            let (c_rows, c_cols) = if layouts.c == Layout::ColMajor { (n, m) } else { (m, n) };
+            c_dev = DeviceDense::upload(&gpu, c_rows, c_cols, &c0_held)?;
+            let run = |c: &mut DeviceDense<T>| {
+                tilesparse::spmm_layouts(&gpu, &a_dev, b_held, c, layouts, Some(&config), epilogue).map(|_| ())
+            };
             let t = time_op(&gpu, args.warmup, args.iters, || run(&mut c_dev))?;
             if beta != 0.0 {
                 // Each timed run read the last one's C: the result is one run's on the starting values.
-                c_dev = DeviceDense::upload(&gpu, m, n, &c0)?;
+                c_dev = DeviceDense::upload(&gpu, c_rows, c_cols, &c0_held)?;
                 run(&mut c_dev)?;
             }
             let ms = t.median_ms();
@@ -598,7 +636,9 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
                 args.iters,
                 flops / ms / 1e6
             );
-            (c_dev.download(&gpu)?, Some(config))
+            let held = c_dev.download(&gpu)?;
+            let c = if layouts.c == Layout::ColMajor { host_transpose(&held, n, m) } else { held };
+            (c, Some(config))
         }
         None => {
             if args.tune {
@@ -652,6 +692,11 @@ fn run_spmm_typed<T: Scalar>(args: SpmmArgs) -> Result<()> {
         report_check(&got, &want, &bound, n, T::DTYPE)?;
     }
     Ok(())
+}
+
+/// The row-major `cols x rows` transpose of a row-major `rows x cols` matrix: a column-major matrix's storage.
+fn host_transpose<T: Copy>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
+    (0..cols).flat_map(|j| (0..rows).map(move |i| x[i * cols + j])).collect()
 }
 
 /// What `spmm --tune` found: the finalists' times, the choice, and what was skipped.
@@ -953,8 +998,9 @@ fn bench_spmm(
         };
         let fused = r.bias_relu.as_ref().map(|f| &f.fused);
         let scaled = r.scaled.as_ref().map(|f| &f.ours);
+        let col_major = r.col_major.as_ref().map(|f| &f.ours);
         let timed = r.variants.iter().chain([&r.selected]).chain(r.tuned.as_ref().map(|(e, _)| e));
-        for e in timed.chain(fused).chain(scaled) {
+        for e in timed.chain(fused).chain(scaled).chain(col_major) {
             if let Some(c) = &e.check {
                 checked += 1;
                 worst = worst.max(c.worst);
@@ -1003,6 +1049,18 @@ fn bench_spmm(
             println!(
                 "  selected on A^T vs cuSPARSE with A transposed: {}; transposing pays after {pays}",
                 fmt(r.speedup_vs_transposed())
+            );
+        }
+        if let Some(f) = &r.col_major {
+            println!("  B and C column-major:");
+            println!("    ours:     {}", line(&f.ours));
+            for e in &f.cusparse {
+                println!("    {}", line(e));
+            }
+            println!(
+                "    ours vs cuSPARSE, both column-major: {}; ours column-major / row-major: {}",
+                fmt(r.speedup_col_major()),
+                fmt(r.col_major_cost())
             );
         }
         let blocked: String = [BlockedFormat::Bsr, BlockedFormat::BlockedEll]
@@ -1066,6 +1124,18 @@ fn bench_spmm(
         let transposed: Vec<f64> = reports.iter().filter_map(|r| r.speedup_vs_transposed()).collect();
         print!("C = A^T * B, ours on A^T against cuSPARSE's SpMM with A transposed: ");
         print_geomean(&transposed);
+    }
+    if opts.col_major {
+        let col_major: Vec<f64> = reports.iter().filter_map(|r| r.speedup_col_major()).collect();
+        print!("B and C column-major, ours against cuSPARSE's SpMM with both column-major: ");
+        print_geomean(&col_major);
+        let cost: Vec<f64> = reports.iter().filter_map(|r| r.col_major_cost()).collect();
+        let max = cost.iter().copied().fold(0.0, f64::max);
+        println!(
+            "B and C column-major, our time over our row-major time: geometric mean {:.3}x over {} problems, max {max:.3}x",
+            suite::geomean(&cost),
+            cost.len()
+        );
     }
     if let Some(path) = json {
         write_json(&path, &suite::reports_to_json(&reports))?;

@@ -2,12 +2,14 @@
 //! beta C) and + bias and ReLU ([`SpmmEpilogue`]).
 
 mod config;
+pub mod layout;
 mod select;
 pub mod split;
 pub mod tensor_core;
 pub mod tune;
 
 pub use config::SpmmConfig;
+pub use layout::{spmm_layouts, DenseLayouts, Layout};
 pub use tensor_core::{
     skipped_empty_windows, spmm_tensor_core, spmm_tensor_core_bias_relu, spmm_tensor_core_empty_windows,
     spmm_tensor_core_paths, spmm_tensor_core_with, RangeSum, TensorCoreConfig,
