@@ -16,6 +16,11 @@
 //! transpositions themselves: ours (`transpose_wall`, wall-clock: a download, the host's counting sort, an upload)
 //! and cuSPARSE's CSR to CSC conversion on the device (`cusparse_csr2csc`).
 //!
+//! Group `spmm_layouts`: C = A * B with B and C column-major (`spmm_layouts`: B transposed on the device, the
+//! row-major product, C transposed back; `_ours_col_major`) beside our row-major product (`_ours_row_major`), the
+//! transposition of B alone (`_transpose_b`) against a copy of B's bytes (`_copy_b`, the floor of a pass over it),
+//! and cuSPARSE's SpMM with B and C column-major (`_cusparse_col_major_{alg}`, each CSR algorithm that takes it).
+//!
 //! Group `spmm_transfers` (wall-clock time): `DeviceCsr::upload` of a large matrix (the checks, the statistics and
 //! the tensor-core block counts on the host, beside the copies) and `DeviceCsr::from_device` of one already on the
 //! device (a download, the same host work), beside the floor: the bare copies of the three arrays, in i32. Then
@@ -359,6 +364,84 @@ fn transposed_case<T: Scalar>(
     });
 }
 
+fn layouts(c: &mut Criterion) {
+    let Some(gpu) = gpu_or_skip("spmm_layouts") else { return };
+    let problems = [
+        // Y = X W^T for a pruned MiniLM FFN weight (1536 x 384 at 70%) over 1024 tokens: B = X, C = Y.
+        ("uniform_1536x384_s70_n1024", gen::uniform_random(1536, 384, 0.3, 1), 1024),
+        ("uniform_4096_s90_n256", gen::uniform_random(4096, 4096, 0.1, 1), 256),
+        // B and C of 28 MB each in f32.
+        ("power_law_64K_n128", gen::power_law(1 << 16, 1 << 16, 8.0, 1.5, 1), 128),
+    ];
+    let mut group = group(c, "spmm_layouts");
+    group.measurement_time(Duration::from_secs(1));
+    for (name, a, n) in &problems {
+        group.throughput(Throughput::Elements(2 * a.nnz() as u64 * *n as u64));
+        layouts_case::<f32>(&mut group, &gpu, name, a, *n);
+        layouts_case::<half::f16>(&mut group, &gpu, name, a, *n);
+    }
+    group.finish();
+}
+
+fn layouts_case<T: Scalar>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    gpu: &Gpu,
+    name: &str,
+    a32: &CsMat<f32>,
+    n: usize,
+) {
+    use tilesparse::{spmm_layouts, DenseLayouts};
+    let a: CsMat<T> = gen::convert(a32);
+    let (m, k, tag) = (a.rows(), a.cols(), T::DTYPE);
+    let b: Vec<T> = gen::dense_matrix(k, n, 2).into_iter().map(T::from_f32).collect();
+    let a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let b_rows = DeviceDense::upload(gpu, k, n, &b).unwrap();
+    let b_cols = b_rows.transpose(gpu).unwrap();
+    let mut c_rows = DeviceDense::<T>::zeros(gpu, m, n).unwrap();
+    let mut c_cols = DeviceDense::<T>::zeros(gpu, n, m).unwrap();
+    let kernel = spmm_auto(gpu, &a_dev, &b_rows, &mut c_rows).unwrap();
+    eprintln!("spmm_layouts {tag} {name}: {m} x {k}, n = {n}, {kernel}");
+    group.bench_function(BenchmarkId::new(format!("{tag}_ours_row_major"), name), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || spmm_kernel(gpu, &a_dev, &b_rows, &mut c_rows, &kernel)).unwrap()
+        })
+    });
+    let layouts = DenseLayouts::COL_MAJOR;
+    group.bench_function(BenchmarkId::new(format!("{tag}_ours_col_major"), name), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || {
+                spmm_layouts(gpu, &a_dev, &b_cols, &mut c_cols, layouts, Some(&kernel), Default::default()).map(drop)
+            })
+            .unwrap()
+        })
+    });
+    let mut b_back = DeviceDense::<T>::zeros(gpu, k, n).unwrap();
+    group.bench_function(BenchmarkId::new(format!("{tag}_transpose_b"), name), |bench| {
+        bench.iter_custom(|iters| event_time(gpu, iters, || b_cols.transpose_into(gpu, &mut b_back)).unwrap())
+    });
+    let mut copy = gpu.stream().alloc_zeros::<T>(k * n).unwrap();
+    group.bench_function(BenchmarkId::new(format!("{tag}_copy_b"), name), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || {
+                let r = gpu.stream().memcpy_dtod(b_cols.as_slice(), &mut copy);
+                r.map_err(|source| tilesparse::Error::Driver { what: "copying B", source })
+            })
+            .unwrap()
+        })
+    });
+    let lib = Cusparse::new(gpu).unwrap();
+    for alg in SpmmAlg::ALL {
+        let mut c = DeviceDense::<T>::zeros(gpu, n, m).unwrap();
+        let Ok(mut op) = CusparseSpmm::new_with_layouts(gpu, &lib, &a_dev, &b_cols, &mut c, alg, layouts) else {
+            eprintln!("spmm_layouts {tag} {name}: cuSPARSE {} does not take B and C column-major", alg.name());
+            continue;
+        };
+        group.bench_function(BenchmarkId::new(format!("{tag}_cusparse_col_major_{}", alg.name()), name), |bench| {
+            bench.iter_custom(|iters| event_time(gpu, iters, || op.run(gpu)).unwrap())
+        });
+    }
+}
+
 /// [`DeviceCsr::upload`] and [`DeviceCsr::from_device`] of large matrices, and [`DeviceDense::download`] of a
 /// large C, against the bare copies (wall time).
 fn transfers(c: &mut Criterion) {
@@ -423,5 +506,5 @@ fn transfers(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, vector_widths, half_vector_widths, new_values, transposed, transfers);
+criterion_group!(benches, vector_widths, half_vector_widths, new_values, transposed, layouts, transfers);
 criterion_main!(benches);
