@@ -117,7 +117,7 @@ impl<T: Scalar> DeviceDense<T> {
         };
         let function = gpu.function(Family::Util, name)?;
         let cfg = cudarc::driver::LaunchConfig {
-            grid_dim: (self.cols.div_ceil(32) as u32, self.rows.div_ceil(32).min(65_535) as u32, 1),
+            grid_dim: (self.cols.div_ceil(64) as u32, self.rows.div_ceil(64).min(65_535) as u32, 1),
             block_dim: (32, 8, 1),
             shared_mem_bytes: 0,
         };

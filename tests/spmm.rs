@@ -4096,9 +4096,10 @@ fn host_transpose<T: Copy>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
 }
 
 /// `DeviceDense::transpose_into` alone (so that racecheck covers its kernel quickly): in f16, f32 and f64 (its 2-,
-/// 4- and 8-byte forms), on shapes that are and are not multiples of its 32 x 32 tiles, one row, one column, empty
-/// ones, and one of more than 65535 row tiles (the kernel walks those from a capped grid); every element's bits
-/// against the host's transpose, into a poisoned matrix. And its typed error.
+/// 4- and 8-byte forms), on shapes that are and are not multiples of its 64 x 64 tiles, with odd sides (element by
+/// element) and even ones (in pairs), one row, one column, empty ones, and two of more than 65535 row tiles (the
+/// kernel walks those from a capped grid); every element's bits against the host's transpose, into a poisoned
+/// matrix, with a NaN among them. And its typed error.
 #[test]
 fn sanitizer_dense_transpose_alone() {
     let Some(gpu) = gpu_or_skip("sanitizer_dense_transpose_alone") else { return };
@@ -4118,13 +4119,16 @@ fn sanitizer_dense_transpose_alone() {
         let back = made.transpose(gpu).unwrap().download(gpu).unwrap();
         assert!(same_bits(&back, &x), "{what}: transposed twice");
     }
-    for (rows, cols) in [(1, 1), (1, 77), (77, 1), (33, 65), (64, 32), (300, 1000), (1000, 300), (0, 5), (5, 0)] {
+    // Odd sides move element by element, even ones in pairs (with partial tiles: 300 x 1000, 2 x 130, 66 x 34).
+    let shapes = [(1, 1), (1, 77), (77, 1), (33, 65), (64, 32), (300, 1000), (1000, 300), (2, 130), (130, 2), (66, 34)];
+    for (rows, cols) in shapes.into_iter().chain([(0, 5), (5, 0)]) {
         case::<f16>(&gpu, rows, cols);
         case::<f32>(&gpu, rows, cols);
         case::<f64>(&gpu, rows, cols);
     }
-    // 65,538 row tiles, more than the grid's height.
-    case::<f32>(&gpu, 65_537 * 32 + 5, 3);
+    // More row tiles than the grid's height (65535 tiles of 64 rows), element by element and in pairs.
+    case::<f32>(&gpu, 65_536 * 64 + 5, 3);
+    case::<f16>(&gpu, 65_536 * 64 + 6, 2);
     let x = DeviceDense::<f32>::zeros(&gpu, 4, 6).unwrap();
     let mut wrong = DeviceDense::<f32>::zeros(&gpu, 4, 6).unwrap();
     let r = x.transpose_into(&gpu, &mut wrong);

@@ -151,43 +151,80 @@ extern "C" __global__ void ts_gather_b64(const unsigned long long* src, const in
 }
 
 /// @brief dst = src^T, dense: src rows x cols and dst cols x rows, both row-major (rows, cols < 2^31), elements
-/// moved as bits (E: 2-, 4- or 8-byte unsigned, so NaN payloads pass unchanged). A column-major matrix is the
-/// row-major one of its transpose, so this turns one layout into the other (src/spmm/layout.rs,
-/// `DeviceDense::transpose_into`). Tiles of 32 x 32 through shared memory, with a column of padding so that the
-/// tile's columns fall in distinct banks: a block of 32 x 8 threads reads a tile along src's rows and writes it
-/// along dst's, eight rows per step, so both sides are coalesced. blockIdx.x is the column tile; the row tiles
-/// are walked from blockIdx.y in steps of the grid's height (at most 65535 tiles high).
-template <typename E>
+/// moved as bits (E: 2-, 4- or 8-byte unsigned, so NaN payloads pass unchanged; V: a vector of two E). A
+/// column-major matrix is the row-major one of its transpose, so this turns one layout into the other
+/// (src/spmm/layout.rs, `DeviceDense::transpose_into`).
+///
+/// Tiles of 64 x 64 through shared memory, held column by column (tile[c][r]) with a column of padding. A block of
+/// 32 x 8 threads loads a tile along src's rows, each thread two neighbouring elements per row in one access, eight
+/// rows apart, all eight loads issued before the first store to shared memory; then it stores the tile along dst's
+/// rows the same way. Where rows and cols are both even every pair lies at an even offset, so the pairs are aligned
+/// (the buffers are) and move as one V; otherwise, and at a tile's last odd element, they move one element at a
+/// time. blockIdx.x is the column tile; the row tiles are walked from blockIdx.y in steps of the grid's height (at
+/// most 65535 tiles high).
+template <typename E, typename V>
 __device__ __forceinline__ void transpose_dense(const E* __restrict__ src, E* __restrict__ dst, int rows, int cols) {
-  __shared__ E tile[32][33];
-  const long long c0 = static_cast<long long>(blockIdx.x) * 32;
-  const long long step = static_cast<long long>(gridDim.y) * 32;
-  for (long long r0 = static_cast<long long>(blockIdx.y) * 32; r0 < rows; r0 += step) {
-    for (int j = threadIdx.y; j < 32; j += 8) {
-      const long long r = r0 + j, c = c0 + threadIdx.x;
-      if (r < rows && c < cols) tile[j][threadIdx.x] = src[r * cols + c];
+  constexpr int kTile = 64, kSteps = kTile / 8;
+  __shared__ E tile[kTile][kTile + 1];
+  const bool pairs = rows % 2 == 0 && cols % 2 == 0;
+  const int lane2 = 2 * static_cast<int>(threadIdx.x);
+  const long long c0 = static_cast<long long>(blockIdx.x) * kTile;
+  const long long step = static_cast<long long>(gridDim.y) * kTile;
+  for (long long r0 = static_cast<long long>(blockIdx.y) * kTile; r0 < rows; r0 += step) {
+    E held[kSteps][2];
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) {
+      const long long r = r0 + threadIdx.y + 8 * i, c = c0 + lane2;
+      held[i][0] = held[i][1] = E(0);
+      if (r >= rows) continue;
+      const E* at = src + r * cols + c;
+      if (pairs && c < cols) {
+        const V v = *reinterpret_cast<const V*>(at);
+        held[i][0] = v.x;
+        held[i][1] = v.y;
+      } else {
+        if (c < cols) held[i][0] = at[0];
+        if (c + 1 < cols) held[i][1] = at[1];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) {
+      tile[lane2][threadIdx.y + 8 * i] = held[i][0];
+      tile[lane2 + 1][threadIdx.y + 8 * i] = held[i][1];
     }
     __syncthreads();
-    for (int j = threadIdx.y; j < 32; j += 8) {
-      const long long c = c0 + j, r = r0 + threadIdx.x;
-      if (c < cols && r < rows) dst[c * rows + r] = tile[threadIdx.x][j];
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) {
+      const int j = threadIdx.y + 8 * i;
+      const long long c = c0 + j, r = r0 + lane2;
+      if (c >= cols) continue;
+      E* at = dst + c * rows + r;
+      if (pairs && r < rows) {
+        V v;
+        v.x = tile[j][lane2];
+        v.y = tile[j][lane2 + 1];
+        *reinterpret_cast<V*>(at) = v;
+      } else {
+        if (r < rows) at[0] = tile[j][lane2];
+        if (r + 1 < rows) at[1] = tile[j][lane2 + 1];
+      }
     }
-    // The next tile's reads must wait until every thread has written this one out.
+    // The next tile's stores to shared memory must wait until every thread has read this one out.
     __syncthreads();
   }
 }
 
 extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_b16(const unsigned short* src, unsigned short* dst,
                                                                          int rows, int cols) {
-  transpose_dense(src, dst, rows, cols);
+  transpose_dense<unsigned short, ushort2>(src, dst, rows, cols);
 }
 
 extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_b32(const unsigned* src, unsigned* dst, int rows,
                                                                          int cols) {
-  transpose_dense(src, dst, rows, cols);
+  transpose_dense<unsigned, uint2>(src, dst, rows, cols);
 }
 
 extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_b64(const unsigned long long* src,
                                                                          unsigned long long* dst, int rows, int cols) {
-  transpose_dense(src, dst, rows, cols);
+  transpose_dense<unsigned long long, ulonglong2>(src, dst, rows, cols);
 }
