@@ -4095,11 +4095,11 @@ fn host_transpose<T: Copy>(x: &[T], rows: usize, cols: usize) -> Vec<T> {
     (0..cols).flat_map(|j| (0..rows).map(move |i| x[i * cols + j])).collect()
 }
 
-/// `DeviceDense::transpose_into` alone (so that racecheck covers its kernel quickly): in f16, f32 and f64 (its 2-,
-/// 4- and 8-byte forms), on shapes that are and are not multiples of its 64 x 64 tiles, with odd sides (element by
-/// element) and even ones (in pairs), one row, one column, empty ones, and two of more than 65535 row tiles (the
-/// kernel walks those from a capped grid); every element's bits against the host's transpose, into a poisoned
-/// matrix, with a NaN among them. And its typed error.
+/// `DeviceDense::transpose_into` alone (so that racecheck covers its kernels quickly): in f16, f32 and f64 (their
+/// 2-, 4- and 8-byte forms), on shapes for the narrow kernel (small or odd: one row, one column, empty ones) and
+/// the wide one (large, partial tiles), each type running both, and on each a matrix of more than 65535 row tiles
+/// (walked from a capped grid); every element's bits against the host's transpose, into a poisoned matrix, with a
+/// NaN among them. And its typed error.
 #[test]
 fn sanitizer_dense_transpose_alone() {
     let Some(gpu) = gpu_or_skip("sanitizer_dense_transpose_alone") else { return };
@@ -4119,16 +4119,25 @@ fn sanitizer_dense_transpose_alone() {
         let back = made.transpose(gpu).unwrap().download(gpu).unwrap();
         assert!(same_bits(&back, &x), "{what}: transposed twice");
     }
-    // Odd sides move element by element, even ones in pairs (with partial tiles: 300 x 1000, 2 x 130, 66 x 34).
-    let shapes = [(1, 1), (1, 77), (77, 1), (33, 65), (64, 32), (300, 1000), (1000, 300), (2, 130), (130, 2), (66, 34)];
-    for (rows, cols) in shapes.into_iter().chain([(0, 5), (5, 0)]) {
+    // Small or odd shapes go to the narrow kernel; large ones whose sides are multiples of 4 (f16) or 2 (f32, f64)
+    // to the wide one, with partial tiles (1000 x 600, 2048 x 1028, 1028 x 2048).
+    let shapes = [(1, 1), (1, 77), (77, 1), (33, 65), (64, 32), (300, 1000), (1000, 300), (1000, 600), (2048, 1028)];
+    let mut wide = [0usize; 3];
+    for (rows, cols) in shapes.into_iter().chain([(1028, 2048), (2050, 1), (0, 5), (5, 0)]) {
         case::<f16>(&gpu, rows, cols);
         case::<f32>(&gpu, rows, cols);
         case::<f64>(&gpu, rows, cols);
+        wide[0] += usize::from(tilesparse::dense::transposes_in_wide_tiles::<f16>(&gpu, rows, cols));
+        wide[1] += usize::from(tilesparse::dense::transposes_in_wide_tiles::<f32>(&gpu, rows, cols));
+        wide[2] += usize::from(tilesparse::dense::transposes_in_wide_tiles::<f64>(&gpu, rows, cols));
     }
-    // More row tiles than the grid's height (65535 tiles of 64 rows), element by element and in pairs.
-    case::<f32>(&gpu, 65_536 * 64 + 5, 3);
-    case::<f16>(&gpu, 65_536 * 64 + 6, 2);
+    assert!(wide.iter().all(|w| (2..=11).contains(w)), "each kernel runs for each type: {wide:?} wide of 13");
+    // More row tiles than the grid's height (65535 tiles), on each kernel.
+    let (narrow_tall, wide_tall) = ((65_536 * 32 + 5, 3), (65_536 * 64 + 2, 2));
+    assert!(!tilesparse::dense::transposes_in_wide_tiles::<f32>(&gpu, narrow_tall.0, narrow_tall.1));
+    assert!(tilesparse::dense::transposes_in_wide_tiles::<f32>(&gpu, wide_tall.0, wide_tall.1));
+    case::<f32>(&gpu, narrow_tall.0, narrow_tall.1);
+    case::<f32>(&gpu, wide_tall.0, wide_tall.1);
     let x = DeviceDense::<f32>::zeros(&gpu, 4, 6).unwrap();
     let mut wrong = DeviceDense::<f32>::zeros(&gpu, 4, 6).unwrap();
     let r = x.transpose_into(&gpu, &mut wrong);

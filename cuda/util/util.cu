@@ -151,63 +151,79 @@ extern "C" __global__ void ts_gather_b64(const unsigned long long* src, const in
 }
 
 /// @brief dst = src^T, dense: src rows x cols and dst cols x rows, both row-major (rows, cols < 2^31), elements
-/// moved as bits (E: 2-, 4- or 8-byte unsigned, so NaN payloads pass unchanged; V: a vector of two E). A
-/// column-major matrix is the row-major one of its transpose, so this turns one layout into the other
-/// (src/spmm/layout.rs, `DeviceDense::transpose_into`).
+/// moved as bits (E: 2-, 4- or 8-byte unsigned, so NaN payloads pass unchanged). A column-major matrix is the
+/// row-major one of its transpose, so this turns one layout into the other (src/spmm/layout.rs,
+/// `DeviceDense::transpose_into`, which picks this kernel or `transpose_dense_wide`).
 ///
-/// Tiles of 64 x 64 through shared memory, held column by column (tile[c][r]) with a column of padding. A block of
-/// 32 x 8 threads loads a tile along src's rows, each thread two neighbouring elements per row in one access, eight
-/// rows apart, all eight loads issued before the first store to shared memory; then it stores the tile along dst's
-/// rows the same way. Where rows and cols are both even every pair lies at an even offset, so the pairs are aligned
-/// (the buffers are) and move as one V; otherwise, and at a tile's last odd element, they move one element at a
-/// time. blockIdx.x is the column tile; the row tiles are walked from blockIdx.y in steps of the grid's height (at
-/// most 65535 tiles high).
-template <typename E, typename V>
+/// Tiles of 32 x 32 through shared memory, with a column of padding so that a tile's columns fall in distinct
+/// banks: a block of 32 x 8 threads reads a tile along src's rows, one element per thread and row, eight rows apart,
+/// and writes it along dst's rows, so both sides are coalesced. Any shape; many blocks for a small matrix.
+/// blockIdx.x is the column tile; the row tiles are walked from blockIdx.y in steps of the grid's height (at most
+/// 65535 tiles high).
+template <typename E>
 __device__ __forceinline__ void transpose_dense(const E* __restrict__ src, E* __restrict__ dst, int rows, int cols) {
-  constexpr int kTile = 64, kSteps = kTile / 8;
+  __shared__ E tile[32][33];
+  const long long c0 = static_cast<long long>(blockIdx.x) * 32;
+  const long long step = static_cast<long long>(gridDim.y) * 32;
+  for (long long r0 = static_cast<long long>(blockIdx.y) * 32; r0 < rows; r0 += step) {
+    for (int j = threadIdx.y; j < 32; j += 8) {
+      const long long r = r0 + j, c = c0 + threadIdx.x;
+      if (r < rows && c < cols) tile[j][threadIdx.x] = src[r * cols + c];
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < 32; j += 8) {
+      const long long c = c0 + j, r = r0 + threadIdx.x;
+      if (c < cols && r < rows) dst[c * rows + r] = tile[threadIdx.x][j];
+    }
+    // The next tile's reads must wait until every thread has written this one out.
+    __syncthreads();
+  }
+}
+
+/// @brief transpose_dense for a large matrix whose rows and cols are multiples of P: each access moves a vector V
+/// of P elements (8 bytes for 2- and 4-byte E, 16 for 8-byte), so a warp moves 256 or 512 bytes per row where the
+/// narrow kernel moves 64-256. Tiles of 32 P x 32 P held column by column (tile[c][r], a column of padding): a block
+/// of 32 x 8 threads loads P neighbouring elements of a row per thread, eight rows apart, every load of the tile
+/// issued before the first store to shared memory; then it stores P neighbouring elements of a dst row per thread
+/// (P rows of the tile) the same way. Every vector lies at a multiple of P elements, so it is aligned (the buffers
+/// are). Fewer, larger tiles than the narrow kernel: the caller takes it where they still cover the SMs.
+template <typename E, typename V, int P>
+__device__ __forceinline__ void transpose_dense_wide(const E* __restrict__ src, E* __restrict__ dst, int rows,
+                                                     int cols) {
+  static_assert(sizeof(V) == P * sizeof(E), "V holds P elements");
+  constexpr int kTile = 32 * P, kSteps = kTile / 8;
+  union Pack {
+    V v;
+    E e[P];
+  };
   __shared__ E tile[kTile][kTile + 1];
-  const bool pairs = rows % 2 == 0 && cols % 2 == 0;
-  const int lane2 = 2 * static_cast<int>(threadIdx.x);
+  const int lane = P * static_cast<int>(threadIdx.x);
   const long long c0 = static_cast<long long>(blockIdx.x) * kTile;
   const long long step = static_cast<long long>(gridDim.y) * kTile;
   for (long long r0 = static_cast<long long>(blockIdx.y) * kTile; r0 < rows; r0 += step) {
-    E held[kSteps][2];
+    Pack held[kSteps];
 #pragma unroll
     for (int i = 0; i < kSteps; ++i) {
-      const long long r = r0 + threadIdx.y + 8 * i, c = c0 + lane2;
-      held[i][0] = held[i][1] = E(0);
-      if (r >= rows) continue;
-      const E* at = src + r * cols + c;
-      if (pairs && c < cols) {
-        const V v = *reinterpret_cast<const V*>(at);
-        held[i][0] = v.x;
-        held[i][1] = v.y;
-      } else {
-        if (c < cols) held[i][0] = at[0];
-        if (c + 1 < cols) held[i][1] = at[1];
-      }
+      const long long r = r0 + threadIdx.y + 8 * i, c = c0 + lane;
+      if (r < rows && c < cols) held[i].v = *reinterpret_cast<const V*>(src + r * cols + c);
     }
 #pragma unroll
     for (int i = 0; i < kSteps; ++i) {
-      tile[lane2][threadIdx.y + 8 * i] = held[i][0];
-      tile[lane2 + 1][threadIdx.y + 8 * i] = held[i][1];
+      const long long r = r0 + threadIdx.y + 8 * i, c = c0 + lane;
+      if (r >= rows || c >= cols) continue;
+#pragma unroll
+      for (int p = 0; p < P; ++p) tile[lane + p][threadIdx.y + 8 * i] = held[i].e[p];
     }
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < kSteps; ++i) {
       const int j = threadIdx.y + 8 * i;
-      const long long c = c0 + j, r = r0 + lane2;
-      if (c >= cols) continue;
-      E* at = dst + c * rows + r;
-      if (pairs && r < rows) {
-        V v;
-        v.x = tile[j][lane2];
-        v.y = tile[j][lane2 + 1];
-        *reinterpret_cast<V*>(at) = v;
-      } else {
-        if (r < rows) at[0] = tile[j][lane2];
-        if (r + 1 < rows) at[1] = tile[j][lane2 + 1];
-      }
+      const long long c = c0 + j, r = r0 + lane;
+      if (c >= cols || r >= rows) continue;
+      Pack out;
+#pragma unroll
+      for (int p = 0; p < P; ++p) out.e[p] = tile[j][lane + p];
+      *reinterpret_cast<V*>(dst + c * rows + r) = out.v;
     }
     // The next tile's stores to shared memory must wait until every thread has read this one out.
     __syncthreads();
@@ -216,15 +232,31 @@ __device__ __forceinline__ void transpose_dense(const E* __restrict__ src, E* __
 
 extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_b16(const unsigned short* src, unsigned short* dst,
                                                                          int rows, int cols) {
-  transpose_dense<unsigned short, ushort2>(src, dst, rows, cols);
+  transpose_dense(src, dst, rows, cols);
 }
 
 extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_b32(const unsigned* src, unsigned* dst, int rows,
                                                                          int cols) {
-  transpose_dense<unsigned, uint2>(src, dst, rows, cols);
+  transpose_dense(src, dst, rows, cols);
 }
 
 extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_b64(const unsigned long long* src,
                                                                          unsigned long long* dst, int rows, int cols) {
-  transpose_dense<unsigned long long, ulonglong2>(src, dst, rows, cols);
+  transpose_dense(src, dst, rows, cols);
+}
+
+extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_wide_b16(const unsigned short* src,
+                                                                              unsigned short* dst, int rows, int cols) {
+  transpose_dense_wide<unsigned short, ushort4, 4>(src, dst, rows, cols);
+}
+
+extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_wide_b32(const unsigned* src, unsigned* dst,
+                                                                              int rows, int cols) {
+  transpose_dense_wide<unsigned, uint2, 2>(src, dst, rows, cols);
+}
+
+extern "C" __global__ void __launch_bounds__(256) ts_transpose_dense_wide_b64(const unsigned long long* src,
+                                                                              unsigned long long* dst, int rows,
+                                                                              int cols) {
+  transpose_dense_wide<unsigned long long, ulonglong2, 2>(src, dst, rows, cols);
 }
