@@ -281,24 +281,40 @@ fn new_values_case<T: Scalar>(
     });
 }
 
-fn transposed(c: &mut Criterion) {
-    let Some(gpu) = gpu_or_skip("spmm_transposed") else { return };
-    let problems = [
-        // The backward pass of a pruned MiniLM FFN weight (1536 x 384 at 70%) over a batch of 1024 tokens.
-        ("uniform_1536x384_s70_n1024", gen::uniform_random(1536, 384, 0.3, 1), 1024),
-        ("uniform_4096_s80_n256", gen::uniform_random(4096, 4096, 0.2, 1), 256),
-        ("uniform_8192x2048_s90_n128", gen::uniform_random(8192, 2048, 0.1, 1), 128),
-        // Skewed columns: A^T's rows are as uneven as A's column counts.
-        ("power_law_64K_n64", gen::power_law(1 << 16, 1 << 16, 8.0, 1.5, 1), 64),
-    ];
-    let mut group = group(c, "spmm_transposed");
+/// A problem of a group run in f32 and f16: its name, A, and n.
+type Problem = (&'static str, CsMat<f32>, usize);
+
+/// One of a group's cases: a problem in one type.
+type Case = fn(&mut BenchmarkGroup<'_, WallTime>, &Gpu, &str, &CsMat<f32>, usize);
+
+/// The group `name` over `problems` (made only where there is a GPU), each in f32 and in f16 (`cases`), with 1 s of
+/// measurement per entry and FLOP/s as its throughput.
+fn f32_and_f16_group(c: &mut Criterion, name: &str, problems: impl FnOnce() -> Vec<Problem>, cases: [Case; 2]) {
+    let Some(gpu) = gpu_or_skip(name) else { return };
+    let problems = problems();
+    let mut group = group(c, name);
     group.measurement_time(Duration::from_secs(1));
-    for (name, a, n) in &problems {
+    for (problem, a, n) in &problems {
         group.throughput(Throughput::Elements(2 * a.nnz() as u64 * *n as u64));
-        transposed_case::<f32>(&mut group, &gpu, name, a, *n);
-        transposed_case::<half::f16>(&mut group, &gpu, name, a, *n);
+        for case in cases {
+            case(&mut group, &gpu, problem, a, *n);
+        }
     }
     group.finish();
+}
+
+fn transposed(c: &mut Criterion) {
+    let problems = || {
+        vec![
+            // The backward pass of a pruned MiniLM FFN weight (1536 x 384 at 70%) over a batch of 1024 tokens.
+            ("uniform_1536x384_s70_n1024", gen::uniform_random(1536, 384, 0.3, 1), 1024),
+            ("uniform_4096_s80_n256", gen::uniform_random(4096, 4096, 0.2, 1), 256),
+            ("uniform_8192x2048_s90_n128", gen::uniform_random(8192, 2048, 0.1, 1), 128),
+            // Skewed columns: A^T's rows are as uneven as A's column counts.
+            ("power_law_64K_n64", gen::power_law(1 << 16, 1 << 16, 8.0, 1.5, 1), 64),
+        ]
+    };
+    f32_and_f16_group(c, "spmm_transposed", problems, [transposed_case::<f32>, transposed_case::<half::f16>]);
 }
 
 fn transposed_case<T: Scalar>(
@@ -365,22 +381,16 @@ fn transposed_case<T: Scalar>(
 }
 
 fn layouts(c: &mut Criterion) {
-    let Some(gpu) = gpu_or_skip("spmm_layouts") else { return };
-    let problems = [
-        // Y = X W^T for a pruned MiniLM FFN weight (1536 x 384 at 70%) over 1024 tokens: B = X, C = Y.
-        ("uniform_1536x384_s70_n1024", gen::uniform_random(1536, 384, 0.3, 1), 1024),
-        ("uniform_4096_s90_n256", gen::uniform_random(4096, 4096, 0.1, 1), 256),
-        // B and C of 28 MB each in f32.
-        ("power_law_64K_n128", gen::power_law(1 << 16, 1 << 16, 8.0, 1.5, 1), 128),
-    ];
-    let mut group = group(c, "spmm_layouts");
-    group.measurement_time(Duration::from_secs(1));
-    for (name, a, n) in &problems {
-        group.throughput(Throughput::Elements(2 * a.nnz() as u64 * *n as u64));
-        layouts_case::<f32>(&mut group, &gpu, name, a, *n);
-        layouts_case::<half::f16>(&mut group, &gpu, name, a, *n);
-    }
-    group.finish();
+    let problems = || {
+        vec![
+            // Y = X W^T for a pruned MiniLM FFN weight (1536 x 384 at 70%) over 1024 tokens: B = X, C = Y.
+            ("uniform_1536x384_s70_n1024", gen::uniform_random(1536, 384, 0.3, 1), 1024),
+            ("uniform_4096_s90_n256", gen::uniform_random(4096, 4096, 0.1, 1), 256),
+            // B and C of 32 MB each in f32.
+            ("power_law_64K_n128", gen::power_law(1 << 16, 1 << 16, 8.0, 1.5, 1), 128),
+        ]
+    };
+    f32_and_f16_group(c, "spmm_layouts", problems, [layouts_case::<f32>, layouts_case::<half::f16>]);
 }
 
 fn layouts_case<T: Scalar>(

@@ -31,8 +31,9 @@ fn wide_vector<T: Scalar>() -> usize {
 }
 
 /// Whether [`DeviceDense::transpose_into`] moves a `rows x cols` matrix of T with its wide kernel (vectors of 4
-/// f16/bf16 elements or 2 f32/f64 ones, tiles of 128 or 64): where rows and cols are multiples of the vector's
-/// elements and its tiles are at least as many as the device's SMs. Otherwise the narrow kernel (one element per
+/// f16/bf16 elements or 2 f32/f64 ones, tiles of 128 or 64), given buffers aligned to a vector as cudarc's
+/// allocations are: where rows and cols are multiples of the vector's elements and its tiles are at least as many
+/// as the device's SMs. Otherwise the narrow kernel (one element per
 /// access, tiles of 32) runs, which fills the device with more blocks on a small matrix. On a 128 x 65536 B the
 /// wide kernel takes 1.14x (f32) and 1.8x (f16) a plain copy's time, where the narrow one took 1.54x and 3.3x
 /// (NOTES.md step 109).
@@ -131,7 +132,14 @@ impl<T: Scalar> DeviceDense<T> {
         if rows == 0 || cols == 0 {
             return Ok(());
         }
-        let wide = transposes_in_wide_tiles::<T>(gpu, self.rows, self.cols);
+        let stream = gpu.stream();
+        let (src, _gs) = self.data.device_ptr(stream);
+        let (dst, _gd) = out.data.device_ptr_mut(stream);
+        // cudarc's allocations are aligned far beyond a vector; the check keeps a buffer that is not (one upgraded
+        // from a raw pointer) on the narrow kernel.
+        let vector_bytes = (wide_vector::<T>() * std::mem::size_of::<T>()) as u64;
+        let aligned = src % vector_bytes == 0 && dst % vector_bytes == 0;
+        let wide = aligned && transposes_in_wide_tiles::<T>(gpu, self.rows, self.cols);
         let name = match (std::mem::size_of::<T>(), wide) {
             (2, false) => "ts_transpose_dense_b16",
             (4, false) => "ts_transpose_dense_b32",
@@ -148,14 +156,11 @@ impl<T: Scalar> DeviceDense<T> {
             block_dim: (32, 8, 1),
             shared_mem_bytes: 0,
         };
-        let stream = gpu.stream();
-        let (src, _gs) = self.data.device_ptr(stream);
-        let (dst, _gd) = out.data.device_ptr_mut(stream);
         // SAFETY: src holds at least rows x cols elements of T and dst at least cols x rows (both checked when the
         // matrices were made), of T's size, the size the kernel's name says; it reads and writes only inside them,
         // and walks any number of row tiles from the grid it gets. The wide kernel's vectors of P elements are
-        // aligned: rows and cols are multiples of P there, and the buffers start where cudarc's allocations do. The
-        // two are distinct buffers (one is borrowed mutably).
+        // aligned: rows and cols are multiples of P there, and both buffers start at a multiple of a vector's
+        // bytes (checked above). The two are distinct buffers (one is borrowed mutably).
         unsafe { stream.launch_builder(&function).arg(&src).arg(&dst).arg(&rows).arg(&cols).launch(cfg) }
             .map_err(Error::driver("launching the transposition of a dense matrix", 0))?;
         Ok(())

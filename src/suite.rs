@@ -655,7 +655,7 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
         None => None,
     };
     let col_major = if opts.col_major {
-        Some(col_major_both_ways(gpu, &lib, &a, &b_host, &selected_kernel, reference, opts)?)
+        Some(col_major_both_ways(gpu, &lib, &a, &b, &selected_kernel, reference, opts)?)
     } else {
         None
     };
@@ -701,23 +701,22 @@ pub fn bench_spmm<T: Scalar>(gpu: &Gpu, problem: &SpmmProblem, opts: &BenchOptio
     })
 }
 
-/// [`ColMajorReport`]: B (`b_host`, row-major k x n) and C column-major, by [`crate::spmm::spmm_layouts`] with
+/// [`ColMajorReport`]: B (`b`, row-major k x n, turned column-major) and C column-major, by [`crate::spmm::spmm_layouts`] with
 /// `kernel` (first checked against `reference` where there is one: C poisoned, read back and turned row-major) and
 /// by cuSPARSE's SpMM, each CSR algorithm.
 fn col_major_both_ways<T: Scalar>(
     gpu: &Gpu,
     lib: &Cusparse,
     a: &DeviceCsr<T>,
-    b_host: &[T],
+    b: &DeviceDense<T>,
     kernel: &SpmmKernel,
     reference: Option<&SpmmReference>,
     opts: &BenchOptions,
 ) -> Result<ColMajorReport> {
     use crate::spmm::{spmm_layouts, DenseLayouts};
-    let (m, k) = (a.rows(), a.cols());
-    let n = b_host.len().checked_div(k).unwrap_or(0);
+    let (m, n) = (a.rows(), b.cols());
     // B^T and C^T, row-major: B and C column-major.
-    let b = DeviceDense::upload(gpu, k, n, b_host)?.transpose(gpu)?;
+    let b = b.transpose(gpu)?;
     let mut c = DeviceDense::<T>::zeros(gpu, n, m)?;
     let layouts = DenseLayouts::COL_MAJOR;
     let op = |c: &mut DeviceDense<T>| spmm_layouts(gpu, a, &b, c, layouts, Some(kernel), Default::default());

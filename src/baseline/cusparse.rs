@@ -249,8 +249,7 @@ impl<'a> CusparseSpmm<'a> {
         c: &'a mut DeviceDense<T>,
         alg: SpmmAlg,
     ) -> Result<Self> {
-        check_spmm_shapes(a.rows(), a.cols(), b, c)?;
-        Self::prepare(gpu, lib, SparseA::Csr(CsrDescr::new(gpu, a)?), b, c, alg, Form::PLAIN)
+        Self::new_with_layouts(gpu, lib, a, b, c, alg, DenseLayouts::ROW_MAJOR)
     }
 
     /// Prepares C = A * B with the CSR algorithm `alg` and B and C in `layouts` (`CUSPARSE_ORDER_COL` for a
