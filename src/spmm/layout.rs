@@ -111,8 +111,10 @@ pub fn check_layout_shapes<T: Scalar>(
 /// A column-major B is transposed into a row-major copy first, and a column-major C is computed row-major into a
 /// copy that is then transposed into it (where beta reads C, C is transposed into that copy first). So the kernels
 /// are the row-major ones, C gets the same bits as the row-major product on the same values, and each column-major
-/// operand costs one pass over it on the device and its size in device memory while the call runs. The bias is one
-/// f32 per row of C as the product has it (A's rows) in either layout. Every element of C is written.
+/// operand costs one pass over it on the device and its size in device memory while the call runs (from the
+/// stream-ordered pool, which keeps it for the next call). The bias is one f32 per row of C as the product has it
+/// (A's rows) in either layout. Every element of C is written. To tune, run [`super::spmm_tune`] on row-major
+/// operands of the same shapes and pass its kernel: the transpositions cost every kernel the same.
 ///
 /// Errors are the row-major product's, and [`Error::ShapeMismatch`] where A (m x k), B (k x n) and C (m x n) do
 /// not fit as their layouts have them. A call that fails leaves a column-major C as it was.
