@@ -11,21 +11,23 @@
 
 #pragma once
 
-/// @brief Rows first..last of part `part` of `parts` (rows split evenly; 64-bit products, rows < 2^31).
-__device__ __forceinline__ void transpose_part_rows(int rows, int parts, int part, int& first, int& last) {
+/// @brief The part of `parts` this thread's warp walks (one warp per part, rows split evenly; 64-bit products,
+/// rows < 2^31): its rows first..last, and false for a warp past the last part, which has nothing to do.
+__device__ __forceinline__ bool transpose_warp_part(int rows, int parts, int& part, int& first, int& last) {
+  part = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5);
+  if (part >= parts) return false;
   first = static_cast<int>(static_cast<long long>(rows) * part / parts);
   last = static_cast<int>(static_cast<long long>(rows) * (part + 1) / parts);
+  return true;
 }
 
 /// @brief counts[p * cols + c] += the entries of part p's rows in column c, one warp per part (counts zeroed).
 /// indptr: rows + 1 offsets, indices: nnz columns (global memory, A's CSR structure, validated at upload).
 extern "C" __global__ void ts_transpose_count(const int* __restrict__ indptr, const int* __restrict__ indices,
                                               int rows, int cols, int parts, int* __restrict__ counts) {
-  const int part = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5);
+  int part, first, last;
+  if (!transpose_warp_part(rows, parts, part, first, last)) return;
   const int lane = threadIdx.x & 31;
-  if (part >= parts) return;
-  int first, last;
-  transpose_part_rows(rows, parts, part, first, last);
   int* count = counts + static_cast<size_t>(part) * cols;
   for (int r = first; r < last; ++r) {
     const int end = indptr[r + 1];
@@ -58,11 +60,9 @@ extern "C" __global__ void ts_transpose_place(const int* __restrict__ indptr, co
                                               int rows, int cols, int parts, const int* __restrict__ t_indptr,
                                               int* __restrict__ cursors, int* __restrict__ t_indices,
                                               int* __restrict__ source) {
-  const int part = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5);
+  int part, first, last;
+  if (!transpose_warp_part(rows, parts, part, first, last)) return;
   const int lane = threadIdx.x & 31;
-  if (part >= parts) return;
-  int first, last;
-  transpose_part_rows(rows, parts, part, first, last);
   int* cursor = cursors + static_cast<size_t>(part) * cols;
   for (int r = first; r < last; ++r) {
     const int end = indptr[r + 1];

@@ -717,33 +717,15 @@ impl<'a, T: Scalar> CusparseCsr2Csc<'a, T> {
         let base = cs::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
         let alg = cs::cusparseCsr2CscAlg_t::CUSPARSE_CSR2CSC_ALG_DEFAULT;
         let dtype = cuda_data_type(T::DTYPE);
-        match size {
-            // SAFETY: A's arrays hold rows + 1 and nnz elements, the CSC arrays cols + 1 and nnz (at least one each),
-            // all live while self borrows A and owns them; cuSPARSE only writes `size`.
-            Some(size) => check("cusparseCsr2cscEx2_bufferSize", unsafe {
-                cs::cusparseCsr2cscEx2_bufferSize(
-                    self.lib.handle,
-                    m,
-                    n,
-                    nnz,
-                    values as *const c_void,
-                    offsets as *const i32,
-                    columns as *const i32,
-                    csc_values as *mut c_void,
-                    col_ptr as *mut i32,
-                    row_ind as *mut i32,
-                    dtype,
-                    numeric,
-                    base,
-                    alg,
-                    size,
-                )
-            }),
-            None => {
-                let (buffer, _g7) = self.buffer.device_ptr_mut(stream);
-                // SAFETY: as above; the workspace has the size cuSPARSE asked for in new.
-                check("cusparseCsr2cscEx2", unsafe {
-                    cs::cusparseCsr2cscEx2(
+        // Both calls take the same fourteen arguments, then the workspace's size (bufferSize) or the workspace.
+        macro_rules! csr2csc {
+            ($call:ident, $last:expr) => {{
+                let last = $last;
+                // SAFETY: A's arrays hold rows + 1 and nnz elements, the CSC arrays cols + 1 and nnz (at least one
+                // each), all live while self borrows A and owns them; `last` is `size`, which cuSPARSE only writes,
+                // or the workspace of the size cuSPARSE asked for in new.
+                check(stringify!($call), unsafe {
+                    cs::$call(
                         self.lib.handle,
                         m,
                         n,
@@ -758,9 +740,16 @@ impl<'a, T: Scalar> CusparseCsr2Csc<'a, T> {
                         numeric,
                         base,
                         alg,
-                        buffer as *mut c_void,
+                        last,
                     )
                 })
+            }};
+        }
+        match size {
+            Some(size) => csr2csc!(cusparseCsr2cscEx2_bufferSize, size),
+            None => {
+                let (buffer, _g7) = self.buffer.device_ptr_mut(stream);
+                csr2csc!(cusparseCsr2cscEx2, buffer as *mut c_void)
             }
         }
     }
