@@ -21,6 +21,12 @@
 //! transposition of B alone (`_transpose_b`) against a copy of B's bytes (`_copy_b`, the floor of a pass over it),
 //! and cuSPARSE's SpMM with B and C column-major (`_cusparse_col_major_{alg}`, each CSR algorithm that takes it).
 //!
+//! Group `spmm_recorded`: one step's four products over one activation X (three pruned 768 x 768 projections and a
+//! 3072 x 768 FFN weight with bias + ReLU, at 90%, n = 16 and 128), issued one by one (`_issued`, `spmm_auto_with`
+//! each) and replayed from a recording (`_recorded`, `Gpu::record` once, `Recording::replay`), each in wall-clock
+//! time (`_wall`: the host's issue and the device's work, a loop of steps then one synchronisation) and ours in
+//! event time too (`_device`); cuSPARSE's SpMM (then the bias + ReLU pass) the same two ways, each CSR algorithm.
+//!
 //! Group `spmm_transfers` (wall-clock time): `DeviceCsr::upload` of a large matrix (the checks, the statistics and
 //! the tensor-core block counts on the host, beside the copies) and `DeviceCsr::from_device` of one already on the
 //! device (a download, the same host work), beside the floor: the bare copies of the three arrays, in i32. Then
@@ -452,6 +458,109 @@ fn layouts_case<T: Scalar>(
     }
 }
 
+/// A step's products recorded once and replayed (`Gpu::record`), against the same products issued one by one, ours
+/// and cuSPARSE's: four pruned weights at 90% over one activation X of 768 x n (three 768 x 768 projections, plain,
+/// and a 3072 x 768 FFN weight with bias + ReLU, cuSPARSE's followed by the pass) at a small and a mid-sized batch.
+fn recorded(c: &mut Criterion) {
+    let Some(gpu) = gpu_or_skip("spmm_recorded") else { return };
+    let mut group = group(c, "spmm_recorded");
+    group.measurement_time(Duration::from_secs(1));
+    let weights = [
+        gen::uniform_random(768, 768, 0.1, 1),
+        gen::uniform_random(768, 768, 0.1, 2),
+        gen::uniform_random(768, 768, 0.1, 3),
+        gen::uniform_random(3072, 768, 0.1, 4),
+    ];
+    for n in [16, 128] {
+        let flop: usize = weights.iter().map(|w| 2 * w.nnz() * n).sum();
+        group.throughput(Throughput::Elements(flop as u64));
+        recorded_case::<f32>(&mut group, &gpu, &weights, n);
+        recorded_case::<half::f16>(&mut group, &gpu, &weights, n);
+    }
+    group.finish();
+}
+
+/// Wall-clock time of `iters` calls of `f`, from an idle stream to the end of the work they queued.
+fn wall_time(gpu: &Gpu, iters: u64, mut f: impl FnMut() -> tilesparse::Result<()>) -> Duration {
+    gpu.synchronize().unwrap();
+    let start = Instant::now();
+    for _ in 0..iters {
+        f().unwrap();
+    }
+    gpu.synchronize().unwrap();
+    start.elapsed()
+}
+
+fn recorded_case<T: Scalar>(group: &mut BenchmarkGroup<'_, WallTime>, gpu: &Gpu, weights: &[CsMat<f32>], n: usize) {
+    use tilesparse::{spmm::upload_bias, spmm_auto_with, SpmmEpilogue};
+    let (tag, name, k) = (T::DTYPE, format!("qkv_up_768_s90_n{n}"), weights[0].cols());
+    let a: Vec<DeviceCsr<T>> =
+        weights.iter().map(|w| DeviceCsr::upload(gpu, gen::convert::<T>(w).view()).unwrap()).collect();
+    let x_host: Vec<T> = gen::dense_matrix(k, n, 5).into_iter().map(T::from_f32).collect();
+    let x = DeviceDense::upload(gpu, k, n, &x_host).unwrap();
+    let zeros = || -> Vec<DeviceDense<T>> { a.iter().map(|a| DeviceDense::zeros(gpu, a.rows(), n).unwrap()).collect() };
+    let mut outs = zeros();
+    let last = a.len() - 1;
+    let bias = upload_bias(gpu, &gen::dense_matrix(a[last].rows(), 1, 6)).unwrap();
+    let forward = |g: &Gpu, outs: &mut [DeviceDense<T>]| -> tilesparse::Result<()> {
+        for (i, (a, c)) in a.iter().zip(outs.iter_mut()).enumerate() {
+            let epilogue = if i == last { SpmmEpilogue::bias_relu(&bias) } else { SpmmEpilogue::default() };
+            spmm_auto_with(g, a, &x, c, epilogue)?;
+        }
+        Ok(())
+    };
+    // The first run builds what the products keep; then the step is recorded.
+    forward(gpu, &mut outs).unwrap();
+    let (recording, ()) = gpu.record(|g| forward(g, &mut outs)).unwrap();
+    let id = |what: &str| BenchmarkId::new(format!("{tag}_{what}"), &name);
+    group.bench_function(id("ours_issued_wall"), |bench| {
+        bench.iter_custom(|iters| wall_time(gpu, iters, || forward(gpu, &mut outs)))
+    });
+    // SAFETY (each replay below): the recording's buffers (A's, X, the outputs, the bias) outlive it.
+    group.bench_function(id("ours_recorded_wall"), |bench| {
+        bench.iter_custom(|iters| wall_time(gpu, iters, || unsafe { recording.replay(gpu) }))
+    });
+    group.bench_function(id("ours_issued_device"), |bench| {
+        bench.iter_custom(|iters| event_time(gpu, iters, || forward(gpu, &mut outs)).unwrap())
+    });
+    group.bench_function(id("ours_recorded_device"), |bench| {
+        bench.iter_custom(|iters| event_time(gpu, iters, || unsafe { recording.replay(gpu) }).unwrap())
+    });
+    let lib = Cusparse::new(gpu).unwrap();
+    for alg in SpmmAlg::ALL {
+        let mut outs = zeros();
+        let ops: tilesparse::Result<Vec<CusparseSpmm>> =
+            a.iter().zip(outs.iter_mut()).map(|(a, c)| CusparseSpmm::new(gpu, &lib, a, &x, c, alg)).collect();
+        let Ok(mut ops) = ops else {
+            eprintln!("spmm_recorded {tag} {name}: cuSPARSE {} does not take these products", alg.name());
+            continue;
+        };
+        let forward = |g: &Gpu, ops: &mut [CusparseSpmm]| -> tilesparse::Result<()> {
+            for (i, op) in ops.iter_mut().enumerate() {
+                if i == last {
+                    op.run_bias_relu(g, &bias)?;
+                } else {
+                    op.run(g)?;
+                }
+            }
+            Ok(())
+        };
+        forward(gpu, &mut ops).unwrap();
+        let alg = alg.name();
+        group.bench_function(id(&format!("cusparse_{alg}_issued_wall")), |bench| {
+            bench.iter_custom(|iters| wall_time(gpu, iters, || forward(gpu, &mut ops)))
+        });
+        match gpu.record(|g| forward(g, &mut ops)) {
+            Ok((recording, ())) => {
+                group.bench_function(id(&format!("cusparse_{alg}_recorded_wall")), |bench| {
+                    bench.iter_custom(|iters| wall_time(gpu, iters, || unsafe { recording.replay(gpu) }))
+                });
+            }
+            Err(e) => eprintln!("spmm_recorded {tag} {name}: cuSPARSE {alg} cannot be recorded: {e}"),
+        }
+    }
+}
+
 /// [`DeviceCsr::upload`] and [`DeviceCsr::from_device`] of large matrices, and [`DeviceDense::download`] of a
 /// large C, against the bare copies (wall time).
 fn transfers(c: &mut Criterion) {
@@ -516,5 +625,5 @@ fn transfers(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, vector_widths, half_vector_widths, new_values, transposed, layouts, transfers);
+criterion_group!(benches, vector_widths, half_vector_widths, new_values, transposed, layouts, recorded, transfers);
 criterion_main!(benches);

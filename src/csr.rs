@@ -296,6 +296,7 @@ pub(crate) fn upload_slice<T: DeviceRepr + Default + Copy>(
     data: &[T],
     what: &'static str,
 ) -> Result<CudaSlice<T>> {
+    gpu.refuse_while_recording(what)?;
     let bytes = std::mem::size_of_val(data).max(std::mem::size_of::<T>());
     let padded;
     let src = if data.is_empty() {
@@ -316,6 +317,7 @@ where
     T: DeviceRepr + Default + Copy + Send + Sync,
     S: cudarc::driver::DevicePtr<T>,
 {
+    gpu.refuse_while_recording(what)?;
     let len = src.len();
     if len == 0 {
         return Ok(Vec::new());
@@ -607,6 +609,7 @@ impl<T: Scalar> DeviceCsr<T> {
         if values.len() != self.nnz {
             return Err(CsrError::ValuesLength { got: values.len(), nnz: self.nnz }.into());
         }
+        gpu.refuse_while_recording("uploading new CSR values")?;
         if self.nnz > 0 {
             let mut dst = self.values.slice_mut(..self.nnz);
             let bytes = std::mem::size_of_val(values);
@@ -810,6 +813,7 @@ impl<T: Scalar> DeviceCsr<T> {
         if let Some(b) = cache.get() {
             return Ok(b);
         }
+        gpu.refuse_while_recording("building the tensor-core blocks of A (on its first product with their kernels)")?;
         let _ = cache.set(crate::spmm::tensor_core::DeviceBlocks::build(gpu, self, layout)?);
         Ok(cache.get().expect("set just above"))
     }

@@ -90,6 +90,7 @@ impl<T: Scalar> DeviceDense<T> {
         // cudarc does not check the byte count: an overflow would allocate a short buffer.
         let too_large = || Error::TooLarge(format!("{rows} x {cols} elements"));
         let bytes = len.max(1).checked_mul(std::mem::size_of::<T>()).ok_or_else(too_large)?;
+        gpu.refuse_while_recording("allocating a dense matrix")?;
         let data =
             gpu.stream().alloc_zeros::<T>(len.max(1)).map_err(Error::driver("allocating a dense matrix", bytes))?;
         Ok(DeviceDense { rows, cols, data })
@@ -109,6 +110,7 @@ impl<T: Scalar> DeviceDense<T> {
 
     /// The transpose, a `cols x rows` matrix, made on the device ([`DeviceDense::transpose_into`]).
     pub fn transpose(&self, gpu: &Gpu) -> Result<DeviceDense<T>> {
+        gpu.refuse_while_recording("allocating a transposed dense matrix")?;
         let mut out = DeviceDense::unwritten(gpu, self.cols, self.rows, "allocating a transposed dense matrix")?;
         self.transpose_into(gpu, &mut out)?;
         Ok(out)
@@ -169,8 +171,33 @@ impl<T: Scalar> DeviceDense<T> {
     /// Overwrites every element with `value` (tests poison outputs this way before each run).
     pub fn fill(&mut self, gpu: &Gpu, value: T) -> Result<()> {
         self.check_gpu(gpu, "the dense matrix")?;
+        gpu.refuse_while_recording("filling a dense matrix from the host")?;
         let host = vec![value; self.data.len()];
         gpu.stream().memcpy_htod(&host, &mut self.data).map_err(Error::driver("filling a dense matrix", 0))
+    }
+
+    /// Overwrites the matrix's `rows * cols` elements with `data` (row-major, that many elements, else
+    /// [`Error::ShapeMismatch`]) in the same device buffer: the next input of a loop over a [`crate::Recording`],
+    /// which holds this buffer's address, or of any product that reuses its operands. Queued on the stream after
+    /// the work before it; `data` may be dropped when the call returns.
+    pub fn overwrite(&mut self, gpu: &Gpu, data: &[T]) -> Result<()> {
+        self.check_gpu(gpu, "the dense matrix")?;
+        let len = self.rows * self.cols;
+        if data.len() != len {
+            return Err(Error::ShapeMismatch(format!(
+                "overwriting a dense {} x {} matrix ({len} elements) with {} elements",
+                self.rows,
+                self.cols,
+                data.len()
+            )));
+        }
+        gpu.refuse_while_recording("copying to a dense matrix from the host")?;
+        if len == 0 {
+            return Ok(());
+        }
+        let bytes = std::mem::size_of_val(data);
+        let mut dst = self.data.slice_mut(..len);
+        gpu.stream().memcpy_htod(data, &mut dst).map_err(Error::driver("overwriting a dense matrix", bytes))
     }
 
     /// Copies the matrix back (row-major).
@@ -194,6 +221,7 @@ impl<T: Scalar> DeviceDense<T> {
                 out.len()
             )));
         }
+        gpu.refuse_while_recording("downloading a dense matrix")?;
         if len == 0 {
             return Ok(());
         }

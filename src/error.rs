@@ -69,6 +69,9 @@ pub enum Error {
     /// The element type is not supported by this operation.
     #[error("unsupported dtype {dtype} for {op}")]
     UnsupportedDtype { dtype: crate::DType, op: &'static str },
+    /// An operation that cannot run while the stream records ([`crate::Gpu::record`]).
+    #[error("while recording: {0}")]
+    Recording(String),
     /// A command-line or file-system problem outside the kernels.
     #[error("{0}")]
     Usage(String),

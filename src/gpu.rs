@@ -267,6 +267,7 @@ impl Gpu {
         if let Some(m) = &modules[family.index()] {
             return Ok(m.clone());
         }
+        self.refuse_while_recording("loading a kernel module (on a kernel's first use)")?;
         let image = cudarc::nvrtc::Ptx::from_binary(family.fatbin().to_vec());
         let module = self.ctx.load_module(image).map_err(Error::driver("loading a kernel module", 0))?;
         modules[family.index()] = Some(module.clone());
@@ -308,6 +309,7 @@ impl Gpu {
     pub(crate) fn tile_counters(&self, len: usize) -> Result<std::sync::MutexGuard<'_, Option<CudaSlice<i32>>>> {
         let mut counters = self.tile_counters.lock().unwrap_or_else(|e| e.into_inner());
         if counters.as_ref().is_none_or(|c| c.len() < len) {
+            self.refuse_while_recording("allocating the SpMM column-tile counters (on their first use)")?;
             let len = len.max(1024);
             *counters = Some(
                 self.stream.alloc_zeros::<i32>(len).map_err(Error::driver("allocating SpMM tile counters", 4 * len))?,

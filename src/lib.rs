@@ -34,6 +34,7 @@ pub mod gen;
 pub mod gpu;
 pub mod kernels;
 pub mod mtx;
+pub mod record;
 pub mod scalar;
 pub mod spgemm;
 pub mod spmm;
@@ -47,6 +48,7 @@ pub use csr::{CsrError, CsrTranspose, DeviceCsr, RowStats};
 pub use dense::DeviceDense;
 pub use error::{Error, Result};
 pub use gpu::Gpu;
+pub use record::Recording;
 pub use scalar::{DType, Scalar};
 pub use spgemm::{spgemm, SpgemmPlan};
 pub use spmm::{

@@ -4322,3 +4322,244 @@ fn layouts_cusparse_baselines(gpu: &Gpu, a: &CsMat<f32>) {
     let r = CusparseSpmm::new_with_layouts(gpu, &lib, &a_dev, &b_rows, &mut c, SpmmAlg::CsrAlg1, LAYOUTS[3]).map(drop);
     assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
 }
+
+/// What one recorded product computes: C = A * B plain, scaled (beta reading C) or with bias + ReLU, A^T times B
+/// (`DeviceCsr::transposed`), or with B and C column-major.
+#[derive(Clone, Copy, Debug)]
+enum RecordedForm {
+    Plain,
+    Scaled,
+    BiasRelu,
+    Transposed,
+    ColMajor,
+}
+
+/// One recorded product: its form, its kernel (None: the automatic choice) and its C (row-major m x n; k x n for
+/// A^T; n x m holding the column-major C).
+struct RecordedJob<T: Scalar> {
+    form: RecordedForm,
+    kernel: Option<SpmmKernel>,
+    c: DeviceDense<T>,
+}
+
+/// The inputs of a [`RecordedJob`] list: A's new values on the device, B (k x n), B of A^T's product (m x n), B
+/// column-major (n x k) and the bias.
+struct RecordedInputs<T: Scalar> {
+    values: cudarc::driver::CudaSlice<T>,
+    b: DeviceDense<T>,
+    b_t: DeviceDense<T>,
+    b_cols: DeviceDense<T>,
+    bias: cudarc::driver::CudaSlice<f32>,
+}
+
+/// A training step's products on A: A's values from a device buffer (`set_values_from_device`), then every job.
+/// Returns the kernels that ran.
+fn recorded_step<T: Scalar>(
+    gpu: &Gpu,
+    a: &mut DeviceCsr<T>,
+    inputs: &RecordedInputs<T>,
+    jobs: &mut [RecordedJob<T>],
+) -> tilesparse::Result<Vec<SpmmKernel>> {
+    use tilesparse::{spmm_auto_with, spmm_layouts, DenseLayouts};
+    a.set_values_from_device(gpu, &inputs.values)?;
+    let mut used = Vec::new();
+    for job in jobs.iter_mut() {
+        let epilogue = match job.form {
+            RecordedForm::Scaled => SpmmEpilogue::scaled(0.5, -1.5),
+            RecordedForm::BiasRelu => SpmmEpilogue::bias_relu(&inputs.bias),
+            _ => SpmmEpilogue::default(),
+        };
+        let c = &mut job.c;
+        let kernel = match (job.form, &job.kernel) {
+            (RecordedForm::Transposed, _) => spmm_auto_with(gpu, a.transposed(gpu)?, &inputs.b_t, c, epilogue)?,
+            (RecordedForm::ColMajor, kernel) => {
+                spmm_layouts(gpu, a, &inputs.b_cols, c, DenseLayouts::COL_MAJOR, kernel.as_ref(), epilogue)?
+            }
+            (_, Some(kernel)) => spmm_kernel_with(gpu, a, &inputs.b, c, kernel, epilogue).map(|_| *kernel)?,
+            (_, None) => spmm_auto_with(gpu, a, &inputs.b, c, epilogue)?,
+        };
+        used.push(kernel);
+    }
+    Ok(used)
+}
+
+/// A training step recorded once (`Gpu::record`) and replayed over three rounds of new inputs written into the same
+/// buffers: A's values (copied in by the recording itself, so the tensor-core blocks and A^T are rewritten in it),
+/// B, and C where beta reads it. The products: every tensor-core kernel here and a tile, plain, scaled and with
+/// bias and ReLU in turn; the automatic choice; the automatic choice on A^T; B and C column-major. Each replay's C must
+/// match the oracle of that round's inputs, and the bits of the same step run eagerly; recording runs nothing; the
+/// last round's NaN in B reaches C. Returns the products checked.
+fn recorded_case<T: Scalar>(gpu: &Gpu, name: &str, a32: &CsMat<f32>, n: usize) -> usize {
+    let mut a: CsMat<T> = gen::convert(a32);
+    let (m, k) = (a.rows(), a.cols());
+    let mut a_dev = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let bias: Vec<f32> = gen::dense_matrix(m, 1, seed(1300));
+    let mut inputs = RecordedInputs {
+        // The device holds no empty buffer: without entries, one unread element.
+        values: gpu.stream().clone_htod(&[a.data(), &[T::default()]].concat()).unwrap(),
+        b: DeviceDense::<T>::zeros(gpu, k, n).unwrap(),
+        b_t: DeviceDense::<T>::zeros(gpu, m, n).unwrap(),
+        b_cols: DeviceDense::<T>::zeros(gpu, n, k).unwrap(),
+        bias: tilesparse::spmm::upload_bias(gpu, &bias).unwrap(),
+    };
+    let forms = [RecordedForm::Plain, RecordedForm::Scaled, RecordedForm::BiasRelu];
+    let zeros = |rows, cols| DeviceDense::<T>::zeros(gpu, rows, cols).unwrap();
+    let mut jobs: Vec<RecordedJob<T>> = tensor_cores_and_a_tile::<T>(gpu, (m, k, n), a.nnz())
+        .into_iter()
+        .enumerate()
+        .map(|(i, kernel)| RecordedJob { form: forms[i % 3], kernel: Some(kernel), c: zeros(m, n) })
+        .collect();
+    jobs.push(RecordedJob { form: RecordedForm::Plain, kernel: None, c: zeros(m, n) });
+    jobs.push(RecordedJob { form: RecordedForm::Transposed, kernel: None, c: zeros(k, n) });
+    jobs.push(RecordedJob { form: RecordedForm::ColMajor, kernel: None, c: zeros(n, m) });
+    // The first run builds what the products keep (the blocks, A^T, the statistics); recording it could not.
+    let warm = recorded_step(gpu, &mut a_dev, &inputs, &mut jobs).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let c0 = dense::<T>(m, n, seed(1301));
+    let prepare_c = |jobs: &mut [RecordedJob<T>]| {
+        for job in jobs.iter_mut() {
+            match job.form {
+                RecordedForm::Scaled => job.c.overwrite(gpu, &c0).unwrap(),
+                _ => job.c.fill(gpu, T::from_f64(POISON)).unwrap(),
+            }
+        }
+    };
+    prepare_c(&mut jobs);
+    let (recording, used) = gpu.record(|g| recorded_step(g, &mut a_dev, &inputs, &mut jobs)).unwrap();
+    assert_eq!(used, warm, "{name}: the recorded kernels");
+    assert!(!gpu.is_recording().unwrap(), "{name}: still recording");
+    for job in &jobs {
+        if !matches!(job.form, RecordedForm::Scaled) {
+            let c = job.c.download(gpu).unwrap();
+            assert!(c.iter().all(|v| v.to_f64() == POISON), "{name}: recording ran a product ({:?})", job.form);
+        }
+    }
+    let mut checked = 0;
+    for round in 0..3u64 {
+        let values: Vec<T> = gen::dense_matrix(a.nnz(), 1, seed(1310 + round)).into_iter().map(T::from_f32).collect();
+        a.data_mut().copy_from_slice(&values);
+        let mut b = dense::<T>(k, n, seed(1320 + round));
+        if round == 2 && a.nnz() > 0 {
+            // A NaN in the row of B that A's first entry reads.
+            let (_, (_, col)) = a.iter().next().unwrap();
+            b[col * n + n / 2] = T::from_f32(f32::NAN);
+        }
+        let b_t = dense::<T>(m, n, seed(1330 + round));
+        if a.nnz() > 0 {
+            let mut dst = inputs.values.slice_mut(..a.nnz());
+            gpu.stream().memcpy_htod(&values, &mut dst).unwrap();
+        }
+        inputs.b.overwrite(gpu, &b).unwrap();
+        inputs.b_t.overwrite(gpu, &b_t).unwrap();
+        inputs.b_cols.overwrite(gpu, &host_transpose(&b, k, n)).unwrap();
+        prepare_c(&mut jobs);
+        // SAFETY: every buffer the step used (A's arrays, its blocks and A^T, the inputs, each C) is alive and
+        // unmoved: the recording is dropped at the end of this function, before any of them.
+        unsafe { recording.replay(gpu) }.unwrap_or_else(|e| panic!("{name}: replay: {e}"));
+        let replayed: Vec<Vec<T>> = jobs.iter().map(|j| j.c.download(gpu).unwrap()).collect();
+        // The same step run eagerly on the same inputs: the replay must give its bits.
+        prepare_c(&mut jobs);
+        recorded_step(gpu, &mut a_dev, &inputs, &mut jobs).unwrap();
+        let at: CsMat<T> = a.transpose_view().to_csr();
+        let plain = SpmmOracle::new(a.view(), &b, n);
+        let scaled = plain.epilogue::<T>(0.5, -1.5, &c0, None, n);
+        let bias_relu = plain.bias_relu::<T>(&bias, n);
+        let transposed = SpmmOracle::new(at.view(), &b_t, n);
+        for ((job, got), kernel) in jobs.iter().zip(&replayed).zip(&used) {
+            let what = format!("{name}, {}, n = {n}, round {round}, {kernel}, {:?}", T::DTYPE, job.form);
+            let got = match job.form {
+                RecordedForm::ColMajor => host_transpose(got, n, m),
+                _ => got.clone(),
+            };
+            let oracle = match job.form {
+                RecordedForm::Plain | RecordedForm::ColMajor => &plain,
+                RecordedForm::Scaled => &scaled,
+                RecordedForm::BiasRelu => &bias_relu,
+                RecordedForm::Transposed => &transposed,
+            };
+            oracle.check_kernel(&what, &got, kernel);
+            let eager = job.c.download(gpu).unwrap();
+            let eager = match job.form {
+                RecordedForm::ColMajor => host_transpose(&eager, n, m),
+                _ => eager,
+            };
+            assert!(same_bits(&got, &eager), "{what}: other bits than the step run eagerly");
+            if round == 2 && a.nnz() > 0 && matches!(job.form, RecordedForm::Plain | RecordedForm::ColMajor) {
+                assert!(got.iter().any(|v| v.to_f64().is_nan()), "{what}: B's NaN is lost");
+            }
+            checked += 1;
+        }
+    }
+    drop(recording);
+    checked
+}
+
+/// `Gpu::record`'s refusals: what cannot be recorded is `Error::Recording` (a product's first use of the tensor-core
+/// blocks, allocations that would outlive it, copies to and from the host, tuning, a nested recording), a closure's
+/// own error comes back as it is, and a replay on another handle is `WrongGpu`. After each, the stream runs as before:
+/// the refused product then runs eagerly and matches the oracle.
+fn recording_errors(gpu: &Gpu) {
+    let a = gen::uniform_random(128, 96, 0.5, seed(1340));
+    let (k, n) = (96, 32);
+    let (oracle, a_dev, mut b_dev, mut c_dev) = upload_problem::<f16>(gpu, &a, n, seed(1341));
+    let kernel = SpmmKernel::TensorCore(tensor_cores_here(gpu, DType::F16)[0]);
+    let refused = |r: tilesparse::Result<()>, what: &str| {
+        assert!(matches!(r, Err(Error::Recording(_))), "{what}: {r:?}");
+        assert!(!gpu.is_recording().unwrap(), "{what}: the stream still records");
+    };
+    let r = gpu.record(|g| spmm_kernel(g, &a_dev, &b_dev, &mut c_dev, &kernel)).map(drop);
+    refused(r, "the first use of the tensor-core blocks");
+    let got = run_poisoned(gpu, &a_dev, &b_dev, &mut c_dev, &kernel);
+    oracle.check_kernel("after a refused recording", &got, &kernel);
+    refused(gpu.record(|g| DeviceDense::<f16>::zeros(g, 4, 4)).map(drop), "zeros");
+    refused(gpu.record(|g| c_dev.download(g)).map(drop), "download");
+    refused(gpu.record(|g| c_dev.fill(g, f16::ZERO)).map(drop), "fill");
+    let b_host = dense::<f16>(k, n, seed(1342));
+    refused(gpu.record(|g| b_dev.overwrite(g, &b_host)).map(drop), "overwrite");
+    refused(gpu.record(|g| DeviceCsr::<f32>::upload(g, a.view())).map(drop), "upload");
+    refused(gpu.record(|g| b_dev.transpose(g)).map(drop), "transpose into a new matrix");
+    refused(gpu.record(|g| a_dev.transpose(g)).map(drop), "a sparse transposition");
+    let opts = TuneOptions::default();
+    refused(gpu.record(|g| spmm_tune(g, &a_dev, &b_dev, &mut c_dev, &opts)).map(drop), "tuning");
+    refused(gpu.record(|g| g.record(|_| Ok(())).map(drop)).map(drop), "a nested recording");
+    let r = gpu.record(|_| Err::<(), _>(Error::Usage("the closure's own".into())));
+    assert!(matches!(&r, Err(Error::Usage(s)) if s == "the closure's own"), "{r:?}");
+    assert!(!gpu.is_recording().unwrap(), "after the closure's own error");
+    assert!(matches!(b_dev.overwrite(gpu, &b_host[1..]), Err(Error::ShapeMismatch(_))), "a short overwrite");
+    // A replay on another handle.
+    let (recording, ()) = gpu.record(|g| spmm_kernel(g, &a_dev, &b_dev, &mut c_dev, &kernel)).unwrap();
+    let other = Gpu::new(0).unwrap();
+    // SAFETY: the recording's buffers are alive (and the call is refused before anything launches).
+    let r = unsafe { recording.replay(&other) };
+    assert!(matches!(r, Err(Error::WrongGpu(_))), "{r:?}");
+    // And on its own handle, on B written anew: the oracle of the new B.
+    b_dev.overwrite(gpu, &b_host).unwrap();
+    c_dev.fill(gpu, f16::from_f64(POISON)).unwrap();
+    // SAFETY: as above.
+    unsafe { recording.replay(gpu) }.unwrap();
+    let a16: CsMat<f16> = gen::convert(&a);
+    SpmmOracle::new(a16.view(), &b_host, n).check_kernel("replayed", &c_dev.download(gpu).unwrap(), &kernel);
+}
+
+/// Recorded products replay on new inputs ([`recorded_case`]) in f32, f16 and bf16, on uniform rows at an even
+/// n, skewed rows (the row split) at an odd n, rows with holes (empty rows written by a second kernel), m = 1 and
+/// nnz = 0; and [`recording_errors`].
+#[test]
+fn sanitizer_recorded_products_replay_on_new_inputs() {
+    let Some(gpu) = gpu_or_skip("sanitizer_recorded_products_replay_on_new_inputs") else { return };
+    let uniform = gen::uniform_random(300, 200, 0.2, seed(1350));
+    let cases = [
+        ("uniform 300 x 200", uniform.clone(), 64),
+        ("skewed 2000 x 1500", skewed_matrix(2000, 1500, seed(1351)), 33),
+        ("holes", rows_cleared(&uniform, 20..170), 48),
+        ("m = 1", gen::uniform_random(1, 500, 0.3, seed(1352)), 40),
+        ("nnz = 0", gen::uniform_random(50, 60, 0.0, seed(1353)), 16),
+    ];
+    let mut checked = 0;
+    for (name, a, n) in &cases {
+        checked += recorded_case::<f32>(&gpu, name, a, *n);
+        checked += recorded_case::<f16>(&gpu, name, a, *n);
+        checked += recorded_case::<bf16>(&gpu, name, a, *n);
+    }
+    eprintln!("recorded products checked: {checked}");
+    recording_errors(&gpu);
+}

@@ -287,6 +287,7 @@ impl<T: Scalar> DeviceCsr<T> {
     /// by itself.
     pub fn transpose(&self, gpu: &Gpu) -> Result<CsrTranspose<T>> {
         self.check_gpu(gpu, "the sparse matrix")?;
+        gpu.refuse_while_recording("transposing a sparse matrix")?;
         let (host, (row_offsets, column_indices, source)) = match device_parts(self.rows, self.cols, self.nnz) {
             Some(parts) => device_transposition(gpu, self, parts)?,
             None => host_transposition(gpu, self)?,

@@ -218,6 +218,7 @@ impl SpgemmPlan {
 
     /// The symbolic phase, with the operands' fingerprints for reuse (`fingerprint`) or without (one shot).
     fn make(gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>, dense_from: usize, fingerprint: bool) -> Result<Self> {
+        gpu.refuse_while_recording("the SpGEMM's symbolic phase (it waits for the device)")?;
         if !(1..=MAX_DENSE_FROM).contains(&dense_from) {
             return Err(Error::InvalidConfig {
                 config: format!("dense_from = {dense_from}"),
@@ -338,6 +339,7 @@ impl SpgemmPlan {
     /// row pointer and column indices once (the first time that matrix meets a plan) and compares fingerprints.
     pub fn numeric(&mut self, gpu: &Gpu, a: &DeviceCsr<f32>, b: &DeviceCsr<f32>) -> Result<DeviceCsr<f32>> {
         self.check_gpu(gpu, a, b)?;
+        gpu.refuse_while_recording("the SpGEMM's numeric phase (it checks its flags on the host)")?;
         self.check_pattern(gpu, a, b)?;
         let row_offsets =
             gpu.stream().clone_dtod(&self.c_row_offsets).map_err(Error::driver("copying C's row pointer", 0))?;
@@ -358,6 +360,7 @@ impl SpgemmPlan {
     ) -> Result<()> {
         self.check_gpu(gpu, a, b)?;
         c.check_gpu(gpu, "C")?;
+        gpu.refuse_while_recording("the SpGEMM's numeric phase (it checks its flags on the host)")?;
         self.check_pattern(gpu, a, b)?;
         if (c.rows(), c.cols(), c.nnz()) != (self.a.rows, self.b.cols, self.nnz) {
             return Err(Error::ShapeMismatch(format!(

@@ -209,6 +209,7 @@ pub fn spmm_tune_with<T: Scalar>(
     epilogue: SpmmEpilogue,
     opts: &TuneOptions,
 ) -> Result<TunedSpmm> {
+    gpu.refuse_while_recording("tuning (it times kernels)")?;
     if !(0.0..1.0).contains(&opts.margin)
         || opts.screen_iters == 0
         || opts.rounds == 0
