@@ -24,8 +24,9 @@
 //! Group `spmm_recorded`: one step's four products over one activation X (three pruned 768 x 768 projections and a
 //! 3072 x 768 FFN weight with bias + ReLU, at 90%, n = 16 and 128), issued one by one (`_issued`, `spmm_auto_with`
 //! each) and replayed from a recording (`_recorded`, `Gpu::record` once, `Recording::replay`), each in wall-clock
-//! time (`_wall`: the host's issue and the device's work, a loop of steps then one synchronisation) and ours in
-//! event time too (`_device`); cuSPARSE's SpMM (then the bias + ReLU pass) the same two ways, each CSR algorithm.
+//! time (`_wall`: the host's issue and the device's work, a loop of steps then one synchronisation), and ours also
+//! in event time (`_device`) and in the host's time to issue a step while the device is held busy (`_host`);
+//! cuSPARSE's SpMM (then the bias + ReLU pass) the same two ways in wall-clock time, each CSR algorithm.
 //!
 //! Group `spmm_transfers` (wall-clock time): `DeviceCsr::upload` of a large matrix (the checks, the statistics and
 //! the tensor-core block counts on the host, beside the copies) and `DeviceCsr::from_device` of one already on the
@@ -491,6 +492,25 @@ fn wall_time(gpu: &Gpu, iters: u64, mut f: impl FnMut() -> tilesparse::Result<()
     start.elapsed()
 }
 
+/// The host's time to issue `iters` calls of `f`, none of them waiting for the device: in chunks of 64, each queued
+/// behind a hold of the stream longer than its issue takes, synchronised after (untimed).
+fn issue_time(gpu: &Gpu, iters: u64, mut f: impl FnMut() -> tilesparse::Result<()>) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let chunk = left.min(64);
+        gpu.hold_stream(Duration::from_micros(200 * chunk)).unwrap();
+        let start = Instant::now();
+        for _ in 0..chunk {
+            f().unwrap();
+        }
+        total += start.elapsed();
+        gpu.synchronize().unwrap();
+        left -= chunk;
+    }
+    total
+}
+
 fn recorded_case<T: Scalar>(group: &mut BenchmarkGroup<'_, WallTime>, gpu: &Gpu, weights: &[CsMat<f32>], n: usize) {
     use tilesparse::{spmm::upload_bias, spmm_auto_with, SpmmEpilogue};
     let (tag, name, k) = (T::DTYPE, format!("qkv_up_768_s90_n{n}"), weights[0].cols());
@@ -519,6 +539,12 @@ fn recorded_case<T: Scalar>(group: &mut BenchmarkGroup<'_, WallTime>, gpu: &Gpu,
     // SAFETY (each replay below): the recording's buffers (A's, X, the outputs, the bias) outlive it.
     group.bench_function(id("ours_recorded_wall"), |bench| {
         bench.iter_custom(|iters| wall_time(gpu, iters, || unsafe { recording.replay(gpu) }))
+    });
+    group.bench_function(id("ours_issued_host"), |bench| {
+        bench.iter_custom(|iters| issue_time(gpu, iters, || forward(gpu, &mut outs)))
+    });
+    group.bench_function(id("ours_recorded_host"), |bench| {
+        bench.iter_custom(|iters| issue_time(gpu, iters, || unsafe { recording.replay(gpu) }))
     });
     group.bench_function(id("ours_issued_device"), |bench| {
         bench.iter_custom(|iters| event_time(gpu, iters, || forward(gpu, &mut outs)).unwrap())

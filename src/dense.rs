@@ -111,6 +111,12 @@ impl<T: Scalar> DeviceDense<T> {
     /// The transpose, a `cols x rows` matrix, made on the device ([`DeviceDense::transpose_into`]).
     pub fn transpose(&self, gpu: &Gpu) -> Result<DeviceDense<T>> {
         gpu.refuse_while_recording("allocating a transposed dense matrix")?;
+        self.transpose_temporary(gpu)
+    }
+
+    /// [`DeviceDense::transpose`] for a temporary that the operation making it also frees (the copies of
+    /// [`crate::spmm_layouts`]), so that it may be recorded ([`Gpu::record`]).
+    pub(crate) fn transpose_temporary(&self, gpu: &Gpu) -> Result<DeviceDense<T>> {
         let mut out = DeviceDense::unwritten(gpu, self.cols, self.rows, "allocating a transposed dense matrix")?;
         self.transpose_into(gpu, &mut out)?;
         Ok(out)

@@ -6,10 +6,11 @@
 //! [`Recording::replay`] queues all of it again with one driver call, on the same buffers.
 //!
 //! What a recording may hold: the SpMM products in every form ([`crate::spmm()`], [`crate::spmm_auto`], the
-//! tensor-core kernels, the epilogues, [`crate::spmm_layouts`]), the dense transposition into a matrix made
-//! before ([`crate::DeviceDense::transpose_into`]), new values of A from the device
-//! ([`crate::DeviceCsr::set_values_from_device`], [`crate::DeviceCsr::update_values`],
-//! [`crate::CsrTranspose::refresh`]), and your own kernels on [`Gpu::stream`]. What a product builds on its first
+//! tensor-core kernels, the epilogues, A^T through [`crate::DeviceCsr::transposed`], [`crate::spmm_layouts`]), the
+//! dense transposition into a matrix made before ([`crate::DeviceDense::transpose_into`]), new values of A from the
+//! device ([`crate::DeviceCsr::set_values_from_device`], [`crate::DeviceCsr::update_values`], which rewrite the
+//! tensor-core blocks and A^T in the same recording), and your own kernels on [`Gpu::stream`]. The SpGEMM waits
+//! for the device and cannot be recorded; the SpMV is not covered by a test here. What a product builds on its first
 //! use of a matrix (the statistics of a matrix made on the device, the tensor-core blocks, a kernel module, the
 //! column-tile counters) needs a synchronisation, which a recording cannot hold: run each operation once before
 //! recording it. Those first uses, and everything that copies to or from the host, synchronises or allocates a

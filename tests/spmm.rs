@@ -4352,8 +4352,8 @@ struct RecordedInputs<T: Scalar> {
     bias: cudarc::driver::CudaSlice<f32>,
 }
 
-/// A training step's products on A: A's values from a device buffer (`set_values_from_device`), then every job.
-/// Returns the kernels that ran.
+/// A training step's products on A: A's values from a device buffer (`set_values_from_device` in f32, a copy through
+/// `update_values` in f16 and bf16), then every job. Returns the kernels that ran.
 fn recorded_step<T: Scalar>(
     gpu: &Gpu,
     a: &mut DeviceCsr<T>,
@@ -4361,7 +4361,15 @@ fn recorded_step<T: Scalar>(
     jobs: &mut [RecordedJob<T>],
 ) -> tilesparse::Result<Vec<SpmmKernel>> {
     use tilesparse::{spmm_auto_with, spmm_layouts, DenseLayouts};
-    a.set_values_from_device(gpu, &inputs.values)?;
+    if T::DTYPE == DType::F32 {
+        a.set_values_from_device(gpu, &inputs.values)?;
+    } else {
+        let nnz = a.nnz();
+        a.update_values(gpu, |dst| {
+            let copied = if nnz == 0 { Ok(()) } else { gpu.stream().memcpy_dtod(&inputs.values.slice(..nnz), dst) };
+            copied.map_err(|source| Error::Driver { what: "copying new values", source })
+        })?;
+    }
     let mut used = Vec::new();
     for job in jobs.iter_mut() {
         let epilogue = match job.form {
@@ -4427,10 +4435,11 @@ fn recorded_case<T: Scalar>(gpu: &Gpu, name: &str, a32: &CsMat<f32>, n: usize) -
     let (recording, used) = gpu.record(|g| recorded_step(g, &mut a_dev, &inputs, &mut jobs)).unwrap();
     assert_eq!(used, warm, "{name}: the recorded kernels");
     assert!(!gpu.is_recording().unwrap(), "{name}: still recording");
+    let poison = T::from_f64(POISON).to_f64();
     for job in &jobs {
         if !matches!(job.form, RecordedForm::Scaled) {
             let c = job.c.download(gpu).unwrap();
-            assert!(c.iter().all(|v| v.to_f64() == POISON), "{name}: recording ran a product ({:?})", job.form);
+            assert!(c.iter().all(|v| v.to_f64() == poison), "{name}: recording ran a product ({:?})", job.form);
         }
     }
     let mut checked = 0;

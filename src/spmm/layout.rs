@@ -138,7 +138,7 @@ pub fn spmm_layouts<T: Scalar>(
     let b = match layouts.b {
         Layout::RowMajor => b,
         Layout::ColMajor => {
-            b_rows = b.transpose(gpu)?;
+            b_rows = b.transpose_temporary(gpu)?;
             &b_rows
         }
     };
@@ -146,7 +146,7 @@ pub fn spmm_layouts<T: Scalar>(
         Layout::RowMajor => run_kernel(gpu, a, b, epilogue, c, &kernel)?,
         Layout::ColMajor => {
             let mut c_rows = if epilogue.reads_c() {
-                c.transpose(gpu)?
+                c.transpose_temporary(gpu)?
             } else {
                 DeviceDense::unwritten(gpu, a.rows(), n, "allocating C's row-major copy")?
             };
