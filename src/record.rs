@@ -9,8 +9,9 @@
 //! tensor-core kernels, the epilogues, A^T through [`crate::DeviceCsr::transposed`], [`crate::spmm_layouts`]), the
 //! dense transposition into a matrix made before ([`crate::DeviceDense::transpose_into`]), new values of A from the
 //! device ([`crate::DeviceCsr::set_values_from_device`], [`crate::DeviceCsr::update_values`], which rewrite the
-//! tensor-core blocks and A^T in the same recording), and your own kernels on [`Gpu::stream`]. The SpGEMM waits
-//! for the device and cannot be recorded; the SpMV is not covered by a test here. What a product builds on its first
+//! tensor-core blocks and A^T in the same recording), the production SpMV with a plan made before
+//! ([`crate::spmv()`]), and your own kernels on [`Gpu::stream`]. The SpGEMM and the making of an SpMV plan read
+//! back from the device and cannot be recorded. What a product builds on its first
 //! use of a matrix (the statistics of a matrix made on the device, the tensor-core blocks, a kernel module, the
 //! column-tile counters) needs a synchronisation, which a recording cannot hold: run each operation once before
 //! recording it. Those first uses, and everything that copies to or from the host, synchronises or allocates a
@@ -66,8 +67,9 @@ impl Gpu {
     /// buffers ([`crate::DeviceDense::overwrite`], [`crate::DeviceCsr::set_values`]) and read the outputs from
     /// them. The products' own temporaries are allocated and freed inside the recording.
     ///
-    /// Where `f` fails, the recording is ended and dropped, and `f`'s error returned; the stream then runs as
-    /// before. A recording while this stream already records is [`Error::Recording`].
+    /// Where `f` fails, the recording is ended and dropped, and `f`'s error returned; where it panics, the recording
+    /// is ended as the panic unwinds. Either way the stream then runs as before. A recording while this stream
+    /// already records is [`Error::Recording`].
     pub fn record<R>(&self, f: impl FnOnce(&Gpu) -> Result<R>) -> Result<(Recording, R)> {
         if self.is_recording()? {
             return Err(Error::Recording("the stream is already recording".into()));
@@ -78,7 +80,9 @@ impl Gpu {
         stream
             .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .map_err(Error::driver("beginning a recording", 0))?;
+        let mut unwinding = EndOnUnwind { stream, armed: true };
         let result = f(self);
+        unwinding.armed = false;
         let graph = stream.end_capture(CUgraphInstantiate_flags(0));
         let value = result?;
         let graph = graph.map_err(Error::driver("ending a recording (an operation in it broke it)", 0))?;
@@ -86,6 +90,22 @@ impl Gpu {
             graph.upload().map_err(Error::driver("uploading a recording", 0))?;
         }
         Ok((Recording { graph, stream: stream.clone() }, value))
+    }
+}
+
+/// Ends the stream's capture where the closure of [`Gpu::record`] panics, so that the stream does not stay recording
+/// (every later operation on it would be refused or fail).
+struct EndOnUnwind<'a> {
+    stream: &'a std::sync::Arc<cudarc::driver::CudaStream>,
+    armed: bool,
+}
+
+impl Drop for EndOnUnwind<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            // The graph of a closure that panicked is dropped; an error here has nowhere to go.
+            let _ = self.stream.end_capture(CUgraphInstantiate_flags(0));
+        }
     }
 }
 

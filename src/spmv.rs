@@ -401,6 +401,7 @@ impl SpmvPlan {
         offsets16: bool,
     ) -> Result<Self> {
         a.check_gpu(gpu, "A")?;
+        gpu.refuse_while_recording("making an SpMV plan (it reads back what it derives)")?;
         let invalid = |rule: &str| Error::InvalidConfig { config: strategy.to_string(), rule: rule.to_string() };
         let long = match strategy {
             SpmvStrategy::Vector { threads_per_row } | SpmvStrategy::Split { threads_per_row, .. }

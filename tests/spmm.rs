@@ -4504,8 +4504,8 @@ fn recorded_case<T: Scalar>(gpu: &Gpu, name: &str, a32: &CsMat<f32>, n: usize) -
 
 /// `Gpu::record`'s refusals: what cannot be recorded is `Error::Recording` (a product's first use of the tensor-core
 /// blocks, allocations that would outlive it, copies to and from the host, tuning, a nested recording), a closure's
-/// own error comes back as it is, and a replay on another handle is `WrongGpu`. After each, the stream runs as before:
-/// the refused product then runs eagerly and matches the oracle.
+/// own error comes back as it is, a panic inside ends the recording, and a replay on another handle is `WrongGpu`.
+/// After each, the stream runs as before: the refused product then runs eagerly and matches the oracle.
 fn recording_errors(gpu: &Gpu) {
     let a = gen::uniform_random(128, 96, 0.5, seed(1340));
     let (k, n) = (96, 32);
@@ -4533,6 +4533,14 @@ fn recording_errors(gpu: &Gpu) {
     let r = gpu.record(|_| Err::<(), _>(Error::Usage("the closure's own".into())));
     assert!(matches!(&r, Err(Error::Usage(s)) if s == "the closure's own"), "{r:?}");
     assert!(!gpu.is_recording().unwrap(), "after the closure's own error");
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        gpu.record(|g| -> tilesparse::Result<()> {
+            spmm_kernel(g, &a_dev, &b_dev, &mut c_dev, &kernel)?;
+            panic!("a panic inside a recording")
+        })
+    }));
+    assert!(unwound.is_err(), "the panic did not reach the caller");
+    assert!(!gpu.is_recording().unwrap(), "after a panic inside a recording");
     assert!(matches!(b_dev.overwrite(gpu, &b_host[1..]), Err(Error::ShapeMismatch(_))), "a short overwrite");
     // A replay on another handle.
     let (recording, ()) = gpu.record(|g| spmm_kernel(g, &a_dev, &b_dev, &mut c_dev, &kernel)).unwrap();

@@ -708,3 +708,75 @@ fn production_spmv_plan_shared_by_threads_and_other_handles_refused() {
     assert!(matches!(r, Err(Error::WrongGpu(_))), "{r:?}");
     assert!(matches!(SpmvPlan::new(&other, &a_dev), Err(Error::WrongGpu(_))));
 }
+
+/// The production SpMV with each strategy recorded once (`Gpu::record`) and replayed over three rounds of new x and y
+/// written into the same buffers ([`recorded_spmv_case`]) in f32 and f16, on a power law with a dense row; and a plan
+/// made while recording is `Error::Recording` (it reads the matrix back).
+#[test]
+fn sanitizer_spmv_recorded_replays_on_new_inputs() {
+    let Some(gpu) = gpu_or_skip("sanitizer_spmv_recorded_replays_on_new_inputs") else { return };
+    let a = gen::with_dense_row(&gen::power_law(300, 5000, 9.0, 1.5, seed(30)), 10);
+    recorded_spmv_case::<f32>(&gpu, &a);
+    recorded_spmv_case::<f16>(&gpu, &a);
+    let a_dev = DeviceCsr::upload(&gpu, a.view()).unwrap();
+    let split = SpmvStrategy::Split { threads_per_row: 8, long_row: 16 };
+    let r = gpu.record(|g| SpmvPlan::with_strategy(g, &a_dev, split)).map(drop);
+    assert!(matches!(r, Err(Error::Recording(_))), "{r:?}");
+    assert!(!gpu.is_recording().unwrap());
+}
+
+/// y = alpha A x + beta y with every kernel kind (vector at 1 and 32 threads per row, block per row, split, entry
+/// tiles), one y each, run once, recorded, then replayed over three rounds of new x and y0 written into the same
+/// buffers: each y must match the oracle of its round and the bits of the same step run eagerly after it.
+fn recorded_spmv_case<T: Scalar>(gpu: &Gpu, a: &CsMat<f32>) {
+    let a_t: CsMat<T> = gen::convert(a);
+    let (m, k) = (a.rows(), a.cols());
+    let a_dev = DeviceCsr::upload(gpu, a_t.view()).unwrap();
+    let plans: Vec<SpmvPlan> = [
+        SpmvStrategy::Vector { threads_per_row: 1 },
+        SpmvStrategy::Vector { threads_per_row: 32 },
+        SpmvStrategy::BlockPerRow,
+        SpmvStrategy::Split { threads_per_row: 8, long_row: 16 },
+        SpmvStrategy::Segmented,
+    ]
+    .into_iter()
+    .map(|s| SpmvPlan::with_strategy(gpu, &a_dev, s).unwrap())
+    .collect();
+    let (alpha, beta) = (1.5, -0.5);
+    let mut x_dev = gpu.stream().alloc_zeros::<T>(k).unwrap();
+    let mut ys: Vec<_> = plans.iter().map(|_| gpu.stream().alloc_zeros::<T>(m).unwrap()).collect();
+    let step = |g: &Gpu, x: &cudarc::driver::CudaSlice<T>, ys: &mut [cudarc::driver::CudaSlice<T>]| {
+        plans.iter().zip(ys).try_for_each(|(plan, y)| spmv(g, &a_dev, x, alpha, beta, y, plan))
+    };
+    step(gpu, &x_dev, &mut ys).unwrap();
+    let (recording, ()) = gpu.record(|g| step(g, &x_dev, &mut ys)).unwrap();
+    let to_t = |v: Vec<f32>| -> Vec<T> { v.into_iter().map(T::from_f32).collect() };
+    for round in 0..3 {
+        let x = to_t(gen::dense_matrix(k, 1, seed(31 + round)));
+        let y0 = to_t(gen::dense_matrix(m, 1, seed(34 + round)));
+        gpu.stream().memcpy_htod(&x, &mut x_dev).unwrap();
+        ys.iter_mut().for_each(|y| gpu.stream().memcpy_htod(&y0, y).unwrap());
+        // SAFETY: A, the plans, x and every y outlive the recording, which is dropped with this function.
+        unsafe { recording.replay(gpu) }.unwrap();
+        let replayed: Vec<Vec<T>> = ys.iter().map(|y| gpu.stream().clone_dtoh(y).unwrap()).collect();
+        ys.iter_mut().for_each(|y| gpu.stream().memcpy_htod(&y0, y).unwrap());
+        step(gpu, &x_dev, &mut ys).unwrap();
+        let want = oracle::spmv(a_t.view(), &x, alpha, Some(&y0), beta);
+        let bound = spmv_error_bound(a_t.view(), &x, alpha, beta, Some(&y0));
+        for ((plan, y), got) in plans.iter().zip(&ys).zip(&replayed) {
+            let what = format!("{}, {}, round {round}", T::DTYPE, plan.strategy());
+            let got64: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
+            let cmp = oracle::compare(&got64, &want, &bound);
+            assert_eq!(
+                cmp.mismatches,
+                0,
+                "{what}: first (index, got, want) {:?} ({})",
+                cmp.first_mismatch,
+                seed_note()
+            );
+            let eager = gpu.stream().clone_dtoh(y).unwrap();
+            let same = eager.iter().zip(got).all(|(p, q)| p.to_f64().to_bits() == q.to_f64().to_bits());
+            assert!(same, "{what}: other bits than the step run eagerly");
+        }
+    }
+}
