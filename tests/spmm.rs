@@ -4509,7 +4509,7 @@ fn recorded_case<T: Scalar>(gpu: &Gpu, name: &str, a32: &CsMat<f32>, n: usize) -
 fn recording_errors(gpu: &Gpu) {
     let a = gen::uniform_random(128, 96, 0.5, seed(1340));
     let (k, n) = (96, 32);
-    let (oracle, a_dev, mut b_dev, mut c_dev) = upload_problem::<f16>(gpu, &a, n, seed(1341));
+    let (oracle, mut a_dev, mut b_dev, mut c_dev) = upload_problem::<f16>(gpu, &a, n, seed(1341));
     let kernel = SpmmKernel::TensorCore(tensor_cores_here(gpu, DType::F16)[0]);
     let refused = |r: tilesparse::Result<()>, what: &str| {
         assert!(matches!(r, Err(Error::Recording(_))), "{what}: {r:?}");
@@ -4553,8 +4553,17 @@ fn recording_errors(gpu: &Gpu) {
     c_dev.fill(gpu, f16::from_f64(POISON)).unwrap();
     // SAFETY: as above.
     unsafe { recording.replay(gpu) }.unwrap();
-    let a16: CsMat<f16> = gen::convert(&a);
+    let mut a16: CsMat<f16> = gen::convert(&a);
     SpmmOracle::new(a16.view(), &b_host, n).check_kernel("replayed", &c_dev.download(gpu).unwrap(), &kernel);
+    // New values of A from the host (`set_values`, outside the recording: same buffers, blocks rewritten in place).
+    let values: Vec<f16> = dense::<f16>(a16.nnz(), 1, seed(1343));
+    a16.data_mut().copy_from_slice(&values);
+    a_dev.set_values(gpu, &values).unwrap();
+    c_dev.fill(gpu, f16::from_f64(POISON)).unwrap();
+    // SAFETY: as above.
+    unsafe { recording.replay(gpu) }.unwrap();
+    let got = c_dev.download(gpu).unwrap();
+    SpmmOracle::new(a16.view(), &b_host, n).check_kernel("replayed on A's new values", &got, &kernel);
 }
 
 /// Recorded products replay on new inputs ([`recorded_case`]) in f32, f16 and bf16, on uniform rows at an even
