@@ -26,7 +26,9 @@
 //! each) and replayed from a recording (`_recorded`, `Gpu::record` once, `Recording::replay`), each in wall-clock
 //! time (`_wall`: the host's issue and the device's work, a loop of steps then one synchronisation), and ours also
 //! in event time (`_device`) and in the host's time to issue a step while the device is held busy (`_host`);
-//! cuSPARSE's SpMM (then the bias + ReLU pass) the same two ways in wall-clock time, each CSR algorithm.
+//! cuSPARSE's SpMM (then the bias + ReLU pass) the same two ways in wall-clock time, each CSR algorithm. Then the
+//! four side by side: ours through `spmm_concurrent` (`_concurrent`), cuSPARSE's with the projections on handles of
+//! three side streams ordered by events (`_streams`), each issued and recorded.
 //!
 //! Group `spmm_transfers` (wall-clock time): `DeviceCsr::upload` of a large matrix (the checks, the statistics and
 //! the tensor-core block counts on the host, beside the copies) and `DeviceCsr::from_device` of one already on the
@@ -512,7 +514,7 @@ fn issue_time(gpu: &Gpu, iters: u64, mut f: impl FnMut() -> tilesparse::Result<(
 }
 
 fn recorded_case<T: Scalar>(group: &mut BenchmarkGroup<'_, WallTime>, gpu: &Gpu, weights: &[CsMat<f32>], n: usize) {
-    use tilesparse::{spmm::upload_bias, spmm_auto_with, SpmmEpilogue};
+    use tilesparse::{spmm::upload_bias, spmm_auto_with, spmm_concurrent, SpmmEpilogue, SpmmJob};
     let (tag, name, k) = (T::DTYPE, format!("qkv_up_768_s90_n{n}"), weights[0].cols());
     let a: Vec<DeviceCsr<T>> =
         weights.iter().map(|w| DeviceCsr::upload(gpu, gen::convert::<T>(w).view()).unwrap()).collect();
@@ -552,7 +554,75 @@ fn recorded_case<T: Scalar>(group: &mut BenchmarkGroup<'_, WallTime>, gpu: &Gpu,
     group.bench_function(id("ours_recorded_device"), |bench| {
         bench.iter_custom(|iters| event_time(gpu, iters, || unsafe { recording.replay(gpu) }).unwrap())
     });
+    // The four side by side (`spmm_concurrent`), issued and recorded.
+    let concurrent = |g: &Gpu, outs: &mut [DeviceDense<T>]| -> tilesparse::Result<()> {
+        let mut jobs: Vec<SpmmJob<T>> = a
+            .iter()
+            .zip(outs.iter_mut())
+            .enumerate()
+            .map(|(i, (a, c))| SpmmJob {
+                epilogue: if i == last { SpmmEpilogue::bias_relu(&bias) } else { SpmmEpilogue::default() },
+                ..SpmmJob::new(a, &x, c)
+            })
+            .collect();
+        spmm_concurrent(g, &mut jobs).map(drop)
+    };
+    concurrent(gpu, &mut outs).unwrap();
+    let (side_by_side, ()) = gpu.record(|g| concurrent(g, &mut outs)).unwrap();
+    group.bench_function(id("ours_concurrent_issued_wall"), |bench| {
+        bench.iter_custom(|iters| wall_time(gpu, iters, || concurrent(gpu, &mut outs)))
+    });
+    group.bench_function(id("ours_concurrent_recorded_wall"), |bench| {
+        bench.iter_custom(|iters| wall_time(gpu, iters, || unsafe { side_by_side.replay(gpu) }))
+    });
+    group.bench_function(id("ours_concurrent_recorded_device"), |bench| {
+        bench.iter_custom(|iters| event_time(gpu, iters, || unsafe { side_by_side.replay(gpu) }).unwrap())
+    });
     let lib = Cusparse::new(gpu).unwrap();
+    // cuSPARSE side by side: the three projections on handles of their own streams, the FFN weight (and the pass
+    // after it) on the handle's stream, ordered by events as a cuSPARSE user would.
+    let streams: Vec<_> = (0..last).map(|_| gpu.context().new_stream().unwrap()).collect();
+    let side_libs: Vec<Cusparse> = streams.iter().map(|s| Cusparse::on_stream(gpu, s).unwrap()).collect();
+    for alg in SpmmAlg::ALL {
+        let mut outs = zeros();
+        let libs = side_libs.iter().chain([&lib]);
+        let ops: tilesparse::Result<Vec<CusparseSpmm>> = a
+            .iter()
+            .zip(outs.iter_mut())
+            .zip(libs)
+            .map(|((a, c), lib)| CusparseSpmm::new(gpu, lib, a, &x, c, alg))
+            .collect();
+        let Ok(mut ops) = ops else { continue };
+        let side_by_side = |g: &Gpu, ops: &mut [CusparseSpmm]| -> tilesparse::Result<()> {
+            let driver = |what| move |source| tilesparse::Error::Driver { what, source };
+            let fork = g.stream().record_event(None).map_err(driver("recording the fork"))?;
+            for s in &streams {
+                s.wait(&fork).map_err(driver("waiting for the fork"))?;
+            }
+            for op in ops[..last].iter_mut() {
+                op.run(g)?;
+            }
+            ops[last].run_bias_relu(g, &bias)?;
+            for s in &streams {
+                let done = s.record_event(None).map_err(driver("recording the join"))?;
+                g.stream().wait(&done).map_err(driver("waiting for the join"))?;
+            }
+            Ok(())
+        };
+        side_by_side(gpu, &mut ops).unwrap();
+        let alg = alg.name();
+        group.bench_function(id(&format!("cusparse_{alg}_streams_issued_wall")), |bench| {
+            bench.iter_custom(|iters| wall_time(gpu, iters, || side_by_side(gpu, &mut ops)))
+        });
+        match gpu.record(|g| side_by_side(g, &mut ops)) {
+            Ok((recording, ())) => {
+                group.bench_function(id(&format!("cusparse_{alg}_streams_recorded_wall")), |bench| {
+                    bench.iter_custom(|iters| wall_time(gpu, iters, || unsafe { recording.replay(gpu) }))
+                });
+            }
+            Err(e) => eprintln!("spmm_recorded {tag} {name}: cuSPARSE {alg} on streams cannot be recorded: {e}"),
+        }
+    }
     for alg in SpmmAlg::ALL {
         let mut outs = zeros();
         let ops: tilesparse::Result<Vec<CusparseSpmm>> =

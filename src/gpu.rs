@@ -41,17 +41,34 @@ impl DeviceInfo {
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    /// For a branch ([`Gpu::branch`]): the stream of the handle it branches from, whose buffers it takes as its own.
+    parent: Option<Arc<CudaStream>>,
+    /// What a handle and its branches share.
+    caches: Arc<Caches>,
+    /// Extra streams for kernels that may run side by side (made on first use, kept), each with its own column-tile
+    /// counters for the branches that run on it.
+    side_streams: Mutex<Vec<SideStream>>,
+    /// Column-tile counters of the SpMM kernel's SM-affine block order ([`Gpu::tile_counters`]): this stream's.
+    tile_counters: Arc<Mutex<Option<CudaSlice<i32>>>>,
+    info: DeviceInfo,
+}
+
+/// The loaded modules and functions, and what the driver was asked about them, shared by a handle and its
+/// branches.
+#[derive(Default)]
+struct Caches {
     modules: Mutex<[Option<Arc<CudaModule>>; Family::ALL.len()]>,
     functions: Mutex<HashMap<String, CudaFunction>>,
-    /// Extra streams for kernels that may run side by side (made on first use, kept).
-    side_streams: Mutex<Vec<Arc<CudaStream>>>,
     /// How many clusters of (kernel, blocks per cluster) the device runs at once ([`Gpu::cluster_capacity`]).
     cluster_capacity: Mutex<HashMap<(String, u32), usize>>,
     /// How many blocks of a kernel an SM holds at once ([`Gpu::blocks_per_sm`]).
     blocks_per_sm: Mutex<HashMap<String, usize>>,
-    /// Column-tile counters of the SpMM kernel's SM-affine block order ([`Gpu::tile_counters`]).
-    tile_counters: Mutex<Option<CudaSlice<i32>>>,
-    info: DeviceInfo,
+}
+
+/// A side stream and the column-tile counters of the launches queued on it.
+struct SideStream {
+    stream: Arc<CudaStream>,
+    tile_counters: Arc<Mutex<Option<CudaSlice<i32>>>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -77,7 +94,9 @@ impl Gpu {
     /// handle could still be in flight there, or be freed there while this handle's kernel reads it; memory of
     /// another device would fault.
     pub(crate) fn check_owns<T>(&self, what: &str, slice: &CudaSlice<T>) -> Result<()> {
-        if Arc::ptr_eq(slice.stream(), &self.stream) {
+        if Arc::ptr_eq(slice.stream(), &self.stream)
+            || self.parent.as_ref().is_some_and(|p| Arc::ptr_eq(slice.stream(), p))
+        {
             return Ok(());
         }
         Err(Error::WrongGpu(format!(
@@ -122,12 +141,10 @@ impl Gpu {
         let gpu = Gpu {
             ctx,
             stream,
-            modules: Mutex::new(Default::default()),
-            functions: Mutex::new(HashMap::new()),
+            parent: None,
+            caches: Arc::new(Caches::default()),
             side_streams: Mutex::new(Vec::new()),
-            cluster_capacity: Mutex::new(HashMap::new()),
-            blocks_per_sm: Mutex::new(HashMap::new()),
-            tile_counters: Mutex::new(None),
+            tile_counters: Arc::new(Mutex::new(None)),
             info,
         };
         gpu.keep_freed_memory()?;
@@ -171,10 +188,32 @@ impl Gpu {
     /// them must be ordered against [`Gpu::stream`] with events ([`SideStreams`]).
     pub(crate) fn side_streams(&self, count: usize) -> Result<Vec<Arc<CudaStream>>> {
         let mut streams = self.side_streams.lock().unwrap_or_else(|e| e.into_inner());
-        while streams.len() < count {
-            streams.push(self.ctx.new_stream().map_err(Error::driver("creating a stream", 0))?);
+        if streams.len() < count {
+            self.refuse_while_recording("creating side streams (on their first use)")?;
         }
-        Ok(streams[..count].to_vec())
+        while streams.len() < count {
+            let stream = self.ctx.new_stream().map_err(Error::driver("creating a stream", 0))?;
+            streams.push(SideStream { stream, tile_counters: Arc::new(Mutex::new(None)) });
+        }
+        Ok(streams[..count].iter().map(|s| s.stream.clone()).collect())
+    }
+
+    /// A handle on side stream `i` (made by [`Gpu::side_streams`] first) that shares this one's modules and caches
+    /// and takes this handle's buffers as its own, with that stream's column-tile counters: for products that run
+    /// side by side ([`crate::spmm::spmm_concurrent`]). Its work is ordered against this handle's stream only by
+    /// the events its caller records and waits for, so it is never handed out.
+    pub(crate) fn branch(&self, i: usize) -> Result<Gpu> {
+        let streams = self.side_streams.lock().unwrap_or_else(|e| e.into_inner());
+        let side = streams.get(i).ok_or_else(|| Error::Usage(format!("no side stream {i}")))?;
+        Ok(Gpu {
+            ctx: self.ctx.clone(),
+            stream: side.stream.clone(),
+            parent: Some(self.stream.clone()),
+            caches: self.caches.clone(),
+            side_streams: Mutex::new(Vec::new()),
+            tile_counters: side.tile_counters.clone(),
+            info: self.info.clone(),
+        })
     }
 
     /// The context.
@@ -263,7 +302,7 @@ impl Gpu {
         if !KERNELS_BUILT {
             return Err(Error::KernelsNotBuilt);
         }
-        let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        let mut modules = self.caches.modules.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = &modules[family.index()] {
             return Ok(m.clone());
         }
@@ -279,7 +318,7 @@ impl Gpu {
     /// device has no clusters). Asked once per (kernel, cluster size) and cached.
     pub(crate) fn cluster_capacity(&self, family: Family, name: &str, block: u32, cluster_z: u32) -> Result<usize> {
         let key = (name.to_string(), cluster_z);
-        if let Some(&c) = self.cluster_capacity.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(&c) = self.caches.cluster_capacity.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(c);
         }
         let capacity = if !self.info.has_clusters() {
@@ -298,7 +337,7 @@ impl Gpu {
                 .map_err(Error::driver("asking how many clusters fit", 0))?;
             clusters.max(0) as usize
         };
-        self.cluster_capacity.lock().unwrap_or_else(|e| e.into_inner()).insert(key, capacity);
+        self.caches.cluster_capacity.lock().unwrap_or_else(|e| e.into_inner()).insert(key, capacity);
         Ok(capacity)
     }
 
@@ -322,7 +361,7 @@ impl Gpu {
     /// holds at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`: registers, shared memory, threads and the
     /// block limit). Asked once per kernel and cached.
     pub(crate) fn blocks_per_sm(&self, family: Family, name: &str, block: u32) -> Result<usize> {
-        if let Some(&b) = self.blocks_per_sm.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+        if let Some(&b) = self.caches.blocks_per_sm.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
             return Ok(b);
         }
         let function = self.function(family, name)?;
@@ -330,7 +369,7 @@ impl Gpu {
         let blocks = function
             .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
             .map_err(Error::driver("asking how many blocks fit on an SM", 0))? as usize;
-        self.blocks_per_sm.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), blocks);
+        self.caches.blocks_per_sm.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), blocks);
         Ok(blocks)
     }
 
@@ -367,7 +406,7 @@ impl Gpu {
     /// function is loaded, its limit is raised to that once (beyond 48 KB a block gets it only so). Such a kernel
     /// must always be looked up here, with the same number.
     pub(crate) fn function_with_shared(&self, family: Family, name: &str, dynamic_shared: u32) -> Result<CudaFunction> {
-        if let Some(f) = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+        if let Some(f) = self.caches.functions.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
             return Ok(f.clone());
         }
         let module = self.module(family)?;
@@ -379,7 +418,7 @@ impl Gpu {
             )
             .map_err(Error::driver("raising a kernel's dynamic shared memory limit", 0))?;
         }
-        self.functions.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), f.clone());
+        self.caches.functions.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), f.clone());
         Ok(f)
     }
 }

@@ -52,10 +52,10 @@ pub use record::Recording;
 pub use scalar::{DType, Scalar};
 pub use spgemm::{spgemm, SpgemmPlan};
 pub use spmm::{
-    spmm, spmm_auto, spmm_auto_with, spmm_bias_relu, spmm_bias_relu_auto, spmm_in_order, spmm_kernel,
+    spmm, spmm_auto, spmm_auto_with, spmm_bias_relu, spmm_bias_relu_auto, spmm_concurrent, spmm_in_order, spmm_kernel,
     spmm_kernel_bias_relu, spmm_kernel_with, spmm_layouts, spmm_tensor_core, spmm_tensor_core_bias_relu,
     spmm_tensor_core_empty_windows, spmm_tensor_core_paths, spmm_tensor_core_with, spmm_tune, spmm_tune_bias_relu,
-    spmm_tune_with, spmm_with, BlockOrder, DenseLayouts, Layout, RangeSum, SpmmConfig, SpmmEpilogue, SpmmKernel,
-    TensorCoreConfig, TuneOptions, TunedSpmm,
+    spmm_tune_with, spmm_with, BlockOrder, DenseLayouts, Layout, RangeSum, SpmmConfig, SpmmEpilogue, SpmmJob,
+    SpmmKernel, TensorCoreConfig, TuneOptions, TunedSpmm,
 };
 pub use spmv::{spmv, spmv_seed, SpmvPlan, SpmvStrategy};

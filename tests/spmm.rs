@@ -4589,3 +4589,147 @@ fn sanitizer_recorded_products_replay_on_new_inputs() {
     eprintln!("recorded products checked: {checked}");
     recording_errors(&gpu);
 }
+
+/// `spmm_concurrent` on ten jobs of T (more than `MAX_BRANCHES`, so branches take several in turn): matrices shared
+/// by several jobs and one of their own, B shared, every tensor-core kernel here, tiles and the automatic choice,
+/// plain, scaled (beta reading C) and with bias and ReLU, m = 1 and nnz = 0. Each C, poisoned first, must match the
+/// oracle and the bits of the same product run alone; then again from a recording replayed on a new B. A refused
+/// job (a C of the wrong shape, an operand of another handle, a tile whose vector width does not divide n) queues
+/// nothing: every C keeps its poison.
+fn concurrent_case<T: Scalar>(gpu: &Gpu) {
+    use tilesparse::spmm::concurrent::MAX_BRANCHES;
+    use tilesparse::{spmm_concurrent, SpmmJob};
+    let (k, n) = (300, 48);
+    let shapes = [
+        gen::uniform_random(400, k, 0.2, seed(1400)),
+        skewed_matrix(900, k, seed(1401)),
+        gen::uniform_random(1, k, 0.3, seed(1402)),
+        gen::uniform_random(60, k, 0.0, seed(1403)),
+    ];
+    let mats: Vec<CsMat<T>> = shapes.iter().map(gen::convert).collect();
+    let a_dev: Vec<DeviceCsr<T>> = mats.iter().map(|a| DeviceCsr::upload(gpu, a.view()).unwrap()).collect();
+    let bias: Vec<Vec<f32>> = mats.iter().map(|a| gen::dense_matrix(a.rows(), 1, seed(1404))).collect();
+    let bias_dev: Vec<_> = bias.iter().map(|b| tilesparse::spmm::upload_bias(gpu, b).unwrap()).collect();
+    let mut b_host = dense::<T>(k, n, seed(1405));
+    let mut b_dev = DeviceDense::upload(gpu, k, n, &b_host).unwrap();
+    // (matrix, kernel, form): 0 plain, 1 scaled, 2 bias + ReLU.
+    let tile = SpmmKernel::Tiled(SpmmConfig::select(900, k, n, mats[1].nnz(), T::DTYPE));
+    let mut plan: Vec<(usize, Option<SpmmKernel>, usize)> =
+        vec![(1, Some(tile), 1), (1, None, 2), (0, None, 0), (2, None, 1), (3, None, 2), (2, Some(tile), 0)];
+    let tensor_cores = tensor_cores_here(gpu, T::DTYPE).into_iter().map(SpmmKernel::TensorCore);
+    plan.extend(tensor_cores.enumerate().map(|(i, kernel)| (i % 2, Some(kernel), i % 3)));
+    while plan.len() <= MAX_BRANCHES {
+        plan.push((plan.len() % 4, None, plan.len() % 3));
+    }
+    let c0: Vec<Vec<T>> = mats.iter().map(|a| dense::<T>(a.rows(), n, seed(1406))).collect();
+    let mut cs: Vec<DeviceDense<T>> =
+        plan.iter().map(|&(i, ..)| DeviceDense::<T>::zeros(gpu, mats[i].rows(), n).unwrap()).collect();
+    let poison = T::from_f64(POISON);
+    let reset = |cs: &mut [DeviceDense<T>]| {
+        for (c, &(i, _, form)) in cs.iter_mut().zip(&plan) {
+            match form {
+                1 => c.overwrite(gpu, &c0[i]).unwrap(),
+                _ => c.fill(gpu, poison).unwrap(),
+            }
+        }
+    };
+    let epilogue = |i: usize, form: usize| match form {
+        1 => SpmmEpilogue::scaled(0.5, -1.5),
+        2 => SpmmEpilogue::bias_relu(&bias_dev[i]),
+        _ => SpmmEpilogue::default(),
+    };
+    let jobs_of = |b: &DeviceDense<T>, cs: &mut [DeviceDense<T>]| -> tilesparse::Result<Vec<SpmmKernel>> {
+        let mut jobs: Vec<SpmmJob<T>> = cs
+            .iter_mut()
+            .zip(&plan)
+            .map(|(c, &(i, kernel, form))| SpmmJob { a: &a_dev[i], b, c, kernel, epilogue: epilogue(i, form) })
+            .collect();
+        spmm_concurrent(gpu, &mut jobs)
+    };
+    // Each job alone, then all side by side, then replayed from a recording on a new B.
+    let check = |b_host: &[T], cs: &[DeviceDense<T>], used: &[SpmmKernel], what: &str| {
+        for (j, ((c, &(i, _, form)), kernel)) in cs.iter().zip(&plan).zip(used).enumerate() {
+            let what = format!("{}, {what}, job {j} ({kernel}, form {form})", T::DTYPE);
+            let plain = SpmmOracle::new(mats[i].view(), b_host, n);
+            let oracle = match form {
+                1 => plain.epilogue::<T>(0.5, -1.5, &c0[i], None, n),
+                2 => plain.bias_relu::<T>(&bias[i], n),
+                _ => plain,
+            };
+            let got = c.download(gpu).unwrap();
+            oracle.check_kernel(&what, &got, kernel);
+            let mut alone = DeviceDense::<T>::zeros(gpu, mats[i].rows(), n).unwrap();
+            if form == 1 {
+                alone.overwrite(gpu, &c0[i]).unwrap();
+            }
+            let b_dev = DeviceDense::upload(gpu, k, n, b_host).unwrap();
+            spmm_kernel_with(gpu, &a_dev[i], &b_dev, &mut alone, kernel, epilogue(i, form)).unwrap();
+            assert!(same_bits(&got, &alone.download(gpu).unwrap()), "{what}: other bits than alone");
+        }
+    };
+    reset(&mut cs);
+    let used = jobs_of(&b_dev, &mut cs).unwrap_or_else(|e| panic!("{}: {e}", T::DTYPE));
+    for (&(_, kernel, _), ran) in plan.iter().zip(&used) {
+        if let Some(kernel) = kernel {
+            assert_eq!(kernel, *ran, "a job's own kernel");
+        }
+    }
+    check(&b_host, &cs, &used, "side by side");
+    reset(&mut cs);
+    let (recording, recorded) = gpu.record(|_| jobs_of(&b_dev, &mut cs)).unwrap();
+    assert_eq!(recorded, used);
+    b_host = dense::<T>(k, n, seed(1407));
+    b_dev.overwrite(gpu, &b_host).unwrap();
+    // SAFETY: every buffer of the jobs outlives the recording, dropped below.
+    unsafe { recording.replay(gpu) }.unwrap();
+    check(&b_host, &cs, &used, "replayed");
+    drop(recording);
+    // Refusals queue nothing.
+    reset(&mut cs);
+    let untouched = |cs: &[DeviceDense<T>], what: &str| {
+        for (c, &(_, _, form)) in cs.iter().zip(&plan) {
+            if form != 1 {
+                let got = c.download(gpu).unwrap();
+                assert!(got.iter().all(|v| v.to_f64() == poison.to_f64()), "{what}: a C was written");
+            }
+        }
+    };
+    let mut wrong = DeviceDense::<T>::zeros(gpu, 5, n).unwrap();
+    let mut jobs: Vec<SpmmJob<T>> = cs.iter_mut().map(|c| SpmmJob::new(&a_dev[0], &b_dev, c)).collect();
+    let r = {
+        let mut jobs: Vec<SpmmJob<T>> = jobs.drain(..).take(3).collect();
+        jobs.push(SpmmJob::new(&a_dev[0], &b_dev, &mut wrong));
+        spmm_concurrent(gpu, &mut jobs)
+    };
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
+    drop(jobs);
+    let other = Gpu::new(0).unwrap();
+    let b_other = DeviceDense::upload(&other, k, n, &b_host).unwrap();
+    let mut jobs: Vec<SpmmJob<T>> = cs.iter_mut().take(4).map(|c| SpmmJob::new(&a_dev[0], &b_dev, c)).collect();
+    let mut c_last = DeviceDense::<T>::zeros(gpu, 400, n).unwrap();
+    jobs.push(SpmmJob::new(&a_dev[0], &b_other, &mut c_last));
+    let r = spmm_concurrent(gpu, &mut jobs);
+    assert!(matches!(r, Err(Error::WrongGpu(_))), "{r:?}");
+    drop(jobs);
+    untouched(&cs, "a refused call");
+    // At n = 42 the widest dense vector of T does not divide n.
+    let n2 = 42;
+    let b2 = DeviceDense::upload(gpu, k, n2, &dense::<T>(k, n2, seed(1408))).unwrap();
+    let mut c2: Vec<DeviceDense<T>> = (0..4).map(|_| DeviceDense::<T>::zeros(gpu, 400, n2).unwrap()).collect();
+    c2.iter_mut().for_each(|c| c.fill(gpu, poison).unwrap());
+    let narrow = compiled_spmm_variants_for(T::DTYPE).find(|c| n2 % c.dense_vector_width as usize != 0).unwrap();
+    let mut jobs: Vec<SpmmJob<T>> = c2.iter_mut().map(|c| SpmmJob::new(&a_dev[0], &b2, c)).collect();
+    jobs[3].kernel = Some(SpmmKernel::Tiled(*narrow));
+    assert!(spmm_concurrent(gpu, &mut jobs).is_err(), "{narrow} at n = {n2}");
+    drop(jobs);
+    for c in &c2 {
+        assert!(c.download(gpu).unwrap().iter().all(|v| v.to_f64() == poison.to_f64()), "{narrow}: a C was written");
+    }
+}
+
+#[test]
+fn sanitizer_concurrent_products_match_alone() {
+    let Some(gpu) = gpu_or_skip("sanitizer_concurrent_products_match_alone") else { return };
+    concurrent_case::<f32>(&gpu);
+    concurrent_case::<f16>(&gpu);
+}

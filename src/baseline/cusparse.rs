@@ -25,14 +25,28 @@ fn check(what: &'static str, status: cs::cusparseStatus_t) -> Result<()> {
     }
 }
 
-/// A cuSPARSE handle bound to the [`Gpu`]'s stream.
+/// A cuSPARSE handle bound to the [`Gpu`]'s stream (or to another stream, [`Cusparse::on_stream`]).
 pub struct Cusparse {
     handle: cs::cusparseHandle_t,
+    /// The stream of [`Cusparse::on_stream`], kept alive as long as the handle.
+    _stream: Option<std::sync::Arc<cudarc::driver::CudaStream>>,
 }
 
 impl Cusparse {
     /// Loads libcusparse and creates a handle on `gpu`'s stream.
     pub fn new(gpu: &Gpu) -> Result<Self> {
+        Self::make(gpu, None)
+    }
+
+    /// A handle whose operations run on `stream`, a stream of `gpu`'s context (kept alive with the handle): the
+    /// baseline of products run side by side ([`crate::spmm_concurrent`]). Its work is not ordered against `gpu`'s
+    /// stream: the caller orders it with events, before and after. [`CusparseSpmm::run_bias_relu`]'s pass runs on
+    /// `gpu`'s stream, so use it only on a handle of [`Cusparse::new`].
+    pub fn on_stream(gpu: &Gpu, stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> Result<Self> {
+        Self::make(gpu, Some(stream.clone()))
+    }
+
+    fn make(gpu: &Gpu, stream: Option<std::sync::Arc<cudarc::driver::CudaStream>>) -> Result<Self> {
         // SAFETY: only tries to dlopen the library (cudarc panics on first use when it is missing).
         if !unsafe { cs::is_culib_present() } {
             return Err(Error::LibraryMissing("libcusparse"));
@@ -41,11 +55,10 @@ impl Cusparse {
         let mut handle = std::ptr::null_mut();
         // SAFETY: writes a handle; the context is current.
         check("cusparseCreate", unsafe { cs::cusparseCreate(&mut handle) })?;
-        let lib = Cusparse { handle };
-        // SAFETY: the handle is live; the stream outlives it (both owned by the caller's Gpu).
-        check("cusparseSetStream", unsafe {
-            cs::cusparseSetStream(lib.handle, gpu.stream().cu_stream() as cs::cudaStream_t)
-        })?;
+        let cu_stream = stream.as_ref().unwrap_or(gpu.stream()).cu_stream();
+        let lib = Cusparse { handle, _stream: stream };
+        // SAFETY: the handle is live; the stream outlives it (the caller's Gpu's, or held by the handle).
+        check("cusparseSetStream", unsafe { cs::cusparseSetStream(lib.handle, cu_stream as cs::cudaStream_t) })?;
         Ok(lib)
     }
 }

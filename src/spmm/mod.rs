@@ -1,6 +1,7 @@
 //! Sputnik-style tiled SpMM: C (m x n) = A (m x k, CSR) * B (k x n, row-major), optionally scaled (C = alpha A B +
 //! beta C) and + bias and ReLU ([`SpmmEpilogue`]).
 
+pub mod concurrent;
 mod config;
 pub mod layout;
 mod select;
@@ -8,6 +9,7 @@ pub mod split;
 pub mod tensor_core;
 pub mod tune;
 
+pub use concurrent::{spmm_concurrent, SpmmJob};
 pub use config::SpmmConfig;
 pub use layout::{spmm_layouts, DenseLayouts, Layout};
 pub use tensor_core::{
@@ -608,7 +610,7 @@ pub fn spmm_kernel_bias_relu<T: Scalar>(
 
 /// [`spmm_kernel`] with `epilogue`: the tiles' launcher or the tensor cores' one entry ([`spmm_tensor_core_paths`],
 /// its range sum and empty windows as it chooses).
-fn run_kernel<T: Scalar>(
+pub(crate) fn run_kernel<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceCsr<T>,
     b: &DeviceDense<T>,
