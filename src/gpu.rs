@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
 
 use crate::error::{Error, Result};
 use crate::kernels::{Family, KERNELS_BUILT};
@@ -50,6 +52,8 @@ pub struct Gpu {
     side_streams: Mutex<Vec<SideStream>>,
     /// Column-tile counters of the SpMM kernel's SM-affine block order ([`Gpu::tile_counters`]): this stream's.
     tile_counters: Arc<Mutex<Option<CudaSlice<i32>>>>,
+    /// The event that marks a fork of this stream into side streams ([`Gpu::fork_join_events`]), made on first use.
+    fork: Mutex<Option<Arc<CudaEvent>>>,
     info: DeviceInfo,
 }
 
@@ -65,10 +69,12 @@ struct Caches {
     blocks_per_sm: Mutex<HashMap<String, usize>>,
 }
 
-/// A side stream and the column-tile counters of the launches queued on it.
+/// A side stream, the column-tile counters of the launches queued on it, and the event that marks the end of its
+/// work for a join ([`Gpu::fork_join_events`]).
 struct SideStream {
     stream: Arc<CudaStream>,
     tile_counters: Arc<Mutex<Option<CudaSlice<i32>>>>,
+    done: Arc<CudaEvent>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -145,6 +151,7 @@ impl Gpu {
             caches: Arc::new(Caches::default()),
             side_streams: Mutex::new(Vec::new()),
             tile_counters: Arc::new(Mutex::new(None)),
+            fork: Mutex::new(None),
             info,
         };
         gpu.keep_freed_memory()?;
@@ -193,9 +200,27 @@ impl Gpu {
         }
         while streams.len() < count {
             let stream = self.ctx.new_stream().map_err(Error::driver("creating a stream", 0))?;
-            streams.push(SideStream { stream, tile_counters: Arc::new(Mutex::new(None)) });
+            let done = Arc::new(self.ctx.new_event(None).map_err(Error::driver("creating an event", 0))?);
+            streams.push(SideStream { stream, tile_counters: Arc::new(Mutex::new(None)), done });
         }
         Ok(streams[..count].iter().map(|s| s.stream.clone()).collect())
+    }
+
+    /// The events of a fork of this stream into its first `count` side streams and of their join, made once and kept
+    /// (an event made and destroyed per call cost the host more than a small product): the fork's, recorded on this
+    /// stream and waited for by the side streams, and each side stream's, recorded there and waited for here. An
+    /// event waited for right after it is recorded, as here, gives the same order when calls share it: a later
+    /// record only adds work to wait for.
+    pub(crate) fn fork_join_events(&self, count: usize) -> Result<(Arc<CudaEvent>, Vec<Arc<CudaEvent>>)> {
+        self.side_streams(count)?;
+        let mut fork = self.fork.lock().unwrap_or_else(|e| e.into_inner());
+        if fork.is_none() {
+            self.refuse_while_recording("creating the fork's event (on its first use)")?;
+            *fork = Some(Arc::new(self.ctx.new_event(None).map_err(Error::driver("creating an event", 0))?));
+        }
+        let streams = self.side_streams.lock().unwrap_or_else(|e| e.into_inner());
+        let done = streams[..count].iter().map(|s| s.done.clone()).collect();
+        Ok((fork.clone().expect("made just above"), done))
     }
 
     /// A handle on side stream `i` (made by [`Gpu::side_streams`] first) that shares this one's modules and caches
@@ -212,6 +237,7 @@ impl Gpu {
             caches: self.caches.clone(),
             side_streams: Mutex::new(Vec::new()),
             tile_counters: side.tile_counters.clone(),
+            fork: Mutex::new(None),
             info: self.info.clone(),
         })
     }

@@ -4684,47 +4684,39 @@ fn concurrent_case<T: Scalar>(gpu: &Gpu) {
     unsafe { recording.replay(gpu) }.unwrap();
     check(&b_host, &cs, &used, "replayed");
     drop(recording);
-    // Refusals queue nothing.
-    reset(&mut cs);
-    let untouched = |cs: &[DeviceDense<T>], what: &str| {
-        for (c, &(_, _, form)) in cs.iter().zip(&plan) {
-            if form != 1 {
-                let got = c.download(gpu).unwrap();
-                assert!(got.iter().all(|v| v.to_f64() == poison.to_f64()), "{what}: a C was written");
+    // Refusals queue nothing: three valid jobs on A[0] and a fourth refused, every C poisoned and left so.
+    let refused =
+        |c4: &mut [DeviceDense<T>], n: usize, last: Option<(&DeviceDense<T>, SpmmKernel)>, b: &DeviceDense<T>| {
+            c4.iter_mut().for_each(|c| c.fill(gpu, poison).unwrap());
+            let mut jobs: Vec<SpmmJob<T>> = c4.iter_mut().map(|c| SpmmJob::new(&a_dev[0], b, c)).collect();
+            if let Some((b_last, kernel)) = last {
+                jobs[3].b = b_last;
+                jobs[3].kernel = Some(kernel);
             }
-        }
-    };
-    let mut wrong = DeviceDense::<T>::zeros(gpu, 5, n).unwrap();
-    let mut jobs: Vec<SpmmJob<T>> = cs.iter_mut().map(|c| SpmmJob::new(&a_dev[0], &b_dev, c)).collect();
-    let r = {
-        let mut jobs: Vec<SpmmJob<T>> = jobs.drain(..).take(3).collect();
-        jobs.push(SpmmJob::new(&a_dev[0], &b_dev, &mut wrong));
-        spmm_concurrent(gpu, &mut jobs)
-    };
-    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
-    drop(jobs);
+            let r = spmm_concurrent(gpu, &mut jobs);
+            drop(jobs);
+            for c in c4.iter() {
+                assert!(c.download(gpu).unwrap().iter().all(|v| v.to_f64() == poison.to_f64()), "{n}: a C was written");
+            }
+            r
+        };
+    let auto = SpmmKernel::Tiled(SpmmConfig::select(400, k, n, mats[0].nnz(), T::DTYPE));
+    let mut c4: Vec<DeviceDense<T>> = (0..4).map(|_| DeviceDense::<T>::zeros(gpu, 400, n).unwrap()).collect();
+    c4[3] = DeviceDense::<T>::zeros(gpu, 5, n).unwrap();
+    let r = refused(&mut c4, n, None, &b_dev);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "a C of the wrong shape: {r:?}");
+    c4[3] = DeviceDense::<T>::zeros(gpu, 400, n).unwrap();
     let other = Gpu::new(0).unwrap();
     let b_other = DeviceDense::upload(&other, k, n, &b_host).unwrap();
-    let mut jobs: Vec<SpmmJob<T>> = cs.iter_mut().take(4).map(|c| SpmmJob::new(&a_dev[0], &b_dev, c)).collect();
-    let mut c_last = DeviceDense::<T>::zeros(gpu, 400, n).unwrap();
-    jobs.push(SpmmJob::new(&a_dev[0], &b_other, &mut c_last));
-    let r = spmm_concurrent(gpu, &mut jobs);
-    assert!(matches!(r, Err(Error::WrongGpu(_))), "{r:?}");
-    drop(jobs);
-    untouched(&cs, "a refused call");
+    let r = refused(&mut c4, n, Some((&b_other, auto)), &b_dev);
+    assert!(matches!(r, Err(Error::WrongGpu(_))), "B of another handle: {r:?}");
     // At n = 42 the widest dense vector of T does not divide n.
     let n2 = 42;
     let b2 = DeviceDense::upload(gpu, k, n2, &dense::<T>(k, n2, seed(1408))).unwrap();
-    let mut c2: Vec<DeviceDense<T>> = (0..4).map(|_| DeviceDense::<T>::zeros(gpu, 400, n2).unwrap()).collect();
-    c2.iter_mut().for_each(|c| c.fill(gpu, poison).unwrap());
+    let mut c4: Vec<DeviceDense<T>> = (0..4).map(|_| DeviceDense::<T>::zeros(gpu, 400, n2).unwrap()).collect();
     let narrow = compiled_spmm_variants_for(T::DTYPE).find(|c| n2 % c.dense_vector_width as usize != 0).unwrap();
-    let mut jobs: Vec<SpmmJob<T>> = c2.iter_mut().map(|c| SpmmJob::new(&a_dev[0], &b2, c)).collect();
-    jobs[3].kernel = Some(SpmmKernel::Tiled(*narrow));
-    assert!(spmm_concurrent(gpu, &mut jobs).is_err(), "{narrow} at n = {n2}");
-    drop(jobs);
-    for c in &c2 {
-        assert!(c.download(gpu).unwrap().iter().all(|v| v.to_f64() == poison.to_f64()), "{narrow}: a C was written");
-    }
+    let r = refused(&mut c4, n2, Some((&b2, SpmmKernel::Tiled(*narrow))), &b2);
+    assert!(r.is_err(), "{narrow} at n = {n2}: {r:?}");
 }
 
 #[test]

@@ -81,10 +81,10 @@ pub fn spmm_concurrent<T: Scalar>(gpu: &Gpu, jobs: &mut [SpmmJob<'_, T>]) -> Res
         return Ok(kernels);
     }
     let count = jobs.len().min(MAX_BRANCHES);
-    gpu.side_streams(count)?;
+    let (fork, done) = gpu.fork_join_events(count)?;
     let branches = (0..count).map(|i| gpu.branch(i)).collect::<Result<Vec<_>>>()?;
-    let fork = gpu.stream().record_event(None).map_err(Error::driver("recording the fork's event", 0))?;
-    let mut join = Join { gpu, branches: &branches, armed: true };
+    fork.record(gpu.stream()).map_err(Error::driver("recording the fork's event", 0))?;
+    let mut join = Join { gpu, branches: &branches, done: &done, armed: true };
     for branch in &branches {
         branch.stream().wait(&fork).map_err(Error::driver("waiting for the fork's event", 0))?;
     }
@@ -106,6 +106,8 @@ pub fn spmm_concurrent<T: Scalar>(gpu: &Gpu, jobs: &mut [SpmmJob<'_, T>]) -> Res
 struct Join<'a> {
     gpu: &'a Gpu,
     branches: &'a [Gpu],
+    /// Each branch's event ([`Gpu::fork_join_events`]).
+    done: &'a [std::sync::Arc<cudarc::driver::CudaEvent>],
     armed: bool,
 }
 
@@ -113,11 +115,10 @@ impl Join<'_> {
     fn join(&mut self) -> Result<()> {
         self.armed = false;
         let mut result = Ok(());
-        for branch in self.branches {
-            let done = branch.stream().record_event(None).map_err(Error::driver("recording a branch's event", 0));
-            let waited = done.and_then(|done| {
-                self.gpu.stream().wait(&done).map_err(Error::driver("waiting for a branch's event", 0))
-            });
+        for (branch, done) in self.branches.iter().zip(self.done) {
+            let recorded = done.record(branch.stream()).map_err(Error::driver("recording a branch's event", 0));
+            let waited = recorded
+                .and_then(|()| self.gpu.stream().wait(done).map_err(Error::driver("waiting for a branch's event", 0)));
             result = result.and(waited);
         }
         result
