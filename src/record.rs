@@ -5,7 +5,8 @@
 //! batch, runs at the host's pace. [`Gpu::record`] captures what a closure queues, once, and
 //! [`Recording::replay`] queues all of it again with one driver call, on the same buffers.
 //!
-//! What a recording may hold: the SpMM products in every form ([`crate::spmm()`], [`crate::spmm_auto`], the
+//! What a recording may hold: the SpMM products in every form ([`crate::spmm()`], [`crate::spmm_auto`],
+//! [`crate::spmm_concurrent`], whose side streams join the recording as parallel branches, the
 //! tensor-core kernels, the epilogues, A^T through [`crate::DeviceCsr::transposed`], [`crate::spmm_layouts`]), the
 //! dense transposition into a matrix made before ([`crate::DeviceDense::transpose_into`]), new values of A from the
 //! device ([`crate::DeviceCsr::set_values_from_device`], [`crate::DeviceCsr::update_values`], which rewrite the

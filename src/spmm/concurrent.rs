@@ -45,6 +45,10 @@ impl<'a, T: Scalar> SpmmJob<'a, T> {
 /// tensor-core blocks) is built on `gpu`'s stream before the fork, so jobs that share an A do not build it twice or
 /// read it half built. In a recording ([`Gpu::record`]) the side streams must exist already: run the call once
 /// before recording it.
+///
+/// Recorded is how it pays: four small products that took 17.6 us one after another on one stream took 9.3 us side
+/// by side in a recording (H200, NOTES.md step 111). Issued call by call, its fork and join (13 event calls) cost
+/// the host more than the overlap saves on products of a few microseconds.
 pub fn spmm_concurrent<T: Scalar>(gpu: &Gpu, jobs: &mut [SpmmJob<'_, T>]) -> Result<Vec<SpmmKernel>> {
     let mut kernels = Vec::with_capacity(jobs.len());
     for job in jobs.iter() {
