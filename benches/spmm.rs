@@ -609,19 +609,8 @@ fn recorded_case<T: Scalar>(group: &mut BenchmarkGroup<'_, WallTime>, gpu: &Gpu,
             }
             Ok(())
         };
-        side_by_side(gpu, &mut ops).unwrap();
-        let alg = alg.name();
-        group.bench_function(id(&format!("cusparse_{alg}_streams_issued_wall")), |bench| {
-            bench.iter_custom(|iters| wall_time(gpu, iters, || side_by_side(gpu, &mut ops)))
-        });
-        match gpu.record(|g| side_by_side(g, &mut ops)) {
-            Ok((recording, ())) => {
-                group.bench_function(id(&format!("cusparse_{alg}_streams_recorded_wall")), |bench| {
-                    bench.iter_custom(|iters| wall_time(gpu, iters, || unsafe { recording.replay(gpu) }))
-                });
-            }
-            Err(e) => eprintln!("spmm_recorded {tag} {name}: cuSPARSE {alg} on streams cannot be recorded: {e}"),
-        }
+        let label = format!("cusparse_{}_streams", alg.name());
+        issued_and_recorded(group, gpu, &id, &label, |g| side_by_side(g, &mut ops));
     }
     for alg in SpmmAlg::ALL {
         let mut outs = zeros();
@@ -641,19 +630,31 @@ fn recorded_case<T: Scalar>(group: &mut BenchmarkGroup<'_, WallTime>, gpu: &Gpu,
             }
             Ok(())
         };
-        forward(gpu, &mut ops).unwrap();
-        let alg = alg.name();
-        group.bench_function(id(&format!("cusparse_{alg}_issued_wall")), |bench| {
-            bench.iter_custom(|iters| wall_time(gpu, iters, || forward(gpu, &mut ops)))
-        });
-        match gpu.record(|g| forward(g, &mut ops)) {
-            Ok((recording, ())) => {
-                group.bench_function(id(&format!("cusparse_{alg}_recorded_wall")), |bench| {
-                    bench.iter_custom(|iters| wall_time(gpu, iters, || unsafe { recording.replay(gpu) }))
-                });
-            }
-            Err(e) => eprintln!("spmm_recorded {tag} {name}: cuSPARSE {alg} cannot be recorded: {e}"),
+        issued_and_recorded(group, gpu, &id, &format!("cusparse_{}", alg.name()), |g| forward(g, &mut ops));
+    }
+}
+
+/// `step` (run once first) in wall-clock time issued call by call (`{label}_issued_wall`) and, where it can be
+/// recorded, replayed (`{label}_recorded_wall`).
+fn issued_and_recorded(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    gpu: &Gpu,
+    id: &dyn Fn(&str) -> BenchmarkId,
+    label: &str,
+    mut step: impl FnMut(&Gpu) -> tilesparse::Result<()>,
+) {
+    step(gpu).unwrap();
+    group.bench_function(id(&format!("{label}_issued_wall")), |bench| {
+        bench.iter_custom(|iters| wall_time(gpu, iters, || step(gpu)))
+    });
+    match gpu.record(&mut step) {
+        Ok((recording, ())) => {
+            group.bench_function(id(&format!("{label}_recorded_wall")), |bench| {
+                // SAFETY: the step's buffers belong to the caller, alive until after this returns.
+                bench.iter_custom(|iters| wall_time(gpu, iters, || unsafe { recording.replay(gpu) }))
+            });
         }
+        Err(e) => eprintln!("spmm_recorded: {label} cannot be recorded: {e}"),
     }
 }
 

@@ -188,15 +188,7 @@ impl<T: Scalar> DeviceDense<T> {
     /// the work before it; `data` may be dropped when the call returns.
     pub fn overwrite(&mut self, gpu: &Gpu, data: &[T]) -> Result<()> {
         self.check_gpu(gpu, "the dense matrix")?;
-        let len = self.rows * self.cols;
-        if data.len() != len {
-            return Err(Error::ShapeMismatch(format!(
-                "overwriting a dense {} x {} matrix ({len} elements) with {} elements",
-                self.rows,
-                self.cols,
-                data.len()
-            )));
-        }
+        let len = self.host_len("overwriting", "with", data.len())?;
         gpu.refuse_while_recording("copying to a dense matrix from the host")?;
         if len == 0 {
             return Ok(());
@@ -218,15 +210,7 @@ impl<T: Scalar> DeviceDense<T> {
     /// 64 MB C where this takes 4.1 ms on the H200).
     pub fn download_into(&self, gpu: &Gpu, out: &mut [T]) -> Result<()> {
         self.check_gpu(gpu, "the dense matrix")?;
-        let len = self.rows * self.cols;
-        if out.len() != len {
-            return Err(Error::ShapeMismatch(format!(
-                "downloading a dense {} x {} matrix ({len} elements) into {} elements",
-                self.rows,
-                self.cols,
-                out.len()
-            )));
-        }
+        let len = self.host_len("downloading", "into", out.len())?;
         gpu.refuse_while_recording("downloading a dense matrix")?;
         if len == 0 {
             return Ok(());
@@ -235,6 +219,19 @@ impl<T: Scalar> DeviceDense<T> {
         gpu.stream()
             .memcpy_dtoh(&self.data.slice(..len), out)
             .map_err(Error::driver("downloading a dense matrix", bytes))
+    }
+
+    /// The matrix's `rows * cols` elements, or [`Error::ShapeMismatch`] where a host slice of `host` elements does not
+    /// hold as many ("`verb` a dense r x c matrix (n elements) `preposition` `host` elements").
+    fn host_len(&self, verb: &str, preposition: &str, host: usize) -> Result<usize> {
+        let len = self.rows * self.cols;
+        if host != len {
+            return Err(Error::ShapeMismatch(format!(
+                "{verb} a dense {} x {} matrix ({len} elements) {preposition} {host} elements",
+                self.rows, self.cols
+            )));
+        }
+        Ok(len)
     }
 
     /// A copy of the matrix's `rows * cols` elements on the device (at least one element), `what` naming it in

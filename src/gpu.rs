@@ -51,7 +51,7 @@ pub struct Gpu {
     /// counters for the branches that run on it.
     side_streams: Mutex<Vec<SideStream>>,
     /// Column-tile counters of the SpMM kernel's SM-affine block order ([`Gpu::tile_counters`]): this stream's.
-    tile_counters: Arc<Mutex<Option<CudaSlice<i32>>>>,
+    tile_counters: Arc<Mutex<TileCounters>>,
     /// The event that marks a fork of this stream into side streams ([`Gpu::fork_join_events`]), made on first use.
     fork: Mutex<Option<Arc<CudaEvent>>>,
     info: DeviceInfo,
@@ -69,11 +69,21 @@ struct Caches {
     blocks_per_sm: Mutex<HashMap<String, usize>>,
 }
 
+/// The column-tile counters of one stream's SpMM launches: the buffer in use, and those it replaced as it grew.
+#[derive(Default)]
+pub(crate) struct TileCounters {
+    pub(crate) current: Option<CudaSlice<i32>>,
+    /// Kept until the handle drops: a [`crate::Recording`] holds the address of the buffer it was recorded with,
+    /// which a later, larger launch must not free under it. Each replaces one at most half its size, so these
+    /// hold less than the buffer in use.
+    retired: Vec<CudaSlice<i32>>,
+}
+
 /// A side stream, the column-tile counters of the launches queued on it, and the event that marks the end of its
 /// work for a join ([`Gpu::fork_join_events`]).
 struct SideStream {
     stream: Arc<CudaStream>,
-    tile_counters: Arc<Mutex<Option<CudaSlice<i32>>>>,
+    tile_counters: Arc<Mutex<TileCounters>>,
     done: Arc<CudaEvent>,
 }
 
@@ -150,7 +160,7 @@ impl Gpu {
             parent: None,
             caches: Arc::new(Caches::default()),
             side_streams: Mutex::new(Vec::new()),
-            tile_counters: Arc::new(Mutex::new(None)),
+            tile_counters: Arc::default(),
             fork: Mutex::new(None),
             info,
         };
@@ -201,7 +211,7 @@ impl Gpu {
         while streams.len() < count {
             let stream = self.ctx.new_stream().map_err(Error::driver("creating a stream", 0))?;
             let done = Arc::new(self.ctx.new_event(None).map_err(Error::driver("creating an event", 0))?);
-            streams.push(SideStream { stream, tile_counters: Arc::new(Mutex::new(None)), done });
+            streams.push(SideStream { stream, tile_counters: Arc::default(), done });
         }
         Ok(streams[..count].iter().map(|s| s.stream.clone()).collect())
     }
@@ -369,16 +379,19 @@ impl Gpu {
 
     /// The SpMM kernel's column-tile counters (`cuda/spmm/block_order.cuh`), at least `len` ints, all zero
     /// between launches: made zero here, and every launch that uses them leaves them zero. One buffer per
-    /// `Gpu` suffices because its launches run in order on its one stream; the guard is held over a launch. A
-    /// buffer that grows replaces the old one, which is freed in stream order, after the launches that used it.
-    pub(crate) fn tile_counters(&self, len: usize) -> Result<std::sync::MutexGuard<'_, Option<CudaSlice<i32>>>> {
+    /// stream suffices because its launches run in order there (a side stream has its own); the guard is held
+    /// over a launch. A buffer that grows (to a power of two) replaces the old one, which is kept until the handle
+    /// drops ([`TileCounters`]).
+    pub(crate) fn tile_counters(&self, len: usize) -> Result<std::sync::MutexGuard<'_, TileCounters>> {
         let mut counters = self.tile_counters.lock().unwrap_or_else(|e| e.into_inner());
-        if counters.as_ref().is_none_or(|c| c.len() < len) {
+        if counters.current.as_ref().is_none_or(|c| c.len() < len) {
             self.refuse_while_recording("allocating the SpMM column-tile counters (on their first use)")?;
-            let len = len.max(1024);
-            *counters = Some(
-                self.stream.alloc_zeros::<i32>(len).map_err(Error::driver("allocating SpMM tile counters", 4 * len))?,
-            );
+            let len = len.max(1024).next_power_of_two();
+            let grown =
+                self.stream.alloc_zeros::<i32>(len).map_err(Error::driver("allocating SpMM tile counters", 4 * len))?;
+            if let Some(old) = counters.current.replace(grown) {
+                counters.retired.push(old);
+            }
         }
         Ok(counters)
     }

@@ -12,12 +12,13 @@
 //! device ([`crate::DeviceCsr::set_values_from_device`], [`crate::DeviceCsr::update_values`], which rewrite the
 //! tensor-core blocks and A^T in the same recording), the production SpMV with a plan made before
 //! ([`crate::spmv()`]), and your own kernels on [`Gpu::stream`]. The SpGEMM and the making of an SpMV plan read
-//! back from the device and cannot be recorded. What a product builds on its first
-//! use of a matrix (the statistics of a matrix made on the device, the tensor-core blocks, a kernel module, the
-//! column-tile counters) needs a synchronisation, which a recording cannot hold: run each operation once before
-//! recording it. Those first uses, and everything that copies to or from the host, synchronises or allocates a
-//! buffer that outlives the operation, refuse to run while the stream records ([`Error::Recording`]) rather than
-//! break the recording.
+//! back from the device and cannot be recorded.
+//!
+//! What a product builds on its first use of a matrix (the statistics of a matrix made on the device, the
+//! tensor-core blocks, a kernel module, the column-tile counters, the side streams) needs a synchronisation, which
+//! a recording cannot hold: run each operation once before recording it. Those first uses, and everything that
+//! copies to or from the host, synchronises or allocates a buffer that outlives the operation, refuse to run while
+//! the stream records ([`Error::Recording`]) rather than break the recording.
 
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode, CUstreamCaptureStatus};
 use cudarc::driver::CudaGraph;
@@ -27,7 +28,7 @@ use crate::gpu::Gpu;
 
 /// Operations recorded from a [`Gpu`]'s stream by [`Gpu::record`], replayed by [`Recording::replay`].
 pub struct Recording {
-    /// None where the closure queued nothing.
+    /// The instantiated graph; None where the driver gave none (cudarc's end of a capture may).
     graph: Option<CudaGraph>,
     /// The handle's stream, which [`Recording::replay`] checks it is given.
     stream: std::sync::Arc<cudarc::driver::CudaStream>,
@@ -35,7 +36,7 @@ pub struct Recording {
 
 impl std::fmt::Debug for Recording {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Recording").field("empty", &self.graph.is_none()).finish_non_exhaustive()
+        f.debug_struct("Recording").finish_non_exhaustive()
     }
 }
 
@@ -116,10 +117,13 @@ impl Recording {
     ///
     /// # Safety
     /// Every buffer the recorded operations read or wrote must still be allocated, at the same address: the
-    /// operands (A's arrays and the tensor-core blocks it had built, B, C, a bias), and a matrix's transpose
-    /// where one was used. Dropping or replacing one of them (a new [`crate::DeviceCsr`] upload, a rewrite of
-    /// A's structure, [`crate::DeviceCsr::forget_transposed`]) before the last replay lets the device read or
-    /// write freed memory. Writing new contents into them between replays is what a recording is for.
+    /// operands (A's arrays and the tensor-core blocks it had built, B, C, a bias, an SpMV plan), and a matrix's
+    /// transpose where one was used. Dropping or replacing one of them before the last replay lets the device read
+    /// or write freed memory: dropping an operand, a rewrite of A's structure, [`crate::DeviceCsr::forget_transposed`],
+    /// [`crate::DeviceCsr::keep_tensor_core_blocks_of`] or `keep_transposed_tensor_core_blocks_of` dropping a layout
+    /// the recording reads, or a failed update of A's values (which drops the blocks it could not rewrite). Writing
+    /// new contents into them between replays is what a recording is for. What the handle keeps for its launches
+    /// (column-tile counters, side streams) it keeps until it drops.
     pub unsafe fn replay(&self, gpu: &Gpu) -> Result<()> {
         if !std::sync::Arc::ptr_eq(&self.stream, gpu.stream()) {
             return Err(Error::WrongGpu("the recording was made from another Gpu handle's stream".into()));
@@ -128,10 +132,5 @@ impl Recording {
             Some(graph) => graph.launch().map_err(Error::driver("replaying a recording", 0)),
             None => Ok(()),
         }
-    }
-
-    /// Whether nothing was recorded.
-    pub fn is_empty(&self) -> bool {
-        self.graph.is_none()
     }
 }

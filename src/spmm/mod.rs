@@ -988,7 +988,7 @@ fn launch<T: Scalar>(
         BlockOrder::SmAffine => Some(gpu.tile_counters(column_tiles + 1)?),
         _ => None,
     };
-    let tile_counters = counters.as_mut().and_then(|c| c.as_mut()).map(|c| c.device_ptr_mut(stream));
+    let tile_counters = counters.as_mut().and_then(|c| c.current.as_mut()).map(|c| c.device_ptr_mut(stream));
     let params = SpmmParams {
         // Without a split, the entries of swizzled_rows the grid walks (all m rows when none is skipped).
         m: (m - if split.is_none() { skipped } else { 0 }) as i32,
