@@ -669,13 +669,10 @@ fn transfers(c: &mut Criterion) {
     ];
     let mut group = group(c, "spmm_transfers");
     let wall = |gpu: &Gpu, iters: u64, mut f: Box<dyn FnMut() + '_>| {
-        gpu.synchronize().unwrap();
-        let start = Instant::now();
-        for _ in 0..iters {
+        wall_time(gpu, iters, || {
             f();
-        }
-        gpu.synchronize().unwrap();
-        start.elapsed()
+            Ok(())
+        })
     };
     for (name, a) in problems {
         group.throughput(Throughput::Elements(a.nnz() as u64));

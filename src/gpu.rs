@@ -43,7 +43,8 @@ impl DeviceInfo {
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    /// For a branch ([`Gpu::branch`]): the stream of the handle it branches from, whose buffers it takes as its own.
+    /// For a branch ([`Gpu::fork_branches`]): the stream of the handle it branches from, whose buffers it takes as its
+    /// own.
     parent: Option<Arc<CudaStream>>,
     /// What a handle and its branches share.
     caches: Arc<Caches>,
@@ -52,7 +53,7 @@ pub struct Gpu {
     side_streams: Mutex<Vec<SideStream>>,
     /// Column-tile counters of the SpMM kernel's SM-affine block order ([`Gpu::tile_counters`]): this stream's.
     tile_counters: Arc<Mutex<TileCounters>>,
-    /// The event that marks a fork of this stream into side streams ([`Gpu::fork_join_events`]), made on first use.
+    /// The event that marks a fork of this stream into side streams ([`Gpu::fork_branches`]), made on first use.
     fork: Mutex<Option<Arc<CudaEvent>>>,
     info: DeviceInfo,
 }
@@ -79,8 +80,11 @@ pub(crate) struct TileCounters {
     retired: Vec<CudaSlice<i32>>,
 }
 
+/// A handle on a side stream and the event that marks the end of its work ([`Gpu::fork_branches`]).
+pub(crate) type Branch = (Gpu, Arc<CudaEvent>);
+
 /// A side stream, the column-tile counters of the launches queued on it, and the event that marks the end of its
-/// work for a join ([`Gpu::fork_join_events`]).
+/// work for a join ([`Gpu::fork_branches`]).
 struct SideStream {
     stream: Arc<CudaStream>,
     tile_counters: Arc<Mutex<TileCounters>>,
@@ -204,6 +208,12 @@ impl Gpu {
     /// `count` side streams for independent kernels that may run concurrently, made once and kept. Work on
     /// them must be ordered against [`Gpu::stream`] with events ([`SideStreams`]).
     pub(crate) fn side_streams(&self, count: usize) -> Result<Vec<Arc<CudaStream>>> {
+        let streams = self.first_side_streams(count)?;
+        Ok(streams[..count].iter().map(|s| s.stream.clone()).collect())
+    }
+
+    /// The side streams, at least `count` of them (made here where they are fewer; refused while recording).
+    fn first_side_streams(&self, count: usize) -> Result<std::sync::MutexGuard<'_, Vec<SideStream>>> {
         let mut streams = self.side_streams.lock().unwrap_or_else(|e| e.into_inner());
         if streams.len() < count {
             self.refuse_while_recording("creating side streams (on their first use)")?;
@@ -213,34 +223,26 @@ impl Gpu {
             let done = Arc::new(self.ctx.new_event(None).map_err(Error::driver("creating an event", 0))?);
             streams.push(SideStream { stream, tile_counters: Arc::default(), done });
         }
-        Ok(streams[..count].iter().map(|s| s.stream.clone()).collect())
+        Ok(streams)
     }
 
-    /// The events of a fork of this stream into its first `count` side streams and of their join, made once and kept
-    /// (an event made and destroyed per call cost the host more than a small product): the fork's, recorded on this
-    /// stream and waited for by the side streams, and each side stream's, recorded there and waited for here. An
-    /// event waited for right after it is recorded, as here, gives the same order when calls share it: a later
-    /// record only adds work to wait for.
-    pub(crate) fn fork_join_events(&self, count: usize) -> Result<(Arc<CudaEvent>, Vec<Arc<CudaEvent>>)> {
-        self.side_streams(count)?;
+    /// A fork of this stream into its first `count` side streams, for products that run side by side
+    /// ([`crate::spmm::spmm_concurrent`]): the fork's event (recorded on this stream, waited for by the side
+    /// streams) and, per side stream, a handle on it with its join event (recorded there, waited for here).
+    ///
+    /// A branch handle shares this one's modules and caches, takes this handle's buffers as its own, and has its
+    /// stream's column-tile counters. Its work is ordered against this stream only by those events, so it is never
+    /// handed out. The events are made once and kept: made and destroyed per call, they cost the host more than a
+    /// small product. An event waited for right after it is recorded, as here, gives the same order when calls
+    /// share it: a later record only adds work to wait for.
+    pub(crate) fn fork_branches(&self, count: usize) -> Result<(Arc<CudaEvent>, Vec<Branch>)> {
+        let streams = self.first_side_streams(count)?;
         let mut fork = self.fork.lock().unwrap_or_else(|e| e.into_inner());
         if fork.is_none() {
             self.refuse_while_recording("creating the fork's event (on its first use)")?;
             *fork = Some(Arc::new(self.ctx.new_event(None).map_err(Error::driver("creating an event", 0))?));
         }
-        let streams = self.side_streams.lock().unwrap_or_else(|e| e.into_inner());
-        let done = streams[..count].iter().map(|s| s.done.clone()).collect();
-        Ok((fork.clone().expect("made just above"), done))
-    }
-
-    /// A handle on side stream `i` (made by [`Gpu::side_streams`] first) that shares this one's modules and caches
-    /// and takes this handle's buffers as its own, with that stream's column-tile counters: for products that run
-    /// side by side ([`crate::spmm::spmm_concurrent`]). Its work is ordered against this handle's stream only by
-    /// the events its caller records and waits for, so it is never handed out.
-    pub(crate) fn branch(&self, i: usize) -> Result<Gpu> {
-        let streams = self.side_streams.lock().unwrap_or_else(|e| e.into_inner());
-        let side = streams.get(i).ok_or_else(|| Error::Usage(format!("no side stream {i}")))?;
-        Ok(Gpu {
+        let branch = |side: &SideStream| Gpu {
             ctx: self.ctx.clone(),
             stream: side.stream.clone(),
             parent: Some(self.stream.clone()),
@@ -249,7 +251,9 @@ impl Gpu {
             tile_counters: side.tile_counters.clone(),
             fork: Mutex::new(None),
             info: self.info.clone(),
-        })
+        };
+        let branches = streams[..count].iter().map(|side| (branch(side), side.done.clone())).collect();
+        Ok((fork.clone().expect("made just above"), branches))
     }
 
     /// The context.

@@ -13,7 +13,7 @@
 use super::{auto_kernel, check_bias, check_config, check_gpu_operands, check_shapes, run_kernel, SpmmEpilogue};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::spmm::tensor_core::{check_tensor_core, BlockLayout};
+use crate::spmm::tensor_core::{check_tensor_core_here, BlockLayout};
 use crate::{DeviceCsr, DeviceDense, Scalar, SpmmKernel};
 
 /// At most this many side streams: more jobs share them in turn, in order within each.
@@ -62,15 +62,7 @@ pub fn spmm_concurrent<T: Scalar>(gpu: &Gpu, jobs: &mut [SpmmJob<'_, T>]) -> Res
         };
         match &kernel {
             SpmmKernel::Tiled(config) => check_config(config, T::DTYPE, m, k, n)?,
-            SpmmKernel::TensorCore(config) => {
-                check_tensor_core(config, T::DTYPE, m, n)?;
-                if !config.runs_on(gpu.info()) {
-                    return Err(Error::Unsupported {
-                        config: config.kernel_name(),
-                        reason: "this device cannot run it (the warpgroup kernels need compute capability 9.0)".into(),
-                    });
-                }
-            }
+            SpmmKernel::TensorCore(config) => check_tensor_core_here(gpu, config, T::DTYPE, m, n)?,
         }
         job.a.derived(gpu)?;
         if let SpmmKernel::TensorCore(config) = &kernel {
@@ -85,16 +77,15 @@ pub fn spmm_concurrent<T: Scalar>(gpu: &Gpu, jobs: &mut [SpmmJob<'_, T>]) -> Res
         return Ok(kernels);
     }
     let count = jobs.len().min(MAX_BRANCHES);
-    let (fork, done) = gpu.fork_join_events(count)?;
-    let branches = (0..count).map(|i| gpu.branch(i)).collect::<Result<Vec<_>>>()?;
+    let (fork, branches) = gpu.fork_branches(count)?;
     fork.record(gpu.stream()).map_err(Error::driver("recording the fork's event", 0))?;
-    let mut join = Join { gpu, branches: &branches, done: &done, armed: true };
-    for branch in &branches {
+    let mut join = Join { gpu, branches: &branches, armed: true };
+    for (branch, _) in &branches {
         branch.stream().wait(&fork).map_err(Error::driver("waiting for the fork's event", 0))?;
     }
     let mut ran = Ok(());
     for (i, (job, kernel)) in jobs.iter_mut().zip(&kernels).enumerate() {
-        ran = run_kernel(&branches[i % count], job.a, job.b, job.epilogue, job.c, kernel);
+        ran = run_kernel(&branches[i % count].0, job.a, job.b, job.epilogue, job.c, kernel);
         if ran.is_err() {
             break;
         }
@@ -109,9 +100,8 @@ pub fn spmm_concurrent<T: Scalar>(gpu: &Gpu, jobs: &mut [SpmmJob<'_, T>]) -> Res
 /// the fork and the join panicked or failed (the branches' work is queued and must be waited for, whatever else).
 struct Join<'a> {
     gpu: &'a Gpu,
-    branches: &'a [Gpu],
-    /// Each branch's event ([`Gpu::fork_join_events`]).
-    done: &'a [std::sync::Arc<cudarc::driver::CudaEvent>],
+    /// Each branch with its join event ([`Gpu::fork_branches`]).
+    branches: &'a [crate::gpu::Branch],
     armed: bool,
 }
 
@@ -119,7 +109,7 @@ impl Join<'_> {
     fn join(&mut self) -> Result<()> {
         self.armed = false;
         let mut result = Ok(());
-        for (branch, done) in self.branches.iter().zip(self.done) {
+        for (branch, done) in self.branches {
             let recorded = done.record(branch.stream()).map_err(Error::driver("recording a branch's event", 0));
             let waited = recorded
                 .and_then(|()| self.gpu.stream().wait(done).map_err(Error::driver("waiting for a branch's event", 0)));

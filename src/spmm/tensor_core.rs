@@ -1847,6 +1847,28 @@ pub fn launch_splits(config: &TensorCoreConfig, grid: usize, windows: usize, blo
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SpmmTcParams {}
 
+/// [`check_tensor_core`], and that `gpu`'s device runs `config` (the warpgroup kernels need compute capability 9.0
+/// and a build with sm_90a).
+pub(crate) fn check_tensor_core_here(
+    gpu: &Gpu,
+    config: &TensorCoreConfig,
+    dtype: DType,
+    m: usize,
+    n: usize,
+) -> Result<()> {
+    check_tensor_core(config, dtype, m, n)?;
+    if !config.runs_on(gpu.info()) {
+        let (major, minor) = gpu.info().compute_capability;
+        let reason = if SM90A_BUILT {
+            format!("it runs on compute capability 9.0 (sm_90a, warpgroup mma) only, this device has {major}.{minor}")
+        } else {
+            "this build has no sm_90a kernels (TILESPARSE_CUDA_ARCHS without 90)".to_string()
+        };
+        return Err(Error::Unsupported { config: config.kernel_name(), reason });
+    }
+    Ok(())
+}
+
 /// Checks that `config` can run C (m x n) = A * B for this element type and n. Pure: no device needed.
 pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: usize) -> Result<()> {
     let name = config.kernel_name();
@@ -2057,16 +2079,7 @@ pub fn spmm_tensor_core_paths<T: Scalar>(
     super::check_shapes(a, b, c)?;
     super::check_bias(gpu, a, epilogue.bias)?;
     let (m, n) = (a.rows(), b.cols());
-    check_tensor_core(config, T::DTYPE, m, n)?;
-    if !config.runs_on(gpu.info()) {
-        let (major, minor) = gpu.info().compute_capability;
-        let reason = if SM90A_BUILT {
-            format!("it runs on compute capability 9.0 (sm_90a, warpgroup mma) only, this device has {major}.{minor}")
-        } else {
-            "this build has no sm_90a kernels (TILESPARSE_CUDA_ARCHS without 90)".to_string()
-        };
-        return Err(Error::Unsupported { config: config.kernel_name(), reason });
-    }
+    check_tensor_core_here(gpu, config, T::DTYPE, m, n)?;
     if sum == RangeSum::Cluster && config.is_wgmma() {
         return Err(Error::Unsupported {
             config: config.kernel_name(),
