@@ -10,6 +10,7 @@ use cudarc::driver::{
 
 use crate::error::{Error, Result};
 use crate::kernels::{Family, KERNELS_BUILT};
+use crate::spmm::{SpmmConfig, TensorCoreConfig};
 
 /// What the driver reports about the device, read once when the handle is made.
 #[derive(Clone, Debug)]
@@ -68,6 +69,17 @@ struct Caches {
     cluster_capacity: Mutex<HashMap<(String, u32), usize>>,
     /// How many blocks of a kernel an SM holds at once ([`Gpu::blocks_per_sm`]).
     blocks_per_sm: Mutex<HashMap<String, usize>>,
+    /// The tile kernels by config ([`Gpu::tile_kernel`]).
+    tile_kernels: Mutex<HashMap<SpmmConfig, TileKernel>>,
+    /// The tensor-core kernels by config and scalars ([`Gpu::tensor_core_kernel`]).
+    tensor_core_kernels: Mutex<HashMap<(TensorCoreConfig, bool), CudaFunction>>,
+}
+
+/// An SpMM tile kernel and how many of its blocks an SM holds at once ([`Gpu::tile_kernel`]).
+#[derive(Clone)]
+pub(crate) struct TileKernel {
+    pub(crate) function: CudaFunction,
+    pub(crate) blocks_per_sm: usize,
 }
 
 /// The column-tile counters of one stream's SpMM launches: the buffer in use, and those it replaced as it grew.
@@ -414,6 +426,42 @@ impl Gpu {
             .map_err(Error::driver("asking how many blocks fit on an SM", 0))? as usize;
         self.caches.blocks_per_sm.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), blocks);
         Ok(blocks)
+    }
+
+    /// The tile kernel of `config` (compiled: [`crate::spmm::check_config`]) and its blocks per SM, looked up by the
+    /// config: its name, which takes about 0.5 us to build (a tenth of a launch's cost to the host), is built on
+    /// the first use only.
+    pub(crate) fn tile_kernel(&self, config: &SpmmConfig) -> Result<TileKernel> {
+        let key = config.kernel_key();
+        if let Some(kernel) = self.caches.tile_kernels.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(kernel.clone());
+        }
+        let name = config.kernel_name();
+        let kernel = TileKernel {
+            function: self.function(Family::Spmm, &name)?,
+            blocks_per_sm: self.blocks_per_sm(Family::Spmm, &name, config.block_width * config.block_items_y)?,
+        };
+        self.caches.tile_kernels.lock().unwrap_or_else(|e| e.into_inner()).insert(key, kernel.clone());
+        Ok(kernel)
+    }
+
+    /// The tensor-core kernel of `config` (checked: [`crate::spmm::tensor_core::check_tensor_core`]), its twin that
+    /// takes the scalars (`_s`) where `scalars` is set, with `dynamic_shared` bytes of dynamic shared memory
+    /// ([`Gpu::function_with_shared`]): looked up by the config, its name built on the first use only.
+    pub(crate) fn tensor_core_kernel(
+        &self,
+        config: &TensorCoreConfig,
+        scalars: bool,
+        dynamic_shared: u32,
+    ) -> Result<CudaFunction> {
+        let key = (*config, scalars);
+        if let Some(function) = self.caches.tensor_core_kernels.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(function.clone());
+        }
+        let name = if scalars { format!("{}_s", config.kernel_name()) } else { config.kernel_name() };
+        let function = self.function_with_shared(config.family(), &name, dynamic_shared)?;
+        self.caches.tensor_core_kernels.lock().unwrap_or_else(|e| e.into_inner()).insert(key, function.clone());
+        Ok(function)
     }
 
     /// Launches `function` on the stream with `params` as its one argument, the blocks grouped into thread

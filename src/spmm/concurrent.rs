@@ -2,9 +2,9 @@
 //!
 //! Why: a product of a few hundred rows at a small n fills few of the device's SMs, for a few microseconds that are
 //! mostly its launch's ramp and tail, and the products of one stream run one after another. A step's independent
-//! products (a layer's query, key and value projections; a mixture's experts) can overlap instead: each is queued
-//! on a side stream of its own after an event of the handle's stream, and the handle's stream waits for all of
-//! them before anything queued after the call. Inside [`Gpu::record`] the side streams join the recording, so the
+//! products (a layer's query, key and value projections; a mixture's experts) can overlap instead: the first is
+//! queued on the handle's stream, each other on a side stream of its own after an event of the handle's stream,
+//! and the handle's stream waits for all of them before anything queued after the call. Inside [`Gpu::record`] the side streams join the recording, so the
 //! products become parallel branches of one graph.
 //!
 //! Safe by construction: the jobs borrow their C mutably and their A, B and bias shared, all at once, so no job's C
@@ -16,7 +16,8 @@ use crate::gpu::Gpu;
 use crate::spmm::tensor_core::{check_tensor_core_here, BlockLayout};
 use crate::{DeviceCsr, DeviceDense, Scalar, SpmmKernel};
 
-/// At most this many side streams: more jobs share them in turn, in order within each.
+/// At most this many products at once: the handle's stream and up to seven side streams. More jobs share them in
+/// turn, in order within each.
 pub const MAX_BRANCHES: usize = 8;
 
 /// One product of [`spmm_concurrent`]: C = A * B with `kernel` (None: the automatic choice, [`super::spmm_auto`]'s)
@@ -36,8 +37,8 @@ impl<'a, T: Scalar> SpmmJob<'a, T> {
     }
 }
 
-/// Runs `jobs` side by side on the device, each on a side stream of its own (up to [`MAX_BRANCHES`], then in turn),
-/// and returns the kernel each ran; the handle's stream waits for all of them, so whatever is queued after the call
+/// Runs `jobs` side by side on the device, the first on the handle's stream and each other on a side stream of its
+/// own (up to [`MAX_BRANCHES`] at once, then in turn), and returns the kernel each ran; the handle's stream waits for all of them, so whatever is queued after the call
 /// sees every C written. Each job's C gets the bits the same product gets alone.
 ///
 /// Every job is checked first (its operands `gpu`'s, the shapes, the bias, the kernel able to run it): a refused job
@@ -47,8 +48,8 @@ impl<'a, T: Scalar> SpmmJob<'a, T> {
 /// before recording it.
 ///
 /// Recorded is how it pays: four small products that took 17.6 us one after another on one stream took 9.3 us side
-/// by side in a recording (H200, NOTES.md step 111). Issued call by call, its fork and join (13 event calls) cost
-/// the host more than the overlap saves on products of a few microseconds.
+/// by side in a recording (H200, NOTES.md step 111). Issued call by call, its fork and join (10 event calls for four
+/// jobs) cost the host about as much as the overlap saves on products of a few microseconds (step 112).
 pub fn spmm_concurrent<T: Scalar>(gpu: &Gpu, jobs: &mut [SpmmJob<'_, T>]) -> Result<Vec<SpmmKernel>> {
     let mut kernels = Vec::with_capacity(jobs.len());
     for job in jobs.iter() {
@@ -76,8 +77,9 @@ pub fn spmm_concurrent<T: Scalar>(gpu: &Gpu, jobs: &mut [SpmmJob<'_, T>]) -> Res
         }
         return Ok(kernels);
     }
-    let count = jobs.len().min(MAX_BRANCHES);
-    let (fork, branches) = gpu.fork_branches(count)?;
+    // The handle's own stream is the first lane: one side stream fewer to fork and join (two event calls each).
+    let lanes = jobs.len().min(MAX_BRANCHES);
+    let (fork, branches) = gpu.fork_branches(lanes - 1)?;
     fork.record(gpu.stream()).map_err(Error::driver("recording the fork's event", 0))?;
     let mut join = Join { gpu, branches: &branches, armed: true };
     for (branch, _) in &branches {
@@ -85,7 +87,11 @@ pub fn spmm_concurrent<T: Scalar>(gpu: &Gpu, jobs: &mut [SpmmJob<'_, T>]) -> Res
     }
     let mut ran = Ok(());
     for (i, (job, kernel)) in jobs.iter_mut().zip(&kernels).enumerate() {
-        ran = run_kernel(&branches[i % count].0, job.a, job.b, job.epilogue, job.c, kernel);
+        let lane = match i % lanes {
+            0 => gpu,
+            side => &branches[side - 1].0,
+        };
+        ran = run_kernel(lane, job.a, job.b, job.epilogue, job.c, kernel);
         if ran.is_err() {
             break;
         }

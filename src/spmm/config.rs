@@ -105,9 +105,13 @@ impl SpmmConfig {
 
     /// Whether two configs name the same kernel (min_occupancy only matters with launch bounds).
     pub fn same_kernel(&self, other: &SpmmConfig) -> bool {
-        let normal =
-            |c: &SpmmConfig| SpmmConfig { min_occupancy: if c.launch_bounds { c.min_occupancy } else { 0 }, ..*c };
-        normal(self) == normal(other)
+        self.kernel_key() == other.kernel_key()
+    }
+
+    /// The config with what does not change its kernel cleared (min_occupancy without launch bounds): equal for
+    /// configs that name the same kernel.
+    pub(crate) fn kernel_key(&self) -> SpmmConfig {
+        SpmmConfig { min_occupancy: if self.launch_bounds { self.min_occupancy } else { 0 }, ..*self }
     }
 
     /// Checks every rule of the C++ template, with the same messages as its `static_assert`s.

@@ -109,10 +109,10 @@ fn nearest_compiled(config: &SpmmConfig) -> String {
 }
 
 /// The config's element type must be the operands'.
-fn check_dtype(name: &str, config: crate::DType, operands: crate::DType) -> Result<()> {
+fn check_dtype(name: impl FnOnce() -> String, config: crate::DType, operands: crate::DType) -> Result<()> {
     if config != operands {
         return Err(Error::InvalidConfig {
-            config: name.to_string(),
+            config: name(),
             rule: format!("config is for {config} but the operands are {operands}"),
         });
     }
@@ -127,18 +127,26 @@ fn check_i32(m: usize, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// Whether this build compiled `config`'s kernel: a set made once, as this runs before every launch.
+fn is_compiled(config: &SpmmConfig) -> bool {
+    static COMPILED: std::sync::OnceLock<std::collections::HashSet<SpmmConfig>> = std::sync::OnceLock::new();
+    COMPILED
+        .get_or_init(|| compiled_spmm_variants().iter().map(SpmmConfig::kernel_key).collect())
+        .contains(&config.kernel_key())
+}
+
 /// Checks that `config` can run C (m x n) = A (m x k) * B on this build: valid, compiled, and able to
 /// handle this n. Pure: no device needed.
 pub fn check_config(config: &SpmmConfig, dtype: crate::DType, m: usize, k: usize, n: usize) -> Result<()> {
-    let name = config.kernel_name();
-    check_dtype(&name, config.dtype, dtype)?;
-    config.validate().map_err(|rule| Error::InvalidConfig { config: name.clone(), rule })?;
+    // This runs before every launch: the name (about 0.5 us to build) only for an error.
+    let name = || config.kernel_name();
+    check_dtype(name, config.dtype, dtype)?;
+    config.validate().map_err(|rule| Error::InvalidConfig { config: name(), rule })?;
     if !KERNELS_BUILT {
         return Err(Error::KernelsNotBuilt);
     }
-    // A structural comparison: this runs on every launch, and building 66 names would cost ~10 us.
-    if !compiled_spmm_variants().iter().any(|c| c.same_kernel(config)) {
-        return Err(Error::NotCompiled { config: name, nearest: nearest_compiled(config) });
+    if !is_compiled(config) {
+        return Err(Error::NotCompiled { config: name(), nearest: nearest_compiled(config) });
     }
     let dv = config.dense_vector_width as usize;
     if n % dv != 0 {
@@ -147,7 +155,7 @@ pub fn check_config(config: &SpmmConfig, dtype: crate::DType, m: usize, k: usize
             ..*config
         };
         return Err(Error::Unsupported {
-            config: name,
+            config: name(),
             reason: format!(
                 "dense_vector_width {dv} does not divide n = {n} (rows of B would be misaligned); use a narrower width, \
                  e.g. {} (or SpmmConfig::select / spmm_auto)",
@@ -157,7 +165,7 @@ pub fn check_config(config: &SpmmConfig, dtype: crate::DType, m: usize, k: usize
     }
     if !config.predicate_loads && n % config.block_items_x as usize != 0 {
         return Err(Error::Unsupported {
-            config: name,
+            config: name(),
             reason: format!(
                 "n = {n} is not a multiple of block_items_x = {} and the config has no predicates",
                 config.block_items_x
@@ -930,8 +938,7 @@ fn launch<T: Scalar>(
     if m == 0 || n == 0 {
         return Ok(0);
     }
-    let name = config.kernel_name();
-    let function = gpu.function(Family::Spmm, &name)?;
+    let kernel = gpu.tile_kernel(config)?;
     let stream = gpu.stream();
     let derived = a.derived(gpu)?;
     let split = chosen_split(gpu, a, n, config)?;
@@ -965,15 +972,11 @@ fn launch<T: Scalar>(
     let (row_blocks, column_tiles) = (items.div_ceil(config.rows_per_block() as usize), config.column_groups(n));
     let order = match overrides.order {
         Some(order) => order,
-        None => {
-            let blocks_per_sm = gpu.blocks_per_sm(Family::Spmm, &name, config.block_width * config.block_items_y)?;
-            let sms = gpu.info().sm_count;
-            block_order(config, &derived.stats, items, n, blocks_per_sm, sms)
-        }
+        None => block_order(config, &derived.stats, items, n, kernel.blocks_per_sm, gpu.info().sm_count),
     };
     if order == BlockOrder::SmAffine && !config.claims_blocks() {
         return Err(Error::Unsupported {
-            config: name,
+            config: config.kernel_name(),
             reason: "the SM-affine block order needs a launch-bounded variant (SpmmConfig::claims_blocks)".into(),
         });
     }
@@ -1031,7 +1034,8 @@ fn launch<T: Scalar>(
     // column_tiles + 1 zero ints, this launch's alone under the guard); partial rows are num_partials x n f32.
     // With beta not 0 each element of C is read where it is stored, by the thread that stores it, once (the
     // fix-up and the fill write rows the grid does not). All buffers outlive the launch on this stream.
-    unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }.map_err(Error::driver("launching SpMM", 0))?;
+    unsafe { stream.launch_builder(&kernel.function).arg(&params).launch(cfg) }
+        .map_err(Error::driver("launching SpMM", 0))?;
     if let Some(s) = split {
         let fixup = gpu.function(Family::Spmm, &format!("spmm_fixup_{}", T::DTYPE.name()))?;
         let cfg = LaunchConfig {
@@ -1809,6 +1813,33 @@ mod tests {
         let before = names.len();
         names.dedup();
         assert_eq!(before, names.len());
+    }
+
+    /// `is_compiled` (a set, made once) says what a walk of the compiled table by `same_kernel` says: for every
+    /// compiled config and for each of them changed in one field, compiled or not.
+    #[test]
+    fn the_compiled_set_is_the_table() {
+        let walk = |c: &SpmmConfig| compiled_spmm_variants().iter().any(|t| t.same_kernel(c));
+        let mut compiled = 0;
+        for c in compiled_spmm_variants() {
+            assert!(is_compiled(c), "{c}");
+            let changed = [
+                SpmmConfig { min_occupancy: c.min_occupancy + 1, ..*c },
+                SpmmConfig { launch_bounds: !c.launch_bounds, min_occupancy: c.min_occupancy.max(1), ..*c },
+                SpmmConfig { block_items_x: c.block_items_x * 2, ..*c },
+                SpmmConfig { predicate_loads: !c.predicate_loads, ..*c },
+                SpmmConfig { column_tiles: c.column_tiles + 1, ..*c },
+                SpmmConfig { dtype: DType::F64, ..*c },
+            ];
+            for d in &changed {
+                assert_eq!(is_compiled(d), walk(d), "{d}");
+                compiled += usize::from(walk(d));
+            }
+            // Without launch bounds min_occupancy names no kernel; with them it does.
+            assert_eq!(is_compiled(&changed[0]), !c.launch_bounds, "{c}");
+        }
+        // Some changes land on other compiled kernels and most on none: both sides of the set are walked.
+        assert!(compiled_spmm_variants().is_empty() || compiled > 0);
     }
 
     #[test]

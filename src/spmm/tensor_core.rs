@@ -105,7 +105,7 @@ impl TensorCoreConfig {
     }
 
     /// The family whose fatbin holds this kernel.
-    fn family(&self) -> Family {
+    pub(crate) fn family(&self) -> Family {
         if self.is_wgmma() {
             Family::Spmm90a
         } else {
@@ -1871,10 +1871,11 @@ pub(crate) fn check_tensor_core_here(
 
 /// Checks that `config` can run C (m x n) = A * B for this element type and n. Pure: no device needed.
 pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: usize) -> Result<()> {
-    let name = config.kernel_name();
-    super::check_dtype(&name, config.dtype, dtype)?;
+    // This runs before every launch: the name only for an error.
+    let name = || config.kernel_name();
+    super::check_dtype(name, config.dtype, dtype)?;
     if dtype == DType::F64 {
-        return Err(Error::Unsupported { config: name, reason: "tensor-core SpMM is for f16, bf16 and f32".into() });
+        return Err(Error::Unsupported { config: name(), reason: "tensor-core SpMM is for f16, bf16 and f32".into() });
     }
     if !TensorCoreConfig::compiled(dtype).contains(&(config.window, config.tiles_n)) {
         let rule = if dtype == DType::F32 {
@@ -1882,7 +1883,7 @@ pub fn check_tensor_core(config: &TensorCoreConfig, dtype: DType, m: usize, n: u
         } else {
             "(window, tiles_n) must be (16, 4), (16, 8), (32, 8), (32, 16), (64, 8) or (64, 16)"
         };
-        return Err(Error::InvalidConfig { config: name, rule: rule.into() });
+        return Err(Error::InvalidConfig { config: name(), rule: rule.into() });
     }
     if !KERNELS_BUILT {
         return Err(Error::KernelsNotBuilt);
@@ -2200,8 +2201,7 @@ fn launch_tensor_core<T: Scalar>(
     let shared_mem_bytes = if config.is_wgmma() { WGMMA_SHARED_BYTES } else { 0 };
     // The kernel's twin `_s` takes the scalars: the plain kernel stores without testing for them, which cost the
     // plain product 5-13% on small problems (NOTES.md, "SpMM step 101").
-    let name = if epilogue.has_scalars() { format!("{}_s", config.kernel_name()) } else { config.kernel_name() };
-    let function = gpu.function_with_shared(config.family(), &name, shared_mem_bytes)?;
+    let function = gpu.tensor_core_kernel(config, epilogue.has_scalars(), shared_mem_bytes)?;
     let stream = gpu.stream();
     let slices = n.div_ceil(config.columns_per_block());
     let plan = plan_splits(gpu, blocks, config, n)?;
