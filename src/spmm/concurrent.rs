@@ -47,9 +47,10 @@ impl<'a, T: Scalar> SpmmJob<'a, T> {
 /// read it half built. In a recording ([`Gpu::record`]) the side streams must exist already: run the call once
 /// before recording it.
 ///
-/// Recorded is how it pays: four small products that took 17.6 us one after another on one stream took 9.3 us side
-/// by side in a recording (H200, NOTES.md step 111). Issued call by call, its fork and join (10 event calls for four
-/// jobs) cost the host about as much as the overlap saves on products of a few microseconds (step 112).
+/// Recorded is how it pays most: four small products that took 17.6 us one after another on one stream took 9.3 us
+/// side by side in a recording (H200, NOTES.md step 111). Issued call by call, the host sets the pace of such small
+/// products: with its fork and join (10 event calls for four jobs) it took 18-20 us where one stream took 20-25 us
+/// (step 112).
 pub fn spmm_concurrent<T: Scalar>(gpu: &Gpu, jobs: &mut [SpmmJob<'_, T>]) -> Result<Vec<SpmmKernel>> {
     let mut kernels = Vec::with_capacity(jobs.len());
     for job in jobs.iter() {
