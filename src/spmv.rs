@@ -1,7 +1,7 @@
 //! SpMV: y = alpha * A x + beta * y. The production kernels of issue 6 ([`spmv`] with an [`SpmvPlan`]) and the
 //! seed kernel pair of shared/seeds/spmv-csr-shared-prefix-sum.md ([`spmv_seed`]).
 
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use sprs::CsMatView;
 
 use crate::cpu::oracle;
@@ -334,6 +334,41 @@ pub struct SpmvPlan {
     /// Held over a call's launches: the split's and the entry tiles' partials are scratch that one call's
     /// kernels write and its fix-up reads, so two threads sharing the plan must not interleave them.
     launching: std::sync::Mutex<()>,
+    kernels: PlanKernels,
+}
+
+/// The kernels a plan launches, looked up when it is made: a name built and looked up per call cost about 0.3 us of
+/// an SpMV's 4 us issue (NOTES.md, "SpMM step 112").
+struct PlanKernels {
+    /// The vector, block-per-row or segmented kernel.
+    main: CudaFunction,
+    /// A split's long-row chunks (the block kernel), where the matrix has long rows.
+    chunks: Option<CudaFunction>,
+    /// The segmented kernel's fix-up, or a split's long-row fix-up where the matrix has long rows.
+    fixup: Option<CudaFunction>,
+}
+
+impl PlanKernels {
+    fn of(gpu: &Gpu, dtype: DType, strategy: SpmvStrategy, offsets16: bool, long_rows: bool) -> Result<Self> {
+        let f = |kernel: ProductionKernel| gpu.function(Family::Spmv, &kernel.name(dtype));
+        Ok(match strategy {
+            SpmvStrategy::Segmented => PlanKernels {
+                main: f(ProductionKernel::Segmented)?,
+                chunks: None,
+                fixup: Some(f(ProductionKernel::SegmentedFixup)?),
+            },
+            SpmvStrategy::BlockPerRow => PlanKernels { main: f(ProductionKernel::Block)?, chunks: None, fixup: None },
+            SpmvStrategy::Vector { threads_per_row } | SpmvStrategy::Split { threads_per_row, .. } => PlanKernels {
+                main: f(if offsets16 {
+                    ProductionKernel::VectorOffsets16(threads_per_row)
+                } else {
+                    ProductionKernel::Vector(threads_per_row)
+                })?,
+                chunks: if long_rows { Some(f(ProductionKernel::Block)?) } else { None },
+                fixup: if long_rows { Some(f(ProductionKernel::Fixup)?) } else { None },
+            },
+        })
+    }
 }
 
 /// Row entries each lane of a vector-kernel subwarp should walk ([`SpmvPlan::choose`]).
@@ -444,6 +479,8 @@ impl SpmvPlan {
             }
             _ => None,
         };
+        let long_rows = long.as_ref().is_some_and(|l| l.num_long > 0);
+        let kernels = PlanKernels::of(gpu, T::DTYPE, strategy, offsets16.is_some(), long_rows)?;
         Ok(SpmvPlan {
             strategy,
             rows: a.rows(),
@@ -454,6 +491,7 @@ impl SpmvPlan {
             tiles,
             offsets16,
             launching: std::sync::Mutex::new(()),
+            kernels,
         })
     }
 
@@ -572,7 +610,7 @@ pub fn spmv<T: Scalar>(
         return Ok(());
     }
     let _launching = plan.launching.lock().unwrap_or_else(|e| e.into_inner());
-    let dtype = T::DTYPE;
+    let main = &plan.kernels.main;
     let stream = gpu.stream();
     let (values, _g1) = a.values.device_ptr(stream);
     let (row_offsets, _g2) = a.row_offsets.device_ptr(stream);
@@ -602,26 +640,24 @@ pub fn spmv<T: Scalar>(
             let (rows_ptr, _g6) = tiles.rows.device_ptr(stream);
             let (partials_ptr, _g7) = tiles.partials.device_ptr(stream);
             (params.tile_rows, params.partials, params.num_long) = (rows_ptr, partials_ptr, tiles.count as i32);
-            let f = gpu.function(Family::Spmv, &ProductionKernel::Segmented.name(dtype))?;
             // SAFETY: one block per tile < count; the tiles were cut from this matrix (the identity check above):
             // a block reads entries [b * SEGMENT_TILE, min(nnz, (b + 1) * SEGMENT_TILE)) and rows tile_rows[b]
             // ..< tile_rows[b + 1] <= m with their row pointer entries (< m + 1); columns < k <= x.len(); each
             // row's y is written by one thread (the block its row starts in, or the fix-up); partials holds 2 *
             // count f64 >= the accumulation type.
-            unsafe { stream.launch_builder(&f).arg(&params).launch(grid(tiles.count * BLOCK as usize, BLOCK)) }
+            unsafe { stream.launch_builder(main).arg(&params).launch(grid(tiles.count * BLOCK as usize, BLOCK)) }
                 .map_err(Error::driver("launching the segmented SpMV", 0))?;
-            let fixup = gpu.function(Family::Spmv, &ProductionKernel::SegmentedFixup.name(dtype))?;
+            let fixup = plan.kernels.fixup.as_ref().expect("a segmented plan holds its fix-up");
             // SAFETY: one thread per tile < count; it reads tile_rows, the row pointer at tile_rows[t + 1] <= m and
             // the partials of the tiles its row covers (< count, since the row ends at or before nnz).
-            unsafe { stream.launch_builder(&fixup).arg(&params).launch(grid(tiles.count, FIXUP_BLOCK)) }
+            unsafe { stream.launch_builder(fixup).arg(&params).launch(grid(tiles.count, FIXUP_BLOCK)) }
                 .map_err(Error::driver("launching the segmented SpMV fix-up", 0))?;
             return Ok(());
         }
         SpmvStrategy::BlockPerRow => {
-            let f = gpu.function(Family::Spmv, &ProductionKernel::Block.name(dtype))?;
             // SAFETY: one block per row < m; A was validated at upload (offsets monotone and <= nnz, columns
             // < k <= x.len()); each row's block writes only y[row], row < m <= y.len().
-            unsafe { stream.launch_builder(&f).arg(&params).launch(grid(a.rows() * BLOCK as usize, BLOCK)) }
+            unsafe { stream.launch_builder(main).arg(&params).launch(grid(a.rows() * BLOCK as usize, BLOCK)) }
                 .map_err(Error::driver("launching the block-per-row SpMV", 0))?;
             return Ok(());
         }
@@ -637,32 +673,28 @@ pub fn spmv<T: Scalar>(
                 let (partials_ptr, _g9) = long.partials.device_ptr(stream);
                 (params.long_rows, params.long_row_chunks, params.chunk_bounds, params.partials) =
                     (rows_ptr, chunks_ptr, bounds_ptr, partials_ptr);
-                let chunk_kernel = gpu.function(Family::Spmv, &ProductionKernel::Block.name(dtype))?;
+                let chunk_kernel =
+                    plan.kernels.chunks.as_ref().expect("a split plan with long rows holds their kernel");
                 // SAFETY: one block per chunk < chunks; the bounds were cut from this matrix's row pointer (the
                 // plan's shape and nnz match A), so they lie in 0..nnz; partials holds `chunks` f64 >= the
                 // accumulation type.
                 unsafe {
-                    stream.launch_builder(&chunk_kernel).arg(&params).launch(grid(long.chunks * BLOCK as usize, BLOCK))
+                    stream.launch_builder(chunk_kernel).arg(&params).launch(grid(long.chunks * BLOCK as usize, BLOCK))
                 }
                 .map_err(Error::driver("launching the SpMV long-row chunks", 0))?;
-                let fixup = gpu.function(Family::Spmv, &ProductionKernel::Fixup.name(dtype))?;
+                let fixup = plan.kernels.fixup.as_ref().expect("a split plan with long rows holds their fix-up");
                 // SAFETY: one thread per long row < num_long; its chunk range lies in 0..chunks, its row < m.
-                unsafe { stream.launch_builder(&fixup).arg(&params).launch(grid(long.num_long, FIXUP_BLOCK)) }
+                unsafe { stream.launch_builder(fixup).arg(&params).launch(grid(long.num_long, FIXUP_BLOCK)) }
                     .map_err(Error::driver("launching the SpMV long-row fix-up", 0))?;
             }
             threads_per_row
         }
     };
-    let kernel = match offsets16 {
-        Some(_) => ProductionKernel::VectorOffsets16(threads_per_row),
-        None => ProductionKernel::Vector(threads_per_row),
-    };
-    let f = gpu.function(Family::Spmv, &kernel.name(dtype))?;
     // SAFETY: threads_per_row lanes per row < m (checked against THREADS_PER_ROW when the plan was made); A was
     // validated at upload; each row's lane 0 writes only y[row], and rows longer than long_row are skipped. The
     // 16-bit offsets (nnz of them) were encoded from this matrix (the plan's identity check above) with no
     // entry out of i16 range, so row + offset is the entry's column index, < k.
-    unsafe { stream.launch_builder(&f).arg(&params).launch(grid(a.rows() * threads_per_row as usize, BLOCK)) }
+    unsafe { stream.launch_builder(main).arg(&params).launch(grid(a.rows() * threads_per_row as usize, BLOCK)) }
         .map_err(Error::driver("launching the vector SpMV", 0))?;
     Ok(())
 }
