@@ -75,11 +75,14 @@ struct Caches {
     tensor_core_kernels: Mutex<HashMap<(TensorCoreConfig, bool), CudaFunction>>,
 }
 
-/// An SpMM tile kernel and how many of its blocks an SM holds at once ([`Gpu::tile_kernel`]).
+/// An SpMM tile kernel, how many of its blocks an SM holds at once, and the kernels that may follow it (the split
+/// rows' fix-up, the fill of the rows its grid leaves out) for its element type ([`Gpu::tile_kernel`]).
 #[derive(Clone)]
 pub(crate) struct TileKernel {
     pub(crate) function: CudaFunction,
     pub(crate) blocks_per_sm: usize,
+    pub(crate) fixup: CudaFunction,
+    pub(crate) zero_rows: CudaFunction,
 }
 
 /// The column-tile counters of one stream's SpMM launches: the buffer in use, and those it replaced as it grew.
@@ -428,9 +431,9 @@ impl Gpu {
         Ok(blocks)
     }
 
-    /// The tile kernel of `config` (compiled: [`crate::spmm::check_config`]) and its blocks per SM, looked up by the
-    /// config: its name, which takes about 0.5 us to build (a tenth of a launch's cost to the host), is built on
-    /// the first use only.
+    /// The tile kernel of `config` (compiled: [`crate::spmm::check_config`]), its blocks per SM and the kernels that
+    /// may follow it, looked up by the config: its name, which takes about 0.5 us to build (a tenth of a launch's
+    /// cost to the host), is built on the first use only.
     pub(crate) fn tile_kernel(&self, config: &SpmmConfig) -> Result<TileKernel> {
         let key = config.kernel_key();
         if let Some(kernel) = self.caches.tile_kernels.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
@@ -440,6 +443,8 @@ impl Gpu {
         let kernel = TileKernel {
             function: self.function(Family::Spmm, &name)?,
             blocks_per_sm: self.blocks_per_sm(Family::Spmm, &name, config.block_width * config.block_items_y)?,
+            fixup: self.function(Family::Spmm, &format!("spmm_fixup_{}", config.dtype.name()))?,
+            zero_rows: self.function(Family::Spmm, &format!("spmm_zero_rows_{}", config.dtype.name()))?,
         };
         self.caches.tile_kernels.lock().unwrap_or_else(|e| e.into_inner()).insert(key, kernel.clone());
         Ok(kernel)

@@ -25,7 +25,7 @@ use crate::csr::DeviceCsr;
 use crate::dense::DeviceDense;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
-use crate::kernels::{compiled_spmm_variants, Family, KERNELS_BUILT};
+use crate::kernels::{compiled_spmm_variants, KERNELS_BUILT};
 use crate::scalar::Scalar;
 
 /// Kernel arguments; mirrors `ts::SpmmParams` in cuda/common/params.cuh.
@@ -1037,7 +1037,6 @@ fn launch<T: Scalar>(
     unsafe { stream.launch_builder(&kernel.function).arg(&params).launch(cfg) }
         .map_err(Error::driver("launching SpMM", 0))?;
     if let Some(s) = split {
-        let fixup = gpu.function(Family::Spmm, &format!("spmm_fixup_{}", T::DTYPE.name()))?;
         let cfg = LaunchConfig {
             grid_dim: (s.num_split_rows as u32, n.div_ceil(FIXUP_THREADS as usize).min(65_535) as u32, 1),
             block_dim: (FIXUP_THREADS, 1, 1),
@@ -1045,7 +1044,7 @@ fn launch<T: Scalar>(
         };
         // SAFETY: as above; block x reads split row x's partial rows (written by the launch before it on
         // this stream) and writes that row of C; the column loop strides over the grid's y extent.
-        unsafe { stream.launch_builder(&fixup).arg(&params).launch(cfg) }
+        unsafe { stream.launch_builder(&kernel.fixup).arg(&params).launch(cfg) }
             .map_err(Error::driver("launching the SpMM fix-up", 0))?;
     }
     if skipped > 0 {
@@ -1065,7 +1064,6 @@ fn launch<T: Scalar>(
             bias: ptr(&bias_ptr),
             out,
         };
-        let zero_rows = gpu.function(Family::Spmm, &format!("spmm_zero_rows_{}", T::DTYPE.name()))?;
         let warps = (ZERO_ROWS_THREADS / 32) as usize;
         let cfg = LaunchConfig {
             grid_dim: (skipped.div_ceil(warps).min(65_535) as u32, 1, 1),
@@ -1076,7 +1074,7 @@ fn launch<T: Scalar>(
         // last `skipped` entries are the empty rows of A, each a row < m, once; each warp writes all n elements of
         // its rows of C (m x n, n a multiple of 16 / size_of::<T>() where it stores 16 bytes); the bias, when
         // given, holds m floats (checked at the top of this function). The tile kernel's grid wrote none of these rows.
-        unsafe { stream.launch_builder(&zero_rows).arg(&zero).launch(cfg) }
+        unsafe { stream.launch_builder(&kernel.zero_rows).arg(&zero).launch(cfg) }
             .map_err(Error::driver("launching the SpMM empty-row fill", 0))?;
     }
     Ok(skipped)
