@@ -337,8 +337,8 @@ pub struct SpmvPlan {
     kernels: PlanKernels,
 }
 
-/// The kernels a plan launches, looked up when it is made: a name built and looked up per call cost about 0.3 us of
-/// an SpMV's 4 us issue (NOTES.md, "SpMM step 112").
+/// The kernels a plan launches, looked up when it is made rather than by a name built on every call (which cost the
+/// SpMM tiles 0.4-0.6 us of host time per product; NOTES.md, "SpMM step 112").
 struct PlanKernels {
     /// The vector, block-per-row or segmented kernel.
     main: CudaFunction,
