@@ -4,8 +4,8 @@
 //! mostly its launch's ramp and tail, and the products of one stream run one after another. A step's independent
 //! products (a layer's query, key and value projections; a mixture's experts) can overlap instead: the first is
 //! queued on the handle's stream, each other on a side stream of its own after an event of the handle's stream,
-//! and the handle's stream waits for all of them before anything queued after the call. Inside [`Gpu::record`] the side streams join the recording, so the
-//! products become parallel branches of one graph.
+//! and the handle's stream waits for all of them before anything queued after the call. Inside [`Gpu::record`] the
+//! side streams join the recording, so the products become parallel branches of one graph.
 //!
 //! Safe by construction: the jobs borrow their C mutably and their A, B and bias shared, all at once, so no job's C
 //! is another job's operand or C, and nothing queued before or after the call overlaps the branches.
@@ -38,8 +38,9 @@ impl<'a, T: Scalar> SpmmJob<'a, T> {
 }
 
 /// Runs `jobs` side by side on the device, the first on the handle's stream and each other on a side stream of its
-/// own (up to [`MAX_BRANCHES`] at once, then in turn), and returns the kernel each ran; the handle's stream waits for all of them, so whatever is queued after the call
-/// sees every C written. Each job's C gets the bits the same product gets alone.
+/// own (up to [`MAX_BRANCHES`] at once, then in turn), and returns the kernel each ran; the handle's stream waits
+/// for all of them, so whatever is queued after the call sees every C written. Each job's C gets the bits the same
+/// product gets alone.
 ///
 /// Every job is checked first (its operands `gpu`'s, the shapes, the bias, the kernel able to run it): a refused job
 /// queues nothing of any job. What the products build on their first use of a matrix (its statistics, its
