@@ -65,14 +65,15 @@ pub struct Gpu {
 struct Caches {
     modules: Mutex<[Option<Arc<CudaModule>>; Family::ALL.len()]>,
     functions: Mutex<HashMap<String, CudaFunction>>,
-    /// How many clusters of (kernel, blocks per cluster) the device runs at once ([`Gpu::cluster_capacity`]).
-    cluster_capacity: Mutex<HashMap<(String, u32), usize>>,
+    /// How many clusters of (kernel, blocks per cluster) the device runs at once ([`Gpu::cluster_capacity`]), the
+    /// kernel by its driver handle.
+    cluster_capacity: Mutex<HashMap<(usize, u32), usize>>,
     /// How many blocks of a kernel an SM holds at once ([`Gpu::blocks_per_sm`]).
     blocks_per_sm: Mutex<HashMap<String, usize>>,
     /// The tile kernels by config ([`Gpu::tile_kernel`]).
     tile_kernels: Mutex<HashMap<SpmmConfig, TileKernel>>,
     /// The tensor-core kernels by config and scalars ([`Gpu::tensor_core_kernel`]).
-    tensor_core_kernels: Mutex<HashMap<(TensorCoreConfig, bool), CudaFunction>>,
+    tensor_core_kernels: Mutex<HashMap<(TensorCoreConfig, bool), TensorCoreKernel>>,
 }
 
 /// An SpMM tile kernel, how many of its blocks an SM holds at once, and the kernels that may follow it (the split
@@ -83,6 +84,15 @@ pub(crate) struct TileKernel {
     pub(crate) blocks_per_sm: usize,
     pub(crate) fixup: CudaFunction,
     pub(crate) zero_rows: CudaFunction,
+}
+
+/// A tensor-core SpMM kernel and the kernels that may follow it for its element type: the split ranges' fix-up and
+/// the fill of the empty windows its grid leaves out ([`Gpu::tensor_core_kernel`]).
+#[derive(Clone)]
+pub(crate) struct TensorCoreKernel {
+    pub(crate) function: CudaFunction,
+    pub(crate) fixup: CudaFunction,
+    pub(crate) zero_windows: CudaFunction,
 }
 
 /// The column-tile counters of one stream's SpMM launches: the buffer in use, and those it replaced as it grew.
@@ -369,17 +379,17 @@ impl Gpu {
     }
 
     /// How many thread block clusters of 1 x 1 x `cluster_z` blocks of `block` threads (static shared memory
-    /// only) of the kernel `name` of `family` can be resident at once (`cuOccupancyMaxActiveClusters`; 0 where the
-    /// device has no clusters). Asked once per (kernel, cluster size) and cached.
-    pub(crate) fn cluster_capacity(&self, family: Family, name: &str, block: u32, cluster_z: u32) -> Result<usize> {
-        let key = (name.to_string(), cluster_z);
+    /// only) of `function` (one of this handle's, which stay loaded while it lives) can be resident at once
+    /// (`cuOccupancyMaxActiveClusters`; 0 where the device has no clusters). Asked once per (kernel, cluster size)
+    /// and cached.
+    pub(crate) fn cluster_capacity(&self, function: &CudaFunction, block: u32, cluster_z: u32) -> Result<usize> {
+        let key = (function.cu_function() as usize, cluster_z);
         if let Some(&c) = self.caches.cluster_capacity.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(c);
         }
         let capacity = if !self.info.has_clusters() {
             0
         } else {
-            let function = self.function(family, name)?;
             let one_cluster =
                 LaunchConfig { grid_dim: (1, 1, cluster_z), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
             let mut attribute = cluster_attribute(cluster_z);
@@ -452,21 +462,26 @@ impl Gpu {
 
     /// The tensor-core kernel of `config` (checked: [`crate::spmm::tensor_core::check_tensor_core`]), its twin that
     /// takes the scalars (`_s`) where `scalars` is set, with `dynamic_shared` bytes of dynamic shared memory
-    /// ([`Gpu::function_with_shared`]): looked up by the config, its name built on the first use only.
+    /// ([`Gpu::function_with_shared`]), and the kernels that may follow it: looked up by the config, the names built
+    /// on the first use only.
     pub(crate) fn tensor_core_kernel(
         &self,
         config: &TensorCoreConfig,
         scalars: bool,
         dynamic_shared: u32,
-    ) -> Result<CudaFunction> {
+    ) -> Result<TensorCoreKernel> {
         let key = (*config, scalars);
-        if let Some(function) = self.caches.tensor_core_kernels.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return Ok(function.clone());
+        if let Some(kernel) = self.caches.tensor_core_kernels.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(kernel.clone());
         }
         let name = if scalars { format!("{}_s", config.kernel_name()) } else { config.kernel_name() };
-        let function = self.function_with_shared(config.family(), &name, dynamic_shared)?;
-        self.caches.tensor_core_kernels.lock().unwrap_or_else(|e| e.into_inner()).insert(key, function.clone());
-        Ok(function)
+        let kernel = TensorCoreKernel {
+            function: self.function_with_shared(config.family(), &name, dynamic_shared)?,
+            fixup: self.function(Family::Spmm, &format!("spmm_tc_fixup_{}", config.dtype.name()))?,
+            zero_windows: self.function(Family::Spmm, &format!("spmm_zero_windows_{}", config.dtype.name()))?,
+        };
+        self.caches.tensor_core_kernels.lock().unwrap_or_else(|e| e.into_inner()).insert(key, kernel.clone());
+        Ok(kernel)
     }
 
     /// Launches `function` on the stream with `params` as its one argument, the blocks grouped into thread

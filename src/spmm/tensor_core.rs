@@ -1927,7 +1927,9 @@ fn plan_splits(gpu: &Gpu, blocks: &DeviceBlocks, config: &TensorCoreConfig, n: u
     let grid = blocks.num_windows * n.div_ceil(config.columns_per_block());
     let ranges = launch_splits(config, grid, blocks.num_windows, blocks.num_blocks);
     let cluster_capacity = if ranges > 1 && !config.is_wgmma() {
-        gpu.cluster_capacity(Family::Spmm, &config.kernel_name(), (WARPS * 32) as u32, ranges as u32)?
+        // The plain kernel's clusters (its twin with the scalars is launched the same way).
+        let kernel = gpu.tensor_core_kernel(config, false, 0)?;
+        gpu.cluster_capacity(&kernel.function, (WARPS * 32) as u32, ranges as u32)?
     } else {
         0
     };
@@ -2201,7 +2203,7 @@ fn launch_tensor_core<T: Scalar>(
     let shared_mem_bytes = if config.is_wgmma() { WGMMA_SHARED_BYTES } else { 0 };
     // The kernel's twin `_s` takes the scalars: the plain kernel stores without testing for them, which cost the
     // plain product 5-13% on small problems (NOTES.md, "SpMM step 101").
-    let function = gpu.tensor_core_kernel(config, epilogue.has_scalars(), shared_mem_bytes)?;
+    let kernel = gpu.tensor_core_kernel(config, epilogue.has_scalars(), shared_mem_bytes)?;
     let stream = gpu.stream();
     let slices = n.div_ceil(config.columns_per_block());
     let plan = plan_splits(gpu, blocks, config, n)?;
@@ -2255,7 +2257,6 @@ fn launch_tensor_core<T: Scalar>(
             alpha: epilogue.alpha,
             beta: epilogue.beta,
         };
-        let fill = gpu.function(Family::Spmm, &format!("spmm_zero_windows_{}", T::DTYPE.name()))?;
         // A block per window, at most eight per SM (the kernel's loop takes the rest in turn).
         let cfg = LaunchConfig {
             grid_dim: (left_out.min(8 * gpu.info().sm_count.max(1)) as u32, 1, 1),
@@ -2267,7 +2268,7 @@ fn launch_tensor_core<T: Scalar>(
         // elements), so each window's rows below m are whole 16-byte pieces of it; the loops stride over any grid.
         // The launch below leaves these windows out and writes none of their rows. A bias (m f32, check_bias) is
         // read at rows < m only.
-        unsafe { stream.launch_builder(&fill).arg(&zero).launch(cfg) }
+        unsafe { stream.launch_builder(&kernel.zero_windows).arg(&zero).launch(cfg) }
             .map_err(Error::driver("launching the fill of the empty tensor-core windows", 0))?;
         if grid_windows == 0 {
             return Ok(left_out);
@@ -2287,7 +2288,7 @@ fn launch_tensor_core<T: Scalar>(
     // (check_bias) and is read at rows < m only, by the launch that stores C (never with a partial tile); where beta
     // is not 0, that launch reads each element of C it stores just before, in the same thread.
     if splits > 1 && clusters && (sum == RangeSum::Cluster || (sum == RangeSum::Auto && plan.clusters_fit())) {
-        match unsafe { gpu.launch_clustered(&function, cfg, splits as u32, params) } {
+        match unsafe { gpu.launch_clustered(&kernel.function, cfg, splits as u32, params) } {
             Ok(()) => return Ok(left_out),
             Err(e) if sum == RangeSum::Cluster => {
                 return Err(Error::driver("launching the tensor-core SpMM with clusters", 0)(e));
@@ -2309,10 +2310,9 @@ fn launch_tensor_core<T: Scalar>(
     };
     let partials_ptr = partials.as_ref().map(|p| p.device_ptr(stream));
     params.partials = partials_ptr.as_ref().map_or(0, |(p, _)| *p);
-    unsafe { stream.launch_builder(&function).arg(&params).launch(cfg) }
+    unsafe { stream.launch_builder(&kernel.function).arg(&params).launch(cfg) }
         .map_err(Error::driver("launching the tensor-core SpMM", 0))?;
     if splits > 1 {
-        let fixup = gpu.function(Family::Spmm, &format!("spmm_tc_fixup_{}", T::DTYPE.name()))?;
         let pairs = m * n / 2;
         let cfg = LaunchConfig {
             grid_dim: (pairs.div_ceil(FIXUP_THREADS as usize).min(65_535) as u32, 1, 1),
@@ -2321,7 +2321,7 @@ fn launch_tensor_core<T: Scalar>(
         };
         // SAFETY: partials holds splits x m x n f32, all written by the launch before on this stream; C is
         // m x n with n even (aligned pairs); the loop strides over the grid.
-        unsafe { stream.launch_builder(&fixup).arg(&params).launch(cfg) }
+        unsafe { stream.launch_builder(&kernel.fixup).arg(&params).launch(cfg) }
             .map_err(Error::driver("launching the tensor-core fix-up", 0))?;
     }
     Ok(left_out)
