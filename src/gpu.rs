@@ -68,8 +68,6 @@ struct Caches {
     /// How many clusters of (kernel, blocks per cluster) the device runs at once ([`Gpu::cluster_capacity`]), the
     /// kernel by its driver handle.
     cluster_capacity: Mutex<HashMap<(usize, u32), usize>>,
-    /// How many blocks of a kernel an SM holds at once ([`Gpu::blocks_per_sm`]).
-    blocks_per_sm: Mutex<HashMap<String, usize>>,
     /// The tile kernels by config ([`Gpu::tile_kernel`]).
     tile_kernels: Mutex<HashMap<SpmmConfig, TileKernel>>,
     /// The tensor-core kernels by config and scalars ([`Gpu::tensor_core_kernel`]).
@@ -425,20 +423,15 @@ impl Gpu {
         Ok(counters)
     }
 
-    /// How many blocks of `block` threads (static shared memory only) of the kernel `name` of `family` one SM
-    /// holds at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`: registers, shared memory, threads and the
-    /// block limit). Asked once per kernel and cached.
-    pub(crate) fn blocks_per_sm(&self, family: Family, name: &str, block: u32) -> Result<usize> {
-        if let Some(&b) = self.caches.blocks_per_sm.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
-            return Ok(b);
-        }
-        let function = self.function(family, name)?;
+    /// How many blocks of `block` threads (static shared memory only) of `function` one SM holds at once
+    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`: registers, shared memory, threads and the block limit). Asked
+    /// once per tile kernel, which [`Gpu::tile_kernel`] keeps.
+    fn blocks_per_sm(&self, function: &CudaFunction, block: u32) -> Result<usize> {
         self.ctx.bind_to_thread().map_err(Error::driver("binding the context", 0))?;
         let blocks = function
             .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
-            .map_err(Error::driver("asking how many blocks fit on an SM", 0))? as usize;
-        self.caches.blocks_per_sm.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), blocks);
-        Ok(blocks)
+            .map_err(Error::driver("asking how many blocks fit on an SM", 0))?;
+        Ok(blocks as usize)
     }
 
     /// The tile kernel of `config` (compiled: [`crate::spmm::check_config`]), its blocks per SM and the kernels that
@@ -449,10 +442,10 @@ impl Gpu {
         if let Some(kernel) = self.caches.tile_kernels.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(kernel.clone());
         }
-        let name = config.kernel_name();
+        let function = self.function(Family::Spmm, &config.kernel_name())?;
         let kernel = TileKernel {
-            function: self.function(Family::Spmm, &name)?,
-            blocks_per_sm: self.blocks_per_sm(Family::Spmm, &name, config.block_width * config.block_items_y)?,
+            blocks_per_sm: self.blocks_per_sm(&function, config.block_width * config.block_items_y)?,
+            function,
             fixup: self.function(Family::Spmm, &format!("spmm_fixup_{}", config.dtype.name()))?,
             zero_rows: self.function(Family::Spmm, &format!("spmm_zero_rows_{}", config.dtype.name()))?,
         };
