@@ -654,7 +654,21 @@ impl<T: Scalar> DeviceCsr<T> {
         write: impl FnOnce(&mut cudarc::driver::CudaViewMut<'_, T>) -> std::result::Result<R, E>,
     ) -> std::result::Result<R, E> {
         self.check_gpu(gpu, "the sparse matrix")?;
-        let written = write(&mut self.values.slice_mut(..self.nnz));
+        self.update_values_with_structure(gpu, |_, _, values| write(values))
+    }
+
+    /// [`DeviceCsr::update_values`] for a writer that reads the structure too (the row pointer and the column
+    /// indices, as [`DeviceCsr::device_parts`] gives them) while it writes the values: [`crate::sddmm()`].
+    pub(crate) fn update_values_with_structure<R, E: From<Error>>(
+        &mut self,
+        gpu: &Gpu,
+        write: impl FnOnce(
+            &CudaSlice<i32>,
+            &CudaSlice<i32>,
+            &mut cudarc::driver::CudaViewMut<'_, T>,
+        ) -> std::result::Result<R, E>,
+    ) -> std::result::Result<R, E> {
+        let written = write(&self.row_offsets, &self.column_indices, &mut self.values.slice_mut(..self.nnz));
         self.non_finite = None;
         let rewritten = self.rewrite_tensor_core_values(gpu);
         let written = written?;

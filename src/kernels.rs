@@ -13,6 +13,8 @@ pub enum Family {
     Spgemm,
     /// Helpers beside the products (cuda/util: the timing's stream hold, the row copy that pads columns).
     Util,
+    /// The sampled dense-dense product (cuda/sddmm, [`crate::sddmm()`]).
+    Sddmm,
     /// Hopper-only SpMM kernels (warpgroup mma), machine code for sm_90a alone: they load on compute
     /// capability 9.0 only ([`SM90A_BUILT`] says whether this build has them).
     Spmm90a,
@@ -20,7 +22,8 @@ pub enum Family {
 
 impl Family {
     /// All families, in the order of their module slots.
-    pub const ALL: [Family; 5] = [Family::Spmm, Family::Spmv, Family::Spgemm, Family::Util, Family::Spmm90a];
+    pub const ALL: [Family; 6] =
+        [Family::Spmm, Family::Spmv, Family::Spgemm, Family::Util, Family::Sddmm, Family::Spmm90a];
 
     /// The family's folder name.
     pub fn name(self) -> &'static str {
@@ -29,6 +32,7 @@ impl Family {
             Family::Spmv => "spmv",
             Family::Spgemm => "spgemm",
             Family::Util => "util",
+            Family::Sddmm => "sddmm",
             Family::Spmm90a => "spmm90a",
         }
     }
@@ -40,6 +44,7 @@ impl Family {
             Family::Spmv => SPMV_FATBIN,
             Family::Spgemm => SPGEMM_FATBIN,
             Family::Util => UTIL_FATBIN,
+            Family::Sddmm => SDDMM_FATBIN,
             Family::Spmm90a => SPMM90A_FATBIN,
         }
     }

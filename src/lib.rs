@@ -37,10 +37,12 @@ pub mod kernels;
 pub mod mtx;
 pub mod record;
 pub mod scalar;
+pub mod sddmm;
 pub mod spgemm;
 pub mod spmm;
 pub mod spmv;
 pub mod suite;
+pub mod suite_sddmm;
 pub mod suite_spgemm;
 pub mod suite_spmv;
 pub mod timing;
@@ -51,6 +53,7 @@ pub use error::{Error, Result};
 pub use gpu::Gpu;
 pub use record::Recording;
 pub use scalar::{DType, Scalar};
+pub use sddmm::{sddmm, sddmm_auto, sddmm_auto_with, sddmm_with, SddmmConfig};
 pub use spgemm::{spgemm, SpgemmPlan};
 pub use spmm::{
     spmm, spmm_auto, spmm_auto_with, spmm_bias_relu, spmm_bias_relu_auto, spmm_concurrent, spmm_in_order, spmm_kernel,

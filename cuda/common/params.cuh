@@ -173,4 +173,21 @@ struct SpmvCsrParams {
 };
 static_assert(sizeof(SpmvCsrParams) == 128, "SpmvCsrParams must match src/spmv.rs");
 
+/// @brief Arguments of every SDDMM kernel (cuda/sddmm/sddmm.cu): C = alpha (A B^T) o spy(C) + beta C, the product of
+/// two dense row-major matrices sampled at C's entries.
+struct SddmmParams {
+  int m;                        // rows of A and C
+  int n;                        // rows of B, columns of C
+  int k;                        // columns of A and B (the inner dimension)
+  int nnz;                      // stored entries of C
+  const int* row_offsets;       // (m + 1) C's CSR row pointer, global
+  const int* column_indices;    // (nnz) C's CSR column indices, global
+  const void* lhs;              // (m, k) A, row-major, global, element type of the kernel
+  const void* rhs;              // (n, k) B, row-major, global, element type of the kernel
+  void* values;                 // (nnz) C's values, global: every one written, read first where beta is not 0
+  float alpha;
+  float beta;                   // 0: C's old values are not read
+};
+static_assert(sizeof(SddmmParams) == 64, "SddmmParams must match src/sddmm.rs");
+
 }  // namespace ts

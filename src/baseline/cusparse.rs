@@ -1,5 +1,6 @@
 //! A small safe wrapper over the cuSPARSE generic API: SpMM and SpMV on CSR with row-major dense operands (SpMM also
-//! with A transposed), SpMM on BSR and Blocked-ELL (the block-sparse baselines), and the CSR to CSC conversion.
+//! with A transposed), SpMM on BSR and Blocked-ELL (the block-sparse baselines), the CSR to CSC conversion, and
+//! SDDMM.
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -765,6 +766,150 @@ impl<'a, T: Scalar> CusparseCsr2Csc<'a, T> {
                 csr2csc!(cusparseCsr2cscEx2, buffer as *mut c_void)
             }
         }
+    }
+}
+
+/// How [`CusparseSddmm`] gives cuSPARSE SDDMM's B, stored n x k row-major (as [`crate::sddmm()`] takes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SddmmForm {
+    /// As the k x n column-major matrix those bytes are, op(B) = B.
+    ColMajor,
+    /// As the n x k row-major matrix, op(B) = B^T.
+    Transposed,
+}
+
+impl SddmmForm {
+    pub const ALL: [SddmmForm; 2] = [SddmmForm::ColMajor, SddmmForm::Transposed];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SddmmForm::ColMajor => "B col-major",
+            SddmmForm::Transposed => "B^T row-major",
+        }
+    }
+}
+
+/// A prepared cuSPARSE SDDMM, C = alpha (A B^T) o spy(C) + beta C with A m x k and B n x k row-major and C CSR
+/// (descriptors, workspace and `cusparseSDDMM_preprocess` done once), so that [`CusparseSddmm::run`] times only
+/// the product: the baseline of [`crate::sddmm()`]. It writes C's values with no regard for what C keeps beside
+/// them (tensor-core blocks, a kept transpose), which a baseline never reads.
+pub struct CusparseSddmm<'a> {
+    lib: &'a Cusparse,
+    a: DnMatDescr<'a>,
+    b: DnMatDescr<'a>,
+    c: CsrDescr<'a>,
+    op_b: cs::cusparseOperation_t,
+    dtype: DType,
+    buffer: CudaSlice<u8>,
+}
+
+impl<'a> CusparseSddmm<'a> {
+    /// Prepares the product with B given as `form` says. [`Error::ShapeMismatch`] unless A is m x k, B n x k and C m
+    /// x n; [`Error::Cusparse`] where cuSPARSE does not take the combination (a type, or a form).
+    pub fn new<T: Scalar>(
+        gpu: &Gpu,
+        lib: &'a Cusparse,
+        a: &'a DeviceDense<T>,
+        b: &'a DeviceDense<T>,
+        c: &'a mut DeviceCsr<T>,
+        form: SddmmForm,
+    ) -> Result<Self> {
+        let k = a.cols();
+        if b.cols() != k || a.rows() != c.rows() || b.rows() != c.cols() {
+            return Err(Error::ShapeMismatch(format!(
+                "SDDMM takes A m x k, B n x k and C m x n; got A {}x{}, B {}x{}, C {}x{}",
+                a.rows(),
+                a.cols(),
+                b.rows(),
+                b.cols(),
+                c.rows(),
+                c.cols()
+            )));
+        }
+        let c: &'a DeviceCsr<T> = c;
+        let stream = gpu.stream();
+        let a_d = DnMatDescr::new(a.rows(), k, a.data.device_ptr(stream).0, T::DTYPE, Layout::RowMajor)?;
+        let b_ptr = b.data.device_ptr(stream).0;
+        let (b_d, op_b) = match form {
+            SddmmForm::ColMajor => (DnMatDescr::new(b.rows(), k, b_ptr, T::DTYPE, Layout::ColMajor)?, NON_TRANSPOSE),
+            SddmmForm::Transposed => (
+                DnMatDescr::new(b.rows(), k, b_ptr, T::DTYPE, Layout::RowMajor)?,
+                cs::cusparseOperation_t::CUSPARSE_OPERATION_TRANSPOSE,
+            ),
+        };
+        let c_d = CsrDescr::new(gpu, c)?;
+        let (alpha, beta) = (1f64, 0f64);
+        let (alpha32, beta32) = (1f32, 0f32);
+        let (pa, pb) = scalars(T::DTYPE, &alpha, &beta, &alpha32, &beta32);
+        let alg = cs::cusparseSDDMMAlg_t::CUSPARSE_SDDMM_ALG_DEFAULT;
+        let mut size = 0usize;
+        // SAFETY: descriptors and handle are live; alpha/beta point at host scalars of the compute type.
+        check("cusparseSDDMM_bufferSize", unsafe {
+            cs::cusparseSDDMM_bufferSize(
+                lib.handle,
+                NON_TRANSPOSE,
+                op_b,
+                pa,
+                a_d.raw,
+                b_d.raw,
+                pb,
+                c_d.raw,
+                compute_type(T::DTYPE),
+                alg,
+                &mut size,
+            )
+        })?;
+        let mut buffer = stream
+            .alloc_zeros::<u8>(size.max(1))
+            .map_err(Error::driver("allocating the cuSPARSE SDDMM buffer", size))?;
+        {
+            let (buf, _g) = buffer.device_ptr_mut(stream);
+            // SAFETY: as above; buf holds `size` bytes.
+            check("cusparseSDDMM_preprocess", unsafe {
+                cs::cusparseSDDMM_preprocess(
+                    lib.handle,
+                    NON_TRANSPOSE,
+                    op_b,
+                    pa,
+                    a_d.raw,
+                    b_d.raw,
+                    pb,
+                    c_d.raw,
+                    compute_type(T::DTYPE),
+                    alg,
+                    buf as *mut c_void,
+                )
+            })?;
+        }
+        Ok(CusparseSddmm { lib, a: a_d, b: b_d, c: c_d, op_b, dtype: T::DTYPE, buffer })
+    }
+
+    /// Runs C = (A B^T) o spy(C) on the stream.
+    pub fn run(&mut self, gpu: &Gpu) -> Result<()> {
+        self.run_scaled(gpu, 1.0, 0.0)
+    }
+
+    /// Runs C = alpha (A B^T) o spy(C) + beta C on the stream (cuSPARSE's scalars in its compute type).
+    pub fn run_scaled(&mut self, gpu: &Gpu, alpha: f32, beta: f32) -> Result<()> {
+        let (alpha64, beta64) = (alpha as f64, beta as f64);
+        let (pa, pb) = scalars(self.dtype, &alpha64, &beta64, &alpha, &beta);
+        let (buf, _g) = self.buffer.device_ptr_mut(gpu.stream());
+        // SAFETY: everything was prepared in new and is still borrowed or owned.
+        check("cusparseSDDMM", unsafe {
+            cs::cusparseSDDMM(
+                self.lib.handle,
+                NON_TRANSPOSE,
+                self.op_b,
+                pa,
+                self.a.raw,
+                self.b.raw,
+                pb,
+                self.c.raw,
+                compute_type(self.dtype),
+                cs::cusparseSDDMMAlg_t::CUSPARSE_SDDMM_ALG_DEFAULT,
+                buf as *mut c_void,
+            )
+        })
     }
 }
 

@@ -14,13 +14,14 @@ use tilesparse::spgemm::{self, DeviceCoo, LadderKernel, SpgemmPlan, SPGEMM_K4_GR
 use tilesparse::spmm::{tensor_core, DenseLayouts, Layout, SpmmEpilogue, SpmmKernel, TuneOptions, TunedSpmm};
 use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace};
 use tilesparse::suite::{self, BenchOptions, BlockedFormat};
+use tilesparse::suite_sddmm::{self, SddmmBenchOptions};
 use tilesparse::suite_spgemm;
 use tilesparse::suite_spmv::{self, compulsory_bytes};
 use tilesparse::timing::time_op;
-use tilesparse::{gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, Scalar, SpmvPlan};
+use tilesparse::{gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, Scalar, SddmmConfig, SpmvPlan};
 
 #[derive(Parser)]
-#[command(name = "tilesparse", version, about = "GPU sparse-matrix kernels: SpMM, SpGEMM, SpMV")]
+#[command(name = "tilesparse", version, about = "GPU sparse-matrix kernels: SpMM, SDDMM, SpGEMM, SpMV")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -32,6 +33,9 @@ enum Command {
     Info,
     /// C = A * B: A sparse (a file or generated), B dense random k x n.
     Spmm(SpmmArgs),
+    /// C = alpha * (A B^T) o spy(C) + beta * C: C's structure a file or generated, A (m x k) and B (n x k) dense
+    /// random; the sampled product a sparse layer's weight gradient takes.
+    Sddmm(SddmmArgs),
     /// y = alpha * A x + beta * y with the production SpMV (default) or the seed prefix-sum kernel.
     Spmv(SpmvArgs),
     /// C = A * A (A * A^T when A is not square) with the production SpGEMM or a kernel of the seed's ladder.
@@ -255,6 +259,37 @@ impl SpmvKernel {
 
 /// What every suite benchmark takes.
 #[derive(Args)]
+struct SddmmArgs {
+    /// C's structure (its values are not read); --m and --k set its rows and columns when generated.
+    #[command(flatten)]
+    matrix: MatrixArgs,
+    /// The inner dimension: A is m x k_inner and B n x k_inner.
+    #[arg(long = "inner", default_value_t = 64)]
+    inner: usize,
+    /// Element type of A, B and C: f32, f16 or bf16 (the sums are f32).
+    #[arg(long, default_value = "f32")]
+    dtype: DType,
+    /// `auto` or a kernel name such as sddmm_f32_v4_l8 (vector width, lanes per entry).
+    #[arg(long, default_value = "auto")]
+    config: String,
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    alpha: f32,
+    /// With beta not 0, C's values start random in [-1, 1) (from the seed) and are read.
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    beta: f32,
+    /// Check C against the f64 CPU oracle.
+    #[arg(long)]
+    verify: bool,
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+    #[arg(long, default_value_t = 20)]
+    iters: usize,
+    /// Run on the CPU backend even when a GPU is present.
+    #[arg(long)]
+    cpu: bool,
+}
+
+#[derive(Args)]
 struct SuiteArgs {
     /// Keep problems whose name contains this.
     #[arg(long)]
@@ -326,6 +361,31 @@ enum BenchCommand {
         #[arg(long)]
         col_major: bool,
     },
+    /// The SDDMM suite (or your matrices as C's structure): ours against cuSPARSE's SDDMM and cuBLAS's GEMM of the
+    /// same m x n x k.
+    Sddmm {
+        #[command(flatten)]
+        suite: SuiteArgs,
+        /// Element type: f32, f16 or bf16.
+        #[arg(long, default_value = "f32")]
+        dtype: DType,
+        /// Your own matrix (Matrix Market) as C's structure instead of the suite; repeat for several.
+        #[arg(long = "matrix")]
+        matrices: Vec<PathBuf>,
+        /// A generated structure, GENERATOR:MxN:DENSITY[:SEED[:eFRACTION]] as for `bench spmm --gen`.
+        #[arg(long = "gen")]
+        generated: Vec<String>,
+        /// Inner dimensions for --matrix and --gen, comma-separated (default 64).
+        #[arg(long, value_delimiter = ',')]
+        k: Vec<usize>,
+        /// Time every compiled config that can run each problem, not only the automatic choice.
+        #[arg(long)]
+        all_configs: bool,
+        /// Check every result timed (ours and cuSPARSE's) against the f64 oracle first; one outside its bound is
+        /// marked and fails the command.
+        #[arg(long)]
+        verify: bool,
+    },
     /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
     SpgemmSuite {
         #[command(flatten)]
@@ -368,6 +428,10 @@ fn main() -> ExitCode {
         Command::Info => info(),
         Command::Spmm(args) => run_spmm(args),
         Command::Spmv(args) => run_spmv(args),
+        Command::Sddmm(args) => run_sddmm(args),
+        Command::Bench(BenchCommand::Sddmm { suite, dtype, matrices, generated, k, all_configs, verify }) => {
+            bench_sddmm(suite, dtype, &matrices, &generated, &k, all_configs, verify)
+        }
         Command::Bench(BenchCommand::Spmv { suite }) => bench_spmv(suite),
         Command::Bench(BenchCommand::Spmm {
             suite,
@@ -716,6 +780,156 @@ fn print_tuned(t: &TunedSpmm) {
         println!("  skipped {kernel}: {why}");
     }
     println!("tuned: {} is {:.2}x the automatic choice's speed", t.kernel, t.speedup());
+}
+
+fn run_sddmm(args: SddmmArgs) -> Result<()> {
+    match args.dtype {
+        DType::F32 => run_sddmm_typed::<f32>(args),
+        DType::F16 => run_sddmm_typed::<half::f16>(args),
+        DType::Bf16 => run_sddmm_typed::<half::bf16>(args),
+        DType::F64 => Err(Error::UnsupportedDtype { dtype: DType::F64, op: "sddmm (f32, f16, bf16)" }),
+    }
+}
+
+/// SDDMM with elements of type T: C's structure loaded or generated, A and B random, C's values random where beta
+/// reads them. On the GPU the config is checked, the product timed and C downloaded; without one, the CPU backend.
+fn run_sddmm_typed<T: Scalar>(args: SddmmArgs) -> Result<()> {
+    let (name, pattern) = args.matrix.load()?;
+    let pattern: CsMat<T> = pattern.map(|_| T::from_f32(0.0));
+    let (m, n, k) = (pattern.rows(), pattern.cols(), args.inner);
+    check_dims(&[k], "A")?;
+    check_elems(m, k, "A")?;
+    check_elems(n, k, "B")?;
+    let to_t = |v: Vec<f32>| v.into_iter().map(T::from_f32).collect::<Vec<T>>();
+    let a = to_t(gen::dense_matrix(m, k, args.matrix.seed + 1));
+    let b = to_t(gen::dense_matrix(n, k, args.matrix.seed + 2));
+    let (alpha, beta) = (args.alpha, args.beta);
+    let c0: Vec<T> = if beta != 0.0 {
+        to_t(gen::dense_matrix(pattern.nnz(), 1, args.matrix.seed + 3))
+    } else {
+        vec![T::from_f32(-7.5e3); pattern.nnz()]
+    };
+    println!(
+        "C: {name}, {m} x {n}, {} entries; A: {m} x {k}; B: {n} x {k}; dtype {}; C = {alpha} * (A B^T) o spy(C) + {beta} * C",
+        pattern.nnz(),
+        T::DTYPE
+    );
+    let config = if args.config == "auto" {
+        SddmmConfig::select(k, T::DTYPE)
+    } else {
+        let found = SddmmConfig::compiled_for(T::DTYPE).into_iter().find(|c| c.kernel_name() == args.config);
+        found.ok_or_else(|| Error::InvalidConfig {
+            config: args.config.clone(),
+            rule: format!("not an SDDMM kernel for {} (sddmm_{}_v<vector>_l<lanes>)", T::DTYPE, T::DTYPE),
+        })?
+    };
+    // A vector that does not divide k is refused on any machine, as the GPU refuses it.
+    if k % config.vector_width != 0 {
+        return Err(Error::Unsupported {
+            config: config.kernel_name(),
+            reason: format!(
+                "its vector width {} does not divide k = {k}; {} runs it",
+                config.vector_width,
+                SddmmConfig::select(k, T::DTYPE).kernel_name()
+            ),
+        });
+    }
+    let flops = 2.0 * pattern.nnz() as f64 * k as f64;
+    let got: Vec<T> = match gpu_or_notice(args.cpu) {
+        Some(gpu) => {
+            let a_dev = DeviceDense::upload(&gpu, m, k, &a)?;
+            let b_dev = DeviceDense::upload(&gpu, n, k, &b)?;
+            let mut c = DeviceCsr::upload(&gpu, pattern.view())?;
+            c.set_values(&gpu, &c0)?;
+            tilesparse::sddmm_with(&gpu, &a_dev, &b_dev, &mut c, &config, alpha, beta)?;
+            let got = c.download(&gpu)?.data().to_vec();
+            // Timed runs with beta 0 read nothing of C; with beta they read the last run's C.
+            let t = time_op(&gpu, args.warmup, args.iters, || {
+                tilesparse::sddmm_with(&gpu, &a_dev, &b_dev, &mut c, &config, alpha, beta)
+            })?;
+            let ms = t.median_ms();
+            println!(
+                "GPU {}: {ms:.4} ms (median of {}), {:.1} GFLOP/s",
+                config.kernel_name(),
+                args.iters,
+                flops / (ms * 1e6)
+            );
+            got
+        }
+        None => {
+            let mut values = c0.clone();
+            let t = Instant::now();
+            backend::sddmm(pattern.view(), &a, &b, k, alpha, beta, &mut values);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            println!("CPU backend: {ms:.3} ms, {:.1} GFLOP/s", flops / (ms * 1e6));
+            values
+        }
+    };
+    if args.verify {
+        let reference = oracle::SddmmReference::new(pattern.view(), &a, &b, k).epilogue(alpha, beta, &c0);
+        let cmp = reference.compare(&got);
+        if cmp.mismatches == 0 {
+            println!(
+                "verify: OK against the f64 oracle: max abs err {:.3e} over {} entries",
+                cmp.max_abs_err,
+                got.len()
+            );
+        } else {
+            let (i, g, w) = cmp.first_mismatch.expect("a mismatch was counted");
+            return Err(Error::Verification(format!(
+                "{} of {} entries outside the error bound; the first, entry {i}: got {g:e}, want {w:e}",
+                cmp.mismatches,
+                got.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `bench sddmm`: the suite, or the caller's structures (`--matrix`, `--gen`) at the inner dimensions `ks`.
+fn bench_sddmm(
+    args: SuiteArgs,
+    dtype: DType,
+    matrices: &[PathBuf],
+    generated: &[String],
+    ks: &[usize],
+    all_configs: bool,
+    verify: bool,
+) -> Result<()> {
+    let SuiteArgs { filter, warmup, iters, json } = args;
+    let problems = if matrices.is_empty() && generated.is_empty() {
+        if !ks.is_empty() {
+            return Err(Error::Usage(
+                "--k sets the inner dimensions for --matrix and --gen; the suite has its own".into(),
+            ));
+        }
+        suite_sddmm::sddmm_suite(filter.as_deref())?
+    } else {
+        let ks = if ks.is_empty() { &[64][..] } else { ks };
+        suite_sddmm::sddmm_problems(matrices, generated, ks, filter.as_deref())?
+    };
+    let gpu = Gpu::new(0)?;
+    let opts = SddmmBenchOptions { warmup, iters, all_configs, verify };
+    let mut reports = Vec::new();
+    for p in &problems {
+        let r = match dtype {
+            DType::F32 => suite_sddmm::bench_sddmm::<f32>(&gpu, p, &opts),
+            DType::F16 => suite_sddmm::bench_sddmm::<half::f16>(&gpu, p, &opts),
+            DType::Bf16 => suite_sddmm::bench_sddmm::<half::bf16>(&gpu, p, &opts),
+            DType::F64 => return Err(Error::UnsupportedDtype { dtype, op: "bench sddmm (f32, f16, bf16)" }),
+        }?;
+        reports.push(r);
+    }
+    println!("device: {}; dtype {dtype}; medians of {iters} event-timed runs after {warmup} warm-up", gpu.info().name);
+    suite_sddmm::print_table(&reports);
+    if let Some(path) = json {
+        write_json(&path, &suite_sddmm::reports_to_json(&reports))?;
+    }
+    let wrong = suite_sddmm::wrong_results(&reports);
+    if wrong > 0 {
+        return Err(Error::Verification(format!("{wrong} result(s) outside the oracle's bound")));
+    }
+    Ok(())
 }
 
 fn run_spmv(args: SpmvArgs) -> Result<()> {

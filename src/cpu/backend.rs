@@ -10,7 +10,7 @@ use sprs::{CsMat, CsMatView};
 use std::ops::{AddAssign, Mul};
 
 /// The accumulation precision (f32 or f64) and its conversions to and from storage.
-trait Acc: Copy + Send + Sync + Default + AddAssign + Mul<Output = Self> {
+trait Acc: Copy + Send + Sync + Default + PartialEq + AddAssign + Mul<Output = Self> {
     fn load<S: Scalar>(v: S) -> Self;
     fn store<T: Scalar>(self) -> T;
     fn from_f64(v: f64) -> Self;
@@ -80,6 +80,63 @@ pub fn spmm<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize, c: &mut [T]) {
             spmm_acc::<T, f32, f32, F32_PANEL>(a, &b32, n, c)
         }
     }
+}
+
+/// SDDMM, C = alpha (A B^T) o spy(C) + beta C, into `values` (C's nnz values in entry order; read only where beta is
+/// not 0): for each stored entry (i, j) of `pattern` (CSR m x n; its values are not read) the dot product of row i of
+/// `a` (m x k, row-major) with row j of `b` (n x k, row-major), summed in f32 (f64 for f64) in k order with fused
+/// multiply-adds, then scaled and added as the GPU's epilogue does, rounded once to T. Rows run in parallel.
+pub fn sddmm<T: Scalar>(pattern: CsMatView<T>, a: &[T], b: &[T], k: usize, alpha: f32, beta: f32, values: &mut [T]) {
+    assert!(pattern.is_csr(), "backend expects CSR");
+    let (m, n) = pattern.shape();
+    assert_eq!(a.len(), m * k, "A must be m x k");
+    assert_eq!(b.len(), n * k, "B must be n x k");
+    assert_eq!(values.len(), pattern.nnz(), "C's values must be nnz long");
+    match T::DTYPE {
+        DType::F64 => sddmm_acc::<T, f64>(pattern, a, b, k, alpha, beta, values),
+        _ => sddmm_acc::<T, f32>(pattern, a, b, k, alpha, beta, values),
+    }
+}
+
+/// [`sddmm`] accumulating in `A`.
+fn sddmm_acc<T: Scalar, A: Acc>(
+    pattern: CsMatView<T>,
+    a: &[T],
+    b: &[T],
+    k: usize,
+    alpha: f32,
+    beta: f32,
+    values: &mut [T],
+) {
+    let indptr = pattern.proper_indptr();
+    let ind = pattern.indices();
+    let (alpha, beta) = (A::from_f64(alpha as f64), A::from_f64(beta as f64));
+    let one = A::from_f64(1.0);
+    // Each row's values are a chunk of their own.
+    let mut rows: Vec<&mut [T]> = Vec::with_capacity(indptr.len().saturating_sub(1));
+    let mut rest = values;
+    for w in indptr.windows(2) {
+        let (row, tail) = rest.split_at_mut(w[1] - w[0]);
+        rows.push(row);
+        rest = tail;
+    }
+    rows.into_par_iter().enumerate().for_each(|(i, out)| {
+        let a_row = &a[i * k..(i + 1) * k];
+        for (v, &j) in out.iter_mut().zip(&ind[indptr[i]..indptr[i + 1]]) {
+            let b_row = &b[j * k..(j + 1) * k];
+            let mut sum = A::default();
+            for (&x, &y) in a_row.iter().zip(b_row) {
+                sum = A::mul_add::<true>(A::load(x), A::load(y), sum);
+            }
+            if alpha != one {
+                sum = alpha * sum;
+            }
+            if beta != A::default() {
+                sum = A::mul_add::<true>(beta, A::load(*v), sum);
+            }
+            *v = sum.store();
+        }
+    });
 }
 
 /// C = ReLU(A * B + bias) into `c` (m x n, row-major, overwritten), `bias` one f32 per row: [`spmm_epilogue`] with

@@ -10,6 +10,79 @@ use crate::scalar::{DType, Scalar};
 use rayon::prelude::*;
 use sprs::{CsMat, CsMatView};
 
+/// The entries of (A B^T) o spy(C), SDDMM's product: for each stored entry (i, j) of `pattern` (CSR, m x n; its
+/// values are not read), the dot product of row i of `a` (m x k, row-major) with row j of `b` (n x k, row-major),
+/// summed in f64 in k order; returned in C's entry order, with the same sums of magnitudes (|A| |B|^T at the
+/// entries), which scale the rounding error.
+pub fn sddmm<T: Scalar>(pattern: CsMatView<T>, a: &[T], b: &[T], k: usize) -> (Vec<f64>, Vec<f64>) {
+    assert!(pattern.is_csr(), "oracle expects CSR");
+    let (m, n) = pattern.shape();
+    assert_eq!(a.len(), m * k, "A must be m x k");
+    assert_eq!(b.len(), n * k, "B must be n x k");
+    let indptr = pattern.proper_indptr();
+    let ind = pattern.indices();
+    let rows: Vec<Vec<(f64, f64)>> = (0..m)
+        .into_par_iter()
+        .map(|i| {
+            let a_row = &a[i * k..(i + 1) * k];
+            ind[indptr[i]..indptr[i + 1]]
+                .iter()
+                .map(|&j| {
+                    let b_row = &b[j * k..(j + 1) * k];
+                    let (mut dot, mut abs) = (0.0f64, 0.0f64);
+                    for (x, y) in a_row.iter().zip(b_row) {
+                        let (x, y) = (x.to_f64(), y.to_f64());
+                        dot += x * y;
+                        abs += (x * y).abs();
+                    }
+                    (dot, abs)
+                })
+                .collect()
+        })
+        .collect();
+    rows.into_iter().flatten().unzip()
+}
+
+/// SDDMM's reference: the oracle's entries of C ([`sddmm`]) and the bound a kernel that sums in f32 with FMAs (in
+/// any order, each entry's k products through at most k + 1 roundings) and stores T must meet: [`spmm_error_bound`]
+/// with each entry a row of k products.
+#[derive(Clone, Debug)]
+pub struct SddmmReference {
+    want: Vec<f64>,
+    bound: Vec<f64>,
+}
+
+impl SddmmReference {
+    /// The reference for C's entries of A B^T, `pattern` C's structure, `a` m x k and `b` n x k row-major.
+    pub fn new<T: Scalar>(pattern: CsMatView<T>, a: &[T], b: &[T], k: usize) -> Self {
+        let (want, abs) = sddmm(pattern, a, b, k);
+        let lens = vec![k; want.len()];
+        let u_acc = if T::DTYPE == DType::F64 { DType::F64 } else { DType::F32 }.unit_roundoff();
+        let bound = spmm_error_bound(&want, &abs, &lens, 1, u_acc, T::DTYPE.unit_roundoff());
+        SddmmReference { want, bound }
+    }
+
+    /// The reference for C = alpha A B^T o spy(C) + beta C0, `c0` C's values before the product as stored in T
+    /// (read only where `beta` is not 0): each bound through [`epilogue_reference`].
+    pub fn epilogue<T: Scalar>(&self, alpha: f32, beta: f32, c0: &[T]) -> Self {
+        let c0: Vec<f64> = c0.iter().map(|v| v.to_f64()).collect();
+        let scalars = EpilogueScalars { alpha, beta, c0: &c0, bias: None };
+        let (want, bound) = epilogue_reference(&self.want, &self.bound, &scalars, 1, T::DTYPE);
+        SddmmReference { want, bound }
+    }
+
+    /// The oracle's entries of C, in C's entry order.
+    pub fn want(&self) -> &[f64] {
+        &self.want
+    }
+
+    /// `got` (C's values, stored as T) against the oracle ([`compare_stored`] with T's range).
+    pub fn compare<T: Scalar>(&self, got: &[T]) -> Comparison {
+        let got: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
+        compare_stored(&got, &self.want, &self.bound, T::DTYPE)
+    }
+}
+
 /// C = A (m x k, CSR) * B (k x n, row-major), returned m x n row-major.
 pub fn spmm<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize) -> Vec<f64> {
     spmm_mapped(a, b, n, |v| v)

@@ -1,0 +1,355 @@
+//! SDDMM, the sampled dense-dense product: C = alpha (A B^T) o spy(C) + beta C, with A (m x k) and B (n x k)
+//! dense row-major and C (m x n) a CSR matrix whose stored entries say where the product is wanted: each entry
+//! (i, j) of C becomes the dot product of row i of A with row j of B. It is the weight gradient of a sparse
+//! layer, dW = (dY X^T) o spy(W) with dY m x n and X k x n both row-major (the products' own C and B), beside the
+//! forward product Y = W X ([`crate::spmm_auto`]) and the input gradient dX = W^T dY ([`DeviceCsr::transposed`]).
+//! cuSPARSE's `cusparseSDDMM` computes the same ([`crate::baseline::cusparse::CusparseSddmm`]).
+//!
+//! C's values are written in place on the device, as [`DeviceCsr::update_values`] writes them: the tensor-core
+//! blocks C has built and its kept transpose follow, and its structure, statistics and plans stay.
+//!
+//! ```no_run
+//! use tilesparse::{gen, Gpu, DeviceCsr, DeviceDense};
+//! let gpu = Gpu::new(0)?;
+//! let w = gen::uniform_random(512, 1024, 0.1, 7);
+//! let dy = DeviceDense::upload(&gpu, 512, 64, &gen::dense_matrix(512, 64, 8))?;
+//! let x = DeviceDense::upload(&gpu, 1024, 64, &gen::dense_matrix(1024, 64, 9))?;
+//! // dW: W's structure, its values overwritten with (dY X^T) at W's entries.
+//! let mut dw = DeviceCsr::upload(&gpu, w.view())?;
+//! tilesparse::sddmm_auto(&gpu, &dy, &x, &mut dw)?;
+//! # Ok::<(), tilesparse::Error>(())
+//! ```
+
+use cudarc::driver::{DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+
+use crate::csr::DeviceCsr;
+use crate::dense::DeviceDense;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::kernels::{Family, KERNELS_BUILT};
+use crate::scalar::{DType, Scalar};
+
+/// The arguments of every SDDMM kernel, mirrored field for field by `SddmmParams` in cuda/common/params.cuh.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SddmmParams {
+    m: i32,
+    n: i32,
+    k: i32,
+    nnz: i32,
+    row_offsets: u64,
+    column_indices: u64,
+    lhs: u64,
+    rhs: u64,
+    values: u64,
+    alpha: f32,
+    beta: f32,
+}
+const _: () = assert!(std::mem::size_of::<SddmmParams>() == 64, "SddmmParams must match cuda/common/params.cuh");
+// SAFETY: plain old data with the C layout the kernel expects.
+unsafe impl cudarc::driver::DeviceRepr for SddmmParams {}
+
+/// Entries each group of lanes takes in turn (`kSddmmEntries` in cuda/sddmm/sddmm.cu).
+const ENTRIES_PER_GROUP: usize = 4;
+/// Threads per block (`kSddmmThreads`).
+const THREADS: usize = 256;
+
+/// One compiled SDDMM kernel (cuda/sddmm/sddmm.cu, `sddmm_kernel<T, kVector, kLanes>`): a warp takes a run of
+/// consecutive entries of C, `lanes_per_entry` lanes per entry, each lane loading `vector_width` elements of A's
+/// and B's rows at a time and striding over k; the lanes of an entry then add their partial sums. Every valid
+/// config is compiled ([`SddmmConfig::compiled`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SddmmConfig {
+    /// The storage type of A, B and C (f32, f16 or bf16; the sums are f32 for all three).
+    pub dtype: DType,
+    /// Elements per load of a row of A or B: 1, 2 or 4 for f32, also 8 for f16 and bf16 (16 bytes at most). It
+    /// must divide k.
+    pub vector_width: usize,
+    /// Lanes that share one entry's dot product: 1, 2, 4, 8, 16 or 32.
+    pub lanes_per_entry: usize,
+}
+
+impl SddmmConfig {
+    /// The lanes per entry every type is compiled with.
+    pub const LANES: [usize; 6] = [1, 2, 4, 8, 16, 32];
+
+    /// The kernel's name, e.g. `sddmm_f32_v4_l8`: the only place one is built.
+    pub fn kernel_name(&self) -> String {
+        format!("sddmm_{}_v{}_l{}", self.dtype.name(), self.vector_width, self.lanes_per_entry)
+    }
+
+    /// The kernel template's rules (cuda/sddmm/sddmm.cu's `static_assert`s and the types compiled), with their
+    /// messages: [`Error::UnsupportedDtype`] for f64, else [`Error::InvalidConfig`].
+    pub fn validate(&self) -> Result<()> {
+        if self.dtype == DType::F64 {
+            return Err(Error::UnsupportedDtype { dtype: self.dtype, op: "SDDMM" });
+        }
+        let rule = |rule: &str| Err(Error::InvalidConfig { config: self.kernel_name(), rule: rule.to_string() });
+        if !Self::LANES.contains(&self.lanes_per_entry) {
+            return rule("kLanes must be a power of two <= 32");
+        }
+        let bytes = self.vector_width * self.dtype.size();
+        if !self.vector_width.is_power_of_two() || bytes > 16 {
+            return rule("a vector access moves at most 16 bytes (vector_width a power of two)");
+        }
+        Ok(())
+    }
+
+    /// Every config compiled into this build, for each type: the vector widths up to 16 bytes times
+    /// [`SddmmConfig::LANES`] (empty without kernels).
+    pub fn compiled() -> Vec<SddmmConfig> {
+        if !KERNELS_BUILT {
+            return Vec::new();
+        }
+        [DType::F32, DType::F16, DType::Bf16]
+            .into_iter()
+            .flat_map(|dtype| {
+                let widths = (0..).map(|p| 1usize << p).take_while(move |w| w * dtype.size() <= 16);
+                widths.flat_map(move |vector_width| {
+                    Self::LANES.into_iter().map(move |lanes_per_entry| SddmmConfig {
+                        dtype,
+                        vector_width,
+                        lanes_per_entry,
+                    })
+                })
+            })
+            .collect()
+    }
+
+    /// The compiled configs for one type.
+    pub fn compiled_for(dtype: DType) -> Vec<SddmmConfig> {
+        Self::compiled().into_iter().filter(|c| c.dtype == dtype).collect()
+    }
+
+    /// The config [`sddmm_auto`] runs for an inner dimension k: the widest vector (up to 16 bytes) that divides k,
+    /// and as many lanes per entry as cover 32 bytes of a row per step (one memory sector), but no more than k
+    /// needs. A pure function.
+    pub fn select(k: usize, dtype: DType) -> SddmmConfig {
+        let max_width = (16 / dtype.size()).max(1);
+        let mut vector_width = max_width;
+        while vector_width > 1 && k % vector_width != 0 {
+            vector_width /= 2;
+        }
+        let sector_lanes = (32 / (vector_width * dtype.size())).max(1);
+        let needed = k.div_ceil(vector_width).max(1).next_power_of_two();
+        let lanes_per_entry = sector_lanes.min(needed).min(32);
+        SddmmConfig { dtype, vector_width, lanes_per_entry }
+    }
+}
+
+/// C = (A B^T) o spy(C) with the given config: A (m x k) and B (n x k) row-major, C (m x n) CSR, each stored entry
+/// of C overwritten with its dot product. See [`sddmm_with`] for the errors.
+pub fn sddmm<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceDense<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceCsr<T>,
+    config: &SddmmConfig,
+) -> Result<()> {
+    sddmm_with(gpu, a, b, c, config, 1.0, 0.0)
+}
+
+/// C = (A B^T) o spy(C) with [`SddmmConfig::select`]'s config for A's k and T; returns the config.
+pub fn sddmm_auto<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceDense<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceCsr<T>,
+) -> Result<SddmmConfig> {
+    sddmm_auto_with(gpu, a, b, c, 1.0, 0.0)
+}
+
+/// [`sddmm_with`] with [`SddmmConfig::select`]'s config; returns the config.
+pub fn sddmm_auto_with<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceDense<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceCsr<T>,
+    alpha: f32,
+    beta: f32,
+) -> Result<SddmmConfig> {
+    if T::DTYPE == DType::F64 {
+        return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "SDDMM" });
+    }
+    let config = SddmmConfig::select(a.cols(), T::DTYPE);
+    sddmm_with(gpu, a, b, c, &config, alpha, beta)?;
+    Ok(config)
+}
+
+/// C = alpha (A B^T) o spy(C) + beta C with the given config, the sums in f32 and each entry rounded once to T
+/// (C's old values are not read where beta is 0, so they may hold anything). Queued on [`Gpu::stream`] with no
+/// synchronisation. Everything is checked before anything is written:
+/// - [`Error::WrongGpu`] for an operand of another handle;
+/// - [`Error::UnsupportedDtype`] for f64, [`Error::InvalidConfig`] for a config that breaks a rule or is for
+///   another type;
+/// - [`Error::ShapeMismatch`] unless A is m x k, B n x k and C m x n;
+/// - [`Error::Unsupported`] where the vector width does not divide k (naming the config [`SddmmConfig::select`]
+///   would run), and [`Error::TooLarge`] for a k the kernels' 32-bit indices cannot step over;
+/// - [`Error::KernelsNotBuilt`] in a build without kernels.
+///
+/// C's tensor-core blocks and kept transpose take the new values ([`DeviceCsr::update_values`]), and
+/// [`DeviceCsr::holds_non_finite`] becomes None.
+pub fn sddmm_with<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceDense<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceCsr<T>,
+    config: &SddmmConfig,
+    alpha: f32,
+    beta: f32,
+) -> Result<()> {
+    a.check_gpu(gpu, "A")?;
+    b.check_gpu(gpu, "B")?;
+    c.check_gpu(gpu, "C")?;
+    config.validate()?;
+    if config.dtype != T::DTYPE {
+        return Err(Error::InvalidConfig {
+            config: config.kernel_name(),
+            rule: format!("config is for {} but the operands are {}", config.dtype, T::DTYPE),
+        });
+    }
+    let k = a.cols();
+    if b.cols() != k || a.rows() != c.rows() || b.rows() != c.cols() {
+        return Err(Error::ShapeMismatch(format!(
+            "SDDMM takes A m x k, B n x k and C m x n; got A {}x{}, B {}x{}, C {}x{}",
+            a.rows(),
+            a.cols(),
+            b.rows(),
+            b.cols(),
+            c.rows(),
+            c.cols()
+        )));
+    }
+    // A lane's position in k steps past k by at most 32 lanes of 8 elements before its loop ends.
+    if k > i32::MAX as usize - 256 {
+        return Err(Error::TooLarge(format!("k = {k}: the SDDMM kernels index k with i32")));
+    }
+    if k % config.vector_width != 0 {
+        return Err(Error::Unsupported {
+            config: config.kernel_name(),
+            reason: format!(
+                "its vector width {} does not divide k = {k} (a vector would straddle two rows); {} runs it \
+                 (sddmm_auto chooses it)",
+                config.vector_width,
+                SddmmConfig::select(k, T::DTYPE).kernel_name()
+            ),
+        });
+    }
+    let function = gpu.function(Family::Sddmm, &config.kernel_name())?;
+    let nnz = c.nnz();
+    if nnz == 0 {
+        return Ok(());
+    }
+    let warp_entries = 32 / config.lanes_per_entry * ENTRIES_PER_GROUP;
+    let blocks = nnz.div_ceil(warp_entries).div_ceil(THREADS / 32);
+    let launch =
+        LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS as u32, 1, 1), shared_mem_bytes: 0 };
+    let stream = gpu.stream().clone();
+    let (m, n) = (c.rows(), c.cols());
+    c.update_values_with_structure(gpu, |row_offsets, column_indices, values| {
+        let (ro, _g1) = row_offsets.device_ptr(&stream);
+        let (ci, _g2) = column_indices.device_ptr(&stream);
+        let (lhs, _g3) = a.data.device_ptr(&stream);
+        let (rhs, _g4) = b.data.device_ptr(&stream);
+        let (out, _g5) = values.device_ptr_mut(&stream);
+        let params = SddmmParams {
+            m: m as i32,
+            n: n as i32,
+            k: k as i32,
+            nnz: nnz as i32,
+            row_offsets: ro,
+            column_indices: ci,
+            lhs,
+            rhs,
+            values: out,
+            alpha,
+            beta,
+        };
+        // SAFETY: C's structure was validated when it was made (a row pointer of m + 1 nondecreasing offsets ending
+        // at nnz, column indices below n), A holds m x k and B n x k elements (checked above), the kernel reads
+        // rows of A and B at those indices and writes C's nnz values (the view's length), each by one lane; k is
+        // a multiple of the vector width and cudarc's allocations are aligned to 256 bytes, so every vector load
+        // is aligned; m, n and nnz fit i32 (a DeviceCsr's), and so does k (checked above).
+        unsafe { stream.launch_builder(&function).arg(&params).launch(launch) }
+            .map_err(Error::driver("launching the SDDMM kernel", 0))?;
+        Ok::<(), Error>(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SddmmConfig;
+    use crate::DType;
+
+    #[test]
+    fn select_takes_the_widest_dividing_vector_and_a_sector_of_lanes() {
+        let pick = |k, dtype| {
+            let c = SddmmConfig::select(k, dtype);
+            (c.vector_width, c.lanes_per_entry)
+        };
+        assert_eq!(pick(64, DType::F32), (4, 2));
+        assert_eq!(pick(30, DType::F32), (2, 4));
+        assert_eq!(pick(33, DType::F32), (1, 8));
+        assert_eq!(pick(3, DType::F32), (1, 4));
+        assert_eq!(pick(1, DType::F32), (1, 1));
+        assert_eq!(pick(0, DType::F32), (4, 1));
+        assert_eq!(pick(64, DType::F16), (8, 2));
+        assert_eq!(pick(12, DType::Bf16), (4, 4));
+        for k in 0..300 {
+            for dtype in [DType::F32, DType::F16, DType::Bf16] {
+                let c = SddmmConfig::select(k, dtype);
+                c.validate().unwrap();
+                assert_eq!(k % c.vector_width, 0, "k = {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn validate_repeats_the_kernel_rules() {
+        let ok = SddmmConfig { dtype: DType::F16, vector_width: 8, lanes_per_entry: 32 };
+        ok.validate().unwrap();
+        let bad = [
+            SddmmConfig { dtype: DType::F32, vector_width: 8, ..ok },
+            SddmmConfig { vector_width: 3, ..ok },
+            SddmmConfig { lanes_per_entry: 64, ..ok },
+            SddmmConfig { lanes_per_entry: 3, ..ok },
+        ];
+        for c in bad {
+            assert!(matches!(c.validate(), Err(crate::Error::InvalidConfig { .. })), "{c:?}");
+        }
+        assert!(matches!(
+            SddmmConfig { dtype: DType::F64, vector_width: 1, lanes_per_entry: 1 }.validate(),
+            Err(crate::Error::UnsupportedDtype { .. })
+        ));
+    }
+
+    #[test]
+    fn the_compiled_configs_are_the_kernel_file() {
+        // cuda/sddmm/sddmm.cu instantiates every (type, vector width) this lists at every lane count, and no other.
+        let source = include_str!("../cuda/sddmm/sddmm.cu");
+        let mut instantiated: Vec<(String, usize)> = source
+            .lines()
+            .filter_map(|l| l.strip_prefix("TILESPARSE_SDDMM_LANES(")?.strip_suffix(')').map(str::to_string))
+            .map(|args| {
+                let f: Vec<&str> = args.split(", ").collect();
+                (f[0].to_string(), f[2].parse().unwrap())
+            })
+            .collect();
+        instantiated.sort();
+        assert_eq!(instantiated.len(), 11, "{instantiated:?}");
+        let mut listed: Vec<(String, usize)> = SddmmConfig::compiled()
+            .iter()
+            .filter(|c| c.lanes_per_entry == 1)
+            .map(|c| (c.dtype.name().to_string(), c.vector_width))
+            .collect();
+        listed.sort();
+        if crate::kernels::KERNELS_BUILT {
+            assert_eq!(listed, instantiated);
+            assert_eq!(SddmmConfig::compiled().len(), 11 * SddmmConfig::LANES.len());
+        }
+        assert!(source.contains("TILESPARSE_SDDMM(sddmm_##DTYPE##_v##VECTOR##_l32, T, VECTOR, 32)"));
+        for c in SddmmConfig::compiled() {
+            c.validate().unwrap();
+        }
+    }
+}
