@@ -49,15 +49,15 @@ const _: () = assert!(std::mem::size_of::<SddmmParams>() == 64, "SddmmParams mus
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SddmmParams {}
 
-/// Entries each group of lanes takes in turn (`kSddmmEntries` in cuda/sddmm/sddmm.cu).
+/// Entries each group of lanes takes in turn (`TILESPARSE_SDDMM_ENTRIES` in cuda/sddmm/sddmm.cu).
 const ENTRIES_PER_GROUP: usize = 4;
 /// Threads per block (`kSddmmThreads`).
 const THREADS: usize = 256;
 
-/// One compiled SDDMM kernel (cuda/sddmm/sddmm.cu, `sddmm_kernel<T, kVector, kLanes>`): a warp takes a run of
-/// consecutive entries of C, `lanes_per_entry` lanes per entry, each lane loading `vector_width` elements of A's
-/// and B's rows at a time and striding over k; the lanes of an entry then add their partial sums. Every valid
-/// config is compiled ([`SddmmConfig::compiled`]).
+/// One compiled SDDMM kernel (cuda/sddmm/sddmm.cu, `sddmm_kernel<T, kVector, kLanes, kEntries, kRuns>`): a warp
+/// takes `runs_per_warp` runs of consecutive entries of C in turn, `lanes_per_entry` lanes per entry, each lane
+/// loading `vector_width` elements of A's and B's rows at a time and striding over k; the lanes of an entry then add
+/// their partial sums. Every valid config is compiled ([`SddmmConfig::compiled`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SddmmConfig {
     /// The storage type of A, B and C (f32, f16 or bf16; the sums are f32 for all three).
@@ -67,15 +67,20 @@ pub struct SddmmConfig {
     pub vector_width: usize,
     /// Lanes that share one entry's dot product: 1, 2, 4, 8, 16 or 32.
     pub lanes_per_entry: usize,
+    /// Runs of 4 x 32 / `lanes_per_entry` consecutive entries each warp takes in turn: 1 or 4 (the rows of a later
+    /// run are found from the last one's, so the row pointer's binary search is paid once per warp).
+    pub runs_per_warp: usize,
 }
 
 impl SddmmConfig {
     /// The lanes per entry every type is compiled with.
     pub const LANES: [usize; 6] = [1, 2, 4, 8, 16, 32];
+    /// The runs per warp every type is compiled with.
+    pub const RUNS: [usize; 2] = [1, 4];
 
-    /// The kernel's name, e.g. `sddmm_f32_v4_l8`: the only place one is built.
+    /// The kernel's name, e.g. `sddmm_f32_v4_l8_r4`: the only place one is built.
     pub fn kernel_name(&self) -> String {
-        format!("sddmm_{}_v{}_l{}", self.dtype.name(), self.vector_width, self.lanes_per_entry)
+        format!("sddmm_{}_v{}_l{}_r{}", self.dtype.name(), self.vector_width, self.lanes_per_entry, self.runs_per_warp)
     }
 
     /// The kernel template's rules (cuda/sddmm/sddmm.cu's `static_assert`s and the types compiled), with their
@@ -88,6 +93,9 @@ impl SddmmConfig {
         if !Self::LANES.contains(&self.lanes_per_entry) {
             return rule("kLanes must be a power of two <= 32");
         }
+        if !Self::RUNS.contains(&self.runs_per_warp) {
+            return rule("runs per warp must be 1 or 4 (the compiled TILESPARSE_SDDMM_RUNS)");
+        }
         let bytes = self.vector_width * self.dtype.size();
         if !self.vector_width.is_power_of_two() || bytes > 16 {
             return rule("a vector access moves at most 16 bytes (vector_width a power of two)");
@@ -96,7 +104,7 @@ impl SddmmConfig {
     }
 
     /// Every config compiled into this build, for each type: the vector widths up to 16 bytes times
-    /// [`SddmmConfig::LANES`] (empty without kernels).
+    /// [`SddmmConfig::LANES`] times [`SddmmConfig::RUNS`] (empty without kernels).
     pub fn compiled() -> Vec<SddmmConfig> {
         if !KERNELS_BUILT {
             return Vec::new();
@@ -106,10 +114,13 @@ impl SddmmConfig {
             .flat_map(|dtype| {
                 let widths = (0..).map(|p| 1usize << p).take_while(move |w| w * dtype.size() <= 16);
                 widths.flat_map(move |vector_width| {
-                    Self::LANES.into_iter().map(move |lanes_per_entry| SddmmConfig {
-                        dtype,
-                        vector_width,
-                        lanes_per_entry,
+                    Self::LANES.into_iter().flat_map(move |lanes_per_entry| {
+                        Self::RUNS.into_iter().map(move |runs_per_warp| SddmmConfig {
+                            dtype,
+                            vector_width,
+                            lanes_per_entry,
+                            runs_per_warp,
+                        })
                     })
                 })
             })
@@ -133,7 +144,7 @@ impl SddmmConfig {
         let sector_lanes = (32 / (vector_width * dtype.size())).max(1);
         let needed = k.div_ceil(vector_width).max(1).next_power_of_two();
         let lanes_per_entry = sector_lanes.min(needed).min(32);
-        SddmmConfig { dtype, vector_width, lanes_per_entry }
+        SddmmConfig { dtype, vector_width, lanes_per_entry, runs_per_warp: 4 }
     }
 }
 
@@ -240,7 +251,7 @@ pub fn sddmm_with<T: Scalar>(
     if nnz == 0 {
         return Ok(());
     }
-    let warp_entries = 32 / config.lanes_per_entry * ENTRIES_PER_GROUP;
+    let warp_entries = 32 / config.lanes_per_entry * ENTRIES_PER_GROUP * config.runs_per_warp;
     let blocks = nnz.div_ceil(warp_entries).div_ceil(THREADS / 32);
     let launch =
         LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS as u32, 1, 1), shared_mem_bytes: 0 };
@@ -306,19 +317,20 @@ mod tests {
 
     #[test]
     fn validate_repeats_the_kernel_rules() {
-        let ok = SddmmConfig { dtype: DType::F16, vector_width: 8, lanes_per_entry: 32 };
+        let ok = SddmmConfig { dtype: DType::F16, vector_width: 8, lanes_per_entry: 32, runs_per_warp: 4 };
         ok.validate().unwrap();
         let bad = [
             SddmmConfig { dtype: DType::F32, vector_width: 8, ..ok },
             SddmmConfig { vector_width: 3, ..ok },
             SddmmConfig { lanes_per_entry: 64, ..ok },
             SddmmConfig { lanes_per_entry: 3, ..ok },
+            SddmmConfig { runs_per_warp: 2, ..ok },
         ];
         for c in bad {
             assert!(matches!(c.validate(), Err(crate::Error::InvalidConfig { .. })), "{c:?}");
         }
         assert!(matches!(
-            SddmmConfig { dtype: DType::F64, vector_width: 1, lanes_per_entry: 1 }.validate(),
+            SddmmConfig { dtype: DType::F64, vector_width: 1, lanes_per_entry: 1, runs_per_warp: 1 }.validate(),
             Err(crate::Error::UnsupportedDtype { .. })
         ));
     }
@@ -339,15 +351,22 @@ mod tests {
         assert_eq!(instantiated.len(), 11, "{instantiated:?}");
         let mut listed: Vec<(String, usize)> = SddmmConfig::compiled()
             .iter()
-            .filter(|c| c.lanes_per_entry == 1)
+            .filter(|c| c.lanes_per_entry == 1 && c.runs_per_warp == 1)
             .map(|c| (c.dtype.name().to_string(), c.vector_width))
             .collect();
         listed.sort();
         if crate::kernels::KERNELS_BUILT {
             assert_eq!(listed, instantiated);
-            assert_eq!(SddmmConfig::compiled().len(), 11 * SddmmConfig::LANES.len());
+            assert_eq!(SddmmConfig::compiled().len(), 11 * SddmmConfig::LANES.len() * SddmmConfig::RUNS.len());
         }
-        assert!(source.contains("TILESPARSE_SDDMM(sddmm_##DTYPE##_v##VECTOR##_l32, T, VECTOR, 32)"));
+        // Each (type, width) at every lane count, each at every run count.
+        for lanes in SddmmConfig::LANES {
+            assert!(source.contains(&format!("  TILESPARSE_SDDMM_RUNS(DTYPE, T, VECTOR, {lanes})")), "{lanes} lanes");
+        }
+        for runs in SddmmConfig::RUNS {
+            let line = format!("_r{runs}, T, VECTOR, LANES, {runs})");
+            assert!(source.contains(&line), "{runs} runs");
+        }
         for c in SddmmConfig::compiled() {
             c.validate().unwrap();
         }

@@ -65,7 +65,7 @@ fn assert_matches<T: Scalar>(what: &str, reference: &SddmmReference, got: &[T]) 
 
 fn every_config_of<T: Scalar>(gpu: &Gpu) -> usize {
     let configs = SddmmConfig::compiled_for(T::DTYPE);
-    assert_eq!(configs.len(), if T::DTYPE == DType::F32 { 18 } else { 24 });
+    assert_eq!(configs.len(), if T::DTYPE == DType::F32 { 36 } else { 48 });
     let mut runs = 0;
     for (name, pattern) in patterns() {
         let pattern: CsMat<T> = gen::convert(&pattern);
@@ -115,8 +115,8 @@ fn scalars_and_specials<T: Scalar>(gpu: &Gpu) {
     let b_dev = DeviceDense::upload(gpu, n, k, &b).unwrap();
     let mut c = DeviceCsr::upload(gpu, pattern.view()).unwrap();
     let reference = SddmmReference::new(pattern.view(), &a, &b, k);
-    for lanes in SddmmConfig::LANES {
-        let config = SddmmConfig { dtype: T::DTYPE, vector_width: 16 / T::DTYPE.size(), lanes_per_entry: lanes };
+    let widest = SddmmConfig::compiled_for(T::DTYPE).into_iter().filter(|c| c.vector_width == 16 / T::DTYPE.size());
+    for config in widest {
         for (alpha, beta) in [(0.5f32, -2.0f32), (1.0, 1.0), (-3.0, 0.0), (0.0, 0.25)] {
             c.set_values(gpu, &c0).unwrap();
             sddmm_with(gpu, &a_dev, &b_dev, &mut c, &config, alpha, beta).unwrap();
@@ -179,7 +179,7 @@ fn sddmm_refuses_bad_input() {
     // A vector that does not divide k names the config that runs it.
     let odd_a = DeviceDense::upload(&gpu, m, 6, &gen::dense_matrix(m, 6, 4)).unwrap();
     let odd_b = DeviceDense::upload(&gpu, n, 6, &gen::dense_matrix(n, 6, 5)).unwrap();
-    let wide = SddmmConfig { dtype: DType::F32, vector_width: 4, lanes_per_entry: 2 };
+    let wide = SddmmConfig { dtype: DType::F32, vector_width: 4, lanes_per_entry: 2, runs_per_warp: 4 };
     match sddmm(&gpu, &odd_a, &odd_b, &mut c, &wide) {
         Err(Error::Unsupported { reason, .. }) => assert!(reason.contains("sddmm_f32_v2_l"), "{reason}"),
         other => panic!("vector 4 over k = 6: {other:?}"),
@@ -187,6 +187,7 @@ fn sddmm_refuses_bad_input() {
     // Configs that break a rule, or are for another type.
     let invalid = |r: tilesparse::Result<()>| matches!(r, Err(Error::InvalidConfig { .. }));
     assert!(invalid(sddmm(&gpu, &a, &b, &mut c, &SddmmConfig { lanes_per_entry: 3, ..config })));
+    assert!(invalid(sddmm(&gpu, &a, &b, &mut c, &SddmmConfig { runs_per_warp: 3, ..config })));
     assert!(invalid(sddmm(&gpu, &a, &b, &mut c, &SddmmConfig { vector_width: 8, ..config })));
     assert!(invalid(sddmm(&gpu, &a, &b, &mut c, &SddmmConfig { dtype: DType::F16, ..config })));
     // f64 has no SDDMM kernel.
