@@ -51,6 +51,9 @@ unsafe impl cudarc::driver::DeviceRepr for SddmmParams {}
 
 /// Entries each group of lanes takes in turn (`TILESPARSE_SDDMM_ENTRIES` in cuda/sddmm/sddmm.cu).
 const ENTRIES_PER_GROUP: usize = 4;
+/// Warps that fill an H100 or H200 once at 8 per SM (132 SMs): below it [`SddmmConfig::select`] spreads entries
+/// over more lanes.
+const FILL_WARPS: usize = 132 * 8;
 /// Threads per block (`kSddmmThreads`).
 const THREADS: usize = 256;
 
@@ -132,19 +135,36 @@ impl SddmmConfig {
         Self::compiled().into_iter().filter(|c| c.dtype == dtype).collect()
     }
 
-    /// The config [`sddmm_auto`] runs for an inner dimension k: the widest vector (up to 16 bytes) that divides k,
-    /// and as many lanes per entry as cover 32 bytes of a row per step (one memory sector), but no more than k
-    /// needs. A pure function.
-    pub fn select(k: usize, dtype: DType) -> SddmmConfig {
+    /// The config [`sddmm_auto`] runs for an inner dimension k and `nnz` entries of C: a pure function, fitted to the
+    /// library's sweep of every config over the SDDMM suite in f32, f16 and bf16 (NOTES.md, SDDMM step 3: it keeps
+    /// 96% of the fastest config's speed on geometric mean, at worst 83%).
+    /// - The widest vector (up to 16 bytes) that divides k.
+    /// - Lanes per entry: half the vectors of a row of k, at most 8 for f32 and 4 for f16/bf16 (the 16-bit types
+    ///   do twice the products per vector), then doubled while a lane would walk more than 16 steps of k, and while
+    ///   the launch would have fewer than [`FILL_WARPS`] warps (matrices of a few thousand entries at the launch
+    ///   floor run fastest on 16-32 lanes).
+    /// - Four runs per warp from 2^20 entries, where the runs' shared row search pays (uniform 4096^2 at 80-90%:
+    ///   1.05x-1.2x); one below, where the lost parallelism costs more (up to 2x on the pruned weights).
+    pub fn select(k: usize, nnz: usize, dtype: DType) -> SddmmConfig {
         let max_width = (16 / dtype.size()).max(1);
         let mut vector_width = max_width;
         while vector_width > 1 && k % vector_width != 0 {
             vector_width /= 2;
         }
-        let sector_lanes = (32 / (vector_width * dtype.size())).max(1);
-        let needed = k.div_ceil(vector_width).max(1).next_power_of_two();
-        let lanes_per_entry = sector_lanes.min(needed).min(32);
-        SddmmConfig { dtype, vector_width, lanes_per_entry, runs_per_warp: 4 }
+        let vectors = k.div_ceil(vector_width).max(1);
+        let cap = if dtype.size() >= 4 { 8 } else { 4 };
+        let mut lanes = 1;
+        while lanes * 2 <= cap.min((vectors / 2).max(1)) {
+            lanes *= 2;
+        }
+        while vectors > 16 * lanes && lanes < 32 {
+            lanes *= 2;
+        }
+        while nnz < FILL_WARPS * (32 / lanes * ENTRIES_PER_GROUP) && lanes < 32 {
+            lanes *= 2;
+        }
+        let runs_per_warp = if nnz >= 1 << 20 { 4 } else { 1 };
+        SddmmConfig { dtype, vector_width, lanes_per_entry: lanes, runs_per_warp }
     }
 }
 
@@ -160,7 +180,7 @@ pub fn sddmm<T: Scalar>(
     sddmm_with(gpu, a, b, c, config, 1.0, 0.0)
 }
 
-/// C = (A B^T) o spy(C) with [`SddmmConfig::select`]'s config for A's k and T; returns the config.
+/// C = (A B^T) o spy(C) with [`SddmmConfig::select`]'s config for A's k, C's entries and T; returns the config.
 pub fn sddmm_auto<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceDense<T>,
@@ -182,7 +202,7 @@ pub fn sddmm_auto_with<T: Scalar>(
     if T::DTYPE == DType::F64 {
         return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "SDDMM" });
     }
-    let config = SddmmConfig::select(a.cols(), T::DTYPE);
+    let config = SddmmConfig::select(a.cols(), c.nnz(), T::DTYPE);
     sddmm_with(gpu, a, b, c, &config, alpha, beta)?;
     Ok(config)
 }
@@ -242,7 +262,7 @@ pub fn sddmm_with<T: Scalar>(
                 "its vector width {} does not divide k = {k} (a vector would straddle two rows); {} runs it \
                  (sddmm_auto chooses it)",
                 config.vector_width,
-                SddmmConfig::select(k, T::DTYPE).kernel_name()
+                SddmmConfig::select(k, c.nnz(), T::DTYPE).kernel_name()
             ),
         });
     }
@@ -293,24 +313,39 @@ mod tests {
     use crate::DType;
 
     #[test]
-    fn select_takes_the_widest_dividing_vector_and_a_sector_of_lanes() {
-        let pick = |k, dtype| {
-            let c = SddmmConfig::select(k, dtype);
-            (c.vector_width, c.lanes_per_entry)
+    fn select_follows_the_measured_rules() {
+        let pick = |k, nnz, dtype| {
+            let c = SddmmConfig::select(k, nnz, dtype);
+            (c.vector_width, c.lanes_per_entry, c.runs_per_warp)
         };
-        assert_eq!(pick(64, DType::F32), (4, 2));
-        assert_eq!(pick(30, DType::F32), (2, 4));
-        assert_eq!(pick(33, DType::F32), (1, 8));
-        assert_eq!(pick(3, DType::F32), (1, 4));
-        assert_eq!(pick(1, DType::F32), (1, 1));
-        assert_eq!(pick(0, DType::F32), (4, 1));
-        assert_eq!(pick(64, DType::F16), (8, 2));
-        assert_eq!(pick(12, DType::Bf16), (4, 4));
+        let (big, mid) = (3_355_437, 335_530);
+        // The sweep's fastest on uniform 4096^2 (step 3): f32 4 lanes at k = 32, 8 at k = 128-256.
+        assert_eq!(pick(32, big, DType::F32), (4, 4, 4));
+        assert_eq!(pick(128, mid, DType::F32), (4, 8, 1));
+        assert_eq!(pick(256, big, DType::F32), (4, 8, 4));
+        // f16 and bf16: 2 lanes at k = 32, 4 at k = 64-256.
+        assert_eq!(pick(32, big, DType::F16), (8, 2, 4));
+        assert_eq!(pick(256, mid, DType::Bf16), (8, 4, 1));
+        assert_eq!(pick(64, 176_947, DType::F16), (8, 4, 1));
+        // A lane walks at most 16 steps of k.
+        assert_eq!(pick(1024, big, DType::F32), (4, 16, 4));
+        assert_eq!(pick(4096, big, DType::F16), (8, 32, 4));
+        // A few thousand entries spread over more lanes.
+        assert_eq!(pick(256, 2_949, DType::F32), (4, 32, 1));
+        assert_eq!(pick(64, 14_746, DType::F32), (4, 16, 1));
+        // Narrow vectors where k has no wider divisor; k = 0 and 1.
+        assert_eq!(pick(30, big, DType::F32).0, 2);
+        assert_eq!(pick(33, big, DType::F32).0, 1);
+        assert_eq!(pick(12, big, DType::Bf16).0, 4);
+        assert_eq!(pick(1, 10, DType::F32), (1, 32, 1));
+        assert_eq!(pick(0, big, DType::F32), (4, 1, 4));
         for k in 0..300 {
-            for dtype in [DType::F32, DType::F16, DType::Bf16] {
-                let c = SddmmConfig::select(k, dtype);
-                c.validate().unwrap();
-                assert_eq!(k % c.vector_width, 0, "k = {k}");
+            for nnz in [0, 1, 1000, 100_000, 2_000_000] {
+                for dtype in [DType::F32, DType::F16, DType::Bf16] {
+                    let c = SddmmConfig::select(k, nnz, dtype);
+                    c.validate().unwrap();
+                    assert_eq!(k % c.vector_width, 0, "k = {k}");
+                }
             }
         }
     }

@@ -179,7 +179,7 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
         let t = time_op(gpu, opts.warmup, opts.iters, || sddmm(gpu, &a_dev, &b_dev, c, &config))?;
         Ok(SddmmEntry { name: config.kernel_name(), ms: Ok(t.median_ms()), mismatches })
     };
-    let auto = ours(SddmmConfig::select(k, T::DTYPE), &mut c)?;
+    let auto = ours(SddmmConfig::select(k, nnz, T::DTYPE), &mut c)?;
     let mut configs = Vec::new();
     if opts.all_configs {
         for config in SddmmConfig::compiled_for(T::DTYPE).into_iter().filter(|c| k % c.vector_width == 0) {

@@ -455,3 +455,80 @@ fn spmv_f64_keeps_f64_values_and_scalars() {
     std::fs::remove_dir_all(&dir).ok();
     assert_eq!(y, 0.1 * (0.1 * x), "x {x}: f32 rounding of 0.1 would be off by ~1e-9 relative");
 }
+
+/// `sddmm --verify`: C = alpha (A B^T) o spy(C) + beta C checked against the oracle's, on the GPU (the automatic
+/// choice, and a config named by --config) or on the CPU backend; with TILESPARSE_REQUIRE_GPU=1 on the GPU, with the
+/// config asked for.
+#[test]
+fn sddmm_runs_and_verifies_on_any_machine() {
+    let west = data("west0479.mtx.gz");
+    let cases: [(&str, &str, &str, &[&str], &str); 4] = [
+        ("f32", "auto", "64", &[], "C: uniform_300x200_d0.05, 300 x 200, "),
+        ("f16", "sddmm_f16_v8_l4_r1", "40", &["--alpha", "0.5", "--beta", "2"], "C = 0.5 * (A B^T) o spy(C) + 2 * C"),
+        ("bf16", "auto", "33", &[], "A: 300 x 33; B: 200 x 33"),
+        ("f32", "sddmm_f32_v2_l32_r4", "130", &["--matrix", &west], "west0479.mtx.gz, 479 x 479"),
+    ];
+    for (dtype, config, inner, extra, header) in cases {
+        let out = tilesparse()
+            .args(["sddmm", "--m", "300", "--k", "200", "--density", "0.05", "--inner", inner, "--iters", "3"])
+            .args(["--verify", "--dtype", dtype, "--config", config])
+            .args(extra)
+            .output()
+            .expect("running tilesparse");
+        check_verified_run(&out, config, header, &format!("sddmm {dtype} {config} {extra:?}"));
+    }
+}
+
+/// `sddmm` with a vector width that does not divide the inner dimension is an error naming the config that runs it, on
+/// any machine (the CPU backend would run it, the GPU would not); an unknown kernel name is one too.
+#[test]
+fn sddmm_refuses_a_config_that_cannot_run() {
+    let out = tilesparse()
+        .args(["sddmm", "--m", "50", "--k", "40", "--inner", "30", "--config", "sddmm_f32_v4_l2_r1"])
+        .output()
+        .expect("running tilesparse");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("does not divide k = 30") && stderr.contains("sddmm_f32_v2_l"), "{stderr}");
+    let out = tilesparse()
+        .args(["sddmm", "--m", "50", "--k", "40", "--inner", "32", "--config", "sddmm_f32_v8_l2_r1"])
+        .output()
+        .expect("running tilesparse");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("not an SDDMM kernel for f32"), "{stderr}");
+}
+
+/// `bench sddmm --matrix --gen --all-configs --verify`: the caller's structures at each inner dimension, every config
+/// that can run each one checked and timed, cuSPARSE's SDDMM (both forms of B) and cuBLAS's GEMM beside, table and JSON.
+#[test]
+fn bench_sddmm_runs_the_callers_matrices() {
+    let json = std::env::temp_dir().join(format!("tilesparse-cli-sddmm-{}.json", std::process::id()));
+    let out = tilesparse()
+        .args(["bench", "sddmm", "--matrix", &data("west0479.mtx.gz"), "--gen", "powerlaw:300x200:0.05"])
+        .args(["--k", "32,34", "--all-configs", "--verify", "--iters", "2", "--warmup", "1"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .expect("running tilesparse");
+    if !gpu_run_succeeded("bench_sddmm_runs_the_callers_matrices", "bench sddmm", &out) {
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let text = std::fs::read_to_string(&json).expect("the JSON report");
+    std::fs::remove_file(&json).ok();
+    assert!(stdout.contains("verified against the f64 oracle: 0 result(s) outside their bound"), "{stdout}");
+    let names = ["west0479_k32", "west0479_k34", "powerlaw_300x200_d0.05_k32", "powerlaw_300x200_d0.05_k34"];
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("\"problem\"")).collect();
+    assert_eq!(lines.len(), names.len(), "{text}");
+    for (line, name) in lines.iter().zip(names) {
+        assert!(stdout.lines().any(|l| l.starts_with(name)), "{name} missing from the table:\n{stdout}");
+        assert!(line.starts_with(&format!("{{\"problem\":\"{name}\"")), "{name} expected:\n{line}");
+        // Every config whose vector divides k: 36 of the f32 ones at k = 32, 24 (widths 1 and 2) at k = 34.
+        let configs = line.matches("\"name\":\"sddmm_f32_").count() - 1;
+        assert_eq!(configs, if name.ends_with("k32") { 36 } else { 24 }, "{name}:\n{line}");
+        let checked: Vec<&str> =
+            line.split("\"mismatches\":").skip(1).map(|r| r.split(['}', ',']).next().unwrap()).collect();
+        assert!(checked.len() > configs && checked.iter().all(|&m| m == "0"), "{name}: {checked:?}\n{line}");
+        let cusparse = line.split("\"cusparse\":[").nth(1).and_then(|r| r.split(']').next()).unwrap_or("");
+        assert!(cusparse.contains("\"ms\":"), "{name}: cuSPARSE did not run:\n{line}");
+    }
+}

@@ -167,7 +167,7 @@ fn sddmm_refuses_bad_input() {
     let b = DeviceDense::upload(&gpu, n, k, &gen::dense_matrix(n, k, seed(22))).unwrap();
     let mut c = DeviceCsr::upload(&gpu, pattern.view()).unwrap();
     let kept = |c: &DeviceCsr<f32>| c.download(&gpu).unwrap().data() == pattern.data();
-    let config = SddmmConfig::select(k, DType::F32);
+    let config = SddmmConfig::select(k, pattern.nnz(), DType::F32);
     let shape = |r: tilesparse::Result<()>| matches!(r, Err(Error::ShapeMismatch(_)));
     let a_short = DeviceDense::upload(&gpu, m - 1, k, &gen::dense_matrix(m - 1, k, 1)).unwrap();
     let b_wide = DeviceDense::upload(&gpu, n, k + 4, &gen::dense_matrix(n, k + 4, 2)).unwrap();
@@ -273,7 +273,7 @@ fn sddmm_records_and_replays() {
     let mut c = DeviceCsr::upload(&gpu, pattern.view()).unwrap();
     sddmm_auto(&gpu, &a, &b_dev, &mut c).unwrap();
     let (recording, config) = gpu.record(|g| sddmm_auto_with(g, &a, &b_dev, &mut c, 1.0, 0.0)).unwrap();
-    assert_eq!(config, SddmmConfig::select(k, DType::F32));
+    assert_eq!(config, SddmmConfig::select(k, pattern.nnz(), DType::F32));
     for round in 0..3 {
         let new_a = gen::dense_matrix(m, k, seed(43 + round));
         a.overwrite(&gpu, &new_a).unwrap();

@@ -269,7 +269,7 @@ struct SddmmArgs {
     /// Element type of A, B and C: f32, f16 or bf16 (the sums are f32).
     #[arg(long, default_value = "f32")]
     dtype: DType,
-    /// `auto` or a kernel name such as sddmm_f32_v4_l8 (vector width, lanes per entry).
+    /// `auto` or a kernel name such as sddmm_f32_v4_l8_r1 (vector width, lanes per entry, runs per warp).
     #[arg(long, default_value = "auto")]
     config: String,
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
@@ -815,12 +815,12 @@ fn run_sddmm_typed<T: Scalar>(args: SddmmArgs) -> Result<()> {
         T::DTYPE
     );
     let config = if args.config == "auto" {
-        SddmmConfig::select(k, T::DTYPE)
+        SddmmConfig::select(k, pattern.nnz(), T::DTYPE)
     } else {
         let found = SddmmConfig::compiled_for(T::DTYPE).into_iter().find(|c| c.kernel_name() == args.config);
         found.ok_or_else(|| Error::InvalidConfig {
             config: args.config.clone(),
-            rule: format!("not an SDDMM kernel for {} (sddmm_{}_v<vector>_l<lanes>)", T::DTYPE, T::DTYPE),
+            rule: format!("not an SDDMM kernel for {} (sddmm_{}_v<vector>_l<lanes>_r<1|4>)", T::DTYPE, T::DTYPE),
         })?
     };
     // A vector that does not divide k is refused on any machine, as the GPU refuses it.
@@ -830,7 +830,7 @@ fn run_sddmm_typed<T: Scalar>(args: SddmmArgs) -> Result<()> {
             reason: format!(
                 "its vector width {} does not divide k = {k}; {} runs it",
                 config.vector_width,
-                SddmmConfig::select(k, T::DTYPE).kernel_name()
+                SddmmConfig::select(k, pattern.nnz(), T::DTYPE).kernel_name()
             ),
         });
     }
