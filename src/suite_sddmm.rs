@@ -319,5 +319,5 @@ pub fn reports_to_json(reports: &[SddmmReport]) -> String {
             )
         })
         .collect();
-    format!("[{}]\n", items.join(",\n"))
+    format!("[\n{}\n]\n", items.join(",\n"))
 }
