@@ -141,8 +141,8 @@ impl SddmmConfig {
     /// - The widest vector (up to 16 bytes) that divides k.
     /// - Lanes per entry: half the vectors of a row of k, at most 8 for f32 and 4 for f16/bf16 (the 16-bit types
     ///   do twice the products per vector), then doubled while a lane would walk more than 16 steps of k, and while
-    ///   the launch would have fewer than [`FILL_WARPS`] warps (matrices of a few thousand entries at the launch
-    ///   floor run fastest on 16-32 lanes).
+    ///   the launch would have fewer than 1056 warps, 8 per SM of 132 (matrices of a few thousand entries at the
+    ///   launch floor run fastest on 16-32 lanes).
     /// - Four runs per warp from 2^20 entries, where the runs' shared row search pays (uniform 4096^2 at 80-90%:
     ///   1.05x-1.2x); one below, where the lost parallelism costs more (up to 2x on the pruned weights).
     pub fn select(k: usize, nnz: usize, dtype: DType) -> SddmmConfig {
