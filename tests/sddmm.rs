@@ -36,7 +36,8 @@ fn patterns() -> Vec<(&'static str, CsMat<f32>)> {
     ]
 }
 
-/// The inner dimensions: none (every entry 0), odd, prime, below and past a vector of every width and a warp's reach per step.
+/// The inner dimensions: none (every entry 0), odd, prime, below and past a vector of every width and a warp's reach
+/// per step.
 const KS: [usize; 9] = [0, 1, 3, 8, 30, 64, 97, 128, 264];
 
 /// C's values after `run` on a C poisoned before it, as T.
