@@ -215,7 +215,7 @@ pub fn sddmm_auto_with<T: Scalar>(
 ///   another type;
 /// - [`Error::ShapeMismatch`] unless A is m x k, B n x k and C m x n;
 /// - [`Error::Unsupported`] where the vector width does not divide k (naming the config [`SddmmConfig::select`]
-///   would run), and [`Error::TooLarge`] for a k the kernels' 32-bit indices cannot step over;
+///   would run), and [`Error::TooLarge`] for an m, nnz or k the kernels' 32-bit indices cannot step over;
 /// - [`Error::KernelsNotBuilt`] in a build without kernels.
 ///
 /// C's tensor-core blocks and kept transpose take the new values ([`DeviceCsr::update_values`]), and
@@ -251,10 +251,7 @@ pub fn sddmm_with<T: Scalar>(
             c.cols()
         )));
     }
-    // A lane's position in k steps past k by at most 32 lanes of 8 elements before its loop ends.
-    if k > i32::MAX as usize - 256 {
-        return Err(Error::TooLarge(format!("k = {k}: the SDDMM kernels index k with i32")));
-    }
+    check_sizes(c.rows(), c.nnz(), k)?;
     if k % config.vector_width != 0 {
         return Err(Error::Unsupported {
             config: config.kernel_name(),
@@ -307,9 +304,24 @@ pub fn sddmm_with<T: Scalar>(
     })
 }
 
+/// The kernels index with i32 and step past their bounds before they stop: a lane's position in k by at most 32
+/// lanes of 8 elements, a warp's entries by a run (at most 32 x 4 x 4), its row search by 32 rows. [`Error::TooLarge`]
+/// for m, nnz or k within those steps of i32::MAX (a [`DeviceCsr`] already keeps m and nnz within i32).
+fn check_sizes(m: usize, nnz: usize, k: usize) -> Result<()> {
+    let limit = |what: &str, value: usize, step: usize| {
+        if value > i32::MAX as usize - step {
+            return Err(Error::TooLarge(format!("{what} = {value}: the SDDMM kernels index it with i32")));
+        }
+        Ok(())
+    };
+    limit("k", k, 256)?;
+    limit("C's entries", nnz, 32 * ENTRIES_PER_GROUP * 4)?;
+    limit("C's rows", m, 32)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::SddmmConfig;
+    use super::{check_sizes, SddmmConfig};
     use crate::DType;
 
     #[test]
@@ -347,6 +359,15 @@ mod tests {
                     assert_eq!(k % c.vector_width, 0, "k = {k}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn sizes_the_kernels_cannot_step_over_are_too_large() {
+        let max = i32::MAX as usize;
+        assert!(check_sizes(max - 32, max - 512, max - 256).is_ok());
+        for (m, nnz, k) in [(max - 31, 0, 0), (0, max - 511, 0), (0, 0, max - 255)] {
+            assert!(matches!(check_sizes(m, nnz, k), Err(crate::Error::TooLarge(_))), "{m} {nnz} {k}");
         }
     }
 

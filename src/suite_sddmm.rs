@@ -71,6 +71,9 @@ pub fn sddmm_problems(
     ks: &[usize],
     filter: Option<&str>,
 ) -> Result<Vec<SddmmProblem>> {
+    if ks.contains(&0) {
+        return Err(crate::Error::Usage("--k 0: the bench needs an inner dimension of at least 1".into()));
+    }
     // The SpMM problems' checks are SDDMM's: A (m x k) and B (n x k) within i32 element offsets, as B (k x n) and C
     // (m x n) there; their names end in _n<k>, and the filter is applied to ours.
     let mut spmm = spmm_file_problems(paths, ks, None)?;

@@ -271,6 +271,12 @@ fn bad_arguments_are_clear_errors() {
     assert!(run(&["bench", "spmm", "--gen", "uniform:3000000000x64:0.1"]).contains("i32::MAX"));
     assert!(run(&["bench", "spmm", "--gen", "pruned:100000x100000:0.1"]).contains("i32::MAX"));
     assert!(run(&["bench", "spmm", "--gen", "uniform:64x64:0.1", "--n", "0"]).contains("n = 0"));
+    // bench sddmm: the same checks, for the inner dimension k.
+    assert!(run(&["bench", "sddmm", "--k", "64"]).contains("--k sets the inner dimensions"));
+    assert!(run(&["bench", "sddmm", "--gen", "uniform:64x64:0.1", "--k", "32,0"]).contains("--k 0"));
+    assert!(run(&["bench", "sddmm", "--matrix", pores, "--k", "100000000"]).contains("i32::MAX"));
+    assert!(run(&["bench", "sddmm", "--matrix", pores, "--dtype", "f64"]).contains("unsupported dtype f64"));
+    assert!(run(&["sddmm", "--m", "64", "--k", "64", "--dtype", "f64"]).contains("unsupported dtype f64"));
 }
 
 /// Whether a CLI run that needs the GPU succeeded. Only a machine without a GPU (or a build without kernels) may

@@ -897,6 +897,10 @@ fn bench_sddmm(
     verify: bool,
 ) -> Result<()> {
     let SuiteArgs { filter, warmup, iters, json } = args;
+    // The type, files, specs and inner dimensions are checked on any machine, before the GPU is asked for.
+    if dtype == DType::F64 {
+        return Err(Error::UnsupportedDtype { dtype, op: "bench sddmm (f32, f16, bf16)" });
+    }
     let problems = if matrices.is_empty() && generated.is_empty() {
         if !ks.is_empty() {
             return Err(Error::Usage(
