@@ -123,13 +123,10 @@ void build_coo(Run<T>& run, int tile) {
   run.tile = tile;
 }
 
-template <typename T, int V, int L, int E, int R>
-void time_variant(Run<T>& run, const char* type) {
-  const int warp_entries = 32 / L * E * R;
-  const int blocks = (int)(((long long)run.p.nnz + warp_entries - 1) / warp_entries + 7) / 8;
-  auto launch = [&] { probe_kernel<T, V, L, E, R><<<blocks, ts::kSddmmThreads>>>(run.p); };
-  cudaFuncAttributes attr;
-  CHECK(cudaFuncGetAttributes(&attr, probe_kernel<T, V, L, E, R>));
+/// The median of 30 event-timed launches after 5, and the largest difference of the values from the first variant's
+/// (which this call records when it is the first).
+template <typename T, typename Launch>
+std::pair<float, double> time_and_check(Run<T>& run, Launch launch) {
   for (int i = 0; i < 5; ++i) launch();
   CHECK(cudaDeviceSynchronize());
   std::vector<float> ms(30);
@@ -154,42 +151,30 @@ void time_variant(Run<T>& run, const char* type) {
       worst = std::max(worst, (double)std::fabs(ts_to_float(got[i]) - run.reference[i]));
     }
   }
-  std::printf("  %s v%d l%-2d e%d r%d csr %3d regs     %8.4f ms  %7.0f GFLOP/s  max diff %.2e\n", type, V, L, E, R,
-              attr.numRegs, ms[15],
-              2.0 * run.p.nnz * run.p.k / (ms[15] * 1e6), worst);
+  return {ms[15], worst};
 }
 
+template <typename T, int V, int L, int E, int R>
+void time_variant(Run<T>& run, const char* type) {
+  const int warp_entries = 32 / L * E * R;
+  const int blocks = (int)(((long long)run.p.nnz + warp_entries - 1) / warp_entries + 7) / 8;
+  cudaFuncAttributes attr;
+  CHECK(cudaFuncGetAttributes(&attr, probe_kernel<T, V, L, E, R>));
+  auto [ms, worst] = time_and_check(run, [&] { probe_kernel<T, V, L, E, R><<<blocks, ts::kSddmmThreads>>>(run.p); });
+  std::printf("  %s v%d l%-2d e%d r%d csr %3d regs     %8.4f ms  %7.0f GFLOP/s  max diff %.2e\n", type, V, L, E, R,
+              attr.numRegs, ms, 2.0 * run.p.nnz * run.p.k / (ms * 1e6), worst);
+}
 
 template <typename T, int V, int L, int E, int R>
 void time_coo(Run<T>& run, const char* type) {
   const int warp_entries = 32 / L * E * R;
   const int blocks = (int)(((long long)run.p.nnz + warp_entries - 1) / warp_entries + 7) / 8;
-  auto launch = [&] {
-    probe_coo_kernel<T, V, L, E, R><<<blocks, ts::kSddmmThreads>>>(run.p, run.rows_d, run.cols_d, run.dst_d);
-  };
   CHECK(cudaMemset(run.values, 0, sizeof(T) * run.p.nnz));
-  for (int i = 0; i < 5; ++i) launch();
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> ms(30);
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (auto& t : ms) {
-    cudaEventRecord(a);
-    launch();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    cudaEventElapsedTime(&t, a, b);
-  }
-  std::sort(ms.begin(), ms.end());
-  std::vector<T> got(run.p.nnz);
-  CHECK(cudaMemcpy(got.data(), run.values, sizeof(T) * got.size(), cudaMemcpyDeviceToHost));
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    worst = std::max(worst, (double)std::fabs(ts_to_float(got[i]) - run.reference[i]));
-  }
+  auto [ms, worst] = time_and_check(run, [&] {
+    probe_coo_kernel<T, V, L, E, R><<<blocks, ts::kSddmmThreads>>>(run.p, run.rows_d, run.cols_d, run.dst_d);
+  });
   std::printf("  %s v%d l%-2d e%d r%d coo tile %-4d       %8.4f ms  %7.0f GFLOP/s  max diff %.2e\n", type, V, L, E, R,
-              run.tile, ms[15], 2.0 * run.p.nnz * run.p.k / (ms[15] * 1e6), worst);
+              run.tile, ms, 2.0 * run.p.nnz * run.p.k / (ms * 1e6), worst);
 }
 
 template <typename T>

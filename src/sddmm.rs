@@ -239,18 +239,8 @@ pub fn sddmm_with<T: Scalar>(
             rule: format!("config is for {} but the operands are {}", config.dtype, T::DTYPE),
         });
     }
+    check_shapes(a, b, c)?;
     let k = a.cols();
-    if b.cols() != k || a.rows() != c.rows() || b.rows() != c.cols() {
-        return Err(Error::ShapeMismatch(format!(
-            "SDDMM takes A m x k, B n x k and C m x n; got A {}x{}, B {}x{}, C {}x{}",
-            a.rows(),
-            a.cols(),
-            b.rows(),
-            b.cols(),
-            c.rows(),
-            c.cols()
-        )));
-    }
     check_sizes(c.rows(), c.nnz(), k)?;
     if k % config.vector_width != 0 {
         return Err(Error::Unsupported {
@@ -302,6 +292,22 @@ pub fn sddmm_with<T: Scalar>(
             .map_err(Error::driver("launching the SDDMM kernel", 0))?;
         Ok::<(), Error>(())
     })
+}
+
+/// [`Error::ShapeMismatch`] unless A is m x k, B n x k and C m x n: SDDMM's shapes, here and in its cuSPARSE baseline.
+pub(crate) fn check_shapes<T: Scalar>(a: &DeviceDense<T>, b: &DeviceDense<T>, c: &DeviceCsr<T>) -> Result<()> {
+    if b.cols() != a.cols() || a.rows() != c.rows() || b.rows() != c.cols() {
+        return Err(Error::ShapeMismatch(format!(
+            "SDDMM takes A m x k, B n x k and C m x n; got A {}x{}, B {}x{}, C {}x{}",
+            a.rows(),
+            a.cols(),
+            b.rows(),
+            b.cols(),
+            c.rows(),
+            c.cols()
+        )));
+    }
+    Ok(())
 }
 
 /// The kernels index with i32 and step past their bounds before they stop: a lane's position in k by at most 32

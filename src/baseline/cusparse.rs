@@ -814,18 +814,8 @@ impl<'a> CusparseSddmm<'a> {
         c: &'a mut DeviceCsr<T>,
         form: SddmmForm,
     ) -> Result<Self> {
+        crate::sddmm::check_shapes(a, b, c)?;
         let k = a.cols();
-        if b.cols() != k || a.rows() != c.rows() || b.rows() != c.cols() {
-            return Err(Error::ShapeMismatch(format!(
-                "SDDMM takes A m x k, B n x k and C m x n; got A {}x{}, B {}x{}, C {}x{}",
-                a.rows(),
-                a.cols(),
-                b.rows(),
-                b.cols(),
-                c.rows(),
-                c.cols()
-            )));
-        }
         let c: &'a DeviceCsr<T> = c;
         let stream = gpu.stream();
         let a_d = DnMatDescr::new(a.rows(), k, a.data.device_ptr(stream).0, T::DTYPE, Layout::RowMajor)?;
