@@ -54,7 +54,7 @@ pub use error::{Error, Result};
 pub use gpu::Gpu;
 pub use record::Recording;
 pub use scalar::{DType, Scalar};
-pub use sddmm::{sddmm, sddmm_auto, sddmm_auto_with, sddmm_with, SddmmConfig};
+pub use sddmm::{sddmm, sddmm_auto, sddmm_auto_with, sddmm_planned, sddmm_with, SddmmConfig, SddmmPlan};
 pub use spgemm::{spgemm, SpgemmPlan};
 pub use spmm::{
     spmm, spmm_auto, spmm_auto_with, spmm_bias_relu, spmm_bias_relu_auto, spmm_concurrent, spmm_in_order, spmm_kernel,

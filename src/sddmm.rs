@@ -294,6 +294,292 @@ pub fn sddmm_with<T: Scalar>(
     })
 }
 
+/// The arguments of the tiled SDDMM kernels, mirrored field for field by `SddmmTiledParams` in
+/// cuda/common/params.cuh.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SddmmTiledParams {
+    m: i32,
+    n: i32,
+    k: i32,
+    nnz: i32,
+    tile_rows: i32,
+    a_stride: i32,
+    num_units: i32,
+    pad: i32,
+    units: u64,
+    segment_columns: u64,
+    segment_starts: u64,
+    entry_rows: u64,
+    entry_index: u64,
+    lhs: u64,
+    rhs: u64,
+    values: u64,
+    alpha: f32,
+    beta: f32,
+}
+const _: () =
+    assert!(std::mem::size_of::<SddmmTiledParams>() == 104, "SddmmTiledParams must match cuda/common/params.cuh");
+// SAFETY: plain old data with the C layout the kernel expects.
+unsafe impl cudarc::driver::DeviceRepr for SddmmTiledParams {}
+
+/// Vectors of a row of B each lane of a tiled kernel holds (`kSddmmMaxVectors` in cuda/sddmm/tiled.cuh).
+const TILED_MAX_VECTORS: usize = 8;
+/// The shared memory a tile of A may take: two blocks per SM on an H100 or H200.
+const TILED_SHARED_BYTES: usize = 96 * 1024;
+/// The lanes per entry the tiled kernels are compiled with.
+const TILED_LANES: [usize; 4] = [4, 8, 16, 32];
+
+/// A plan for the tiled SDDMM kernels ([`sddmm_planned`]) over one C's structure and one k: C's rows in tiles, each
+/// tile's entries ordered by column, so that one load of a row of B serves every entry of that column in the tile
+/// (6-12 of them in uniform 4096^2 at 80-90% with tiles of 94 rows at k = 256), and the tile's rows of A sit in shared
+/// memory. Built once on the host from one download of C's structure (its values may change: a weight being trained
+/// keeps its plan), like [`crate::SpmvPlan`].
+pub struct SddmmPlan {
+    matrix: u64,
+    dtype: DType,
+    k: usize,
+    lanes: usize,
+    tile_rows: usize,
+    num_units: usize,
+    units: cudarc::driver::CudaSlice<i32>,
+    segment_columns: cudarc::driver::CudaSlice<i32>,
+    segment_starts: cudarc::driver::CudaSlice<i32>,
+    entry_rows: cudarc::driver::CudaSlice<i32>,
+    entry_index: cudarc::driver::CudaSlice<i32>,
+}
+
+/// The host side of a plan: per segment its column and first entry, per entry (in the plan's order) its row in the
+/// tile and its index in C, per unit (tile, first segment, end segment).
+struct HostPlan {
+    units: Vec<i32>,
+    segment_columns: Vec<i32>,
+    segment_starts: Vec<i32>,
+    entry_rows: Vec<i32>,
+    entry_index: Vec<i32>,
+}
+
+/// Builds the plan's arrays from C's structure: tiles of `tile_rows` rows, each tile's entries by (column, row), each
+/// tile's segments cut into units of about `unit_entries` entries (whole segments).
+fn host_plan(row_offsets: &[i32], column_indices: &[i32], tile_rows: usize, unit_entries: usize) -> HostPlan {
+    use rayon::prelude::*;
+    let m = row_offsets.len().saturating_sub(1);
+    let tiles = m.div_ceil(tile_rows.max(1));
+    // Per tile: (segment columns, segment lengths, entry rows, entry indices).
+    type Tile = (Vec<i32>, Vec<i32>, Vec<i32>, Vec<i32>);
+    let per_tile: Vec<Tile> = (0..tiles)
+        .into_par_iter()
+        .map(|t| {
+            let (r0, r1) = (t * tile_rows, ((t + 1) * tile_rows).min(m));
+            let mut keyed: Vec<(i32, i32, i32)> = Vec::new();
+            for r in r0..r1 {
+                for e in row_offsets[r]..row_offsets[r + 1] {
+                    keyed.push((column_indices[e as usize], (r - r0) as i32, e));
+                }
+            }
+            keyed.sort_unstable();
+            let (mut columns, mut lengths) = (Vec::new(), Vec::new());
+            for &(c, _, _) in &keyed {
+                if columns.last() == Some(&c) {
+                    *lengths.last_mut().unwrap() += 1;
+                } else {
+                    columns.push(c);
+                    lengths.push(1);
+                }
+            }
+            (columns, lengths, keyed.iter().map(|x| x.1).collect(), keyed.iter().map(|x| x.2).collect())
+        })
+        .collect();
+    let mut plan = HostPlan {
+        units: Vec::new(),
+        segment_columns: Vec::new(),
+        segment_starts: vec![0],
+        entry_rows: Vec::with_capacity(column_indices.len()),
+        entry_index: Vec::with_capacity(column_indices.len()),
+    };
+    for (t, (columns, lengths, rows, index)) in per_tile.into_iter().enumerate() {
+        let mut unit_start = plan.segment_columns.len();
+        let mut in_unit = 0;
+        for (c, l) in columns.into_iter().zip(lengths) {
+            plan.segment_columns.push(c);
+            plan.segment_starts.push(plan.segment_starts.last().unwrap() + l);
+            in_unit += l as usize;
+            if in_unit >= unit_entries {
+                plan.units.extend([t as i32, unit_start as i32, plan.segment_columns.len() as i32]);
+                unit_start = plan.segment_columns.len();
+                in_unit = 0;
+            }
+        }
+        if in_unit > 0 {
+            plan.units.extend([t as i32, unit_start as i32, plan.segment_columns.len() as i32]);
+        }
+        plan.entry_rows.extend(rows);
+        plan.entry_index.extend(index);
+    }
+    plan
+}
+
+impl SddmmPlan {
+    /// The plan for C's structure and inner dimension k, with the tile that fills [`TILED_SHARED_BYTES`] (at most 256
+    /// rows). [`Error::Unsupported`] where the tiled kernels cannot take k (a multiple of a 16-byte vector, at most 8
+    /// vectors per lane of 32: 1024 for f32, 2048 for f16/bf16; [`sddmm()`] takes any k), [`Error::UnsupportedDtype`]
+    /// for f64, [`Error::WrongGpu`] for another handle's C.
+    pub fn new<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize) -> Result<Self> {
+        Self::with_tile_rows(gpu, c, k, None)
+    }
+
+    /// [`SddmmPlan::new`] with tiles of `tile_rows` rows (None: the largest that fits), for tests and measurements.
+    /// [`Error::Unsupported`] for a tile of 0 rows or one past the shared memory.
+    pub fn with_tile_rows<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize, tile_rows: Option<usize>) -> Result<Self> {
+        c.check_gpu(gpu, "C")?;
+        if T::DTYPE == DType::F64 {
+            return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "SDDMM" });
+        }
+        let vector = 16 / T::DTYPE.size();
+        let Some(&lanes) = TILED_LANES.iter().find(|&&l| k <= TILED_MAX_VECTORS * l * vector) else {
+            return Err(Error::Unsupported {
+                config: format!("sddmm_tiled_{}", T::DTYPE),
+                reason: format!("k = {k} is past {}; sddmm() takes any k", TILED_MAX_VECTORS * 32 * vector),
+            });
+        };
+        if k % vector != 0 {
+            return Err(Error::Unsupported {
+                config: format!("sddmm_tiled_{}", T::DTYPE),
+                reason: format!("k = {k} is not a multiple of {vector} (16 bytes); sddmm() takes any k"),
+            });
+        }
+        check_sizes(c.rows(), c.nnz(), k)?;
+        let largest = (TILED_SHARED_BYTES / ((k + vector) * T::DTYPE.size())).clamp(1, 256);
+        let tile_rows = tile_rows.unwrap_or(largest);
+        if tile_rows == 0 || tile_rows > largest {
+            return Err(Error::Unsupported {
+                config: format!("sddmm_tiled_{}", T::DTYPE),
+                reason: format!("tiles of {tile_rows} rows: 1 to {largest} fit the shared memory at k = {k}"),
+            });
+        }
+        let (row_offsets, column_indices, _) = c.device_parts();
+        let row_offsets: Vec<i32> =
+            crate::csr::download_slice(gpu, &row_offsets.slice(..c.rows() + 1), "an SDDMM plan")?;
+        let column_indices: Vec<i32> = if c.nnz() > 0 {
+            crate::csr::download_slice(gpu, &column_indices.slice(..c.nnz()), "an SDDMM plan")?
+        } else {
+            Vec::new()
+        };
+        // Units of about nnz / (4 x 132) entries: four per SM of an H100 or H200, at least 256 and at most 8192 each.
+        let unit_entries = (c.nnz() / (4 * 132)).clamp(256, 8192);
+        let host = host_plan(&row_offsets, &column_indices, tile_rows, unit_entries);
+        let up = |v: &[i32]| crate::csr::upload_slice(gpu, v, "uploading an SDDMM plan");
+        Ok(SddmmPlan {
+            matrix: c.id(),
+            dtype: T::DTYPE,
+            k,
+            lanes,
+            tile_rows,
+            num_units: host.units.len() / 3,
+            units: up(&host.units)?,
+            segment_columns: up(&host.segment_columns)?,
+            segment_starts: up(&host.segment_starts)?,
+            entry_rows: up(&host.entry_rows)?,
+            entry_index: up(&host.entry_index)?,
+        })
+    }
+
+    /// Rows of C per tile.
+    pub fn tile_rows(&self) -> usize {
+        self.tile_rows
+    }
+
+    /// The tiled kernel the plan runs, e.g. `sddmm_tiled_f32_v4_l8`.
+    pub fn kernel_name(&self) -> String {
+        format!("sddmm_tiled_{}_v{}_l{}", self.dtype.name(), 16 / self.dtype.size(), self.lanes)
+    }
+}
+
+/// C = alpha (A B^T) o spy(C) + beta C by the tiled kernels, with a plan made for C's structure and A's k
+/// ([`SddmmPlan`]): the errors of [`sddmm_with`], and [`Error::PatternMismatch`] for a plan of another matrix (or of
+/// C before its structure was rewritten), [`Error::ShapeMismatch`] for one of another k, [`Error::InvalidConfig`] for
+/// one of another type.
+pub fn sddmm_planned<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceDense<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceCsr<T>,
+    plan: &SddmmPlan,
+    alpha: f32,
+    beta: f32,
+) -> Result<()> {
+    a.check_gpu(gpu, "A")?;
+    b.check_gpu(gpu, "B")?;
+    c.check_gpu(gpu, "C")?;
+    check_shapes(a, b, c)?;
+    let k = a.cols();
+    check_sizes(c.rows(), c.nnz(), k)?;
+    if plan.dtype != T::DTYPE {
+        return Err(Error::InvalidConfig {
+            config: plan.kernel_name(),
+            rule: format!("the plan is for {} but the operands are {}", plan.dtype, T::DTYPE),
+        });
+    }
+    if plan.matrix != c.id() {
+        return Err(Error::PatternMismatch("the SDDMM plan was made for another matrix's structure".into()));
+    }
+    if plan.k != k {
+        return Err(Error::ShapeMismatch(format!("the SDDMM plan was made for k = {}, A has k = {k}", plan.k)));
+    }
+    let vector = 16 / T::DTYPE.size();
+    let function = gpu.function_with_shared(Family::Sddmm, &plan.kernel_name(), TILED_SHARED_BYTES as u32)?;
+    if plan.num_units == 0 {
+        return Ok(());
+    }
+    let shared = plan.tile_rows * (k + vector) * T::DTYPE.size();
+    let launch = LaunchConfig {
+        grid_dim: (plan.num_units as u32, 1, 1),
+        block_dim: (THREADS as u32, 1, 1),
+        shared_mem_bytes: shared as u32,
+    };
+    let stream = gpu.stream().clone();
+    let (m, n, nnz) = (c.rows(), c.cols(), c.nnz());
+    c.update_values_with_structure(gpu, |_, _, values| {
+        let (units, _g1) = plan.units.device_ptr(&stream);
+        let (segment_columns, _g2) = plan.segment_columns.device_ptr(&stream);
+        let (segment_starts, _g3) = plan.segment_starts.device_ptr(&stream);
+        let (entry_rows, _g4) = plan.entry_rows.device_ptr(&stream);
+        let (entry_index, _g5) = plan.entry_index.device_ptr(&stream);
+        let (lhs, _g6) = a.data.device_ptr(&stream);
+        let (rhs, _g7) = b.data.device_ptr(&stream);
+        let (out, _g8) = values.device_ptr_mut(&stream);
+        let params = SddmmTiledParams {
+            m: m as i32,
+            n: n as i32,
+            k: k as i32,
+            nnz: nnz as i32,
+            tile_rows: plan.tile_rows as i32,
+            a_stride: (k + vector) as i32,
+            num_units: plan.num_units as i32,
+            pad: 0,
+            units,
+            segment_columns,
+            segment_starts,
+            entry_rows,
+            entry_index,
+            lhs,
+            rhs,
+            values: out,
+            alpha,
+            beta,
+        };
+        // SAFETY: the plan was made from this C's structure (its identity checked above): every unit names a tile of
+        // C's rows and a range of its segments, every segment a column below n and a range of the plan's entries,
+        // every entry a row within its tile and an index below nnz, each index once. A holds m x k and B n x k
+        // elements (checked above); the block's shared memory holds the tile's rows of A at a stride of k + one
+        // vector, at most TILED_SHARED_BYTES (the limit raised on the function); k is a multiple of the vector, so
+        // every vector access is aligned.
+        unsafe { stream.launch_builder(&function).arg(&params).launch(launch) }
+            .map_err(Error::driver("launching the tiled SDDMM kernel", 0))?;
+        Ok::<(), Error>(())
+    })
+}
+
 /// [`Error::ShapeMismatch`] unless A is m x k, B n x k and C m x n: SDDMM's shapes, here and in its cuSPARSE baseline.
 pub(crate) fn check_shapes<T: Scalar>(a: &DeviceDense<T>, b: &DeviceDense<T>, c: &DeviceCsr<T>) -> Result<()> {
     if b.cols() != a.cols() || a.rows() != c.rows() || b.rows() != c.cols() {
@@ -366,6 +652,49 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    #[allow(clippy::needless_range_loop)] // a segment's index reads four arrays
+    fn a_plan_holds_every_entry_once_by_column_within_its_tile() {
+        // 9 rows (two empty), tiles of 4 rows: entries by (column, row) per tile, segments per column, units of about
+        // 3 entries of whole segments.
+        let rows: [&[i32]; 9] = [&[0, 3], &[], &[1, 3, 4], &[3], &[0, 4], &[2], &[], &[1, 2, 3], &[4]];
+        let mut row_offsets = vec![0];
+        let mut column_indices = Vec::new();
+        for r in rows {
+            column_indices.extend_from_slice(r);
+            row_offsets.push(column_indices.len() as i32);
+        }
+        let plan = super::host_plan(&row_offsets, &column_indices, 4, 3);
+        let nnz = column_indices.len();
+        let mut seen = vec![0; nnz];
+        let row_of = |e: i32| row_offsets.iter().rposition(|&o| o <= e).unwrap();
+        let mut covered = vec![false; plan.segment_columns.len()];
+        for unit in plan.units.chunks(3) {
+            let (tile, first, end) = (unit[0] as usize, unit[1] as usize, unit[2] as usize);
+            for s in first..end {
+                covered[s] = true;
+                let entries = plan.segment_starts[s] as usize..plan.segment_starts[s + 1] as usize;
+                assert!(!entries.is_empty(), "segment {s} is empty");
+                let mut last_row = -1;
+                for p in entries {
+                    let e = plan.entry_index[p];
+                    seen[e as usize] += 1;
+                    assert_eq!(column_indices[e as usize], plan.segment_columns[s], "entry {e} in segment {s}");
+                    assert_eq!(row_of(e), tile * 4 + plan.entry_rows[p] as usize, "entry {e}'s row");
+                    assert!(plan.entry_rows[p] > last_row, "rows ascend within a segment");
+                    last_row = plan.entry_rows[p];
+                }
+            }
+            assert!(first < end, "an empty unit");
+        }
+        assert!(seen.iter().all(|&n| n == 1), "{seen:?}");
+        assert!(covered.iter().all(|&c| c), "segments outside every unit");
+        assert_eq!(*plan.segment_starts.last().unwrap() as usize, nnz);
+        // Tile 0 (rows 0-3) has columns 0, 1, 3, 4: four segments; the first three (1 + 1 + 3 entries) make a unit.
+        assert_eq!(&plan.segment_columns[..4], &[0, 1, 3, 4]);
+        assert_eq!(&plan.units[..3], &[0, 0, 3]);
     }
 
     #[test]

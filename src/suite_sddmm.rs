@@ -1,5 +1,6 @@
-//! The SDDMM benchmark (`tilesparse bench sddmm`): our SDDMM ([`crate::sddmm_auto`], and every compiled config on
-//! request) against cuSPARSE's `cusparseSDDMM` (both forms of B, the faster reported) and cuBLAS's GEMM of the same
+//! The SDDMM benchmark (`tilesparse bench sddmm`): our SDDMM ([`crate::sddmm_auto`], every compiled config on
+//! request, and the tiled kernel through a plan, [`crate::SddmmPlan`], whose build is timed apart) against cuSPARSE's
+//! `cusparseSDDMM` (both forms of B, the faster reported) and cuBLAS's GEMM of the same
 //! m x n x k (the dense product alone, before any sampling: what computing A B^T densely would cost), all in one
 //! run, each the median of CUDA-event-timed runs after warm-up.
 
@@ -15,7 +16,7 @@ use crate::gpu::Gpu;
 use crate::scalar::Scalar;
 use crate::suite::{geomean, json_str, load_suite_matrix, matrices_dir, spmm_file_problems, spmm_generated_problems};
 use crate::timing::time_op;
-use crate::{gen, sddmm, DeviceCsr, DeviceDense, SddmmConfig};
+use crate::{gen, sddmm, sddmm_planned, DeviceCsr, DeviceDense, SddmmConfig, SddmmPlan};
 
 /// One SDDMM problem: C's structure (m x n) and the inner dimension k of A (m x k) and B (n x k).
 pub struct SddmmProblem {
@@ -120,6 +121,9 @@ pub struct SddmmReport {
     pub auto: SddmmEntry,
     /// Every config, where asked for.
     pub configs: Vec<SddmmEntry>,
+    /// The tiled kernel through a plan ([`SddmmPlan`], built untimed), and the plan's build time in ms (wall clock).
+    pub tiled: SddmmEntry,
+    pub plan_ms: Option<f64>,
     /// cuSPARSE's SDDMM, each form of B.
     pub cusparse: Vec<SddmmEntry>,
     /// cuBLAS's GEMM of the same m x n x k (None where the dense C would pass 4 GB).
@@ -147,6 +151,18 @@ impl SddmmReport {
     /// cuSPARSE's best time over ours (the automatic choice).
     pub fn speedup_vs_cusparse(&self) -> Option<f64> {
         Some(self.best_cusparse()?.ms.as_ref().ok()? / self.auto.ms.as_ref().ok()?)
+    }
+
+    /// cuSPARSE's best time over the tiled kernel's.
+    pub fn tiled_vs_cusparse(&self) -> Option<f64> {
+        Some(self.best_cusparse()?.ms.as_ref().ok()? / self.tiled.ms.as_ref().ok()?)
+    }
+
+    /// cuSPARSE's best time over the faster of ours (the automatic choice or the tiled kernel).
+    pub fn best_vs_cusparse(&self) -> Option<f64> {
+        let auto = self.auto.ms.as_ref().ok().copied().unwrap_or(f64::INFINITY);
+        let tiled = self.tiled.ms.as_ref().ok().copied().unwrap_or(f64::INFINITY);
+        Some(self.best_cusparse()?.ms.as_ref().ok()? / auto.min(tiled))
     }
 
     /// cuBLAS's GEMM time over ours.
@@ -183,6 +199,20 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
         Ok(SddmmEntry { name: config.kernel_name(), ms: Ok(t.median_ms()), mismatches })
     };
     let auto = ours(SddmmConfig::select(k, nnz, T::DTYPE), &mut c)?;
+    let started = std::time::Instant::now();
+    let plan = SddmmPlan::new(gpu, &c, k);
+    let plan_ms = plan.is_ok().then(|| started.elapsed().as_secs_f64() * 1e3);
+    let tiled = match &plan {
+        Ok(plan) => {
+            let mismatches = check(&mut c, &mut |c| sddmm_planned(gpu, &a_dev, &b_dev, c, plan, 1.0, 0.0))?;
+            let t =
+                time_op(gpu, opts.warmup, opts.iters, || sddmm_planned(gpu, &a_dev, &b_dev, &mut c, plan, 1.0, 0.0))?;
+            let name = format!("{}_t{}", plan.kernel_name(), plan.tile_rows());
+            SddmmEntry { name, ms: Ok(t.median_ms()), mismatches }
+        }
+        Err(e) => SddmmEntry { name: "sddmm_tiled".into(), ms: Err(e.to_string()), mismatches: None },
+    };
+    drop(plan);
     let mut configs = Vec::new();
     if opts.all_configs {
         for config in SddmmConfig::compiled_for(T::DTYPE).into_iter().filter(|c| k % c.vector_width == 0) {
@@ -222,7 +252,7 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
         .map_err(|e| e.to_string());
         SddmmEntry { name: "cuBLAS GEMM m x n x k".into(), ms, mismatches: None }
     });
-    Ok(SddmmReport { problem: problem.name.clone(), m, n, k, nnz, auto, configs, cusparse, cublas })
+    Ok(SddmmReport { problem: problem.name.clone(), m, n, k, nnz, auto, configs, tiled, plan_ms, cusparse, cublas })
 }
 
 /// The reports as a table: per problem ours (the automatic choice, and the best config where all were timed),
@@ -235,7 +265,7 @@ pub fn print_table(reports: &[SddmmReport]) {
     };
     let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}x"));
     println!(
-        "{:<40} {:>9} {:>4} {:<18} {:>9} {:>8} {:<22} {:>9} {:>9} {:>9} {:>8} {:>8}",
+        "{:<40} {:>9} {:>4} {:<18} {:>9} {:>8} {:<22} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8}",
         "problem",
         "nnz",
         "k",
@@ -244,9 +274,12 @@ pub fn print_table(reports: &[SddmmReport]) {
         "GFLOP/s",
         "best config",
         "ms",
+        "tiled ms",
+        "plan ms",
         "cuSPARSE",
         "cuBLAS",
         "vs cuSP",
+        "tiled",
         "vs cuBLAS"
     );
     for r in reports {
@@ -257,7 +290,7 @@ pub fn print_table(reports: &[SddmmReport]) {
             Some(_) => " WRONG",
         };
         println!(
-            "{:<40} {:>9} {:>4} {:<18} {:>9} {:>8.0} {:<22} {:>9} {:>9} {:>9} {:>8} {:>8}{}",
+            "{:<40} {:>9} {:>4} {:<18} {:>9} {:>8.0} {:<22} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8}{}{}",
             r.problem,
             r.nnz,
             r.k,
@@ -266,11 +299,15 @@ pub fn print_table(reports: &[SddmmReport]) {
             gflops,
             best.map_or("-".into(), |b| b.name.clone()),
             ms(best),
+            ms(Some(&r.tiled)),
+            r.plan_ms.map_or("-".into(), |p| format!("{p:.1}")),
             ms(r.best_cusparse()),
             ms(r.cublas.as_ref()),
             ratio(r.speedup_vs_cusparse()),
+            ratio(r.tiled_vs_cusparse()),
             ratio(r.speedup_vs_cublas()),
-            check(&r.auto)
+            check(&r.auto),
+            check(&r.tiled)
         );
     }
     let vs = |f: fn(&SddmmReport) -> Option<f64>| {
@@ -279,6 +316,8 @@ pub fn print_table(reports: &[SddmmReport]) {
         format!("{:.3}x over {} problems ({lo:.2}x-{hi:.2}x)", geomean(&v), v.len())
     };
     println!("geometric mean vs cuSPARSE's best: {}", vs(SddmmReport::speedup_vs_cusparse));
+    println!("tiled (planned) vs cuSPARSE's best: {}", vs(SddmmReport::tiled_vs_cusparse));
+    println!("the faster of ours vs cuSPARSE's best: {}", vs(SddmmReport::best_vs_cusparse));
     println!("geometric mean vs cuBLAS's GEMM: {}", vs(SddmmReport::speedup_vs_cublas));
     if reports.iter().any(|r| r.auto.mismatches.is_some()) {
         println!("verified against the f64 oracle: {} result(s) outside their bound", wrong_results(reports));
@@ -289,7 +328,7 @@ pub fn print_table(reports: &[SddmmReport]) {
 pub fn wrong_results(reports: &[SddmmReport]) -> usize {
     reports
         .iter()
-        .flat_map(|r| std::iter::once(&r.auto).chain(&r.configs).chain(&r.cusparse))
+        .flat_map(|r| [&r.auto, &r.tiled].into_iter().chain(&r.configs).chain(&r.cusparse))
         .filter(|e| e.mismatches.is_some_and(|m| m > 0))
         .count()
 }
@@ -309,13 +348,15 @@ pub fn reports_to_json(reports: &[SddmmReport]) -> String {
         .map(|r| {
             let list = |v: &[SddmmEntry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
             format!(
-                "{{\"problem\":{},\"m\":{},\"n\":{},\"k\":{},\"nnz\":{},\"auto\":{},\"configs\":[{}],\"cusparse\":[{}],\"cublas\":{}}}",
+                "{{\"problem\":{},\"m\":{},\"n\":{},\"k\":{},\"nnz\":{},\"auto\":{},\"tiled\":{},\"plan_ms\":{},\"configs\":[{}],\"cusparse\":[{}],\"cublas\":{}}}",
                 json_str(&r.problem),
                 r.m,
                 r.n,
                 r.k,
                 r.nnz,
                 json_entry(&r.auto),
+                json_entry(&r.tiled),
+                r.plan_ms.map_or("null".into(), |p| p.to_string()),
                 list(&r.configs),
                 list(&r.cusparse),
                 r.cublas.as_ref().map_or("null".into(), json_entry)

@@ -11,8 +11,8 @@ use tilesparse::baseline::cusparse::{Cusparse, CusparseSddmm, SddmmForm};
 use tilesparse::cpu::{backend, oracle::SddmmReference};
 use tilesparse::spmm::{SpmmKernel, TensorCoreConfig};
 use tilesparse::{
-    gen, sddmm, sddmm_auto, sddmm_auto_with, sddmm_with, spmm_kernel, DType, DeviceCsr, DeviceDense, Error, Gpu,
-    Scalar, SddmmConfig,
+    gen, sddmm, sddmm_auto, sddmm_auto_with, sddmm_planned, sddmm_with, spmm_kernel, DType, DeviceCsr, DeviceDense,
+    Error, Gpu, Scalar, SddmmConfig, SddmmPlan,
 };
 
 /// A rows x cols dense matrix of T, uniform in [-1, 1).
@@ -104,6 +104,86 @@ fn sanitizer_every_sddmm_config_matches_the_oracle() {
     let Some(gpu) = gpu_or_skip("sanitizer_every_sddmm_config_matches_the_oracle") else { return };
     let runs = every_config_of::<f32>(&gpu) + every_config_of::<f16>(&gpu) + every_config_of::<bf16>(&gpu);
     eprintln!("sddmm: {runs} config runs matched the oracle");
+}
+
+fn tiled_of<T: Scalar>(gpu: &Gpu) -> usize {
+    let vector = 16 / T::DTYPE.size();
+    let mut runs = 0;
+    for (name, pattern) in patterns() {
+        let pattern: CsMat<T> = gen::convert(&pattern);
+        let (m, n) = pattern.shape();
+        let mut c = DeviceCsr::upload(gpu, pattern.view()).unwrap();
+        // Every lane count the plans take (up to 8 vectors per lane: 4 lanes to 32 vectors, 8 to 64, 16 to 128, 32 to
+        // 256), odd vector counts, and k = 0.
+        for (i, vectors) in [0, 1, 4, 33, 65, 129, 256].into_iter().enumerate() {
+            let k = vectors * vector;
+            let a = dense::<T>(m, k, seed(300 + i as u64));
+            let b = dense::<T>(n, k, seed(310 + i as u64));
+            let reference = SddmmReference::new(pattern.view(), &a, &b, k);
+            let a_dev = DeviceDense::upload(gpu, m, k, &a).unwrap();
+            let b_dev = DeviceDense::upload(gpu, n, k, &b).unwrap();
+            let largest = SddmmPlan::new(gpu, &c, k).unwrap().tile_rows();
+            for tile_rows in [None, Some(1), Some(7.min(largest))] {
+                let plan = SddmmPlan::with_tile_rows(gpu, &c, k, tile_rows).unwrap();
+                let what = format!("{} tiles of {} rows, {name}, k = {k}", plan.kernel_name(), plan.tile_rows());
+                let got = run_poisoned(gpu, &mut c, |c| sddmm_planned(gpu, &a_dev, &b_dev, c, &plan, 1.0, 0.0));
+                assert_matches(&what, &reference, &got.unwrap());
+                runs += 1;
+            }
+        }
+    }
+    runs
+}
+
+/// The tiled kernels through plans, every lane count, tiles of the largest size, one row and seven rows, on every
+/// structure of the configs' test, against the oracle on a poisoned C.
+#[test]
+fn sanitizer_tiled_sddmm_matches_the_oracle() {
+    let Some(gpu) = gpu_or_skip("sanitizer_tiled_sddmm_matches_the_oracle") else { return };
+    let runs = tiled_of::<f32>(&gpu) + tiled_of::<f16>(&gpu) + tiled_of::<bf16>(&gpu);
+    eprintln!("sddmm: {runs} planned runs matched the oracle");
+}
+
+/// A plan's scalars, its refusals (k it cannot take, another matrix, another k, another type, a tile past the shared
+/// memory), and new values of C through a kept plan.
+#[test]
+fn sddmm_plans_refuse_what_they_were_not_made_for() {
+    let Some(gpu) = gpu_or_skip("sddmm_plans_refuse_what_they_were_not_made_for") else { return };
+    let (m, n, k) = (200, 150, 64);
+    let pattern = gen::power_law(m, n, 12.0, 1.5, seed(320));
+    let a = gen::dense_matrix(m, k, seed(321));
+    let b = gen::dense_matrix(n, k, seed(322));
+    let a_dev = DeviceDense::upload(&gpu, m, k, &a).unwrap();
+    let b_dev = DeviceDense::upload(&gpu, n, k, &b).unwrap();
+    let mut c = DeviceCsr::upload(&gpu, pattern.view()).unwrap();
+    let plan = SddmmPlan::new(&gpu, &c, k).unwrap();
+    let c0 = gen::dense_matrix(pattern.nnz(), 1, seed(323));
+    c.set_values(&gpu, &c0).unwrap();
+    sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan, -0.5, 2.0).unwrap();
+    let reference = SddmmReference::new(pattern.view(), &a, &b, k).epilogue(-0.5, 2.0, &c0);
+    assert_matches("planned with scalars", &reference, c.download(&gpu).unwrap().data());
+    let unsupported = |r: tilesparse::Result<SddmmPlan>| matches!(r, Err(Error::Unsupported { .. }));
+    assert!(unsupported(SddmmPlan::new(&gpu, &c, 30)), "k not a multiple of 4");
+    assert!(unsupported(SddmmPlan::new(&gpu, &c, 1028)), "k past 1024 in f32");
+    assert!(unsupported(SddmmPlan::with_tile_rows(&gpu, &c, k, Some(0))));
+    assert!(unsupported(SddmmPlan::with_tile_rows(&gpu, &c, k, Some(100_000))));
+    let other = DeviceCsr::upload(&gpu, pattern.view()).unwrap();
+    let other_plan = SddmmPlan::new(&gpu, &other, k).unwrap();
+    let r = sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &other_plan, 1.0, 0.0);
+    assert!(matches!(r, Err(Error::PatternMismatch(_))), "{r:?}");
+    let a32 = DeviceDense::upload(&gpu, m, 32, &gen::dense_matrix(m, 32, 1)).unwrap();
+    let b32 = DeviceDense::upload(&gpu, n, 32, &gen::dense_matrix(n, 32, 2)).unwrap();
+    let r = sddmm_planned(&gpu, &a32, &b32, &mut c, &plan, 1.0, 0.0);
+    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
+    let p16: CsMat<f16> = gen::convert(&pattern);
+    let c16 = DeviceCsr::upload(&gpu, p16.view()).unwrap();
+    let plan16 = SddmmPlan::new(&gpu, &c16, k).unwrap();
+    let r = sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan16, 1.0, 0.0);
+    assert!(matches!(r, Err(Error::InvalidConfig { .. })), "{r:?}");
+    // The kept plan serves new values of C (its structure is the same): the plain product again.
+    c.set_values(&gpu, &vec![POISON as f32; pattern.nnz()]).unwrap();
+    sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan, 1.0, 0.0).unwrap();
+    assert_matches("kept plan", &SddmmReference::new(pattern.view(), &a, &b, k), c.download(&gpu).unwrap().data());
 }
 
 fn scalars_and_specials<T: Scalar>(gpu: &Gpu) {

@@ -190,4 +190,29 @@ struct SddmmParams {
 };
 static_assert(sizeof(SddmmParams) == 64, "SddmmParams must match src/sddmm.rs");
 
+/// @brief Arguments of the tiled SDDMM kernels (cuda/sddmm/tiled.cuh), which run a plan (src/sddmm.rs, `SddmmPlan`):
+/// C's rows in tiles of tile_rows, each tile's entries ordered by column, so that one load of a row of B serves every
+/// entry of its column in the tile, and the tile's rows of A sit in shared memory.
+struct SddmmTiledParams {
+  int m;                        // rows of A and C
+  int n;                        // rows of B, columns of C
+  int k;                        // columns of A and B
+  int nnz;                      // stored entries of C
+  int tile_rows;                // rows of C per tile
+  int a_stride;                 // elements from one row of the tile of A to the next in shared memory (k + a vector)
+  int num_units;                // blocks: one per unit
+  int pad;
+  const int* units;             // (num_units, 3): tile, first segment, end segment, global
+  const int* segment_columns;   // (segments) the column of C (row of B) of each segment, global
+  const int* segment_starts;    // (segments + 1) each segment's first entry in the plan's order, global
+  const int* entry_rows;        // (nnz) in the plan's order: the entry's row within its tile, global
+  const int* entry_index;       // (nnz) in the plan's order: the entry's index in C's values, global
+  const void* lhs;              // (m, k) A, row-major, global
+  const void* rhs;              // (n, k) B, row-major, global
+  void* values;                 // (nnz) C's values, global
+  float alpha;
+  float beta;                   // 0: C's old values are not read
+};
+static_assert(sizeof(SddmmTiledParams) == 104, "SddmmTiledParams must match src/sddmm.rs");
+
 }  // namespace ts

@@ -19,6 +19,7 @@
 #include "common/epilogue.cuh"
 #include "common/params.cuh"
 #include "common/vector.cuh"
+#include "tiled.cuh"
 
 namespace ts {
 
@@ -224,3 +225,23 @@ TILESPARSE_SDDMM_LANES(bf16, __nv_bfloat16, 1)
 TILESPARSE_SDDMM_LANES(bf16, __nv_bfloat16, 2)
 TILESPARSE_SDDMM_LANES(bf16, __nv_bfloat16, 4)
 TILESPARSE_SDDMM_LANES(bf16, __nv_bfloat16, 8)
+
+#define TILESPARSE_SDDMM_TILED(DTYPE, T, VECTOR, LANES)                                                    \
+  extern "C" __global__ void __launch_bounds__(ts::kSddmmThreads)                                          \
+      sddmm_tiled_##DTYPE##_v##VECTOR##_l##LANES(const ts::SddmmTiledParams p) {                           \
+    ts::sddmm_tiled_kernel<T, VECTOR, LANES>(p);                                                           \
+  }
+
+// The tiled kernels `SddmmPlan` runs (src/sddmm.rs): 16-byte vectors, 4-32 lanes.
+TILESPARSE_SDDMM_TILED(f32, float, 4, 4)
+TILESPARSE_SDDMM_TILED(f32, float, 4, 8)
+TILESPARSE_SDDMM_TILED(f32, float, 4, 16)
+TILESPARSE_SDDMM_TILED(f32, float, 4, 32)
+TILESPARSE_SDDMM_TILED(f16, __half, 8, 4)
+TILESPARSE_SDDMM_TILED(f16, __half, 8, 8)
+TILESPARSE_SDDMM_TILED(f16, __half, 8, 16)
+TILESPARSE_SDDMM_TILED(f16, __half, 8, 32)
+TILESPARSE_SDDMM_TILED(bf16, __nv_bfloat16, 8, 4)
+TILESPARSE_SDDMM_TILED(bf16, __nv_bfloat16, 8, 8)
+TILESPARSE_SDDMM_TILED(bf16, __nv_bfloat16, 8, 16)
+TILESPARSE_SDDMM_TILED(bf16, __nv_bfloat16, 8, 32)
