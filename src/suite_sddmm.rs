@@ -98,6 +98,8 @@ pub struct SddmmBenchOptions {
     pub all_configs: bool,
     /// Check every result timed against the f64 oracle first (on a poisoned C).
     pub verify: bool,
+    /// Rows per tile of the tiled kernel's plan, at most the largest that fits (None: that largest).
+    pub tile_rows: Option<usize>,
 }
 
 /// One timed kernel: its name and median time (or why it could not run), and its check where asked for.
@@ -200,7 +202,10 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
     };
     let auto = ours(SddmmConfig::select(k, nnz, T::DTYPE), &mut c)?;
     let started = std::time::Instant::now();
-    let plan = SddmmPlan::new(gpu, &c, k);
+    let plan = SddmmPlan::new(gpu, &c, k).and_then(|largest| match opts.tile_rows {
+        Some(rows) => SddmmPlan::with_tile_rows(gpu, &c, k, Some(rows.min(largest.tile_rows()))),
+        None => Ok(largest),
+    });
     let plan_ms = plan.is_ok().then(|| started.elapsed().as_secs_f64() * 1e3);
     let tiled = match &plan {
         Ok(plan) => {

@@ -62,26 +62,35 @@ __device__ __forceinline__ void sddmm_tiled_kernel(const SddmmTiledParams& p) {
       const int kk = (v * kLanes + slot) * kVector;
       b_fragment[v] = has && kk < p.k ? load_global<T, kVector>(rhs + b_row + kk) : zero_vec<T, kVector>();
     }
+    // The entries in chunks of kLanes: each lane of the group loads one entry's row and index, so the loads of a chunk
+    // are in flight together, and the group passes them round by shuffles.
     const int longest = __reduce_max_sync(0xffffffffu, length);
-    for (int i = 0; i < longest; ++i) {
-      const bool valid = i < length;
-      const int row = valid ? __ldg(p.entry_rows + first + i) : 0;
-      const T* a_row = a_tile + row * p.a_stride;
-      float sum = 0.0f;
+    const int group_lane0 = lane & ~(kLanes - 1);
+    for (int base = 0; base < longest; base += kLanes) {
+      const bool mine = base + slot < length;
+      const int my_row = mine ? __ldg(p.entry_rows + first + base + slot) : 0;
+      const int my_index = mine ? __ldg(p.entry_index + first + base + slot) : 0;
+      const int count = min(kLanes, longest - base);  // warp-uniform
+      for (int j = 0; j < count; ++j) {
+        const int row = __shfl_sync(0xffffffffu, my_row, group_lane0 + j);
+        const int index = __shfl_sync(0xffffffffu, my_index, group_lane0 + j);
+        const T* a_row = a_tile + row * p.a_stride;
+        float sum = 0.0f;
 #pragma unroll
-      for (int v = 0; v < kSddmmMaxVectors; ++v) {
-        const int kk = (v * kLanes + slot) * kVector;
-        if (kk < p.k) {
-          const Vec<T, kVector> a = load_shared<T, kVector>(a_row + kk);
+        for (int v = 0; v < kSddmmMaxVectors; ++v) {
+          const int kk = (v * kLanes + slot) * kVector;
+          if (kk < p.k) {
+            const Vec<T, kVector> a = load_shared<T, kVector>(a_row + kk);
 #pragma unroll
-          for (int j = 0; j < kVector; ++j) sum = fmaf(to_float(a.v[j]), to_float(b_fragment[v].v[j]), sum);
+            for (int e = 0; e < kVector; ++e) sum = fmaf(to_float(a.v[e]), to_float(b_fragment[v].v[e]), sum);
+          }
         }
-      }
 #pragma unroll
-      for (int offset = kLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-      if (valid && slot == 0) {
-        float out[1] = {sum};
-        finish_store<T, 1>(values + __ldg(p.entry_index + first + i), out, p.alpha, p.beta, false, 0.0f);
+        for (int offset = kLanes / 2; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+        if (base + j < length && slot == 0) {
+          float out[1] = {sum};
+          finish_store<T, 1>(values + index, out, p.alpha, p.beta, false, 0.0f);
+        }
       }
     }
   }

@@ -385,6 +385,10 @@ enum BenchCommand {
         /// marked and fails the command.
         #[arg(long)]
         verify: bool,
+        /// Rows per tile of the tiled kernel's plan (`SddmmPlan::with_tile_rows`; at most the largest that fits the
+        /// shared memory at each k, which is the default).
+        #[arg(long)]
+        tile_rows: Option<usize>,
     },
     /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
     SpgemmSuite {
@@ -429,8 +433,18 @@ fn main() -> ExitCode {
         Command::Spmm(args) => run_spmm(args),
         Command::Spmv(args) => run_spmv(args),
         Command::Sddmm(args) => run_sddmm(args),
-        Command::Bench(BenchCommand::Sddmm { suite, dtype, matrices, generated, k, all_configs, verify }) => {
-            bench_sddmm(suite, dtype, &matrices, &generated, &k, all_configs, verify)
+        Command::Bench(BenchCommand::Sddmm {
+            suite,
+            dtype,
+            matrices,
+            generated,
+            k,
+            all_configs,
+            verify,
+            tile_rows,
+        }) => {
+            let opts = SddmmBenchOptions { warmup: suite.warmup, iters: suite.iters, all_configs, verify, tile_rows };
+            bench_sddmm(suite, dtype, &matrices, &generated, &k, opts)
         }
         Command::Bench(BenchCommand::Spmv { suite }) => bench_spmv(suite),
         Command::Bench(BenchCommand::Spmm {
@@ -893,8 +907,7 @@ fn bench_sddmm(
     matrices: &[PathBuf],
     generated: &[String],
     ks: &[usize],
-    all_configs: bool,
-    verify: bool,
+    opts: SddmmBenchOptions,
 ) -> Result<()> {
     let SuiteArgs { filter, warmup, iters, json } = args;
     // The type, files, specs and inner dimensions are checked on any machine, before the GPU is asked for.
@@ -913,7 +926,6 @@ fn bench_sddmm(
         suite_sddmm::sddmm_problems(matrices, generated, ks, filter.as_deref())?
     };
     let gpu = Gpu::new(0)?;
-    let opts = SddmmBenchOptions { warmup, iters, all_configs, verify };
     let mut reports = Vec::new();
     for p in &problems {
         let r = match dtype {
