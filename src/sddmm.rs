@@ -330,15 +330,19 @@ const TILED_SHARED_BYTES: usize = 96 * 1024;
 /// The lanes per entry the tiled kernels are compiled with.
 const TILED_LANES: [usize; 4] = [4, 8, 16, 32];
 
-/// A plan for the tiled SDDMM kernels ([`sddmm_planned`]) over one C's structure and one k: C's rows in tiles, each
-/// tile's entries ordered by column, so that one load of a row of B serves every entry of that column in the tile
-/// (6-12 of them in uniform 4096^2 at 80-90% with tiles of 94 rows at k = 256), and the tile's rows of A sit in shared
-/// memory. Built once on the host from one download of C's structure (its values may change: a weight being trained
-/// keeps its plan), like [`crate::SpmvPlan`].
+/// A prepared SDDMM for one C's structure and one k ([`sddmm_planned`]), like [`crate::SpmvPlan`]: it runs the tiled
+/// kernel where that was measured faster than [`sddmm_auto`]'s gather kernel, else that kernel. The tiled kernel
+/// takes C's rows in tiles, each tile's entries ordered by column, so that one load of a row of B serves every entry
+/// of that column in the tile (9-19 of them in uniform 4096^2 at 80-90% with tiles of 94 rows at k = 256), and the
+/// tile's rows of A sit in shared memory. Its arrays are built once on the host from one download of C's structure
+/// (C's values may change: a weight being trained keeps its plan).
 pub struct SddmmPlan {
     matrix: u64,
     dtype: DType,
     k: usize,
+    /// Whether the plan runs the tiled kernel; else `gather`, [`SddmmConfig::select`]'s config, with no tiles built.
+    tiled: bool,
+    gather: SddmmConfig,
     lanes: usize,
     tile_rows: usize,
     num_units: usize,
@@ -420,17 +424,58 @@ fn host_plan(row_offsets: &[i32], column_indices: &[i32], tile_rows: usize, unit
 }
 
 impl SddmmPlan {
-    /// The plan for C's structure and inner dimension k, with the tile that fills [`TILED_SHARED_BYTES`] (at most 256
-    /// rows). [`Error::Unsupported`] where the tiled kernels cannot take k (a multiple of a 16-byte vector, at most 8
-    /// vectors per lane of 32: 1024 for f32, 2048 for f16/bf16; [`sddmm()`] takes any k), [`Error::UnsupportedDtype`]
-    /// for f64, [`Error::WrongGpu`] for another handle's C.
+    /// The plan for C's structure and inner dimension k (any k): the tiled kernel with tiles of 96 KB of A (at most
+    /// 256 rows) where it pays ([`SddmmPlan::tiled`]'s rules), else [`SddmmConfig::select`]'s config, with nothing
+    /// downloaded or built. [`Error::UnsupportedDtype`] for f64, [`Error::WrongGpu`] for another handle's C,
+    /// [`Error::TooLarge`] as [`sddmm_with`].
     pub fn new<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize) -> Result<Self> {
-        Self::with_tile_rows(gpu, c, k, None)
+        c.check_gpu(gpu, "C")?;
+        if T::DTYPE == DType::F64 {
+            return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "SDDMM" });
+        }
+        let vector = 16 / T::DTYPE.size();
+        let largest = (TILED_SHARED_BYTES / ((k + vector) * T::DTYPE.size())).clamp(1, 256);
+        let per_column = c.nnz() as f64 / (c.rows().max(1) as f64 * c.cols().max(1) as f64) * largest as f64;
+        if Self::tiled_pays(T::DTYPE, k, c.nnz(), per_column) {
+            return Self::tiled(gpu, c, k, None);
+        }
+        check_sizes(c.rows(), c.nnz(), k)?;
+        let gather = SddmmConfig::select(k, c.nnz(), T::DTYPE);
+        Ok(SddmmPlan { tiled: false, gather, ..Self::empty(gpu, c, k)? })
     }
 
-    /// [`SddmmPlan::new`] with tiles of `tile_rows` rows (None: the largest that fits), for tests and measurements.
-    /// [`Error::Unsupported`] for a tile of 0 rows or one past the shared memory.
-    pub fn with_tile_rows<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize, tile_rows: Option<usize>) -> Result<Self> {
+    /// Where the tiled kernel beat the gather kernel (NOTES.md, SDDMM step 4, uniform 4096^2 in f32 at k = 256:
+    /// 1.65x / 1.57x / 1.20x at 80% / 90% / 95%, 0.95x at 98%): f32, k of 256 to 1024 (8 vectors per lane of 8 to
+    /// 32 lanes), 2^19 entries or more (smaller launches ran 2-5x slower: few units, each copying a whole tile of A), and
+    /// at least 4 entries per column in a tile on average (`per_column`). f16 and bf16 never paid (0.5x-0.8x).
+    fn tiled_pays(dtype: DType, k: usize, nnz: usize, per_column: f64) -> bool {
+        dtype == DType::F32 && (256..=1024).contains(&k) && k % 4 == 0 && nnz >= 1 << 19 && per_column >= 4.0
+    }
+
+    /// A plan with no tiles (the gather kernel's, or one to fill in).
+    fn empty<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize) -> Result<Self> {
+        let none = || crate::csr::upload_slice::<i32>(gpu, &[], "an SDDMM plan");
+        Ok(SddmmPlan {
+            matrix: c.id(),
+            dtype: T::DTYPE,
+            k,
+            tiled: false,
+            gather: SddmmConfig::select(k, c.nnz(), T::DTYPE),
+            lanes: 0,
+            tile_rows: 0,
+            num_units: 0,
+            units: none()?,
+            segment_columns: none()?,
+            segment_starts: none()?,
+            entry_rows: none()?,
+            entry_index: none()?,
+        })
+    }
+
+    /// A plan that runs the tiled kernel whatever it costs, with tiles of `tile_rows` rows (None: the largest that
+    /// fits), for tests and measurements. [`Error::Unsupported`] for a k the tiled kernels cannot take (as for
+    /// [`SddmmPlan::new`]), a tile of 0 rows or one past the shared memory.
+    pub fn tiled<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize, tile_rows: Option<usize>) -> Result<Self> {
         c.check_gpu(gpu, "C")?;
         if T::DTYPE == DType::F64 {
             return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "SDDMM" });
@@ -473,6 +518,8 @@ impl SddmmPlan {
             matrix: c.id(),
             dtype: T::DTYPE,
             k,
+            tiled: true,
+            gather: SddmmConfig::select(k, c.nnz(), T::DTYPE),
             lanes,
             tile_rows,
             num_units: host.units.len() / 3,
@@ -484,19 +531,28 @@ impl SddmmPlan {
         })
     }
 
-    /// Rows of C per tile.
+    /// Rows of C per tile (0 where the plan runs the gather kernel).
     pub fn tile_rows(&self) -> usize {
         self.tile_rows
     }
 
-    /// The tiled kernel the plan runs, e.g. `sddmm_tiled_f32_v4_l8`.
+    /// Whether the plan runs the tiled kernel.
+    pub fn uses_tiled_kernel(&self) -> bool {
+        self.tiled
+    }
+
+    /// The kernel the plan runs: a tiled one, e.g. `sddmm_tiled_f32_v4_l8`, or the gather kernel's config name.
     pub fn kernel_name(&self) -> String {
-        format!("sddmm_tiled_{}_v{}_l{}", self.dtype.name(), 16 / self.dtype.size(), self.lanes)
+        if self.tiled {
+            format!("sddmm_tiled_{}_v{}_l{}", self.dtype.name(), 16 / self.dtype.size(), self.lanes)
+        } else {
+            self.gather.kernel_name()
+        }
     }
 }
 
-/// C = alpha (A B^T) o spy(C) + beta C by the tiled kernels, with a plan made for C's structure and A's k
-/// ([`SddmmPlan`]): the errors of [`sddmm_with`], and [`Error::PatternMismatch`] for a plan of another matrix (or of
+/// C = alpha (A B^T) o spy(C) + beta C with a plan made for C's structure and A's k ([`SddmmPlan`]: the tiled kernel
+/// where it pays, else the gather kernel's choice): the errors of [`sddmm_with`], and [`Error::PatternMismatch`] for a plan of another matrix (or of
 /// C before its structure was rewritten), [`Error::ShapeMismatch`] for one of another k, [`Error::InvalidConfig`] for
 /// one of another type.
 pub fn sddmm_planned<T: Scalar>(
@@ -525,6 +581,9 @@ pub fn sddmm_planned<T: Scalar>(
     }
     if plan.k != k {
         return Err(Error::ShapeMismatch(format!("the SDDMM plan was made for k = {}, A has k = {k}", plan.k)));
+    }
+    if !plan.tiled {
+        return sddmm_with(gpu, a, b, c, &plan.gather, alpha, beta);
     }
     let vector = 16 / T::DTYPE.size();
     let function = gpu.function_with_shared(Family::Sddmm, &plan.kernel_name(), TILED_SHARED_BYTES as u32)?;
@@ -695,6 +754,23 @@ mod tests {
         // Tile 0 (rows 0-3) has columns 0, 1, 3, 4: four segments; the first three (1 + 1 + 3 entries) make a unit.
         assert_eq!(&plan.segment_columns[..4], &[0, 1, 3, 4]);
         assert_eq!(&plan.units[..3], &[0, 0, 3]);
+    }
+
+    #[test]
+    fn plans_take_the_tiled_kernel_where_it_was_measured_faster() {
+        use super::SddmmPlan;
+        // Uniform 4096^2 in f32 at k = 256, tiles of 94 rows: 80-95% take it, 98% (1.9 per column) does not, nor do
+        // the pruned weights (at most 176,947 entries).
+        for (nnz, per_column, tiled) in
+            [(3_355_437, 18.8, true), (838_834, 4.7, true), (335_530, 1.9, false), (176_947, 28.2, false)]
+        {
+            assert_eq!(SddmmPlan::tiled_pays(DType::F32, 256, nnz, per_column), tiled, "{nnz}");
+        }
+        assert!(!SddmmPlan::tiled_pays(DType::F32, 256, 3_355_437, 1.9));
+        assert!(!SddmmPlan::tiled_pays(DType::F32, 128, 3_355_437, 37.2), "k = 128 ran slower");
+        assert!(!SddmmPlan::tiled_pays(DType::F16, 256, 3_355_437, 37.2), "f16 never paid");
+        assert!(!SddmmPlan::tiled_pays(DType::F32, 2048, 3_355_437, 18.8), "past the tiled kernels' k");
+        assert!(!SddmmPlan::tiled_pays(DType::F32, 258, 3_355_437, 18.8), "not a multiple of a vector");
     }
 
     #[test]

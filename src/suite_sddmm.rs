@@ -123,9 +123,12 @@ pub struct SddmmReport {
     pub auto: SddmmEntry,
     /// Every config, where asked for.
     pub configs: Vec<SddmmEntry>,
-    /// The tiled kernel through a plan ([`SddmmPlan`], built untimed), and the plan's build time in ms (wall clock).
+    /// The tiled kernel through a plan ([`SddmmPlan::tiled`], built untimed), and the plan's build time in ms (wall
+    /// clock).
     pub tiled: SddmmEntry,
     pub plan_ms: Option<f64>,
+    /// Whether [`SddmmPlan::new`] takes the tiled kernel (else the automatic choice) for this problem.
+    pub planned_tiled: bool,
     /// cuSPARSE's SDDMM, each form of B.
     pub cusparse: Vec<SddmmEntry>,
     /// cuBLAS's GEMM of the same m x n x k (None where the dense C would pass 4 GB).
@@ -158,6 +161,15 @@ impl SddmmReport {
     /// cuSPARSE's best time over the tiled kernel's.
     pub fn tiled_vs_cusparse(&self) -> Option<f64> {
         Some(self.best_cusparse()?.ms.as_ref().ok()? / self.tiled.ms.as_ref().ok()?)
+    }
+
+    /// cuSPARSE's best time over the plan's choice ([`SddmmPlan::new`]: the tiled kernel or the automatic choice).
+    pub fn planned_vs_cusparse(&self) -> Option<f64> {
+        if self.planned_tiled {
+            self.tiled_vs_cusparse()
+        } else {
+            self.speedup_vs_cusparse()
+        }
     }
 
     /// cuSPARSE's best time over the faster of ours (the automatic choice or the tiled kernel).
@@ -202,10 +214,11 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
     };
     let auto = ours(SddmmConfig::select(k, nnz, T::DTYPE), &mut c)?;
     let started = std::time::Instant::now();
-    let plan = SddmmPlan::new(gpu, &c, k).and_then(|largest| match opts.tile_rows {
-        Some(rows) => SddmmPlan::with_tile_rows(gpu, &c, k, Some(rows.min(largest.tile_rows()))),
+    let plan = SddmmPlan::tiled(gpu, &c, k, None).and_then(|largest| match opts.tile_rows {
+        Some(rows) => SddmmPlan::tiled(gpu, &c, k, Some(rows.min(largest.tile_rows()))),
         None => Ok(largest),
     });
+    let planned_tiled = SddmmPlan::new(gpu, &c, k)?.uses_tiled_kernel();
     let plan_ms = plan.is_ok().then(|| started.elapsed().as_secs_f64() * 1e3);
     let tiled = match &plan {
         Ok(plan) => {
@@ -257,7 +270,20 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
         .map_err(|e| e.to_string());
         SddmmEntry { name: "cuBLAS GEMM m x n x k".into(), ms, mismatches: None }
     });
-    Ok(SddmmReport { problem: problem.name.clone(), m, n, k, nnz, auto, configs, tiled, plan_ms, cusparse, cublas })
+    Ok(SddmmReport {
+        problem: problem.name.clone(),
+        m,
+        n,
+        k,
+        nnz,
+        auto,
+        configs,
+        tiled,
+        plan_ms,
+        planned_tiled,
+        cusparse,
+        cublas,
+    })
 }
 
 /// The reports as a table: per problem ours (the automatic choice, and the best config where all were timed),
@@ -322,6 +348,7 @@ pub fn print_table(reports: &[SddmmReport]) {
     };
     println!("geometric mean vs cuSPARSE's best: {}", vs(SddmmReport::speedup_vs_cusparse));
     println!("tiled (planned) vs cuSPARSE's best: {}", vs(SddmmReport::tiled_vs_cusparse));
+    println!("the plan's choice (SddmmPlan::new) vs cuSPARSE's best: {}", vs(SddmmReport::planned_vs_cusparse));
     println!("the faster of ours vs cuSPARSE's best: {}", vs(SddmmReport::best_vs_cusparse));
     println!("geometric mean vs cuBLAS's GEMM: {}", vs(SddmmReport::speedup_vs_cublas));
     if reports.iter().any(|r| r.auto.mismatches.is_some()) {
@@ -353,7 +380,7 @@ pub fn reports_to_json(reports: &[SddmmReport]) -> String {
         .map(|r| {
             let list = |v: &[SddmmEntry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
             format!(
-                "{{\"problem\":{},\"m\":{},\"n\":{},\"k\":{},\"nnz\":{},\"auto\":{},\"tiled\":{},\"plan_ms\":{},\"configs\":[{}],\"cusparse\":[{}],\"cublas\":{}}}",
+                "{{\"problem\":{},\"m\":{},\"n\":{},\"k\":{},\"nnz\":{},\"auto\":{},\"tiled\":{},\"plan_ms\":{},\"planned_tiled\":{},\"configs\":[{}],\"cusparse\":[{}],\"cublas\":{}}}",
                 json_str(&r.problem),
                 r.m,
                 r.n,
@@ -362,6 +389,7 @@ pub fn reports_to_json(reports: &[SddmmReport]) -> String {
                 json_entry(&r.auto),
                 json_entry(&r.tiled),
                 r.plan_ms.map_or("null".into(), |p| p.to_string()),
+                r.planned_tiled,
                 list(&r.configs),
                 list(&r.cusparse),
                 r.cublas.as_ref().map_or("null".into(), json_entry)

@@ -468,11 +468,12 @@ fn spmv_f64_keeps_f64_values_and_scalars() {
 #[test]
 fn sddmm_runs_and_verifies_on_any_machine() {
     let west = data("west0479.mtx.gz");
-    let cases: [(&str, &str, &str, &[&str], &str); 4] = [
+    let cases: [(&str, &str, &str, &[&str], &str); 5] = [
         ("f32", "auto", "64", &[], "C: uniform_300x200_d0.05, 300 x 200, "),
         ("f16", "sddmm_f16_v8_l4_r1", "40", &["--alpha", "0.5", "--beta", "2"], "C = 0.5 * (A B^T) o spy(C) + 2 * C"),
         ("bf16", "auto", "33", &[], "A: 300 x 33; B: 200 x 33"),
         ("f32", "sddmm_f32_v2_l32_r4", "130", &["--matrix", &west], "west0479.mtx.gz, 479 x 479"),
+        ("f32", "auto", "256", &["--plan"], "A: 300 x 256"),
     ];
     for (dtype, config, inner, extra, header) in cases {
         let out = tilesparse()
@@ -502,6 +503,12 @@ fn sddmm_refuses_a_config_that_cannot_run() {
         .expect("running tilesparse");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("not an SDDMM kernel for f32"), "{stderr}");
+    let out = tilesparse()
+        .args(["sddmm", "--m", "50", "--k", "40", "--inner", "32", "--plan", "--config", "sddmm_f32_v4_l8_r1"])
+        .output()
+        .expect("running tilesparse");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("--plan chooses the kernel"), "{stderr}");
 }
 
 /// `bench sddmm --matrix --gen --all-configs --verify`: the caller's structures at each inner dimension, every config

@@ -122,9 +122,9 @@ fn tiled_of<T: Scalar>(gpu: &Gpu) -> usize {
             let reference = SddmmReference::new(pattern.view(), &a, &b, k);
             let a_dev = DeviceDense::upload(gpu, m, k, &a).unwrap();
             let b_dev = DeviceDense::upload(gpu, n, k, &b).unwrap();
-            let largest = SddmmPlan::new(gpu, &c, k).unwrap().tile_rows();
+            let largest = SddmmPlan::tiled(gpu, &c, k, None).unwrap().tile_rows();
             for tile_rows in [None, Some(1), Some(7.min(largest))] {
-                let plan = SddmmPlan::with_tile_rows(gpu, &c, k, tile_rows).unwrap();
+                let plan = SddmmPlan::tiled(gpu, &c, k, tile_rows).unwrap();
                 let what = format!("{} tiles of {} rows, {name}, k = {k}", plan.kernel_name(), plan.tile_rows());
                 let got = run_poisoned(gpu, &mut c, |c| sddmm_planned(gpu, &a_dev, &b_dev, c, &plan, 1.0, 0.0));
                 assert_matches(&what, &reference, &got.unwrap());
@@ -144,46 +144,54 @@ fn sanitizer_tiled_sddmm_matches_the_oracle() {
     eprintln!("sddmm: {runs} planned runs matched the oracle");
 }
 
-/// A plan's scalars, its refusals (k it cannot take, another matrix, another k, another type, a tile past the shared
-/// memory), and new values of C through a kept plan.
+/// Plans: `SddmmPlan::new` takes the gather kernel on a small matrix and the tiled one on a large uniform f32 one at
+/// k = 256, both matching the oracle with scalars; a tiled plan's refusals (k it cannot take, another matrix, another
+/// k, another type, a tile past the shared memory); new values of C through a kept plan.
 #[test]
 fn sddmm_plans_refuse_what_they_were_not_made_for() {
     let Some(gpu) = gpu_or_skip("sddmm_plans_refuse_what_they_were_not_made_for") else { return };
-    let (m, n, k) = (200, 150, 64);
-    let pattern = gen::power_law(m, n, 12.0, 1.5, seed(320));
-    let a = gen::dense_matrix(m, k, seed(321));
-    let b = gen::dense_matrix(n, k, seed(322));
-    let a_dev = DeviceDense::upload(&gpu, m, k, &a).unwrap();
-    let b_dev = DeviceDense::upload(&gpu, n, k, &b).unwrap();
-    let mut c = DeviceCsr::upload(&gpu, pattern.view()).unwrap();
-    let plan = SddmmPlan::new(&gpu, &c, k).unwrap();
-    let c0 = gen::dense_matrix(pattern.nnz(), 1, seed(323));
-    c.set_values(&gpu, &c0).unwrap();
-    sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan, -0.5, 2.0).unwrap();
-    let reference = SddmmReference::new(pattern.view(), &a, &b, k).epilogue(-0.5, 2.0, &c0);
-    assert_matches("planned with scalars", &reference, c.download(&gpu).unwrap().data());
-    let unsupported = |r: tilesparse::Result<SddmmPlan>| matches!(r, Err(Error::Unsupported { .. }));
-    assert!(unsupported(SddmmPlan::new(&gpu, &c, 30)), "k not a multiple of 4");
-    assert!(unsupported(SddmmPlan::new(&gpu, &c, 1028)), "k past 1024 in f32");
-    assert!(unsupported(SddmmPlan::with_tile_rows(&gpu, &c, k, Some(0))));
-    assert!(unsupported(SddmmPlan::with_tile_rows(&gpu, &c, k, Some(100_000))));
-    let other = DeviceCsr::upload(&gpu, pattern.view()).unwrap();
-    let other_plan = SddmmPlan::new(&gpu, &other, k).unwrap();
-    let r = sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &other_plan, 1.0, 0.0);
-    assert!(matches!(r, Err(Error::PatternMismatch(_))), "{r:?}");
-    let a32 = DeviceDense::upload(&gpu, m, 32, &gen::dense_matrix(m, 32, 1)).unwrap();
-    let b32 = DeviceDense::upload(&gpu, n, 32, &gen::dense_matrix(n, 32, 2)).unwrap();
-    let r = sddmm_planned(&gpu, &a32, &b32, &mut c, &plan, 1.0, 0.0);
-    assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
-    let p16: CsMat<f16> = gen::convert(&pattern);
-    let c16 = DeviceCsr::upload(&gpu, p16.view()).unwrap();
-    let plan16 = SddmmPlan::new(&gpu, &c16, k).unwrap();
-    let r = sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan16, 1.0, 0.0);
-    assert!(matches!(r, Err(Error::InvalidConfig { .. })), "{r:?}");
-    // The kept plan serves new values of C (its structure is the same): the plain product again.
-    c.set_values(&gpu, &vec![POISON as f32; pattern.nnz()]).unwrap();
-    sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan, 1.0, 0.0).unwrap();
-    assert_matches("kept plan", &SddmmReference::new(pattern.view(), &a, &b, k), c.download(&gpu).unwrap().data());
+    for (m, n, density, k, tiled) in [(200, 150, 0.06, 64, false), (2048, 2048, 0.3, 256, true)] {
+        let pattern = gen::uniform_random(m, n, density, seed(320));
+        let a = gen::dense_matrix(m, k, seed(321));
+        let b = gen::dense_matrix(n, k, seed(322));
+        let a_dev = DeviceDense::upload(&gpu, m, k, &a).unwrap();
+        let b_dev = DeviceDense::upload(&gpu, n, k, &b).unwrap();
+        let mut c = DeviceCsr::upload(&gpu, pattern.view()).unwrap();
+        let plan = SddmmPlan::new(&gpu, &c, k).unwrap();
+        assert_eq!(plan.uses_tiled_kernel(), tiled, "{m} x {n} at {density}, k = {k}: {}", plan.kernel_name());
+        let c0 = gen::dense_matrix(pattern.nnz(), 1, seed(323));
+        c.set_values(&gpu, &c0).unwrap();
+        sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan, -0.5, 2.0).unwrap();
+        let reference = SddmmReference::new(pattern.view(), &a, &b, k);
+        let what = format!("{} with scalars", plan.kernel_name());
+        assert_matches(&what, &reference.epilogue(-0.5, 2.0, &c0), c.download(&gpu).unwrap().data());
+        // Another matrix's plan (the same structure, another identity), another k, another type.
+        let other = DeviceCsr::upload(&gpu, pattern.view()).unwrap();
+        let other_plan = SddmmPlan::new(&gpu, &other, k).unwrap();
+        let r = sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &other_plan, 1.0, 0.0);
+        assert!(matches!(r, Err(Error::PatternMismatch(_))), "{r:?}");
+        let a32 = DeviceDense::upload(&gpu, m, 32, &gen::dense_matrix(m, 32, 1)).unwrap();
+        let b32 = DeviceDense::upload(&gpu, n, 32, &gen::dense_matrix(n, 32, 2)).unwrap();
+        let r = sddmm_planned(&gpu, &a32, &b32, &mut c, &plan, 1.0, 0.0);
+        assert!(matches!(r, Err(Error::ShapeMismatch(_))), "{r:?}");
+        let p16: CsMat<f16> = gen::convert(&pattern);
+        let c16 = DeviceCsr::upload(&gpu, p16.view()).unwrap();
+        let plan16 = SddmmPlan::new(&gpu, &c16, k).unwrap();
+        let r = sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan16, 1.0, 0.0);
+        assert!(matches!(r, Err(Error::InvalidConfig { .. })), "{r:?}");
+        // The kept plan serves new values of C (its structure is the same): the plain product again.
+        c.set_values(&gpu, &vec![POISON as f32; pattern.nnz()]).unwrap();
+        sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan, 1.0, 0.0).unwrap();
+        assert_matches("kept plan", &reference, c.download(&gpu).unwrap().data());
+        // A tiled plan refuses what its kernels cannot take.
+        let unsupported = |r: tilesparse::Result<SddmmPlan>| matches!(r, Err(Error::Unsupported { .. }));
+        assert!(unsupported(SddmmPlan::tiled(&gpu, &c, 30, None)), "k not a multiple of 4");
+        assert!(unsupported(SddmmPlan::tiled(&gpu, &c, 1028, None)), "k past 1024 in f32");
+        assert!(unsupported(SddmmPlan::tiled(&gpu, &c, k, Some(0))));
+        assert!(unsupported(SddmmPlan::tiled(&gpu, &c, k, Some(100_000))));
+        // ... which a plan of the library's choice takes with the gather kernel.
+        assert!(!SddmmPlan::new(&gpu, &c, 30).unwrap().uses_tiled_kernel());
+    }
 }
 
 fn scalars_and_specials<T: Scalar>(gpu: &Gpu) {

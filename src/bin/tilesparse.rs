@@ -18,7 +18,9 @@ use tilesparse::suite_sddmm::{self, SddmmBenchOptions};
 use tilesparse::suite_spgemm;
 use tilesparse::suite_spmv::{self, compulsory_bytes};
 use tilesparse::timing::time_op;
-use tilesparse::{gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, Scalar, SddmmConfig, SpmvPlan};
+use tilesparse::{
+    gen, mtx, DType, DeviceCsr, DeviceDense, Error, Gpu, Result, Scalar, SddmmConfig, SddmmPlan, SpmvPlan,
+};
 
 #[derive(Parser)]
 #[command(name = "tilesparse", version, about = "GPU sparse-matrix kernels: SpMM, SDDMM, SpGEMM, SpMV")]
@@ -287,6 +289,10 @@ struct SddmmArgs {
     /// Run on the CPU backend even when a GPU is present.
     #[arg(long)]
     cpu: bool,
+    /// Prepare the product for C's structure first (`SddmmPlan::new`: the tiled kernel where it pays, else the
+    /// automatic choice) and run it with `sddmm_planned`. With --config auto only.
+    #[arg(long)]
+    plan: bool,
 }
 
 #[derive(Args)]
@@ -828,6 +834,9 @@ fn run_sddmm_typed<T: Scalar>(args: SddmmArgs) -> Result<()> {
         pattern.nnz(),
         T::DTYPE
     );
+    if args.plan && args.config != "auto" {
+        return Err(Error::Usage("--plan chooses the kernel; give it with --config auto".into()));
+    }
     let config = if args.config == "auto" {
         SddmmConfig::select(k, pattern.nnz(), T::DTYPE)
     } else {
@@ -855,19 +864,28 @@ fn run_sddmm_typed<T: Scalar>(args: SddmmArgs) -> Result<()> {
             let b_dev = DeviceDense::upload(&gpu, n, k, &b)?;
             let mut c = DeviceCsr::upload(&gpu, pattern.view())?;
             c.set_values(&gpu, &c0)?;
-            tilesparse::sddmm_with(&gpu, &a_dev, &b_dev, &mut c, &config, alpha, beta)?;
+            // With --plan, the prepared product (`SddmmPlan`: the tiled kernel where it pays); else the config.
+            let plan = match args.plan {
+                true => {
+                    let started = Instant::now();
+                    let plan = SddmmPlan::new(&gpu, &c, k)?;
+                    let ms = started.elapsed().as_secs_f64() * 1e3;
+                    println!("plan: {} ({} rows per tile), made in {ms:.1} ms", plan.kernel_name(), plan.tile_rows());
+                    Some(plan)
+                }
+                false => None,
+            };
+            let run = |c: &mut DeviceCsr<T>| match &plan {
+                Some(plan) => tilesparse::sddmm_planned(&gpu, &a_dev, &b_dev, c, plan, alpha, beta),
+                None => tilesparse::sddmm_with(&gpu, &a_dev, &b_dev, c, &config, alpha, beta),
+            };
+            run(&mut c)?;
             let got = c.download(&gpu)?.data().to_vec();
             // Timed runs with beta 0 read nothing of C; with beta they read the last run's C.
-            let t = time_op(&gpu, args.warmup, args.iters, || {
-                tilesparse::sddmm_with(&gpu, &a_dev, &b_dev, &mut c, &config, alpha, beta)
-            })?;
+            let t = time_op(&gpu, args.warmup, args.iters, || run(&mut c))?;
             let ms = t.median_ms();
-            println!(
-                "GPU {}: {ms:.4} ms (median of {}), {:.1} GFLOP/s",
-                config.kernel_name(),
-                args.iters,
-                flops / (ms * 1e6)
-            );
+            let kernel = plan.as_ref().map_or_else(|| config.kernel_name(), SddmmPlan::kernel_name);
+            println!("GPU {kernel}: {ms:.4} ms (median of {}), {:.1} GFLOP/s", args.iters, flops / (ms * 1e6));
             got
         }
         None => {
