@@ -6,7 +6,9 @@
 //! cuSPARSE's `cusparseSDDMM` computes the same ([`crate::baseline::cusparse::CusparseSddmm`]).
 //!
 //! C's values are written in place on the device, as [`DeviceCsr::update_values`] writes them: the tensor-core
-//! blocks C has built and its kept transpose follow, and its structure, statistics and plans stay.
+//! blocks C has built and its kept transpose follow, and its structure, statistics and plans stay. For a structure
+//! used many times (a weight in training), [`SddmmPlan`] prepares the product once: on large f32 structures whose
+//! rows share columns at k = 256-1024 it runs a tiled kernel that reads each row of B once per tile of C's rows.
 //!
 //! ```no_run
 //! use tilesparse::{gen, Gpu, DeviceCsr, DeviceDense};

@@ -13,7 +13,8 @@
  * rows cost nothing. Where a run lies in one row, each step loads A's vector once for all of a lane's entries.
  *
  * Each stored entry of B's rows is read from L2 once per entry of C that reads it, as in Sputnik's kernel: on
- * uniform random structures cuSPARSE's SDDMM is faster (NOTES.md, SDDMM steps 1-2).
+ * uniform random structures cuSPARSE's SDDMM is faster (NOTES.md, SDDMM steps 1-2). The tiled kernel (tiled.cuh),
+ * which a plan runs, reads each row of B once per column of a row tile instead (SDDMM step 4).
  */
 
 #include "common/epilogue.cuh"
