@@ -231,9 +231,7 @@ pub fn sddmm_with<T: Scalar>(
     alpha: f32,
     beta: f32,
 ) -> Result<()> {
-    a.check_gpu(gpu, "A")?;
-    b.check_gpu(gpu, "B")?;
-    c.check_gpu(gpu, "C")?;
+    let k = check_operands(gpu, a, b, c)?;
     config.validate()?;
     if config.dtype != T::DTYPE {
         return Err(Error::InvalidConfig {
@@ -241,9 +239,6 @@ pub fn sddmm_with<T: Scalar>(
             rule: format!("config is for {} but the operands are {}", config.dtype, T::DTYPE),
         });
     }
-    check_shapes(a, b, c)?;
-    let k = a.cols();
-    check_sizes(c.rows(), c.nnz(), k)?;
     if k % config.vector_width != 0 {
         return Err(Error::Unsupported {
             config: config.kernel_name(),
@@ -427,8 +422,8 @@ fn host_plan(row_offsets: &[i32], column_indices: &[i32], tile_rows: usize, unit
 
 impl SddmmPlan {
     /// The plan for C's structure and inner dimension k (any k): the tiled kernel with tiles of 96 KB of A (at most
-    /// 256 rows) where it pays ([`SddmmPlan::tiled`]'s rules), else [`SddmmConfig::select`]'s config, with nothing
-    /// downloaded or built. [`Error::UnsupportedDtype`] for f64, [`Error::WrongGpu`] for another handle's C,
+    /// 256 rows) where it was measured to pay (f32, k of 256-1024, 2^19 entries or more, 4 or more entries per column
+    /// in a tile on average), else [`SddmmConfig::select`]'s config, with nothing downloaded or built. [`Error::UnsupportedDtype`] for f64, [`Error::WrongGpu`] for another handle's C,
     /// [`Error::TooLarge`] as [`sddmm_with`].
     pub fn new<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize) -> Result<Self> {
         c.check_gpu(gpu, "C")?;
@@ -442,8 +437,7 @@ impl SddmmPlan {
             return Self::tiled(gpu, c, k, None);
         }
         check_sizes(c.rows(), c.nnz(), k)?;
-        let gather = SddmmConfig::select(k, c.nnz(), T::DTYPE);
-        Ok(SddmmPlan { tiled: false, gather, ..Self::empty(gpu, c, k)? })
+        Self::empty(gpu, c, k)
     }
 
     /// Where the tiled kernel beat the gather kernel (NOTES.md, SDDMM step 4, uniform 4096^2 in f32 at k = 256:
@@ -454,7 +448,7 @@ impl SddmmPlan {
         dtype == DType::F32 && (256..=1024).contains(&k) && k % 4 == 0 && nnz >= 1 << 19 && per_column >= 4.0
     }
 
-    /// A plan with no tiles (the gather kernel's, or one to fill in).
+    /// A plan with no tiles: the gather kernel's.
     fn empty<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize) -> Result<Self> {
         let none = || crate::csr::upload_slice::<i32>(gpu, &[], "an SDDMM plan");
         Ok(SddmmPlan {
@@ -566,12 +560,7 @@ pub fn sddmm_planned<T: Scalar>(
     alpha: f32,
     beta: f32,
 ) -> Result<()> {
-    a.check_gpu(gpu, "A")?;
-    b.check_gpu(gpu, "B")?;
-    c.check_gpu(gpu, "C")?;
-    check_shapes(a, b, c)?;
-    let k = a.cols();
-    check_sizes(c.rows(), c.nnz(), k)?;
+    let k = check_operands(gpu, a, b, c)?;
     if plan.dtype != T::DTYPE {
         return Err(Error::InvalidConfig {
             config: plan.kernel_name(),
@@ -639,6 +628,17 @@ pub fn sddmm_planned<T: Scalar>(
             .map_err(Error::driver("launching the tiled SDDMM kernel", 0))?;
         Ok::<(), Error>(())
     })
+}
+
+/// The checks every SDDMM launch makes of its operands: each of `gpu`'s ([`Error::WrongGpu`]), their shapes
+/// ([`check_shapes`]) and sizes ([`check_sizes`]). Returns k.
+fn check_operands<T: Scalar>(gpu: &Gpu, a: &DeviceDense<T>, b: &DeviceDense<T>, c: &DeviceCsr<T>) -> Result<usize> {
+    a.check_gpu(gpu, "A")?;
+    b.check_gpu(gpu, "B")?;
+    c.check_gpu(gpu, "C")?;
+    check_shapes(a, b, c)?;
+    check_sizes(c.rows(), c.nnz(), a.cols())?;
+    Ok(a.cols())
 }
 
 /// [`Error::ShapeMismatch`] unless A is m x k, B n x k and C m x n: SDDMM's shapes, here and in its cuSPARSE baseline.
