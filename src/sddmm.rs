@@ -337,17 +337,30 @@ pub struct SddmmPlan {
     matrix: u64,
     dtype: DType,
     k: usize,
-    /// Whether the plan runs the tiled kernel; else `gather`, [`SddmmConfig::select`]'s config, with no tiles built.
-    tiled: bool,
-    gather: SddmmConfig,
+    kernel: PlanKernel,
+}
+
+/// What a plan runs: the gather kernel with [`SddmmConfig::select`]'s config (nothing built), or the tiled kernel.
+enum PlanKernel {
+    Gather(SddmmConfig),
+    Tiled(Box<Tiles>),
+}
+
+/// A tiled plan's kernel and arrays on the device ([`HostPlan`]'s).
+struct Tiles {
     lanes: usize,
-    tile_rows: usize,
+    rows: usize,
     num_units: usize,
     units: cudarc::driver::CudaSlice<i32>,
     segment_columns: cudarc::driver::CudaSlice<i32>,
     segment_starts: cudarc::driver::CudaSlice<i32>,
     entry_rows: cudarc::driver::CudaSlice<i32>,
     entry_index: cudarc::driver::CudaSlice<i32>,
+}
+
+/// Elements of T in the tiled kernels' 16-byte vectors.
+fn tiled_vector(dtype: DType) -> usize {
+    16 / dtype.size()
 }
 
 /// The host side of a plan: per segment its column and first entry, per entry (in the plan's order) its row in the
@@ -421,62 +434,57 @@ fn host_plan(row_offsets: &[i32], column_indices: &[i32], tile_rows: usize, unit
 }
 
 impl SddmmPlan {
-    /// The plan for C's structure and inner dimension k (any k): the tiled kernel with tiles of 96 KB of A (at most
-    /// 256 rows) where it was measured to pay (f32, k of 256-1024, 2^19 entries or more, 4 or more entries per column
-    /// in a tile on average), else [`SddmmConfig::select`]'s config, with nothing downloaded or built. [`Error::UnsupportedDtype`] for f64, [`Error::WrongGpu`] for another handle's C,
-    /// [`Error::TooLarge`] as [`sddmm_with`].
+    /// The plan for C's structure and inner dimension k (any k): the tiled kernel with its largest tiles where
+    /// [`SddmmPlan::takes_tiled_kernel`], else [`SddmmConfig::select`]'s config, with nothing downloaded or built.
+    /// [`Error::UnsupportedDtype`] for f64, [`Error::WrongGpu`] for another handle's C, [`Error::TooLarge`] as
+    /// [`sddmm_with`].
     pub fn new<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize) -> Result<Self> {
         c.check_gpu(gpu, "C")?;
         if T::DTYPE == DType::F64 {
             return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "SDDMM" });
         }
-        let vector = 16 / T::DTYPE.size();
-        let largest = (TILED_SHARED_BYTES / ((k + vector) * T::DTYPE.size())).clamp(1, 256);
-        let per_column = c.nnz() as f64 / (c.rows().max(1) as f64 * c.cols().max(1) as f64) * largest as f64;
-        if Self::tiled_pays(T::DTYPE, k, c.nnz(), per_column) {
+        if Self::takes_tiled_kernel(c, k) {
             return Self::tiled(gpu, c, k, None);
         }
         check_sizes(c.rows(), c.nnz(), k)?;
-        Self::empty(gpu, c, k)
+        let gather = SddmmConfig::select(k, c.nnz(), T::DTYPE);
+        Ok(SddmmPlan { matrix: c.id(), dtype: T::DTYPE, k, kernel: PlanKernel::Gather(gather) })
+    }
+
+    /// Whether [`SddmmPlan::new`] takes the tiled kernel for C and k: where it was measured to pay (f32, k of
+    /// 256-1024, 2^19 entries or more, 4 or more entries per column in a tile of the largest size on average).
+    pub fn takes_tiled_kernel<T: Scalar>(c: &DeviceCsr<T>, k: usize) -> bool {
+        let density = c.nnz() as f64 / (c.rows().max(1) as f64 * c.cols().max(1) as f64);
+        let per_column = density * Self::largest_tile_rows(T::DTYPE, k) as f64;
+        Self::tiled_pays(T::DTYPE, k, c.nnz(), per_column)
+    }
+
+    /// The most rows of C per tile at k: as many as fill 96 KB of shared memory with their rows of A (a vector of
+    /// padding each), at most 256 (94 at k = 256 in f32).
+    pub fn largest_tile_rows(dtype: DType, k: usize) -> usize {
+        (TILED_SHARED_BYTES / ((k + tiled_vector(dtype)) * dtype.size())).clamp(1, 256)
     }
 
     /// Where the tiled kernel beat the gather kernel (NOTES.md, SDDMM step 4, uniform 4096^2 in f32 at k = 256:
     /// 1.65x / 1.57x / 1.20x at 80% / 90% / 95%, 0.95x at 98%): f32, k of 256 to 1024 (8 vectors per lane of 8 to
-    /// 32 lanes), 2^19 entries or more (smaller launches ran 2-5x slower: few units, each copying a whole tile of A), and
-    /// at least 4 entries per column in a tile on average (`per_column`). f16 and bf16 never paid (0.5x-0.8x).
+    /// 32 lanes), 2^19 entries or more (smaller launches ran 2-5x slower: few units, each copying a whole tile of
+    /// A), and at least 4 entries per column in a tile on average (`per_column`). f16 and bf16 never paid
+    /// (0.5x-0.8x).
     fn tiled_pays(dtype: DType, k: usize, nnz: usize, per_column: f64) -> bool {
         dtype == DType::F32 && (256..=1024).contains(&k) && k % 4 == 0 && nnz >= 1 << 19 && per_column >= 4.0
     }
 
-    /// A plan with no tiles: the gather kernel's.
-    fn empty<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize) -> Result<Self> {
-        let none = || crate::csr::upload_slice::<i32>(gpu, &[], "an SDDMM plan");
-        Ok(SddmmPlan {
-            matrix: c.id(),
-            dtype: T::DTYPE,
-            k,
-            tiled: false,
-            gather: SddmmConfig::select(k, c.nnz(), T::DTYPE),
-            lanes: 0,
-            tile_rows: 0,
-            num_units: 0,
-            units: none()?,
-            segment_columns: none()?,
-            segment_starts: none()?,
-            entry_rows: none()?,
-            entry_index: none()?,
-        })
-    }
-
-    /// A plan that runs the tiled kernel whatever it costs, with tiles of `tile_rows` rows (None: the largest that
-    /// fits), for tests and measurements. [`Error::Unsupported`] for a k the tiled kernels cannot take (as for
-    /// [`SddmmPlan::new`]), a tile of 0 rows or one past the shared memory.
+    /// A plan that runs the tiled kernel whatever it costs, with tiles of `tile_rows` rows (None: the largest,
+    /// [`SddmmPlan::largest_tile_rows`]), for tests and measurements. [`Error::Unsupported`] for a k the tiled kernels
+    /// cannot take (a multiple of a 16-byte vector, at most 8 vectors per lane of 32: 1024 for f32, 2048 for
+    /// f16/bf16; [`sddmm()`] takes any k), a tile of 0 rows or one past the shared memory; the errors of
+    /// [`SddmmPlan::new`].
     pub fn tiled<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize, tile_rows: Option<usize>) -> Result<Self> {
         c.check_gpu(gpu, "C")?;
         if T::DTYPE == DType::F64 {
             return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "SDDMM" });
         }
-        let vector = 16 / T::DTYPE.size();
+        let vector = tiled_vector(T::DTYPE);
         let Some(&lanes) = TILED_LANES.iter().find(|&&l| k <= TILED_MAX_VECTORS * l * vector) else {
             return Err(Error::Unsupported {
                 config: format!("sddmm_tiled_{}", T::DTYPE),
@@ -490,12 +498,12 @@ impl SddmmPlan {
             });
         }
         check_sizes(c.rows(), c.nnz(), k)?;
-        let largest = (TILED_SHARED_BYTES / ((k + vector) * T::DTYPE.size())).clamp(1, 256);
-        let tile_rows = tile_rows.unwrap_or(largest);
-        if tile_rows == 0 || tile_rows > largest {
+        let largest = Self::largest_tile_rows(T::DTYPE, k);
+        let rows = tile_rows.unwrap_or(largest);
+        if rows == 0 || rows > largest {
             return Err(Error::Unsupported {
                 config: format!("sddmm_tiled_{}", T::DTYPE),
-                reason: format!("tiles of {tile_rows} rows: 1 to {largest} fit the shared memory at k = {k}"),
+                reason: format!("tiles of {rows} rows: 1 to {largest} fit the shared memory at k = {k}"),
             });
         }
         let (row_offsets, column_indices, _) = c.device_parts();
@@ -508,49 +516,49 @@ impl SddmmPlan {
         };
         // Units of about nnz / (4 x 132) entries: four per SM of an H100 or H200, at least 256 and at most 8192 each.
         let unit_entries = (c.nnz() / (4 * 132)).clamp(256, 8192);
-        let host = host_plan(&row_offsets, &column_indices, tile_rows, unit_entries);
+        let host = host_plan(&row_offsets, &column_indices, rows, unit_entries);
         let up = |v: &[i32]| crate::csr::upload_slice(gpu, v, "uploading an SDDMM plan");
-        Ok(SddmmPlan {
-            matrix: c.id(),
-            dtype: T::DTYPE,
-            k,
-            tiled: true,
-            gather: SddmmConfig::select(k, c.nnz(), T::DTYPE),
+        let tiles = Tiles {
             lanes,
-            tile_rows,
+            rows,
             num_units: host.units.len() / 3,
             units: up(&host.units)?,
             segment_columns: up(&host.segment_columns)?,
             segment_starts: up(&host.segment_starts)?,
             entry_rows: up(&host.entry_rows)?,
             entry_index: up(&host.entry_index)?,
-        })
+        };
+        Ok(SddmmPlan { matrix: c.id(), dtype: T::DTYPE, k, kernel: PlanKernel::Tiled(Box::new(tiles)) })
     }
 
     /// Rows of C per tile (0 where the plan runs the gather kernel).
     pub fn tile_rows(&self) -> usize {
-        self.tile_rows
+        match &self.kernel {
+            PlanKernel::Tiled(tiles) => tiles.rows,
+            PlanKernel::Gather(_) => 0,
+        }
     }
 
     /// Whether the plan runs the tiled kernel.
     pub fn uses_tiled_kernel(&self) -> bool {
-        self.tiled
+        matches!(self.kernel, PlanKernel::Tiled(_))
     }
 
     /// The kernel the plan runs: a tiled one, e.g. `sddmm_tiled_f32_v4_l8`, or the gather kernel's config name.
     pub fn kernel_name(&self) -> String {
-        if self.tiled {
-            format!("sddmm_tiled_{}_v{}_l{}", self.dtype.name(), 16 / self.dtype.size(), self.lanes)
-        } else {
-            self.gather.kernel_name()
+        match &self.kernel {
+            PlanKernel::Tiled(tiles) => {
+                format!("sddmm_tiled_{}_v{}_l{}", self.dtype.name(), tiled_vector(self.dtype), tiles.lanes)
+            }
+            PlanKernel::Gather(config) => config.kernel_name(),
         }
     }
 }
 
 /// C = alpha (A B^T) o spy(C) + beta C with a plan made for C's structure and A's k ([`SddmmPlan`]: the tiled kernel
-/// where it pays, else the gather kernel's choice): the errors of [`sddmm_with`], and [`Error::PatternMismatch`] for a plan of another matrix (or of
-/// C before its structure was rewritten), [`Error::ShapeMismatch`] for one of another k, [`Error::InvalidConfig`] for
-/// one of another type.
+/// where it pays, else the gather kernel's choice): the errors of [`sddmm_with`], and [`Error::PatternMismatch`] for
+/// a plan of another matrix (or of C before its structure was rewritten), [`Error::ShapeMismatch`] for one of another
+/// k, [`Error::InvalidConfig`] for one of another type.
 pub fn sddmm_planned<T: Scalar>(
     gpu: &Gpu,
     a: &DeviceDense<T>,
@@ -573,28 +581,29 @@ pub fn sddmm_planned<T: Scalar>(
     if plan.k != k {
         return Err(Error::ShapeMismatch(format!("the SDDMM plan was made for k = {}, A has k = {k}", plan.k)));
     }
-    if !plan.tiled {
-        return sddmm_with(gpu, a, b, c, &plan.gather, alpha, beta);
-    }
-    let vector = 16 / T::DTYPE.size();
+    let tiles = match &plan.kernel {
+        PlanKernel::Gather(config) => return sddmm_with(gpu, a, b, c, config, alpha, beta),
+        PlanKernel::Tiled(tiles) => tiles,
+    };
+    let vector = tiled_vector(T::DTYPE);
     let function = gpu.function_with_shared(Family::Sddmm, &plan.kernel_name(), TILED_SHARED_BYTES as u32)?;
-    if plan.num_units == 0 {
+    if tiles.num_units == 0 {
         return Ok(());
     }
-    let shared = plan.tile_rows * (k + vector) * T::DTYPE.size();
+    let shared = tiles.rows * (k + vector) * T::DTYPE.size();
     let launch = LaunchConfig {
-        grid_dim: (plan.num_units as u32, 1, 1),
+        grid_dim: (tiles.num_units as u32, 1, 1),
         block_dim: (THREADS as u32, 1, 1),
         shared_mem_bytes: shared as u32,
     };
     let stream = gpu.stream().clone();
     let (m, n, nnz) = (c.rows(), c.cols(), c.nnz());
     c.update_values_with_structure(gpu, |_, _, values| {
-        let (units, _g1) = plan.units.device_ptr(&stream);
-        let (segment_columns, _g2) = plan.segment_columns.device_ptr(&stream);
-        let (segment_starts, _g3) = plan.segment_starts.device_ptr(&stream);
-        let (entry_rows, _g4) = plan.entry_rows.device_ptr(&stream);
-        let (entry_index, _g5) = plan.entry_index.device_ptr(&stream);
+        let (units, _g1) = tiles.units.device_ptr(&stream);
+        let (segment_columns, _g2) = tiles.segment_columns.device_ptr(&stream);
+        let (segment_starts, _g3) = tiles.segment_starts.device_ptr(&stream);
+        let (entry_rows, _g4) = tiles.entry_rows.device_ptr(&stream);
+        let (entry_index, _g5) = tiles.entry_index.device_ptr(&stream);
         let (lhs, _g6) = a.data.device_ptr(&stream);
         let (rhs, _g7) = b.data.device_ptr(&stream);
         let (out, _g8) = values.device_ptr_mut(&stream);
@@ -603,9 +612,9 @@ pub fn sddmm_planned<T: Scalar>(
             n: n as i32,
             k: k as i32,
             nnz: nnz as i32,
-            tile_rows: plan.tile_rows as i32,
+            tile_rows: tiles.rows as i32,
             a_stride: (k + vector) as i32,
-            num_units: plan.num_units as i32,
+            num_units: tiles.num_units as i32,
             pad: 0,
             units,
             segment_columns,

@@ -213,13 +213,11 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
         Ok(SddmmEntry { name: config.kernel_name(), ms: Ok(t.median_ms()), mismatches })
     };
     let auto = ours(SddmmConfig::select(k, nnz, T::DTYPE), &mut c)?;
+    let largest = SddmmPlan::largest_tile_rows(T::DTYPE, k);
     let started = std::time::Instant::now();
-    let plan = SddmmPlan::tiled(gpu, &c, k, None).and_then(|largest| match opts.tile_rows {
-        Some(rows) => SddmmPlan::tiled(gpu, &c, k, Some(rows.min(largest.tile_rows()))),
-        None => Ok(largest),
-    });
-    let planned_tiled = SddmmPlan::new(gpu, &c, k)?.uses_tiled_kernel();
+    let plan = SddmmPlan::tiled(gpu, &c, k, opts.tile_rows.map(|rows| rows.min(largest)));
     let plan_ms = plan.is_ok().then(|| started.elapsed().as_secs_f64() * 1e3);
+    let planned_tiled = SddmmPlan::takes_tiled_kernel(&c, k);
     let tiled = match &plan {
         Ok(plan) => {
             let mismatches = check(&mut c, &mut |c| sddmm_planned(gpu, &a_dev, &b_dev, c, plan, 1.0, 0.0))?;
