@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Kernel families: one folder under `cuda/` and one fatbin each.
-const FAMILIES: &[&str] = &["spmm", "spmv", "spgemm", "util", "sddmm", SM90A_FAMILY];
+const FAMILIES: &[&str] = &["spmm", "spmv", "spgemm", "util", "sddmm", "softmax", SM90A_FAMILY];
 /// The family of Hopper-only kernels (wgmma): machine code for sm_90a alone, built when the targets include 90.
 const SM90A_FAMILY: &str = "spmm90a";
 

@@ -20,7 +20,7 @@ for t in "$here"/tests/*; do
 done
 if [ "${1:-}" = "--sanitize" ]; then
   for tool in memcheck racecheck; do
-    for t in spmm spmv spgemm sddmm; do
+    for t in spmm spmv spgemm sddmm softmax; do
       [ -x "$here/tests/$t" ] || continue
       echo "== compute-sanitizer --tool $tool $t"
       if compute-sanitizer --tool "$tool" --error-exitcode 99 "$here/tests/$t" --test-threads=1 sanitizer_ 2>&1 | tail -n 5; then

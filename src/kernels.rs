@@ -15,6 +15,8 @@ pub enum Family {
     Util,
     /// The sampled dense-dense product (cuda/sddmm, [`crate::sddmm()`]).
     Sddmm,
+    /// The sparse softmax and its gradient (cuda/softmax, [`crate::softmax()`]).
+    Softmax,
     /// Hopper-only SpMM kernels (warpgroup mma), machine code for sm_90a alone: they load on compute
     /// capability 9.0 only ([`SM90A_BUILT`] says whether this build has them).
     Spmm90a,
@@ -22,8 +24,8 @@ pub enum Family {
 
 impl Family {
     /// All families, in the order of their module slots.
-    pub const ALL: [Family; 6] =
-        [Family::Spmm, Family::Spmv, Family::Spgemm, Family::Util, Family::Sddmm, Family::Spmm90a];
+    pub const ALL: [Family; 7] =
+        [Family::Spmm, Family::Spmv, Family::Spgemm, Family::Util, Family::Sddmm, Family::Softmax, Family::Spmm90a];
 
     /// The family's folder name.
     pub fn name(self) -> &'static str {
@@ -33,6 +35,7 @@ impl Family {
             Family::Spgemm => "spgemm",
             Family::Util => "util",
             Family::Sddmm => "sddmm",
+            Family::Softmax => "softmax",
             Family::Spmm90a => "spmm90a",
         }
     }
@@ -45,6 +48,7 @@ impl Family {
             Family::Spgemm => SPGEMM_FATBIN,
             Family::Util => UTIL_FATBIN,
             Family::Sddmm => SDDMM_FATBIN,
+            Family::Softmax => SOFTMAX_FATBIN,
             Family::Spmm90a => SPMM90A_FATBIN,
         }
     }

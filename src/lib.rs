@@ -39,11 +39,13 @@ pub mod mtx;
 pub mod record;
 pub mod scalar;
 pub mod sddmm;
+pub mod softmax;
 pub mod spgemm;
 pub mod spmm;
 pub mod spmv;
 pub mod suite;
 pub mod suite_sddmm;
+pub mod suite_softmax;
 pub mod suite_spgemm;
 pub mod suite_spmv;
 pub mod timing;
@@ -55,6 +57,7 @@ pub use gpu::Gpu;
 pub use record::Recording;
 pub use scalar::{DType, Scalar};
 pub use sddmm::{sddmm, sddmm_auto, sddmm_auto_with, sddmm_planned, sddmm_with, SddmmConfig, SddmmPlan};
+pub use softmax::{softmax, softmax_backward, softmax_backward_with, softmax_with, SoftmaxConfig};
 pub use spgemm::{spgemm, SpgemmPlan};
 pub use spmm::{
     spmm, spmm_auto, spmm_auto_with, spmm_bias_relu, spmm_bias_relu_auto, spmm_concurrent, spmm_in_order, spmm_kernel,

@@ -277,6 +277,7 @@ fn bad_arguments_are_clear_errors() {
     assert!(run(&["bench", "sddmm", "--matrix", pores, "--k", "100000000"]).contains("i32::MAX"));
     assert!(run(&["bench", "sddmm", "--matrix", pores, "--dtype", "f64"]).contains("unsupported dtype f64"));
     assert!(run(&["sddmm", "--m", "64", "--k", "64", "--dtype", "f64"]).contains("unsupported dtype f64"));
+    assert!(run(&["bench", "softmax", "--matrix", pores, "--dtype", "f64"]).contains("unsupported dtype f64"));
 }
 
 /// Whether a CLI run that needs the GPU succeeded. Only a machine without a GPU (or a build without kernels) may
@@ -509,6 +510,30 @@ fn sddmm_refuses_a_config_that_cannot_run() {
         .expect("running tilesparse");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("--plan chooses the kernel"), "{stderr}");
+}
+
+/// `bench softmax --matrix --gen --all-configs --verify`: the caller's matrices, every config (6 lane counts, with and
+/// without the chunk kernels), each checked forward and backward against the oracle, in the table and the JSON.
+#[test]
+fn bench_softmax_runs_the_callers_matrices() {
+    let json = std::env::temp_dir().join(format!("tilesparse-cli-softmax-{}.json", std::process::id()));
+    let out = tilesparse()
+        .args(["bench", "softmax", "--matrix", &data("west0479.mtx.gz"), "--gen", "powerlaw:3000x2000:0.01"])
+        .args(["--dtype", "bf16", "--all-configs", "--verify", "--iters", "2", "--warmup", "1"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .expect("running tilesparse");
+    if !gpu_run_succeeded("bench_softmax_runs_the_callers_matrices", "bench softmax", &out) {
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let text = std::fs::read_to_string(&json).expect("the JSON report");
+    std::fs::remove_file(&json).ok();
+    assert!(stdout.contains("verified against the f64 oracle: 0 result(s) outside their bound"), "{stdout}");
+    for name in ["west0479", "powerlaw_3000x2000_d0.01"] {
+        assert!(stdout.contains(name) && text.contains(&format!("\"problem\":\"{name}\"")), "{name}: {stdout}");
+    }
+    assert_eq!(text.matches("\"verified\":true").count(), 2 * 12, "{text}");
 }
 
 /// `bench sddmm --matrix --gen --all-configs --verify`: the caller's structures at each inner dimension, every config

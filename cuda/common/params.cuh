@@ -215,4 +215,23 @@ struct SddmmTiledParams {
 };
 static_assert(sizeof(SddmmTiledParams) == 104, "SddmmTiledParams must match src/sddmm.rs");
 
+/// @brief Arguments of the sparse softmax kernels (cuda/softmax/softmax.cu): each row's stored entries replaced by
+/// their softmax (forward), or a softmax's gradient from its output P and the gradient dP (backward).
+struct SoftmaxParams {
+  int m;                        // rows
+  int long_threshold;           // rows longer than this are left to the chunk kernels (INT_MAX: none are)
+  const int* row_offsets;       // (m + 1) CSR row pointer, global
+  const void* input;            // (nnz) forward: the scores; backward: P; element type of the kernel, global
+  const void* grad;             // (nnz) backward: dP; forward: null
+  void* output;                 // (nnz) forward: P; backward: dS. May be input (forward) or grad (backward): each
+                                // entry is read before it is written, by the thread that writes it
+  int4* chunks;                 // (long_capacity) the long rows' chunks: row, the row's first chunk, the row's
+                                // chunk count, this chunk's index in its row; in no order of rows, global
+  int* chunk_count;             // entries of chunks, zeroed before the finding kernel
+  float* partials;              // (2 x long_capacity) each chunk's (maximum, sum) or (dot, unused), global scratch
+  int long_capacity;            // room in chunks: the finding kernel lists no row whose chunks would pass it
+  int nnz;                      // entries: the rows kernels load no vector that reaches past the values' end
+};
+static_assert(sizeof(SoftmaxParams) == 72, "SoftmaxParams must match src/softmax.rs");
+
 }  // namespace ts

@@ -15,6 +15,7 @@ use tilesparse::spmm::{tensor_core, DenseLayouts, Layout, SpmmEpilogue, SpmmKern
 use tilesparse::spmv::{spmv_error_bound, SeedSpmvWorkspace};
 use tilesparse::suite::{self, BenchOptions, BlockedFormat};
 use tilesparse::suite_sddmm::{self, SddmmBenchOptions};
+use tilesparse::suite_softmax::{self, SoftmaxBenchOptions};
 use tilesparse::suite_spgemm;
 use tilesparse::suite_spmv::{self, compulsory_bytes};
 use tilesparse::timing::time_op;
@@ -396,6 +397,27 @@ enum BenchCommand {
         #[arg(long)]
         tile_rows: Option<usize>,
     },
+    /// The sparse softmax and its gradient (the suite, or your matrices), as bandwidth against the device's copy.
+    Softmax {
+        #[command(flatten)]
+        suite: SuiteArgs,
+        /// Element type: f32, f16 or bf16.
+        #[arg(long, default_value = "f32")]
+        dtype: DType,
+        /// Your own matrix (Matrix Market) instead of the suite; repeat for several.
+        #[arg(long = "matrix")]
+        matrices: Vec<PathBuf>,
+        /// A generated matrix, GENERATOR:MxN:DENSITY[:SEED[:eFRACTION]] as for `bench spmm --gen`.
+        #[arg(long = "gen")]
+        generated: Vec<String>,
+        /// Time every config (each lane count, with and without the long-row kernel), not only the automatic one.
+        #[arg(long)]
+        all_configs: bool,
+        /// Check every config timed, forward and backward, against the f64 oracle first; one outside its bound is
+        /// marked and fails the command.
+        #[arg(long)]
+        verify: bool,
+    },
     /// The SpGEMM suite: the production SpGEMM end to end against cuSPARSE ALG1/2/3, with peak device memory.
     SpgemmSuite {
         #[command(flatten)]
@@ -451,6 +473,10 @@ fn main() -> ExitCode {
         }) => {
             let opts = SddmmBenchOptions { warmup: suite.warmup, iters: suite.iters, all_configs, verify, tile_rows };
             bench_sddmm(suite, dtype, &matrices, &generated, &k, opts)
+        }
+        Command::Bench(BenchCommand::Softmax { suite, dtype, matrices, generated, all_configs, verify }) => {
+            let opts = SoftmaxBenchOptions { warmup: suite.warmup, iters: suite.iters, all_configs, verify };
+            bench_softmax(suite, dtype, &matrices, &generated, opts)
         }
         Command::Bench(BenchCommand::Spmv { suite }) => bench_spmv(suite),
         Command::Bench(BenchCommand::Spmm {
@@ -960,6 +986,51 @@ fn bench_sddmm(
         write_json(&path, &suite_sddmm::reports_to_json(&reports))?;
     }
     let wrong = suite_sddmm::wrong_results(&reports);
+    if wrong > 0 {
+        return Err(Error::Verification(format!("{wrong} result(s) outside the oracle's bound")));
+    }
+    Ok(())
+}
+
+/// `bench softmax`: the suite, or the caller's matrices (`--matrix`, `--gen`).
+fn bench_softmax(
+    args: SuiteArgs,
+    dtype: DType,
+    matrices: &[PathBuf],
+    generated: &[String],
+    opts: SoftmaxBenchOptions,
+) -> Result<()> {
+    let SuiteArgs { filter, warmup, iters, json } = args;
+    // The type, files and specs are checked on any machine, before the GPU is asked for.
+    if dtype == DType::F64 {
+        return Err(Error::UnsupportedDtype { dtype, op: "bench softmax (f32, f16, bf16)" });
+    }
+    let problems = if matrices.is_empty() && generated.is_empty() {
+        suite_softmax::softmax_suite(filter.as_deref())?
+    } else {
+        suite_softmax::softmax_problems(matrices, generated, filter.as_deref())?
+    };
+    let gpu = Gpu::new(0)?;
+    let mut reports = Vec::new();
+    for p in &problems {
+        let r = match dtype {
+            DType::F32 => suite_softmax::bench_softmax::<f32>(&gpu, p, &opts),
+            DType::F16 => suite_softmax::bench_softmax::<half::f16>(&gpu, p, &opts),
+            DType::Bf16 => suite_softmax::bench_softmax::<half::bf16>(&gpu, p, &opts),
+            DType::F64 => return Err(Error::UnsupportedDtype { dtype, op: "bench softmax (f32, f16, bf16)" }),
+        }?;
+        reports.push(r);
+    }
+    let copy = suite_softmax::copy_gbps(&gpu, &opts)?;
+    println!("device: {}; dtype {dtype}; medians of {iters} event-timed runs after {warmup} warm-up", gpu.info().name);
+    suite_softmax::print_table(&reports, copy);
+    if let Some(path) = json {
+        write_json(&path, &suite_softmax::reports_to_json(&reports, copy))?;
+    }
+    let wrong = suite_softmax::wrong_results(&reports);
+    if opts.verify {
+        println!("verified against the f64 oracle: {wrong} result(s) outside their bound");
+    }
     if wrong > 0 {
         return Err(Error::Verification(format!("{wrong} result(s) outside the oracle's bound")));
     }

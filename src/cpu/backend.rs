@@ -7,10 +7,23 @@
 use crate::scalar::{DType, Scalar};
 use rayon::prelude::*;
 use sprs::{CsMat, CsMatView};
-use std::ops::{AddAssign, Mul};
+use std::ops::{AddAssign, Div, Mul, Sub};
 
 /// The accumulation precision (f32 or f64) and its conversions to and from storage.
-trait Acc: Copy + Send + Sync + Default + PartialEq + AddAssign + Mul<Output = Self> {
+trait Acc:
+    Copy
+    + Send
+    + Sync
+    + Default
+    + PartialEq
+    + PartialOrd
+    + AddAssign
+    + Mul<Output = Self>
+    + Sub<Output = Self>
+    + Div<Output = Self>
+{
+    const NEG_INFINITY: Self;
+    fn exp(self) -> Self;
     fn load<S: Scalar>(v: S) -> Self;
     fn store<T: Scalar>(self) -> T;
     fn from_f64(v: f64) -> Self;
@@ -19,6 +32,11 @@ trait Acc: Copy + Send + Sync + Default + PartialEq + AddAssign + Mul<Output = S
 }
 
 impl Acc for f32 {
+    const NEG_INFINITY: Self = f32::NEG_INFINITY;
+    #[inline]
+    fn exp(self) -> Self {
+        f32::exp(self)
+    }
     #[inline]
     fn load<S: Scalar>(v: S) -> Self {
         v.to_f32()
@@ -42,6 +60,11 @@ impl Acc for f32 {
 }
 
 impl Acc for f64 {
+    const NEG_INFINITY: Self = f64::NEG_INFINITY;
+    #[inline]
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
     #[inline]
     fn load<S: Scalar>(v: S) -> Self {
         v.to_f64()
@@ -98,6 +121,73 @@ pub fn sddmm<T: Scalar>(pattern: CsMatView<T>, a: &[T], b: &[T], k: usize, alpha
     }
 }
 
+/// Each row's stored entries replaced by their softmax, in place: M = max(x), S = sum(exp(x - M)), y = exp(x - M) / S
+/// (as the dense softmax: a NaN or +inf in a row makes it NaN, a row of -inf alone is NaN). `indptr` is the CSR row
+/// pointer (m + 1 offsets from 0) and `values` its nnz values.
+pub fn softmax<T: Scalar>(indptr: &[usize], values: &mut [T]) {
+    match T::DTYPE {
+        DType::F64 => softmax_acc::<T, f64>(indptr, values),
+        _ => softmax_acc::<T, f32>(indptr, values),
+    }
+}
+
+/// [`softmax`] computing in `A`.
+fn softmax_acc<T: Scalar, A: Acc>(indptr: &[usize], values: &mut [T]) {
+    rows_of(indptr, values).into_par_iter().for_each(|row| {
+        // f32::max passes over NaN, which then reaches the sum through its own term.
+        let max = row.iter().fold(A::NEG_INFINITY, |m, &x| {
+            let x = A::load(x);
+            if x > m {
+                x
+            } else {
+                m
+            }
+        });
+        let mut sum = A::default();
+        for &x in row.iter() {
+            sum += (A::load(x) - max).exp();
+        }
+        for x in row.iter_mut() {
+            *x = ((A::load(*x) - max).exp() / sum).store();
+        }
+    });
+}
+
+/// A softmax's gradient, in place of `grad`: per row D = sum(P dP) and dS = P (dP - D), `prob` the softmax's output
+/// P and `grad` the gradient dP, both with the structure of `indptr`.
+pub fn softmax_backward<T: Scalar>(indptr: &[usize], prob: &[T], grad: &mut [T]) {
+    assert_eq!(prob.len(), grad.len(), "P and dP must have the same entries");
+    match T::DTYPE {
+        DType::F64 => softmax_backward_acc::<T, f64>(indptr, prob, grad),
+        _ => softmax_backward_acc::<T, f32>(indptr, prob, grad),
+    }
+}
+
+/// [`softmax_backward`] computing in `A`.
+fn softmax_backward_acc<T: Scalar, A: Acc>(indptr: &[usize], prob: &[T], grad: &mut [T]) {
+    rows_of(indptr, grad).into_par_iter().enumerate().for_each(|(i, row)| {
+        let p = &prob[indptr[i]..indptr[i + 1]];
+        let dot =
+            p.iter().zip(row.iter()).fold(A::default(), |d, (&x, &g)| A::mul_add::<true>(A::load(x), A::load(g), d));
+        for (g, &x) in row.iter_mut().zip(p) {
+            *g = (A::load(x) * (A::load(*g) - dot)).store();
+        }
+    });
+}
+
+/// `values` cut into the rows of `indptr`, each a chunk of its own.
+fn rows_of<'a, T>(indptr: &[usize], values: &'a mut [T]) -> Vec<&'a mut [T]> {
+    assert_eq!(indptr.last().copied().unwrap_or(0), values.len(), "the row pointer must end at the values' length");
+    let mut rows: Vec<&mut [T]> = Vec::with_capacity(indptr.len().saturating_sub(1));
+    let mut rest = values;
+    for w in indptr.windows(2) {
+        let (row, tail) = rest.split_at_mut(w[1] - w[0]);
+        rows.push(row);
+        rest = tail;
+    }
+    rows
+}
+
 /// [`sddmm`] accumulating in `A`.
 fn sddmm_acc<T: Scalar, A: Acc>(
     pattern: CsMatView<T>,
@@ -112,15 +202,7 @@ fn sddmm_acc<T: Scalar, A: Acc>(
     let ind = pattern.indices();
     let (alpha, beta) = (A::from_f64(alpha as f64), A::from_f64(beta as f64));
     let one = A::from_f64(1.0);
-    // Each row's values are a chunk of their own.
-    let mut rows: Vec<&mut [T]> = Vec::with_capacity(indptr.len().saturating_sub(1));
-    let mut rest = values;
-    for w in indptr.windows(2) {
-        let (row, tail) = rest.split_at_mut(w[1] - w[0]);
-        rows.push(row);
-        rest = tail;
-    }
-    rows.into_par_iter().enumerate().for_each(|(i, out)| {
+    rows_of(&indptr, values).into_par_iter().enumerate().for_each(|(i, out)| {
         let a_row = &a[i * k..(i + 1) * k];
         for (v, &j) in out.iter_mut().zip(&ind[indptr[i]..indptr[i + 1]]) {
             let b_row = &b[j * k..(j + 1) * k];

@@ -83,6 +83,143 @@ impl SddmmReference {
     }
 }
 
+/// The softmax of each row of `a` (CSR) over its stored entries, in f64 and in a's entry order: M = max(x) (f64::max,
+/// which passes over NaN), S = sum(exp(x - M)) in storage order, y = exp(x - M) / S. A NaN or +inf in a row makes it
+/// NaN (through S), a row of -inf alone is NaN (M = -inf), a -inf beside finite entries gives 0.
+pub fn softmax<T: Scalar>(a: CsMatView<T>) -> Vec<f64> {
+    assert!(a.is_csr(), "oracle expects CSR");
+    let indptr = a.proper_indptr();
+    let val = a.data();
+    let rows: Vec<Vec<f64>> = (0..a.rows())
+        .into_par_iter()
+        .map(|i| {
+            let x: Vec<f64> = val[indptr[i]..indptr[i + 1]].iter().map(|v| v.to_f64()).collect();
+            let max = x.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v));
+            let sum: f64 = x.iter().map(|&v| (v - max).exp()).sum();
+            x.iter().map(|&v| (v - max).exp() / sum).collect()
+        })
+        .collect();
+    rows.into_iter().flatten().collect()
+}
+
+/// A softmax's gradient in f64: for each row of `prob` (CSR, the softmax's output P) and `grad` (dP, P's entries'
+/// gradients in P's entry order), D = sum(P dP) in storage order and dS = P (dP - D); returned with the rows' sums
+/// of |P dP|, which scale D's rounding error.
+pub fn softmax_backward<T: Scalar>(prob: CsMatView<T>, grad: &[T]) -> (Vec<f64>, Vec<f64>) {
+    assert!(prob.is_csr(), "oracle expects CSR");
+    assert_eq!(grad.len(), prob.nnz(), "dP must have P's entries");
+    let indptr = prob.proper_indptr();
+    let val = prob.data();
+    let rows: Vec<(Vec<f64>, f64)> = (0..prob.rows())
+        .into_par_iter()
+        .map(|i| {
+            let entries = indptr[i]..indptr[i + 1];
+            let p: Vec<f64> = val[entries.clone()].iter().map(|v| v.to_f64()).collect();
+            let g: Vec<f64> = grad[entries].iter().map(|v| v.to_f64()).collect();
+            let (mut dot, mut abs) = (0.0f64, 0.0f64);
+            for (&x, &y) in p.iter().zip(&g) {
+                dot += x * y;
+                abs += (x * y).abs();
+            }
+            (p.iter().zip(&g).map(|(&x, &y)| x * (y - dot)).collect(), abs)
+        })
+        .collect();
+    let mut want = Vec::with_capacity(prob.nnz());
+    let mut abs = Vec::with_capacity(prob.nnz());
+    for (row, a) in rows {
+        abs.extend(std::iter::repeat_n(a, row.len()));
+        want.extend(row);
+    }
+    (want, abs)
+}
+
+/// The softmax's reference ([`softmax`], [`softmax_backward`]) and the bound a kernel computing in f32 (or f64 for
+/// f64) and storing T must meet.
+///
+/// Forward, for an entry x of a row of l entries with maximum M and y = exp(x - M) / S. A kernel may keep running
+/// maxima and rescale partial sums as they grow: each term of S reaches the sum through at most l / 4 + 12 rescales
+/// (a merge of 4 values or a level of a reduction of up to 1024 threads), each one exp (4 u: CUDA's expf is within
+/// 2 ulp), its argument's rounding and one product, and through l additions; the arguments' roundings add up to at
+/// most u |x_i - M| per term, and exp(x_i - M) |x_i - M| <= 1/e, so with S >= 1 (its largest term is 1)
+/// |S~ - S| <= (5 (l / 4 + 12) + 2 l) u S. y~ = exp(x - m) exp(m - M) (1 / S~) (m a partial maximum, or M) then adds
+/// at most 16 u + u |x - M| (two exps, a reciprocal, two products), storing T u_out |y~|, and gradual underflow
+/// [`output_floor`]. The oracle's own error is gamma_f64(l + 2).
+///
+/// Backward: D~ is a sum of l products in f32 with FMAs, |D~ - D| <= gamma(l + 1) A with A = sum |P dP|; then
+/// y~ = P (dP - D~) adds two roundings, u (|dP| + |D| + |D~ - D|) |P| and u |y|, and storing as forward.
+#[derive(Clone, Debug)]
+pub struct SoftmaxReference {
+    want: Vec<f64>,
+    bound: Vec<f64>,
+}
+
+impl SoftmaxReference {
+    /// The reference for the softmax of each row of `a`'s stored values.
+    pub fn new<T: Scalar>(a: CsMatView<T>) -> Self {
+        let want = softmax(a);
+        let u = accumulation_unit::<T>();
+        let (u_out, floor) = (T::DTYPE.unit_roundoff(), output_floor(T::DTYPE.unit_roundoff()));
+        let indptr = a.proper_indptr();
+        let val = a.data();
+        let mut bound = vec![0.0; want.len()];
+        for i in 0..a.rows() {
+            let entries = indptr[i]..indptr[i + 1];
+            let l = entries.len() as f64;
+            let max = val[entries.clone()].iter().fold(f64::NEG_INFINITY, |m, v| m.max(v.to_f64()));
+            let g_sum = (5.0 * (l / 4.0 + 12.0) + 2.0 * l) * u;
+            let g64 = gamma(entries.len() + 2, f64::EPSILON / 2.0);
+            for e in entries {
+                let (y, x) = (want[e], val[e].to_f64());
+                // A masked entry (x = -inf beside finite ones) gives exp(-inf) = 0 exactly: no spread to charge.
+                let spread = if (x - max).is_finite() { (x - max).abs() } else { 0.0 };
+                let rel = g_sum + (16.0 + spread) * u + g64;
+                bound[e] = y.abs() * rel + u_out * y.abs() * (1.0 + rel) + floor;
+            }
+        }
+        SoftmaxReference { want, bound }
+    }
+
+    /// The reference for the gradient dS = P (dP - sum(P dP)) of each row, `prob` P (CSR) and `grad` dP.
+    pub fn backward<T: Scalar>(prob: CsMatView<T>, grad: &[T]) -> Self {
+        let (want, abs) = softmax_backward(prob, grad);
+        let u = accumulation_unit::<T>();
+        let (u_out, floor) = (T::DTYPE.unit_roundoff(), output_floor(T::DTYPE.unit_roundoff()));
+        let indptr = prob.proper_indptr();
+        let val = prob.data();
+        let mut bound = vec![0.0; want.len()];
+        for i in 0..prob.rows() {
+            let entries = indptr[i]..indptr[i + 1];
+            let l = entries.len();
+            // |D~ - D| through the kernel's sum and the oracle's, and |D| from the row's dS and P (D = dP - dS / P
+            // is not needed: |D| <= A).
+            let dot_err = (gamma(l + 1, u) + gamma(l, f64::EPSILON / 2.0)) * abs.get(indptr[i]).copied().unwrap_or(0.0);
+            let d_abs = abs.get(indptr[i]).copied().unwrap_or(0.0);
+            for e in entries {
+                let (y, p, g) = (want[e], val[e].to_f64().abs(), grad[e].to_f64().abs());
+                let err = p * (dot_err + u * (g + d_abs + dot_err) * (1.0 + u)) + u * y.abs();
+                bound[e] = err + u_out * (y.abs() + err) + floor;
+            }
+        }
+        SoftmaxReference { want, bound }
+    }
+
+    /// The oracle's entries, in the matrix's entry order.
+    pub fn want(&self) -> &[f64] {
+        &self.want
+    }
+
+    /// `got` (the values, stored as T) against the oracle ([`compare_stored`] with T's range).
+    pub fn compare<T: Scalar>(&self, got: &[T]) -> Comparison {
+        let got: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
+        compare_stored(&got, &self.want, &self.bound, T::DTYPE)
+    }
+}
+
+/// The unit roundoff of the arithmetic the kernels use for T: f64 for f64, f32 for the rest.
+fn accumulation_unit<T: Scalar>() -> f64 {
+    if T::DTYPE == DType::F64 { DType::F64 } else { DType::F32 }.unit_roundoff()
+}
+
 /// C = A (m x k, CSR) * B (k x n, row-major), returned m x n row-major.
 pub fn spmm<T: Scalar>(a: CsMatView<T>, b: &[T], n: usize) -> Vec<f64> {
     spmm_mapped(a, b, n, |v| v)
