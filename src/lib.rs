@@ -5,7 +5,8 @@
 //! variants, with A transposed on the device ([`DeviceCsr::transpose`]), B and C in either layout
 //! ([`spmm_layouts`]), independent products side by side ([`spmm_concurrent`]), and steps recorded once and replayed
 //! as CUDA graphs ([`Gpu::record`]); SDDMM, the sampled dense-dense product of a sparse layer's weight gradient
-//! ([`sddmm()`]); SpGEMM (the production two-phase SpGEMM with a reusable [`SpgemmPlan`], and
+//! ([`sddmm()`]); the sparse softmax and its gradient, which with SDDMM and SpMM make sparse attention
+//! ([`softmax()`], [`softmax_backward`]); SpGEMM (the production two-phase SpGEMM with a reusable [`SpgemmPlan`], and
 //! the seed write-up's kernel ladder, in [`mod@spgemm`]); SpMV (the seed prefix-sum kernel and a production kernel planned from row
 //! statistics); and a multi-threaded CPU backend with an independent f64 oracle.
 //!

@@ -111,8 +111,9 @@ impl SoftmaxConfig {
     /// - Where the longest row fits 32 lanes of 16 vectors (2048 f32, 4096 f16/bf16 entries): no chunk kernels, and
     ///   lanes enough for the longest row to take at most 16 vectors a lane (email-Enron's rows of up to 1383: 1.4x
     ///   faster on 32 lanes than on 4 lanes with its long rows in chunks, whose three more launches cost ~10 us).
-    /// - Longer rows: rows past 32 vectors a lane, and past 16 times the mean, go to the chunk kernels (a power-law
-    ///   graph's hubs, an attention mask's global rows: 35x-60x faster than a subwarp walking them).
+    /// - Longer rows: rows past 256 vectors (1024 f32, 2048 f16/bf16 entries) and past 8 times the mean go to the
+    ///   chunk kernels (a power-law graph's hubs, 35x-60x faster than a subwarp walking them; an attention mask's
+    ///   global rows, whose f32 backward runs 1.6x faster).
     pub fn select(rows: usize, stats: &RowStats, dtype: DType) -> SoftmaxConfig {
         let vector = (16 / dtype.size()).max(1);
         let mut lanes_per_row = 1;
@@ -128,7 +129,7 @@ impl SoftmaxConfig {
             }
             return SoftmaxConfig { dtype, lanes_per_row, long_rows_from: None };
         }
-        let from = (32 * lanes_per_row * vector).max((16.0 * stats.mean).ceil() as usize);
+        let from = (256 * vector).max((8.0 * stats.mean).ceil() as usize);
         let long_rows_from = (stats.max > from).then_some(from);
         SoftmaxConfig { dtype, lanes_per_row, long_rows_from }
     }
@@ -381,14 +382,15 @@ mod tests {
         );
         assert_eq!(select(36_692, 10.0, 1383, DType::F16).lanes_per_row, 16);
         assert_eq!(select(36_692, 10.0, 2048, DType::F32).long_rows_from, None);
-        // Past 32 lanes of 16 vectors: the chunks take rows past 32 vectors a lane and 16 means.
+        // Past 32 lanes of 16 vectors: the chunks take rows past 256 vectors and 8 means.
         let powerlaw = select(1 << 20, 16.2, 295_168, DType::F32);
         assert_eq!((powerlaw.lanes_per_row, powerlaw.long_rows_from), (8, Some(1024)));
         assert_eq!(select(1 << 20, 16.2, 295_168, DType::Bf16).long_rows_from, Some(2048));
-        assert_eq!(select(16_384, 572.0, 16_384, DType::F16).long_rows_from, Some(9152));
-        // A longest row past 2048 but within 16 means stays with the rows kernel.
-        assert_eq!(select(4096, 284.0, 4096, DType::F32).long_rows_from, None);
-        assert_eq!(select(4096, 284.0, 4545, DType::F32).long_rows_from, Some(4544));
+        assert_eq!(select(16_384, 572.0, 16_384, DType::F16).long_rows_from, Some(4576));
+        assert_eq!(select(4096, 284.0, 4096, DType::F32).long_rows_from, Some(2272));
+        assert_eq!(select(4096, 284.0, 4096, DType::F16).long_rows_from, None);
+        // A longest row past 2048 but within 8 means stays with the rows kernel.
+        assert_eq!(select(4096, 600.0, 4800, DType::F32).long_rows_from, None);
     }
 
     #[test]
