@@ -103,8 +103,9 @@ impl SoftmaxConfig {
         Ok(())
     }
 
-    /// The config [`softmax()`] and [`softmax_backward`] run for a matrix of `rows` rows with row statistics `stats`: a pure function, fitted to the sweep of every config in NOTES.md (softmax step 3). A
-    /// vector is 16 bytes (4 f32, 8 f16 or bf16); a rows kernel's lane takes two vectors a step.
+    /// The config [`softmax()`] and [`softmax_backward`] run for a matrix of `rows` rows with row statistics `stats`:
+    /// a pure function, fitted to the sweep of every config in NOTES.md ("Sparse softmax", step 4). A vector is 16
+    /// bytes (4 f32, 8 f16 or bf16); a rows kernel's lane takes two vectors a step.
     /// - Lanes per row: the fewest that give a row of the mean length 4 entries a lane (1 to 32), doubled while the
     ///   launch has fewer than 2^17 threads (about a thousand per SM of an H100 or H200): small matrices run fastest
     ///   on many lanes.

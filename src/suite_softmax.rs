@@ -87,7 +87,7 @@ pub fn softmax_problems(paths: &[PathBuf], specs: &[String], filter: Option<&str
 pub struct SoftmaxBenchOptions {
     pub warmup: usize,
     pub iters: usize,
-    /// Time every config (every lane count, with and without the long-row kernel), not only the automatic one.
+    /// Time every config (every lane count, with and without the chunk kernels), not only the automatic one.
     pub all_configs: bool,
     /// Check each config's forward and backward against the f64 oracle before timing it.
     pub verify: bool,
@@ -137,7 +137,7 @@ impl SoftmaxReport {
     }
 }
 
-/// Every config the bench can time for T: each lane count, without the long-row kernel and with it at the automatic
+/// Every config the bench can time for T: each lane count, without the chunk kernels and with them at the automatic
 /// config's threshold (or 2048 where the automatic config has none).
 fn configs<T: Scalar>(automatic: &SoftmaxConfig, all: bool) -> Vec<SoftmaxConfig> {
     let mut out = vec![*automatic];
@@ -283,8 +283,8 @@ pub fn reports_to_json(reports: &[SoftmaxReport], copy_gbps: f64) -> String {
                 .iter()
                 .map(|e| {
                     format!(
-                        "{{\"config\":{},\"lanes_per_row\":{},\"long_rows_from\":{},\"forward_ms\":{},\"backward_ms\":{},\
-                         \"verified\":{}}}",
+                        "{{\"config\":{},\"lanes_per_row\":{},\"long_rows_from\":{},\"forward_ms\":{},\
+                         \"backward_ms\":{},\"verified\":{}}}",
                         json_str(&config_label(&e.config)),
                         e.config.lanes_per_row,
                         e.config.long_rows_from.map_or("null".into(), |f| f.to_string()),

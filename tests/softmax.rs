@@ -1,5 +1,5 @@
 //! The sparse softmax and its gradient: every compiled config against the f64 oracle on awkward shapes (rows that
-//! stream past the registers, rows left to the long-row kernel), NaN, Inf and masked (-inf) entries, the same bits on
+//! stream past the registers, rows left to the chunk kernels), NaN, Inf and masked (-inf) entries, the same bits on
 //! every run, the typed errors, the new values reaching the kept transpose, a recorded replay, the CPU backend, and
 //! sparse attention forward and backward (SDDMM, softmax, SpMM) against dense attention computed on the CPU.
 

@@ -12,11 +12,11 @@
  * Work split (src/softmax.rs): the rows kernel gives each row kLanes lanes (a subwarp). They read the row in 16-byte
  * vectors from its start rounded down to one, masking what lies outside the row (so rows need no padding), each lane
  * holding its first kSoftmaxVectors vectors in registers; longer rows stream the rest, one read for the sums and one
- * more for the output (the forward keeps a running maximum and rescales its running sum, so the sums take one pass). Rows longer than
- * `long_threshold` are left to the chunk kernels: a finding kernel lists them cut into chunks of kSoftmaxChunk
- * entries, the first chunk kernel reduces each chunk to a partial (one block per chunk, its entries in registers),
- * and the second combines each row's partials and writes the chunk, so that a row of a million entries spreads over
- * the whole GPU. Every reduction runs in a fixed order, so a row gets the same bits on every run.
+ * more for the output (the forward keeps a running maximum and rescales its running sum, so the sums take one pass).
+ * Rows longer than `long_threshold` are left to the chunk kernels: a finding kernel lists them cut into chunks of
+ * kSoftmaxChunk entries, the first chunk kernel reduces each chunk to a partial (one block per chunk, its entries in
+ * registers), and the second combines each row's partials and writes the chunk, so that a row of a million entries
+ * spreads over the whole GPU. Every reduction runs in a fixed order, so a row gets the same bits on every run.
  */
 
 #include <climits>
@@ -125,7 +125,7 @@ __device__ __forceinline__ void softmax_backward_store(T* row, int first, int st
   }
 }
 
-/// @brief The row's range, or an empty one where the row is past m or left to the long-row kernel.
+/// @brief The row's range, or an empty one where the row is past m or left to the chunk kernels.
 __device__ __forceinline__ void softmax_row(const SoftmaxParams& p, long long row, int& start, int& len) {
   start = 0;
   len = 0;
@@ -331,8 +331,8 @@ __device__ __forceinline__ void softmax_find_long_rows(const SoftmaxParams& p) {
     if (len > p.long_threshold) {
       const int chunks = (len + kSoftmaxChunk - 1) / kSoftmaxChunk;
       const int first = atomicAdd(p.chunk_count, chunks);
-      for (int c = 0; c < chunks && first + c < p.long_capacity; ++c) {
-        p.chunks[first + c] = make_int4(static_cast<int>(row), first, chunks, c);
+      if (first + chunks <= p.long_capacity) {  // always (the host counts the room), but never a row in part
+        for (int c = 0; c < chunks; ++c) p.chunks[first + c] = make_int4(static_cast<int>(row), first, chunks, c);
       }
     }
   }
@@ -344,6 +344,7 @@ __device__ __forceinline__ void softmax_for_chunks(const SoftmaxParams& p, Body 
   const int count = min(*p.chunk_count, p.long_capacity);
   for (int i = blockIdx.x; i < count; i += gridDim.x) {
     const int4 chunk = p.chunks[i];
+    if (chunk.z == 0) continue;  // a slot of a row left out (never, as above): nothing listed there
     const int start = p.row_offsets[chunk.x];
     const int len = p.row_offsets[chunk.x + 1] - start;
     const int offset = chunk.w * kSoftmaxChunk;

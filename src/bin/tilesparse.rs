@@ -410,7 +410,7 @@ enum BenchCommand {
         /// A generated matrix, GENERATOR:MxN:DENSITY[:SEED[:eFRACTION]] as for `bench spmm --gen`.
         #[arg(long = "gen")]
         generated: Vec<String>,
-        /// Time every config (each lane count, with and without the long-row kernel), not only the automatic one.
+        /// Time every config (each lane count, with and without the chunk kernels), not only the automatic one.
         #[arg(long)]
         all_configs: bool,
         /// Check every config timed, forward and backward, against the f64 oracle first; one outside its bound is

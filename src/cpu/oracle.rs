@@ -189,14 +189,13 @@ impl SoftmaxReference {
         let mut bound = vec![0.0; want.len()];
         for i in 0..prob.rows() {
             let entries = indptr[i]..indptr[i + 1];
+            let Some(&sum_abs) = abs.get(entries.start).filter(|_| !entries.is_empty()) else { continue };
+            // |D~ - D| through the kernel's sum and the oracle's; |D| <= A = sum |P dP| (the row's `abs`).
             let l = entries.len();
-            // |D~ - D| through the kernel's sum and the oracle's, and |D| from the row's dS and P (D = dP - dS / P
-            // is not needed: |D| <= A).
-            let dot_err = (gamma(l + 1, u) + gamma(l, f64::EPSILON / 2.0)) * abs.get(indptr[i]).copied().unwrap_or(0.0);
-            let d_abs = abs.get(indptr[i]).copied().unwrap_or(0.0);
+            let dot_err = (gamma(l + 1, u) + gamma(l, f64::EPSILON / 2.0)) * sum_abs;
             for e in entries {
                 let (y, p, g) = (want[e], val[e].to_f64().abs(), grad[e].to_f64().abs());
-                let err = p * (dot_err + u * (g + d_abs + dot_err) * (1.0 + u)) + u * y.abs();
+                let err = p * (dot_err + u * (g + sum_abs + dot_err) * (1.0 + u)) + u * y.abs();
                 bound[e] = err + u_out * (y.abs() + err) + floor;
             }
         }
