@@ -125,8 +125,12 @@ __device__ __forceinline__ void softmax_backward_store(T* row, int first, int st
   }
 }
 
-/// @brief The row's range, or an empty one where the row is past m or left to the chunk kernels.
-__device__ __forceinline__ void softmax_row(const SoftmaxParams& p, long long row, int& start, int& len) {
+/// @brief The calling thread's lane in its subwarp of kLanes, and its subwarp's row's range (an empty one where the
+/// row is past m or left to the chunk kernels).
+template <int kLanes>
+__device__ __forceinline__ int softmax_lane_row(const SoftmaxParams& p, int& start, int& len) {
+  const long long thread = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const long long row = thread / kLanes;
   start = 0;
   len = 0;
   if (row < p.m) {
@@ -134,6 +138,7 @@ __device__ __forceinline__ void softmax_row(const SoftmaxParams& p, long long ro
     len = p.row_offsets[row + 1] - start;
     if (len > p.long_threshold) len = 0;
   }
+  return static_cast<int>(thread % kLanes);
 }
 
 /// @brief A row as the rows kernels walk it: in 16-byte vectors from its start rounded down to one (the memory
@@ -202,10 +207,8 @@ template <typename T, int kLanes>
 __device__ __forceinline__ void softmax_rows(const SoftmaxParams& p) {
   using Row = AlignedRow<T>;
   constexpr int kVec = Row::kVec;
-  const long long thread = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int lane = static_cast<int>(thread % kLanes);
   int start, len;
-  softmax_row(p, thread / kLanes, start, len);
+  const int lane = softmax_lane_row<kLanes>(p, start, len);
   if (len == 0) return;
   const Row row(start, len, p.nnz);
   const T* in = static_cast<const T*>(p.input);
@@ -271,10 +274,8 @@ template <typename T, int kLanes>
 __device__ __forceinline__ void softmax_backward_rows(const SoftmaxParams& p) {
   using Row = AlignedRow<T>;
   constexpr int kVec = Row::kVec;
-  const long long thread = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int lane = static_cast<int>(thread % kLanes);
   int start, len;
-  softmax_row(p, thread / kLanes, start, len);
+  const int lane = softmax_lane_row<kLanes>(p, start, len);
   if (len == 0) return;
   const Row row(start, len, p.nnz);
   const T* prob = static_cast<const T*>(p.input);
