@@ -116,7 +116,20 @@ impl SoftmaxConfig {
     ///   chunk kernels (a power-law graph's hubs, 35x-60x faster than a subwarp walking them; an attention mask's
     ///   global rows, whose f32 backward runs 1.6x faster).
     pub fn select(rows: usize, stats: &RowStats, dtype: DType) -> SoftmaxConfig {
-        let vector = (16 / dtype.size()).max(1);
+        Self::select_for(rows, stats, dtype, 16 / dtype.size())
+    }
+
+    /// The config [`softmax_backward`] runs: [`SoftmaxConfig::select`]'s rule with 8 entries in place of a vector for
+    /// every type. The backward's lanes load element by element and hold 8 entries of P and of dP each, so a lane
+    /// covers 8 entries where the forward's f32 lane covers a vector of 4 (the sweep, NOTES.md "Sparse softmax" step
+    /// 5: attention's global rows of 4096 ran 1.35x faster on the rows kernel than in chunks, email-Enron on 16 lanes
+    /// 1.35x faster than on 32).
+    pub fn select_backward(rows: usize, stats: &RowStats, dtype: DType) -> SoftmaxConfig {
+        Self::select_for(rows, stats, dtype, 8)
+    }
+
+    /// The rule of [`SoftmaxConfig::select`] with `vector` entries per unit of a lane's work.
+    fn select_for(rows: usize, stats: &RowStats, dtype: DType, vector: usize) -> SoftmaxConfig {
         let mut lanes_per_row = 1;
         while lanes_per_row < 32 && ((4 * lanes_per_row) as f64) < stats.mean {
             lanes_per_row *= 2;
@@ -163,12 +176,12 @@ pub fn softmax_with<T: Scalar>(gpu: &Gpu, c: &mut DeviceCsr<T>, config: &Softmax
 }
 
 /// The gradient of a softmax, in place of `grad`: with `prob` the softmax's output P and `grad` the gradient dP
-/// (P's structure), each row's dS = P o (dP - sum(P o dP)), with [`SoftmaxConfig::select`]'s config for P's row
-/// statistics; returns the config. See [`softmax_backward_with`] for the errors.
+/// (P's structure), each row's dS = P o (dP - sum(P o dP)), with [`SoftmaxConfig::select_backward`]'s config for P's
+/// row statistics; returns the config. See [`softmax_backward_with`] for the errors.
 pub fn softmax_backward<T: Scalar>(gpu: &Gpu, prob: &DeviceCsr<T>, grad: &mut DeviceCsr<T>) -> Result<SoftmaxConfig> {
     prob.check_gpu(gpu, "P")?;
     check_dtype::<T>()?;
-    let config = SoftmaxConfig::select(prob.rows(), prob.stats(gpu)?, T::DTYPE);
+    let config = SoftmaxConfig::select_backward(prob.rows(), prob.stats(gpu)?, T::DTYPE);
     softmax_backward_with(gpu, prob, grad, &config)?;
     Ok(config)
 }
@@ -357,6 +370,12 @@ impl Launch {
 mod tests {
     use super::*;
 
+    impl SoftmaxConfig {
+        fn with(self, dtype: DType) -> SoftmaxConfig {
+            SoftmaxConfig { dtype, ..self }
+        }
+    }
+
     fn stats(mean: f64, max: usize) -> RowStats {
         RowStats { min: 0, max, mean, cv: 0.0, empty_rows: 0, columns_per_entry: None }
     }
@@ -392,6 +411,15 @@ mod tests {
         assert_eq!(select(4096, 284.0, 4096, DType::F16).long_rows_from, None);
         // A longest row past 2048 but within 8 means stays with the rows kernel.
         assert_eq!(select(4096, 600.0, 4800, DType::F32).long_rows_from, None);
+        // The backward counts 8 entries a unit in every type: f32 as f16's forward.
+        let backward = |rows: usize, mean: f64, max: usize, dtype: DType| {
+            SoftmaxConfig::select_backward(rows, &stats(mean, max), dtype)
+        };
+        for dtype in [DType::F32, DType::F16, DType::Bf16] {
+            assert_eq!(backward(4096, 284.0, 4096, dtype), select(4096, 284.0, 4096, DType::F16).with(dtype));
+            assert_eq!(backward(36_692, 10.0, 1383, dtype).lanes_per_row, 16);
+            assert_eq!(backward(1 << 20, 16.2, 295_168, dtype).long_rows_from, Some(2048));
+        }
     }
 
     #[test]

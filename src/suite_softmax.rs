@@ -110,8 +110,13 @@ pub struct SoftmaxReport {
     pub nnz: usize,
     pub longest_row: usize,
     pub value_bytes: usize,
-    /// The automatic config's entry, then (with `all_configs`) every other config's.
+    /// The automatic configs' entries (the forward's, then the backward's where it differs), then (with
+    /// `all_configs`) every other config's.
     pub entries: Vec<SoftmaxEntry>,
+    /// The forward's automatic config ([`SoftmaxConfig::select`]).
+    pub automatic: SoftmaxConfig,
+    /// The backward's ([`SoftmaxConfig::select_backward`]).
+    pub automatic_backward: SoftmaxConfig,
 }
 
 impl SoftmaxReport {
@@ -123,30 +128,46 @@ impl SoftmaxReport {
     pub fn backward_bytes(&self) -> usize {
         3 * self.nnz * self.value_bytes + 4 * (self.m + 1)
     }
-    /// The automatic config's entry.
-    pub fn automatic(&self) -> &SoftmaxEntry {
-        &self.entries[0]
+    /// The entry of `config` (each automatic config has one).
+    fn entry(&self, config: &SoftmaxConfig) -> &SoftmaxEntry {
+        self.entries.iter().find(|e| e.config == *config).expect("every automatic config is timed")
+    }
+    /// The forward's time with its automatic config.
+    pub fn forward_ms(&self) -> &std::result::Result<f64, String> {
+        &self.entry(&self.automatic).forward_ms
+    }
+    /// The backward's time with its automatic config.
+    pub fn backward_ms(&self) -> &std::result::Result<f64, String> {
+        &self.entry(&self.automatic_backward).backward_ms
+    }
+    /// Whether the automatic configs' results passed the oracle (None: not checked).
+    pub fn verified(&self) -> Option<bool> {
+        let (f, b) = (self.entry(&self.automatic).verified, self.entry(&self.automatic_backward).verified);
+        f.zip(b).map(|(f, b)| f && b)
     }
     /// The fastest forward and backward over the entries (ms), checked ones only where checked.
-    pub fn fastest(&self) -> (Option<&SoftmaxEntry>, Option<&SoftmaxEntry>) {
+    pub fn fastest(&self) -> (Option<f64>, Option<f64>) {
         let ok = |e: &&SoftmaxEntry| e.verified != Some(false);
-        let by = |f: fn(&SoftmaxEntry) -> Option<f64>| {
-            self.entries.iter().filter(ok).filter_map(|e| f(e).map(|t| (e, t))).min_by(|a, b| a.1.total_cmp(&b.1))
+        let best = |f: fn(&SoftmaxEntry) -> Option<f64>| {
+            self.entries.iter().filter(ok).filter_map(f).min_by(|a, b| a.total_cmp(b))
         };
-        (by(|e| e.forward_ms.clone().ok()).map(|x| x.0), by(|e| e.backward_ms.clone().ok()).map(|x| x.0))
+        (best(|e| e.forward_ms.clone().ok()), best(|e| e.backward_ms.clone().ok()))
     }
 }
 
-/// Every config the bench can time for T: each lane count, without the chunk kernels and with them at the automatic
-/// config's threshold (or 2048 where the automatic config has none).
-fn configs<T: Scalar>(automatic: &SoftmaxConfig, all: bool) -> Vec<SoftmaxConfig> {
+/// Every config the bench can time for T: the automatic ones, then (with `all`) each lane count without the chunk
+/// kernels and with them at the forward's automatic threshold (or 2048 where it has none).
+fn configs<T: Scalar>(automatic: &SoftmaxConfig, backward: &SoftmaxConfig, all: bool) -> Vec<SoftmaxConfig> {
     let mut out = vec![*automatic];
+    if backward != automatic {
+        out.push(*backward);
+    }
     if all {
         let from = automatic.long_rows_from.unwrap_or(2048);
         for lanes_per_row in SoftmaxConfig::LANES {
             for long_rows_from in [None, Some(from)] {
                 let c = SoftmaxConfig { dtype: T::DTYPE, lanes_per_row, long_rows_from };
-                if c != *automatic {
+                if !out.contains(&c) {
                     out.push(c);
                 }
             }
@@ -166,6 +187,7 @@ pub fn bench_softmax<T: Scalar>(
     let scores = CsMat::new(a.shape(), a.indptr().to_proper().to_vec(), a.indices().to_vec(), values);
     let mut c = DeviceCsr::upload(gpu, scores.view())?;
     let automatic = SoftmaxConfig::select(c.rows(), c.stats(gpu)?, T::DTYPE);
+    let automatic_backward = SoftmaxConfig::select_backward(c.rows(), c.stats(gpu)?, T::DTYPE);
     let longest_row = c.stats(gpu)?.max;
     // P for the backward: the scores' softmax on the CPU (its values only matter for the check); dP uniform.
     let forward_reference = opts.verify.then(|| SoftmaxReference::new(scores.view()));
@@ -177,7 +199,7 @@ pub fn bench_softmax<T: Scalar>(
     let p_dev = DeviceCsr::upload(gpu, prob.view())?;
     let mut dp = DeviceCsr::upload(gpu, prob.view())?;
     let mut entries = Vec::new();
-    for config in configs::<T>(&automatic, opts.all_configs) {
+    for config in configs::<T>(&automatic, &automatic_backward, opts.all_configs) {
         let mut verified = None;
         if let (Some(fw), Some(bw)) = (&forward_reference, &backward_reference) {
             c.set_values(gpu, scores.data())?;
@@ -203,6 +225,8 @@ pub fn bench_softmax<T: Scalar>(
         longest_row,
         value_bytes: T::DTYPE.size(),
         entries,
+        automatic,
+        automatic_backward,
     })
 }
 
@@ -219,43 +243,53 @@ pub fn config_label(c: &SoftmaxConfig) -> String {
     }
 }
 
-/// Prints one line per problem (the automatic config), then with every config timed, each config's times.
+/// Prints one line per problem (the automatic configs), then with every config timed, each config's times.
 pub fn print_table(reports: &[SoftmaxReport], copy_gbps: f64) {
     println!("copy bandwidth: {copy_gbps:.0} GB/s (read + write, 256 MB)");
     println!(
-        "{:<28} {:>9} {:>10} {:>7} {:>16} {:>10} {:>8} {:>6} {:>10} {:>8} {:>6} {:>9}",
-        "problem", "rows", "nnz", "longest", "config", "fwd ms", "GB/s", "%copy", "bwd ms", "GB/s", "%copy", "vs best"
+        "{:<28} {:>9} {:>10} {:>7} {:>22} {:>10} {:>8} {:>6} {:>10} {:>8} {:>6} {:>9}",
+        "problem",
+        "rows",
+        "nnz",
+        "longest",
+        "config (fwd | bwd)",
+        "fwd ms",
+        "GB/s",
+        "%copy",
+        "bwd ms",
+        "GB/s",
+        "%copy",
+        "vs best"
     );
     for r in reports {
-        let auto = r.automatic();
         let gb =
             |bytes: usize, ms: &std::result::Result<f64, String>| ms.as_ref().ok().map(|ms| bytes as f64 / ms / 1e6);
-        let (fw, bw) = (gb(r.forward_bytes(), &auto.forward_ms), gb(r.backward_bytes(), &auto.backward_ms));
+        let (fw, bw) = (gb(r.forward_bytes(), r.forward_ms()), gb(r.backward_bytes(), r.backward_ms()));
         let ms = |t: &std::result::Result<f64, String>| t.as_ref().map_or("-".into(), |t| format!("{t:.4}"));
         let num = |x: Option<f64>, scale: f64| x.map_or("-".into(), |x| format!("{:.0}", x * scale));
         let (best_fw, best_bw) = r.fastest();
-        let ratio = |best: Option<&SoftmaxEntry>, f: fn(&SoftmaxEntry) -> Option<f64>| match (best.and_then(f), f(auto))
-        {
-            (Some(b), Some(a)) => format!("{:.2}", b / a),
+        let ratio = |best: Option<f64>, t: &std::result::Result<f64, String>| match (best, t) {
+            (Some(b), Ok(a)) => format!("{:.2}", b / a),
             _ => "-".into(),
         };
-        let vs_best = format!(
-            "{}/{}",
-            ratio(best_fw, |e| e.forward_ms.clone().ok()),
-            ratio(best_bw, |e| e.backward_ms.clone().ok())
-        );
-        let mark = if auto.verified == Some(false) { " WRONG" } else { "" };
+        let vs_best = format!("{}/{}", ratio(best_fw, r.forward_ms()), ratio(best_bw, r.backward_ms()));
+        let label = if r.automatic == r.automatic_backward {
+            config_label(&r.automatic)
+        } else {
+            format!("{} | {}", config_label(&r.automatic), config_label(&r.automatic_backward))
+        };
+        let mark = if r.verified() == Some(false) { " WRONG" } else { "" };
         println!(
-            "{:<28} {:>9} {:>10} {:>7} {:>16} {:>10} {:>8} {:>6} {:>10} {:>8} {:>6} {:>9}{mark}",
+            "{:<28} {:>9} {:>10} {:>7} {:>22} {:>10} {:>8} {:>6} {:>10} {:>8} {:>6} {:>9}{mark}",
             r.problem,
             r.m,
             r.nnz,
             r.longest_row,
-            config_label(&auto.config),
-            ms(&auto.forward_ms),
+            label,
+            ms(r.forward_ms()),
             num(fw, 1.0),
             num(fw, 100.0 / copy_gbps),
-            ms(&auto.backward_ms),
+            ms(r.backward_ms()),
             num(bw, 1.0),
             num(bw, 100.0 / copy_gbps),
             vs_best
@@ -296,13 +330,15 @@ pub fn reports_to_json(reports: &[SoftmaxReport], copy_gbps: f64) -> String {
                 .collect();
             format!(
                 "{{\"problem\":{},\"m\":{},\"nnz\":{},\"longest_row\":{},\"forward_bytes\":{},\"backward_bytes\":{},\
-                 \"configs\":[{}]}}",
+                 \"automatic\":{},\"automatic_backward\":{},\"configs\":[{}]}}",
                 json_str(&r.problem),
                 r.m,
                 r.nnz,
                 r.longest_row,
                 r.forward_bytes(),
                 r.backward_bytes(),
+                json_str(&config_label(&r.automatic)),
+                json_str(&config_label(&r.automatic_backward)),
                 entries.join(",")
             )
         })

@@ -9,10 +9,11 @@
  * same: a NaN or a +inf in a row makes the row NaN, a row of -inf alone is NaN (M = -inf), and a -inf beside finite
  * entries gives 0.
  *
- * Work split (src/softmax.rs): the rows kernel gives each row kLanes lanes (a subwarp). They read the row in 16-byte
- * vectors from its start rounded down to one, masking what lies outside the row (so rows need no padding), each lane
- * holding its first kSoftmaxVectors vectors in registers; longer rows stream the rest, one read for the sums and one
- * more for the output (the forward keeps a running maximum and rescales its running sum, so the sums take one pass).
+ * Work split (src/softmax.rs): the rows kernel gives each row kLanes lanes (a subwarp). The forward's read the row in
+ * 16-byte vectors from its start rounded down to one, masking what lies outside the row (so rows need no padding),
+ * each lane holding its first kSoftmaxVectors vectors in registers (the backward's, element by element: see there);
+ * longer rows stream the rest, one read for the sums and one more for the output (the forward keeps a running
+ * maximum and rescales its running sum, so the sums take one pass).
  * Rows longer than `long_threshold` are left to the chunk kernels: a finding kernel lists them cut into chunks of
  * kSoftmaxChunk entries, the first chunk kernel reduces each chunk to a partial (one block per chunk, its entries in
  * registers), and the second combines each row's partials and writes the chunk, so that a row of a million entries
@@ -32,7 +33,7 @@ constexpr int kSoftmaxThreads = 256;
 constexpr int kSoftmaxMinBlocks = 4;
 /// Threads per block (one chunk) of the chunk kernels.
 constexpr int kSoftmaxLongThreads = 512;
-/// Entries each thread of a chunk kernel holds in registers.
+/// Entries each thread of a chunk kernel, or each lane of the backward rows kernel, holds in registers.
 constexpr int kSoftmaxCache = 8;
 /// Entries of a long row's chunk: one per register of a chunk kernel's block.
 constexpr int kSoftmaxChunk = kSoftmaxLongThreads * kSoftmaxCache;
@@ -268,58 +269,41 @@ __device__ __forceinline__ void softmax_rows(const SoftmaxParams& p) {
   }
 }
 
-/// @brief Backward: kLanes lanes per row, as the forward, each lane holding its first vector of P and of dP (more
-/// cost registers, and so resident threads, than the second read saves).
+/// @brief Backward: kLanes lanes per row, each lane holding its first kSoftmaxCache entries of P and of dP and
+/// streaming the rest kSoftmaxCache at a time, in element loads (coalesced across the subwarp). In 16-byte vectors, as
+/// the forward, it ran 1.0x-1.5x slower: holding two arrays' vectors took 56-89 registers (NOTES.md, "Sparse softmax",
+/// step 5).
 template <typename T, int kLanes>
 __device__ __forceinline__ void softmax_backward_rows(const SoftmaxParams& p) {
-  using Row = AlignedRow<T>;
-  constexpr int kVec = Row::kVec;
   int start, len;
   const int lane = softmax_lane_row<kLanes>(p, start, len);
   if (len == 0) return;
-  const Row row(start, len, p.nnz);
-  const T* prob = static_cast<const T*>(p.input);
-  const T* grad = static_cast<const T*>(p.grad);
-  T* out = static_cast<T*>(p.output);
+  const T* prob = static_cast<const T*>(p.input) + start;
+  const T* grad = static_cast<const T*>(p.grad) + start;
+  T* out = static_cast<T*>(p.output) + start;
 
-  float prob_cache[kVec], grad_cache[kVec];
-  row.load(prob, lane, 0.0f, prob_cache);
-  row.load(grad, lane, 0.0f, grad_cache);
+  float prob_cache[kSoftmaxCache], grad_cache[kSoftmaxCache];
+  softmax_load<T, kSoftmaxCache>(prob, lane, kLanes, len, 0.0f, prob_cache);
+  softmax_load<T, kSoftmaxCache>(grad, lane, kLanes, len, 0.0f, grad_cache);
   float dot = 0.0f;
 #pragma unroll
-  for (int j = 0; j < kVec; ++j) dot = fmaf(prob_cache[j], grad_cache[j], dot);
-  const int vectors = (row.span + kVec - 1) / kVec;
-  for (int v = lane + kLanes; v < vectors; v += kSoftmaxVectors * kLanes) {
-    float x[kSoftmaxVectors][kVec], g[kSoftmaxVectors][kVec];
+  for (int i = 0; i < kSoftmaxCache; ++i) dot = fmaf(prob_cache[i], grad_cache[i], dot);
+  constexpr int kCached = kSoftmaxCache * kLanes;
+  for (int j = kCached + lane; j < len; j += kSoftmaxCache * kLanes) {
+    float x[kSoftmaxCache], g[kSoftmaxCache];
+    softmax_load<T, kSoftmaxCache>(prob, j, kLanes, len, 0.0f, x);
+    softmax_load<T, kSoftmaxCache>(grad, j, kLanes, len, 0.0f, g);
 #pragma unroll
-    for (int i = 0; i < kSoftmaxVectors; ++i) {
-      row.load(prob, v + i * kLanes, 0.0f, x[i]);
-      row.load(grad, v + i * kLanes, 0.0f, g[i]);
-    }
-#pragma unroll
-    for (int i = 0; i < kSoftmaxVectors; ++i) {
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) dot = fmaf(x[i][j], g[i][j], dot);
-    }
+    for (int i = 0; i < kSoftmaxCache; ++i) dot = fmaf(x[i], g[i], dot);
   }
   dot = sum_subwarp<kLanes>(dot);
 
-#pragma unroll
-  for (int j = 0; j < kVec; ++j) prob_cache[j] *= grad_cache[j] - dot;
-  row.store(out, lane, prob_cache);
-  for (int v = lane + kLanes; v < vectors; v += kSoftmaxVectors * kLanes) {
-    float x[kSoftmaxVectors][kVec], g[kSoftmaxVectors][kVec];
-#pragma unroll
-    for (int i = 0; i < kSoftmaxVectors; ++i) {
-      row.load(prob, v + i * kLanes, 0.0f, x[i]);
-      row.load(grad, v + i * kLanes, 0.0f, g[i]);
-    }
-#pragma unroll
-    for (int i = 0; i < kSoftmaxVectors; ++i) {
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) x[i][j] *= g[i][j] - dot;
-      row.store(out, v + i * kLanes, x[i]);
-    }
+  softmax_backward_store<T, kSoftmaxCache>(out, lane, kLanes, len, prob_cache, grad_cache, dot);
+  for (int j = kCached + lane; j < len; j += kSoftmaxCache * kLanes) {
+    float x[kSoftmaxCache], g[kSoftmaxCache];
+    softmax_load<T, kSoftmaxCache>(prob, j, kLanes, len, 0.0f, x);
+    softmax_load<T, kSoftmaxCache>(grad, j, kLanes, len, 0.0f, g);
+    softmax_backward_store<T, kSoftmaxCache>(out, j, kLanes, len, x, g, dot);
   }
 }
 
