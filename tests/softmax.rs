@@ -62,39 +62,48 @@ fn values_after<T: Scalar>(
     Ok(c.download(gpu).unwrap().data().to_vec())
 }
 
+/// Every config and the automatic ones on scores `a`, forward, and backward with P = `prob` and dP = `dp` (`prob`'s
+/// structure), against the oracle; with `twice`, each config again for the same bits. Returns the runs checked.
+fn check_every_config<T: Scalar>(gpu: &Gpu, name: &str, a: &CsMat<T>, prob: &CsMat<T>, dp: &[T], twice: bool) -> usize {
+    let (forward, backward) = (SoftmaxReference::new(a.view()), SoftmaxReference::backward(prob.view(), dp));
+    let mut c = DeviceCsr::upload(gpu, a.view()).unwrap();
+    let p_dev = DeviceCsr::upload(gpu, prob.view()).unwrap();
+    let mut dp_dev = DeviceCsr::upload(gpu, prob.view()).unwrap();
+    let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+    let mut runs = 0;
+    for lanes_per_row in SoftmaxConfig::LANES {
+        for long_rows_from in LONG {
+            let config = SoftmaxConfig { dtype: T::DTYPE, lanes_per_row, long_rows_from };
+            let what = format!("{} long from {long_rows_from:?}, {name}", config.kernel_name(false));
+            let got = values_after(gpu, &mut c, a.data(), |c| softmax_with(gpu, c, &config)).unwrap();
+            assert_matches(&what, &forward, &got);
+            if twice {
+                let again = values_after(gpu, &mut c, a.data(), |c| softmax_with(gpu, c, &config)).unwrap();
+                assert_eq!(bits(&got), bits(&again), "{what}: another run, other bits");
+            }
+            let what = format!("{} long from {long_rows_from:?}, {name}", config.kernel_name(true));
+            let got = values_after(gpu, &mut dp_dev, dp, |g| softmax_backward_with(gpu, &p_dev, g, &config)).unwrap();
+            assert_matches(&what, &backward, &got);
+            runs += 2;
+        }
+    }
+    let got = values_after(gpu, &mut c, a.data(), |c| softmax(gpu, c).map(drop)).unwrap();
+    assert_matches(&format!("softmax (automatic) {name}"), &forward, &got);
+    let got = values_after(gpu, &mut dp_dev, dp, |g| softmax_backward(gpu, &p_dev, g).map(drop)).unwrap();
+    assert_matches(&format!("softmax_backward (automatic) {name}"), &backward, &got);
+    runs
+}
+
 /// Every config of one type, forward and backward, on every shape: against the oracle, and the same bits twice.
 fn every_config_of<T: Scalar>(gpu: &Gpu) -> usize {
     let mut runs = 0;
     for (name, pattern) in patterns() {
         let a: CsMat<T> = gen::convert(&pattern);
-        let forward = SoftmaxReference::new(a.view());
         // The backward's P: the forward's output as T (any P would do); dP uniform in [-1, 1).
-        let p_values: Vec<T> = forward.want().iter().map(|&v| T::from_f64(v)).collect();
-        let prob = CsMat::new(a.shape(), a.indptr().raw_storage().to_vec(), a.indices().to_vec(), p_values.clone());
+        let p_values: Vec<T> = oracle::softmax(a.view()).iter().map(|&v| T::from_f64(v)).collect();
+        let prob = CsMat::new(a.shape(), a.indptr().raw_storage().to_vec(), a.indices().to_vec(), p_values);
         let dp: Vec<T> = gen::dense_matrix(a.nnz(), 1, seed(8)).into_iter().map(T::from_f32).collect();
-        let backward = SoftmaxReference::backward(prob.view(), &dp);
-        let mut c = DeviceCsr::upload(gpu, a.view()).unwrap();
-        let p_dev = DeviceCsr::upload(gpu, prob.view()).unwrap();
-        let mut dp_dev = DeviceCsr::upload(gpu, prob.view()).unwrap();
-        for lanes_per_row in SoftmaxConfig::LANES {
-            for long_rows_from in LONG {
-                let config = SoftmaxConfig { dtype: T::DTYPE, lanes_per_row, long_rows_from };
-                let what = format!("{} long from {long_rows_from:?}, {name}", config.kernel_name(false));
-                let got = values_after(gpu, &mut c, a.data(), |c| softmax_with(gpu, c, &config)).unwrap();
-                assert_matches(&what, &forward, &got);
-                let again = values_after(gpu, &mut c, a.data(), |c| softmax_with(gpu, c, &config)).unwrap();
-                let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&got), bits(&again), "{what}: another run, other bits");
-                let what = format!("{} long from {long_rows_from:?}, {name}", config.kernel_name(true));
-                let got = values_after(gpu, &mut dp_dev, &dp, |g| softmax_backward_with(gpu, &p_dev, g, &config));
-                assert_matches(&what, &backward, &got.unwrap());
-                runs += 2;
-            }
-        }
-        let got = values_after(gpu, &mut c, a.data(), |c| softmax(gpu, c).map(drop)).unwrap();
-        assert_matches(&format!("softmax (automatic) {name}"), &forward, &got);
-        let got = values_after(gpu, &mut dp_dev, &dp, |g| softmax_backward(gpu, &p_dev, g).map(drop)).unwrap();
-        assert_matches(&format!("softmax_backward (automatic) {name}"), &backward, &got);
+        runs += check_every_config(gpu, name, &a, &prob, &dp, true);
     }
     runs
 }
@@ -140,24 +149,8 @@ fn specials_of<T: Scalar>(gpu: &Gpu) {
     let row = |i: usize| &want[a.indptr().outer_inds_sz(i)];
     assert!(row(0).iter().all(|v| v.is_nan()) && row(1).iter().all(|v| v.is_nan()));
     assert!(row(2).iter().all(|v| v.is_nan()) && row(3)[0] == 0.0 && row(3)[1] > 0.0 && row(4)[0] == 1.0);
-    let prob: CsMat<T> = a.map(|v| *v); // P with NaN and Inf in it: the gradient of those rows is NaN
-    let backward = SoftmaxReference::backward(prob.view(), &dp);
-    let mut c = DeviceCsr::upload(gpu, a.view()).unwrap();
-    let p_dev = DeviceCsr::upload(gpu, prob.view()).unwrap();
-    let mut dp_dev = DeviceCsr::upload(gpu, prob.view()).unwrap();
-    for lanes_per_row in SoftmaxConfig::LANES {
-        for long_rows_from in LONG {
-            let config = SoftmaxConfig { dtype: T::DTYPE, lanes_per_row, long_rows_from };
-            let got = values_after(gpu, &mut c, a.data(), |c| softmax_with(gpu, c, &config)).unwrap();
-            assert_matches(&format!("{} {long_rows_from:?} specials", config.kernel_name(false)), &forward, &got);
-            let got = values_after(gpu, &mut dp_dev, &dp, |g| softmax_backward_with(gpu, &p_dev, g, &config));
-            assert_matches(
-                &format!("{} {long_rows_from:?} specials", config.kernel_name(true)),
-                &backward,
-                &got.unwrap(),
-            );
-        }
-    }
+    // P with NaN and Inf in it: the gradient of those rows is NaN.
+    check_every_config(gpu, "specials", &a, &a, &dp, false);
 }
 
 /// NaN, +inf and -inf behave as in the dense softmax, in every config and type.
