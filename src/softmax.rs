@@ -215,12 +215,11 @@ pub fn softmax_backward_with<T: Scalar>(
         ));
     }
     let launch = Launch::new::<T>(gpu, prob, config, true)?;
-    let (_, _, prob_values) = prob.device_parts();
+    let (row_offsets, _, prob_values) = prob.device_parts();
     grad.update_values(gpu, |values| {
         let stream = gpu.stream();
         let (input, _g1) = prob_values.device_ptr(stream);
         let (output, _g2) = values.device_ptr_mut(stream);
-        let (row_offsets, _, _) = prob.device_parts();
         launch.run(gpu, row_offsets, input, output, output)
     })
 }

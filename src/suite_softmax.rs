@@ -155,9 +155,9 @@ impl SoftmaxReport {
     }
 }
 
-/// Every config the bench can time for T: the automatic ones, then (with `all`) each lane count without the chunk
-/// kernels and with them at the forward's automatic threshold (or 2048 where it has none).
-fn configs<T: Scalar>(automatic: &SoftmaxConfig, backward: &SoftmaxConfig, all: bool) -> Vec<SoftmaxConfig> {
+/// Every config the bench can time: the automatic ones, then (with `all`) each lane count without the chunk kernels
+/// and with them at the forward's automatic threshold (or 2048 where it has none).
+fn configs(automatic: &SoftmaxConfig, backward: &SoftmaxConfig, all: bool) -> Vec<SoftmaxConfig> {
     let mut out = vec![*automatic];
     if backward != automatic {
         out.push(*backward);
@@ -166,7 +166,7 @@ fn configs<T: Scalar>(automatic: &SoftmaxConfig, backward: &SoftmaxConfig, all: 
         let from = automatic.long_rows_from.unwrap_or(2048);
         for lanes_per_row in SoftmaxConfig::LANES {
             for long_rows_from in [None, Some(from)] {
-                let c = SoftmaxConfig { dtype: T::DTYPE, lanes_per_row, long_rows_from };
+                let c = SoftmaxConfig { lanes_per_row, long_rows_from, ..*automatic };
                 if !out.contains(&c) {
                     out.push(c);
                 }
@@ -199,7 +199,7 @@ pub fn bench_softmax<T: Scalar>(
     let p_dev = DeviceCsr::upload(gpu, prob.view())?;
     let mut dp = DeviceCsr::upload(gpu, prob.view())?;
     let mut entries = Vec::new();
-    for config in configs::<T>(&automatic, &automatic_backward, opts.all_configs) {
+    for config in configs(&automatic, &automatic_backward, opts.all_configs) {
         let mut verified = None;
         if let (Some(fw), Some(bw)) = (&forward_reference, &backward_reference) {
             c.set_values(gpu, scores.data())?;

@@ -20,8 +20,6 @@
  * spreads over the whole GPU. Every reduction runs in a fixed order, so a row gets the same bits on every run.
  */
 
-#include <climits>
-
 #include "common/params.cuh"
 #include "common/vector.cuh"
 

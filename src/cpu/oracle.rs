@@ -189,9 +189,11 @@ impl SoftmaxReference {
         let mut bound = vec![0.0; want.len()];
         for i in 0..prob.rows() {
             let entries = indptr[i]..indptr[i + 1];
-            let Some(&sum_abs) = abs.get(entries.start).filter(|_| !entries.is_empty()) else { continue };
+            if entries.is_empty() {
+                continue;
+            }
             // |D~ - D| through the kernel's sum and the oracle's; |D| <= A = sum |P dP| (the row's `abs`).
-            let l = entries.len();
+            let (l, sum_abs) = (entries.len(), abs[entries.start]);
             let dot_err = (gamma(l + 1, u) + gamma(l, f64::EPSILON / 2.0)) * sum_abs;
             for e in entries {
                 let (y, p, g) = (want[e], val[e].to_f64().abs(), grad[e].to_f64().abs());
