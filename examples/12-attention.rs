@@ -6,8 +6,8 @@
 
 use tilesparse::suite_softmax::local_global_mask;
 use tilesparse::{
-    gen, sddmm_with, softmax, softmax_backward, spmm_auto, spmm_auto_with, DType, DeviceCsr, DeviceDense, Gpu,
-    SddmmConfig, SpmmEpilogue,
+    gen, sddmm_planned, softmax, softmax_backward, spmm_auto, spmm_auto_with, DeviceCsr, DeviceDense, Gpu, SddmmPlan,
+    SpmmEpilogue,
 };
 
 fn main() -> tilesparse::Result<()> {
@@ -19,18 +19,19 @@ fn main() -> tilesparse::Result<()> {
     let gpu = Gpu::new(0)?;
     let up = |x: &[f32]| DeviceDense::upload(&gpu, s, d, x);
     let (q_dev, k_dev, v_dev, do_dev) = (up(&q)?, up(&k)?, up(&v)?, up(&d_o)?);
-    let sddmm_config = SddmmConfig::select(d, mask.nnz(), DType::F32);
 
-    // Forward.
+    // Forward. The mask's 64 x 64 tiles are well filled, so its SDDMM plan computes them on the tensor cores.
     let mut p = DeviceCsr::upload(&gpu, mask.view())?;
-    sddmm_with(&gpu, &q_dev, &k_dev, &mut p, &sddmm_config, scale, 0.0)?;
+    let plan = SddmmPlan::new(&gpu, &p, d)?;
+    sddmm_planned(&gpu, &q_dev, &k_dev, &mut p, &plan, scale, 0.0)?;
     let softmax_config = softmax(&gpu, &mut p)?;
     let mut o = DeviceDense::<f32>::zeros(&gpu, s, d)?;
     spmm_auto(&gpu, &p, &v_dev, &mut o)?;
 
     // Backward.
     let mut ds = DeviceCsr::upload(&gpu, mask.view())?;
-    sddmm_with(&gpu, &do_dev, &v_dev, &mut ds, &sddmm_config, 1.0, 0.0)?;
+    let ds_plan = SddmmPlan::new(&gpu, &ds, d)?;
+    sddmm_planned(&gpu, &do_dev, &v_dev, &mut ds, &ds_plan, 1.0, 0.0)?;
     softmax_backward(&gpu, &p, &mut ds)?;
     let (mut dq, mut dk, mut dv) = (
         DeviceDense::<f32>::zeros(&gpu, s, d)?,
@@ -50,7 +51,7 @@ fn main() -> tilesparse::Result<()> {
     let sum: f64 = scores.iter().map(|x| (x - max).exp()).sum();
     let want: f64 = cols.iter().zip(&scores).map(|(&j, x)| (x - max).exp() / sum * v[j * d] as f64).sum();
     let got = o.download(&gpu)?[i * d];
-    println!("{} entries in the mask; softmax {softmax_config:?}", mask.nnz());
+    println!("{} entries in the mask; SDDMM {}; softmax {softmax_config:?}", mask.nnz(), plan.kernel_name());
     println!("O[{i}][0] = {got:.6} (CPU: {want:.6}); dQ, dK, dV: {} values each", dq.download(&gpu)?.len());
     let _ = (dk.download(&gpu)?, dv.download(&gpu)?);
     Ok(())

@@ -251,16 +251,157 @@ pub fn sddmm_with<T: Scalar>(
         });
     }
     let function = gpu.function(Family::Sddmm, &config.kernel_name())?;
+    let warp_entries = 32 / config.lanes_per_entry * ENTRIES_PER_GROUP * config.runs_per_warp;
+    let blocks = c.nnz().div_ceil(warp_entries).div_ceil(THREADS / 32);
+    let launch =
+        LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS as u32, 1, 1), shared_mem_bytes: 0 };
+    launch_on_entries(gpu, &function, launch, a, b, c, alpha, beta, "launching the SDDMM kernel")
+}
+
+/// Rows and columns of C per tile of the tensor-core kernels (`kSddmmTcTile` in cuda/sddmm/tc.cuh), and their
+/// threads per block (`kSddmmTcThreads`).
+pub const SDDMM_TC_TILE: usize = 64;
+const TC_TILE_ELEMENTS: f64 = (SDDMM_TC_TILE * SDDMM_TC_TILE) as f64;
+/// [`SddmmPlan::tensor_cores_pay`]'s least tile count and least average fill.
+const TC_MIN_TILES: usize = 64;
+const TC_MIN_FILL: f64 = 0.08;
+
+/// Whether the tensor-core kernel can run C here: [`Error::Unsupported`] below compute capability 8.0, or for a C of
+/// 2^31 - 64 rows or columns or more (its tiles would step past i32).
+fn tensor_cores_run<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>) -> Result<()> {
+    let name = sddmm_tc_kernel_name(T::DTYPE);
+    if gpu.info().compute_capability.0 < 8 {
+        return Err(Error::Unsupported {
+            config: name,
+            reason: "the tensor-core SDDMM needs compute capability 8.0 or later; sddmm() runs anywhere".into(),
+        });
+    }
+    if c.rows().max(c.cols()) > i32::MAX as usize - SDDMM_TC_TILE {
+        return Err(Error::Unsupported {
+            config: name,
+            reason: format!("C is {} x {}: the tensor-core kernel's tiles step past i32", c.rows(), c.cols()),
+        });
+    }
+    Ok(())
+}
+
+/// The arguments of the tensor-core SDDMM kernels, mirrored field for field by `SddmmTcParams` in
+/// cuda/common/params.cuh.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SddmmTcParams {
+    m: i32,
+    n: i32,
+    k: i32,
+    nnz: i32,
+    num_tiles: i32,
+    pad: i32,
+    row_offsets: u64,
+    column_indices: u64,
+    tiles: u64,
+    starts: u64,
+    lhs: u64,
+    rhs: u64,
+    values: u64,
+    alpha: f32,
+    beta: f32,
+}
+const _: () = assert!(std::mem::size_of::<SddmmTcParams>() == 88, "SddmmTcParams must match cuda/common/params.cuh");
+// SAFETY: plain old data with the C layout the kernel expects.
+unsafe impl cudarc::driver::DeviceRepr for SddmmTcParams {}
+
+/// A tensor-core plan on the host: each tile's (row tile, column tile), and per tile its 64 rows' first entries at or
+/// past its first column (0 for rows past m, which the kernel reads as empty).
+struct HostTcPlan {
+    tiles: Vec<i32>,
+    starts: Vec<i32>,
+}
+
+/// Builds a tensor-core plan from C's structure: the tiles that hold an entry, by row tile then column tile.
+fn host_tc_plan(row_offsets: &[i32], column_indices: &[i32]) -> HostTcPlan {
+    use rayon::prelude::*;
+    let m = row_offsets.len().saturating_sub(1);
+    let per_row_tile: Vec<(Vec<i32>, Vec<i32>)> = (0..m.div_ceil(SDDMM_TC_TILE))
+        .into_par_iter()
+        .map(|t| {
+            let (r0, r1) = (t * SDDMM_TC_TILE, ((t + 1) * SDDMM_TC_TILE).min(m));
+            let entries = row_offsets[r0] as usize..row_offsets[r1] as usize;
+            let mut columns: Vec<i32> = column_indices[entries].iter().map(|&c| c / SDDMM_TC_TILE as i32).collect();
+            columns.sort_unstable();
+            columns.dedup();
+            let mut starts = vec![0i32; columns.len() * SDDMM_TC_TILE];
+            for r in r0..r1 {
+                // A merge of the row's columns with the tiles' first columns.
+                let (mut e, end) = (row_offsets[r], row_offsets[r + 1]);
+                for (i, &tile) in columns.iter().enumerate() {
+                    while e < end && column_indices[e as usize] < tile * SDDMM_TC_TILE as i32 {
+                        e += 1;
+                    }
+                    starts[i * SDDMM_TC_TILE + (r - r0)] = e;
+                }
+            }
+            let tiles = columns.iter().flat_map(|&c| [t as i32, c]).collect();
+            (tiles, starts)
+        })
+        .collect();
+    let mut plan = HostTcPlan { tiles: Vec::new(), starts: Vec::new() };
+    for (tiles, starts) in per_row_tile {
+        plan.tiles.extend(tiles);
+        plan.starts.extend(starts);
+    }
+    plan
+}
+const TC_THREADS: usize = 128;
+
+/// The tensor-core kernel for `dtype`, e.g. `sddmm_tc_f16`.
+pub fn sddmm_tc_kernel_name(dtype: DType) -> String {
+    format!("sddmm_tc_{}", dtype.name())
+}
+
+/// The 64 x 64 tiles of C ([`SDDMM_TC_TILE`]) that hold at least one entry, from C's row pointer and column indices:
+/// the tiles the tensor-core kernel computes.
+pub fn sddmm_tc_tiles<I: Copy + Send + Sync>(row_offsets: &[I], column_indices: &[I]) -> usize
+where
+    usize: TryFrom<I>,
+{
+    use rayon::prelude::*;
+    let at = |v: I| usize::try_from(v).unwrap_or(0);
+    let m = row_offsets.len().saturating_sub(1);
+    (0..m.div_ceil(SDDMM_TC_TILE))
+        .into_par_iter()
+        .map(|t| {
+            let (r0, r1) = (t * SDDMM_TC_TILE, ((t + 1) * SDDMM_TC_TILE).min(m));
+            let mut tiles: Vec<usize> = column_indices[at(row_offsets[r0])..at(row_offsets[r1])]
+                .iter()
+                .map(|&c| at(c) / SDDMM_TC_TILE)
+                .collect();
+            tiles.sort_unstable();
+            tiles.dedup();
+            tiles.len()
+        })
+        .sum()
+}
+
+/// Launches a gather kernel (it takes [`SddmmParams`]) on C's entries, writing them in place; nothing where C has
+/// none.
+#[allow(clippy::too_many_arguments)]
+fn launch_on_entries<T: Scalar>(
+    gpu: &Gpu,
+    function: &cudarc::driver::CudaFunction,
+    launch: LaunchConfig,
+    a: &DeviceDense<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceCsr<T>,
+    alpha: f32,
+    beta: f32,
+    what: &'static str,
+) -> Result<()> {
     let nnz = c.nnz();
     if nnz == 0 {
         return Ok(());
     }
-    let warp_entries = 32 / config.lanes_per_entry * ENTRIES_PER_GROUP * config.runs_per_warp;
-    let blocks = nnz.div_ceil(warp_entries).div_ceil(THREADS / 32);
-    let launch =
-        LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS as u32, 1, 1), shared_mem_bytes: 0 };
     let stream = gpu.stream().clone();
-    let (m, n) = (c.rows(), c.cols());
+    let (m, n, k) = (c.rows(), c.cols(), a.cols());
     c.update_values_with_structure(gpu, |row_offsets, column_indices, values| {
         let (ro, _g1) = row_offsets.device_ptr(&stream);
         let (ci, _g2) = column_indices.device_ptr(&stream);
@@ -281,12 +422,11 @@ pub fn sddmm_with<T: Scalar>(
             beta,
         };
         // SAFETY: C's structure was validated when it was made (a row pointer of m + 1 nondecreasing offsets ending
-        // at nnz, column indices below n), A holds m x k and B n x k elements (checked above), the kernel reads
-        // rows of A and B at those indices and writes C's nnz values (the view's length), each by one lane; k is
-        // a multiple of the vector width and cudarc's allocations are aligned to 256 bytes, so every vector load
-        // is aligned; m, n and nnz fit i32 (a DeviceCsr's), and so does k (checked above).
-        unsafe { stream.launch_builder(&function).arg(&params).launch(launch) }
-            .map_err(Error::driver("launching the SDDMM kernel", 0))?;
+        // at nnz, column indices below n), A holds m x k and B n x k elements (the caller checked), and the kernel
+        // reads rows of A and B at those indices and writes C's nnz values (the view's length), each by one lane;
+        // its vector divides k (checked) and cudarc's allocations are aligned to 256 bytes, so every vector load is
+        // aligned; m, n, nnz and k fit i32 with the margins the caller checked.
+        unsafe { stream.launch_builder(function).arg(&params).launch(launch) }.map_err(Error::driver(what, 0))?;
         Ok::<(), Error>(())
     })
 }
@@ -340,10 +480,19 @@ pub struct SddmmPlan {
     kernel: PlanKernel,
 }
 
-/// What a plan runs: the gather kernel with [`SddmmConfig::select`]'s config (nothing built), or the tiled kernel.
+/// What a plan runs: the gather kernel with [`SddmmConfig::select`]'s config (nothing built), the tiled kernel, or
+/// the tensor-core kernel.
 enum PlanKernel {
     Gather(SddmmConfig),
     Tiled(Box<Tiles>),
+    TensorCores(Box<TcTiles>),
+}
+
+/// A tensor-core plan's arrays on the device ([`HostTcPlan`]'s).
+struct TcTiles {
+    num_tiles: usize,
+    tiles: cudarc::driver::CudaSlice<i32>,
+    starts: cudarc::driver::CudaSlice<i32>,
 }
 
 /// A tiled plan's kernel and arrays on the device ([`HostPlan`]'s).
@@ -434,21 +583,41 @@ fn host_plan(row_offsets: &[i32], column_indices: &[i32], tile_rows: usize, unit
 }
 
 impl SddmmPlan {
-    /// The plan for C's structure and inner dimension k (any k): the tiled kernel with its largest tiles where
-    /// [`SddmmPlan::takes_tiled_kernel`], else [`SddmmConfig::select`]'s config, with nothing downloaded or built.
-    /// [`Error::UnsupportedDtype`] for f64, [`Error::WrongGpu`] for another handle's C, [`Error::TooLarge`] as
-    /// [`sddmm_with`].
+    /// The plan for C's structure and inner dimension k (any k): the tensor-core kernel where
+    /// [`SddmmPlan::tensor_cores_pay`] (C's structure is downloaded once to count its tiles where C has enough entries
+    /// for that to be possible), else the tiled kernel with its largest tiles where [`SddmmPlan::takes_tiled_kernel`],
+    /// else [`SddmmConfig::select`]'s config, with nothing built. [`Error::UnsupportedDtype`] for f64,
+    /// [`Error::WrongGpu`] for another handle's C, [`Error::TooLarge`] as [`sddmm_with`].
     pub fn new<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize) -> Result<Self> {
         c.check_gpu(gpu, "C")?;
         if T::DTYPE == DType::F64 {
             return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "SDDMM" });
         }
+        check_sizes(c.rows(), c.nnz(), k)?;
+        if c.nnz() as f64 >= TC_MIN_TILES as f64 * TC_TILE_ELEMENTS * TC_MIN_FILL && tensor_cores_run(gpu, c).is_ok() {
+            let (row_offsets, column_indices) = download_structure(gpu, c)?;
+            if Self::tensor_cores_pay(T::DTYPE, k, c.nnz(), sddmm_tc_tiles(&row_offsets, &column_indices)) {
+                return Self::tensor_cores_from(c, k, gpu, &row_offsets, &column_indices);
+            }
+        }
         if Self::takes_tiled_kernel(c, k) {
             return Self::tiled(gpu, c, k, None);
         }
-        check_sizes(c.rows(), c.nnz(), k)?;
         let gather = SddmmConfig::select(k, c.nnz(), T::DTYPE);
         Ok(SddmmPlan { matrix: c.id(), dtype: T::DTYPE, k, kernel: PlanKernel::Gather(gather) })
+    }
+
+    /// Where the tensor-core kernel beat the gather and tiled kernels (NOTES.md, "SDDMM step 5"; f32 and f16 on the
+    /// SDDMM suite and 20 generated structures at k = 32-256): C's 64 x 64 tiles that hold an entry, `tiles` of them,
+    /// at least 15% full on average (`nnz / (tiles 4096)`), or for f16 and bf16 at least 8% full at k >= 128, and at
+    /// least 64 of them (fewer run at the launch floor either way: the pruned 384 x 384 weights' 36 tiles ran 0.75x
+    /// in f32).
+    pub fn tensor_cores_pay(dtype: DType, k: usize, nnz: usize, tiles: usize) -> bool {
+        if tiles < TC_MIN_TILES {
+            return false;
+        }
+        let fill = nnz as f64 / (tiles as f64 * TC_TILE_ELEMENTS);
+        fill >= 0.15 || (dtype != DType::F32 && k >= 128 && fill >= TC_MIN_FILL)
     }
 
     /// Whether [`SddmmPlan::new`] takes the tiled kernel for C and k: where it was measured to pay (f32, k of
@@ -506,14 +675,7 @@ impl SddmmPlan {
                 reason: format!("tiles of {rows} rows: 1 to {largest} fit the shared memory at k = {k}"),
             });
         }
-        let (row_offsets, column_indices, _) = c.device_parts();
-        let row_offsets: Vec<i32> =
-            crate::csr::download_slice(gpu, &row_offsets.slice(..c.rows() + 1), "an SDDMM plan")?;
-        let column_indices: Vec<i32> = if c.nnz() > 0 {
-            crate::csr::download_slice(gpu, &column_indices.slice(..c.nnz()), "an SDDMM plan")?
-        } else {
-            Vec::new()
-        };
+        let (row_offsets, column_indices) = download_structure(gpu, c)?;
         // Units of about nnz / (4 x 132) entries: four per SM of an H100 or H200, at least 256 and at most 8192 each.
         let unit_entries = (c.nnz() / (4 * 132)).clamp(256, 8192);
         let host = host_plan(&row_offsets, &column_indices, rows, unit_entries);
@@ -531,12 +693,58 @@ impl SddmmPlan {
         Ok(SddmmPlan { matrix: c.id(), dtype: T::DTYPE, k, kernel: PlanKernel::Tiled(Box::new(tiles)) })
     }
 
-    /// Rows of C per tile (0 where the plan runs the gather kernel).
+    /// A plan that runs the tensor-core kernel (cuda/sddmm/tc.cuh) whatever it costs, for tests and measurements:
+    /// each 64 x 64 tile of C that holds an entry is computed densely on the tensor cores, f16 and bf16 by mma with
+    /// f32 sums, f32 in 3xTF32 (the SpMM tensor-core kernels' split: within
+    /// [`crate::cpu::oracle::spmm_error_bound_tf32x3`] with k products per entry), and its entries are written from
+    /// it; a sum that comes out Inf or NaN is computed again with exact f32 FMAs, so Inf and NaN reach C as
+    /// [`sddmm_with`] gives them. Any k. Built on the host from one download of C's structure: the tiles and, per
+    /// tile, its rows' first entries (264 bytes a tile). [`Error::Unsupported`] below compute capability 8.0 or for
+    /// a C of 2^31 - 64 rows or columns or more; the errors of [`SddmmPlan::new`].
+    pub fn tensor_cores<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize) -> Result<Self> {
+        c.check_gpu(gpu, "C")?;
+        if T::DTYPE == DType::F64 {
+            return Err(Error::UnsupportedDtype { dtype: T::DTYPE, op: "SDDMM" });
+        }
+        check_sizes(c.rows(), c.nnz(), k)?;
+        tensor_cores_run(gpu, c)?;
+        let (row_offsets, column_indices) = download_structure(gpu, c)?;
+        Self::tensor_cores_from(c, k, gpu, &row_offsets, &column_indices)
+    }
+
+    /// The tensor-core plan from C's structure on the host (checked by the caller).
+    fn tensor_cores_from<T: Scalar>(
+        c: &DeviceCsr<T>,
+        k: usize,
+        gpu: &Gpu,
+        row_offsets: &[i32],
+        column_indices: &[i32],
+    ) -> Result<Self> {
+        let host = host_tc_plan(row_offsets, column_indices);
+        let up = |v: &[i32]| crate::csr::upload_slice(gpu, v, "uploading an SDDMM plan");
+        let tiles = TcTiles { num_tiles: host.tiles.len() / 2, tiles: up(&host.tiles)?, starts: up(&host.starts)? };
+        Ok(SddmmPlan { matrix: c.id(), dtype: T::DTYPE, k, kernel: PlanKernel::TensorCores(Box::new(tiles)) })
+    }
+
+    /// The 64 x 64 tiles of C a tensor-core plan computes (0 where the plan runs another kernel).
+    pub fn tensor_core_tiles(&self) -> usize {
+        match &self.kernel {
+            PlanKernel::TensorCores(tc) => tc.num_tiles,
+            _ => 0,
+        }
+    }
+
+    /// Rows of C per tile of the tiled kernel (0 where the plan runs another).
     pub fn tile_rows(&self) -> usize {
         match &self.kernel {
             PlanKernel::Tiled(tiles) => tiles.rows,
-            PlanKernel::Gather(_) => 0,
+            PlanKernel::Gather(_) | PlanKernel::TensorCores(_) => 0,
         }
+    }
+
+    /// Whether the plan runs the tensor-core kernel.
+    pub fn uses_tensor_cores(&self) -> bool {
+        matches!(self.kernel, PlanKernel::TensorCores(_))
     }
 
     /// Whether the plan runs the tiled kernel.
@@ -544,9 +752,11 @@ impl SddmmPlan {
         matches!(self.kernel, PlanKernel::Tiled(_))
     }
 
-    /// The kernel the plan runs: a tiled one, e.g. `sddmm_tiled_f32_v4_l8`, or the gather kernel's config name.
+    /// The kernel the plan runs: a tiled one, e.g. `sddmm_tiled_f32_v4_l8`, the tensor-core one (`sddmm_tc_f16`), or
+    /// the gather kernel's config name.
     pub fn kernel_name(&self) -> String {
         match &self.kernel {
+            PlanKernel::TensorCores(_) => sddmm_tc_kernel_name(self.dtype),
             PlanKernel::Tiled(tiles) => {
                 format!("sddmm_tiled_{}_v{}_l{}", self.dtype.name(), tiled_vector(self.dtype), tiles.lanes)
             }
@@ -583,6 +793,7 @@ pub fn sddmm_planned<T: Scalar>(
     }
     let tiles = match &plan.kernel {
         PlanKernel::Gather(config) => return sddmm_with(gpu, a, b, c, config, alpha, beta),
+        PlanKernel::TensorCores(tc) => return launch_tensor_cores(gpu, a, b, c, tc, alpha, beta),
         PlanKernel::Tiled(tiles) => tiles,
     };
     let vector = tiled_vector(T::DTYPE);
@@ -635,6 +846,77 @@ pub fn sddmm_planned<T: Scalar>(
         // every vector access is aligned.
         unsafe { stream.launch_builder(&function).arg(&params).launch(launch) }
             .map_err(Error::driver("launching the tiled SDDMM kernel", 0))?;
+        Ok::<(), Error>(())
+    })
+}
+
+/// C's row pointer and column indices on the host, for a plan.
+fn download_structure<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>) -> Result<(Vec<i32>, Vec<i32>)> {
+    let (row_offsets, column_indices, _) = c.device_parts();
+    let row_offsets = crate::csr::download_slice(gpu, &row_offsets.slice(..c.rows() + 1), "an SDDMM plan")?;
+    let column_indices = if c.nnz() > 0 {
+        crate::csr::download_slice(gpu, &column_indices.slice(..c.nnz()), "an SDDMM plan")?
+    } else {
+        Vec::new()
+    };
+    Ok((row_offsets, column_indices))
+}
+
+/// Launches the tensor-core kernel on a plan's tiles (the operands checked by [`sddmm_planned`]).
+fn launch_tensor_cores<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceDense<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceCsr<T>,
+    tc: &TcTiles,
+    alpha: f32,
+    beta: f32,
+) -> Result<()> {
+    let function = gpu.function(Family::Sddmm, &sddmm_tc_kernel_name(T::DTYPE))?;
+    if tc.num_tiles == 0 {
+        return Ok(());
+    }
+    let launch = LaunchConfig {
+        grid_dim: (tc.num_tiles as u32, 1, 1),
+        block_dim: (TC_THREADS as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let stream = gpu.stream().clone();
+    let (m, n, k, nnz) = (c.rows(), c.cols(), a.cols(), c.nnz());
+    c.update_values_with_structure(gpu, |row_offsets, column_indices, values| {
+        let (ro, _g1) = row_offsets.device_ptr(&stream);
+        let (ci, _g2) = column_indices.device_ptr(&stream);
+        let (tiles, _g3) = tc.tiles.device_ptr(&stream);
+        let (starts, _g4) = tc.starts.device_ptr(&stream);
+        let (lhs, _g5) = a.data.device_ptr(&stream);
+        let (rhs, _g6) = b.data.device_ptr(&stream);
+        let (out, _g7) = values.device_ptr_mut(&stream);
+        let params = SddmmTcParams {
+            m: m as i32,
+            n: n as i32,
+            k: k as i32,
+            nnz: nnz as i32,
+            num_tiles: tc.num_tiles as i32,
+            pad: 0,
+            row_offsets: ro,
+            column_indices: ci,
+            tiles,
+            starts,
+            lhs,
+            rhs,
+            values: out,
+            alpha,
+            beta,
+        };
+        // SAFETY: the plan was made from this C's structure (its identity checked by the caller): each tile names 64
+        // rows and 64 columns of C holding an entry, and each of its rows below m the row's first entry at or past
+        // the tile's first column, so the kernel reads column indices only within the rows' ranges and writes each
+        // entry once (the tile holding its column). A holds m x k and B n x k elements (checked); the kernel reads
+        // rows of them below m and n only, 16 bytes at a time only where k is a multiple of 16 bytes (cudarc's
+        // allocations are aligned to 256). m, n (checked when the plan was made) and k, nnz (check_sizes) fit i32
+        // with a tile to spare.
+        unsafe { stream.launch_builder(&function).arg(&params).launch(launch) }
+            .map_err(Error::driver("launching the tensor-core SDDMM kernel", 0))?;
         Ok::<(), Error>(())
     })
 }
@@ -782,6 +1064,71 @@ mod tests {
         assert!(!SddmmPlan::tiled_pays(DType::F16, 256, 3_355_437, 37.2), "f16 never paid");
         assert!(!SddmmPlan::tiled_pays(DType::F32, 2048, 3_355_437, 18.8), "past the tiled kernels' k");
         assert!(!SddmmPlan::tiled_pays(DType::F32, 258, 3_355_437, 18.8), "not a multiple of a vector");
+    }
+
+    #[test]
+    fn a_tensor_core_plan_lists_each_tile_with_its_rows_first_entries() {
+        // 130 rows (three row tiles, the last of 2 rows) over 200 columns (four column tiles): a random structure with
+        // empty rows, a full row and columns at tile edges.
+        let pattern = crate::gen::with_dense_row(&crate::gen::uniform_random(130, 200, 0.05, 3), 70);
+        let mut row_offsets: Vec<i32> = pattern.indptr().raw_storage().iter().map(|&o| o as i32).collect();
+        let mut column_indices: Vec<i32> = pattern.indices().iter().map(|&c| c as i32).collect();
+        // Row 1 empty, row 2 with columns 63 and 64 (either side of a tile edge).
+        let (s1, e1) = (row_offsets[1] as usize, row_offsets[3] as usize);
+        column_indices.splice(s1..e1, [63, 64]);
+        let shift = (e1 - s1) as i32 - 2;
+        row_offsets[2] = s1 as i32;
+        for o in &mut row_offsets[3..] {
+            *o -= shift;
+        }
+        let plan = super::host_tc_plan(&row_offsets, &column_indices);
+        let tile = super::SDDMM_TC_TILE as i32;
+        let mut want_tiles = Vec::new();
+        for t in 0..130i32.div_euclid(tile) + 1 {
+            let rows = (t * tile) as usize..((t + 1) * tile).min(130) as usize;
+            let mut cols: Vec<i32> = rows
+                .flat_map(|r| column_indices[row_offsets[r] as usize..row_offsets[r + 1] as usize].to_vec())
+                .map(|c| c / tile)
+                .collect();
+            cols.sort_unstable();
+            cols.dedup();
+            want_tiles.extend(cols.into_iter().flat_map(|c| [t, c]));
+        }
+        assert_eq!(plan.tiles, want_tiles);
+        assert_eq!(plan.starts.len(), plan.tiles.len() / 2 * 64);
+        assert_eq!(super::sddmm_tc_tiles(&row_offsets, &column_indices), plan.tiles.len() / 2);
+        for (i, t) in plan.tiles.chunks(2).enumerate() {
+            for lr in 0..64 {
+                let r = (t[0] * tile + lr) as usize;
+                let got = plan.starts[i * 64 + lr as usize];
+                if r >= 130 {
+                    assert_eq!(got, 0);
+                    continue;
+                }
+                // The first entry of row r at or past the tile's first column (the row's end if none).
+                let (s, e) = (row_offsets[r], row_offsets[r + 1]);
+                let want = (s..e).find(|&p| column_indices[p as usize] >= t[1] * tile).unwrap_or(e);
+                assert_eq!(got, want, "tile {t:?}, row {r}");
+            }
+        }
+        assert!(plan.tiles.chunks(2).any(|t| t == [0, 0]) && plan.tiles.chunks(2).any(|t| t == [0, 1]));
+    }
+
+    #[test]
+    fn plans_take_the_tensor_cores_where_they_were_measured_faster() {
+        use super::SddmmPlan;
+        let pays = |dtype, k, nnz, tiles| SddmmPlan::tensor_cores_pay(dtype, k, nnz, tiles);
+        // Uniform 4096^2 (4096 tiles): 80% (20% full) in both types; 90% (10%) in f16 from k = 128, not in f32; 95%
+        // and 98% never.
+        assert!(pays(DType::F32, 32, 3_355_437, 4096) && pays(DType::F16, 32, 3_355_437, 4096));
+        assert!(!pays(DType::F32, 256, 1_677_702, 4096));
+        assert!(pays(DType::F16, 128, 1_677_702, 4096) && pays(DType::Bf16, 256, 1_677_702, 4096));
+        assert!(!pays(DType::F16, 64, 1_677_702, 4096));
+        assert!(!pays(DType::F16, 256, 838_834, 4096) && !pays(DType::F32, 256, 335_530, 4096));
+        // The attention masks (436 tiles 65% full) and the pruned 1536 x 384 at 70% (144 tiles, 30%).
+        assert!(pays(DType::F32, 64, 1_162_864, 436) && pays(DType::F16, 64, 176_947, 144));
+        // The pruned 384 x 384 (36 tiles) and the graphs (0.2% full) never.
+        assert!(!pays(DType::F16, 256, 44_237, 36) && !pays(DType::F32, 32, 367_662, 48_537));
     }
 
     #[test]

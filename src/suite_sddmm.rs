@@ -26,7 +26,8 @@ pub struct SddmmProblem {
 }
 
 /// The SDDMM suite: where a sparse layer's weight gradient and graph attention take it. Uniform 4096 x 4096 at
-/// 80-98% sparsity with k = 32, 128 and 256; the pruned MiniLM weights of the SpMM suite with k = 64 and 256 (tokens
+/// 80-98% sparsity with k = 32, 128 and 256; sparse attention's masks (a local window and global tokens over 4096
+/// and 16384 tokens) with k = 64 and 128; the pruned MiniLM weights of the SpMM suite with k = 64 and 256 (tokens
 /// per batch); email-Enron and copter2 with k = 32 and 128 (a graph's features). `filter` keeps names that contain it;
 /// real matrices not found are skipped with a line on stderr.
 pub fn sddmm_suite(filter: Option<&str>) -> Result<Vec<SddmmProblem>> {
@@ -37,6 +38,16 @@ pub fn sddmm_suite(filter: Option<&str>) -> Result<Vec<SddmmProblem>> {
             let name = format!("uniform_4096x4096_s{:02}_k{k}", (sparsity * 100.0) as u32);
             if keep(&name) {
                 out.push(SddmmProblem { name, pattern: gen::uniform_random(4096, 4096, 1.0 - sparsity, 42), k });
+            }
+        }
+    }
+    // Sparse attention's scores, S = (Q K^T) o mask, at a head's width: the softmax suite's masks.
+    for (seq, window, global) in [(4096, 256, 16), (16384, 512, 32)] {
+        for k in [64usize, 128] {
+            let name = format!("attention_s{seq}_w{window}_g{global}_k{k}");
+            if keep(&name) {
+                let pattern = crate::suite_softmax::local_global_mask(seq, window, global);
+                out.push(SddmmProblem { name, pattern, k });
             }
         }
     }
@@ -127,8 +138,15 @@ pub struct SddmmReport {
     /// clock).
     pub tiled: SddmmEntry,
     pub plan_ms: Option<f64>,
-    /// Whether [`SddmmPlan::new`] takes the tiled kernel (else the automatic choice) for this problem.
+    /// Whether [`SddmmPlan::new`] takes the tiled kernel, and whether it takes the tensor cores (else the automatic
+    /// choice), for this problem.
     pub planned_tiled: bool,
+    pub planned_tc: bool,
+    /// The tensor-core kernel through a plan ([`SddmmPlan::tensor_cores`], built untimed), its plan's build time in ms
+    /// (wall clock), and the 64 x 64 tiles of C holding an entry (the tiles it computes).
+    pub tc: SddmmEntry,
+    pub tc_plan_ms: Option<f64>,
+    pub tc_tiles: usize,
     /// cuSPARSE's SDDMM, each form of B.
     pub cusparse: Vec<SddmmEntry>,
     /// cuBLAS's GEMM of the same m x n x k (None where the dense C would pass 4 GB).
@@ -163,20 +181,33 @@ impl SddmmReport {
         Some(self.best_cusparse()?.ms.as_ref().ok()? / self.tiled.ms.as_ref().ok()?)
     }
 
-    /// cuSPARSE's best time over the plan's choice ([`SddmmPlan::new`]: the tiled kernel or the automatic choice).
+    /// cuSPARSE's best time over the tensor-core kernel's.
+    pub fn tc_vs_cusparse(&self) -> Option<f64> {
+        Some(self.best_cusparse()?.ms.as_ref().ok()? / self.tc.ms.as_ref().ok()?)
+    }
+
+    /// The share of C's 64 x 64 tiles' elements that are entries, over the tiles that hold one.
+    pub fn tc_fill(&self) -> f64 {
+        self.nnz as f64
+            / (self.tc_tiles.max(1) as f64 * (crate::sddmm::SDDMM_TC_TILE * crate::sddmm::SDDMM_TC_TILE) as f64)
+    }
+
+    /// cuSPARSE's best time over the plan's choice ([`SddmmPlan::new`]: the tensor cores, the tiled kernel or the
+    /// automatic choice).
     pub fn planned_vs_cusparse(&self) -> Option<f64> {
-        if self.planned_tiled {
+        if self.planned_tc {
+            self.tc_vs_cusparse()
+        } else if self.planned_tiled {
             self.tiled_vs_cusparse()
         } else {
             self.speedup_vs_cusparse()
         }
     }
 
-    /// cuSPARSE's best time over the faster of ours (the automatic choice or the tiled kernel).
+    /// cuSPARSE's best time over the fastest of ours (the automatic choice, the tiled kernel, the tensor cores).
     pub fn best_vs_cusparse(&self) -> Option<f64> {
-        let auto = self.auto.ms.as_ref().ok().copied().unwrap_or(f64::INFINITY);
-        let tiled = self.tiled.ms.as_ref().ok().copied().unwrap_or(f64::INFINITY);
-        Some(self.best_cusparse()?.ms.as_ref().ok()? / auto.min(tiled))
+        let ms = |e: &SddmmEntry| e.ms.as_ref().ok().copied().unwrap_or(f64::INFINITY);
+        Some(self.best_cusparse()?.ms.as_ref().ok()? / ms(&self.auto).min(ms(&self.tiled)).min(ms(&self.tc)))
     }
 
     /// cuBLAS's GEMM time over ours.
@@ -217,7 +248,6 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
     let started = std::time::Instant::now();
     let plan = SddmmPlan::tiled(gpu, &c, k, opts.tile_rows.map(|rows| rows.min(largest)));
     let plan_ms = plan.is_ok().then(|| started.elapsed().as_secs_f64() * 1e3);
-    let planned_tiled = SddmmPlan::takes_tiled_kernel(&c, k);
     let tiled = match &plan {
         Ok(plan) => {
             let mismatches = check(&mut c, &mut |c| sddmm_planned(gpu, &a_dev, &b_dev, c, plan, 1.0, 0.0))?;
@@ -229,6 +259,30 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
         Err(e) => SddmmEntry { name: "sddmm_tiled".into(), ms: Err(e.to_string()), mismatches: None },
     };
     drop(plan);
+    let summation = crate::cpu::oracle::Summation::tensor_cores(T::DTYPE).expect("SDDMM takes no f64");
+    let started = std::time::Instant::now();
+    let tc_plan = SddmmPlan::tensor_cores(gpu, &c, k);
+    let tc_plan_ms = tc_plan.is_ok().then(|| started.elapsed().as_secs_f64() * 1e3);
+    let tc = match &tc_plan {
+        Ok(plan) => {
+            let mismatches = match &reference {
+                Some(reference) => {
+                    c.set_values(gpu, &poison)?;
+                    sddmm_planned(gpu, &a_dev, &b_dev, &mut c, plan, 1.0, 0.0)?;
+                    Some(reference.compare_summed(summation, c.download(gpu)?.data()).mismatches)
+                }
+                None => None,
+            };
+            let t =
+                time_op(gpu, opts.warmup, opts.iters, || sddmm_planned(gpu, &a_dev, &b_dev, &mut c, plan, 1.0, 0.0))?;
+            SddmmEntry { name: plan.kernel_name(), ms: Ok(t.median_ms()), mismatches }
+        }
+        Err(e) => SddmmEntry { name: "sddmm_tc".into(), ms: Err(e.to_string()), mismatches: None },
+    };
+    drop(tc_plan);
+    let tc_tiles = crate::sddmm::sddmm_tc_tiles(pattern.indptr().raw_storage(), pattern.indices());
+    let planned_tc = tc.ms.is_ok() && SddmmPlan::tensor_cores_pay(T::DTYPE, k, nnz, tc_tiles);
+    let planned_tiled = !planned_tc && SddmmPlan::takes_tiled_kernel(&c, k);
     let mut configs = Vec::new();
     if opts.all_configs {
         for config in SddmmConfig::compiled_for(T::DTYPE).into_iter().filter(|c| k % c.vector_width == 0) {
@@ -279,6 +333,10 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
         tiled,
         plan_ms,
         planned_tiled,
+        planned_tc,
+        tc,
+        tc_plan_ms,
+        tc_tiles,
         cusparse,
         cublas,
     })
@@ -294,7 +352,7 @@ pub fn print_table(reports: &[SddmmReport]) {
     };
     let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}x"));
     println!(
-        "{:<40} {:>9} {:>4} {:<18} {:>9} {:>8} {:<22} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8}",
+        "{:<40} {:>9} {:>4} {:<18} {:>9} {:>8} {:<22} {:>9} {:>9} {:>8} {:>9} {:>6} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}",
         "problem",
         "nnz",
         "k",
@@ -305,10 +363,13 @@ pub fn print_table(reports: &[SddmmReport]) {
         "ms",
         "tiled ms",
         "plan ms",
+        "tc ms",
+        "fill",
         "cuSPARSE",
         "cuBLAS",
         "vs cuSP",
         "tiled",
+        "tc",
         "vs cuBLAS"
     );
     for r in reports {
@@ -319,7 +380,7 @@ pub fn print_table(reports: &[SddmmReport]) {
             Some(_) => " WRONG",
         };
         println!(
-            "{:<40} {:>9} {:>4} {:<18} {:>9} {:>8.0} {:<22} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8}{}{}",
+            "{:<40} {:>9} {:>4} {:<18} {:>9} {:>8.0} {:<22} {:>9} {:>9} {:>8} {:>9} {:>6.3} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}{}{}{}",
             r.problem,
             r.nnz,
             r.k,
@@ -330,13 +391,17 @@ pub fn print_table(reports: &[SddmmReport]) {
             ms(best),
             ms(Some(&r.tiled)),
             r.plan_ms.map_or("-".into(), |p| format!("{p:.1}")),
+            ms(Some(&r.tc)),
+            r.tc_fill(),
             ms(r.best_cusparse()),
             ms(r.cublas.as_ref()),
             ratio(r.speedup_vs_cusparse()),
             ratio(r.tiled_vs_cusparse()),
+            ratio(r.tc_vs_cusparse()),
             ratio(r.speedup_vs_cublas()),
             check(&r.auto),
-            check(&r.tiled)
+            check(&r.tiled),
+            check(&r.tc)
         );
     }
     let vs = |f: fn(&SddmmReport) -> Option<f64>| {
@@ -346,6 +411,7 @@ pub fn print_table(reports: &[SddmmReport]) {
     };
     println!("geometric mean vs cuSPARSE's best: {}", vs(SddmmReport::speedup_vs_cusparse));
     println!("tiled (planned) vs cuSPARSE's best: {}", vs(SddmmReport::tiled_vs_cusparse));
+    println!("tensor cores vs cuSPARSE's best: {}", vs(SddmmReport::tc_vs_cusparse));
     println!("the plan's choice (SddmmPlan::new) vs cuSPARSE's best: {}", vs(SddmmReport::planned_vs_cusparse));
     println!("the faster of ours vs cuSPARSE's best: {}", vs(SddmmReport::best_vs_cusparse));
     println!("geometric mean vs cuBLAS's GEMM: {}", vs(SddmmReport::speedup_vs_cublas));
@@ -358,7 +424,7 @@ pub fn print_table(reports: &[SddmmReport]) {
 pub fn wrong_results(reports: &[SddmmReport]) -> usize {
     reports
         .iter()
-        .flat_map(|r| [&r.auto, &r.tiled].into_iter().chain(&r.configs).chain(&r.cusparse))
+        .flat_map(|r| [&r.auto, &r.tiled, &r.tc].into_iter().chain(&r.configs).chain(&r.cusparse))
         .filter(|e| e.mismatches.is_some_and(|m| m > 0))
         .count()
 }
@@ -378,7 +444,7 @@ pub fn reports_to_json(reports: &[SddmmReport]) -> String {
         .map(|r| {
             let list = |v: &[SddmmEntry]| v.iter().map(json_entry).collect::<Vec<_>>().join(",");
             format!(
-                "{{\"problem\":{},\"m\":{},\"n\":{},\"k\":{},\"nnz\":{},\"auto\":{},\"tiled\":{},\"plan_ms\":{},\"planned_tiled\":{},\"configs\":[{}],\"cusparse\":[{}],\"cublas\":{}}}",
+                "{{\"problem\":{},\"m\":{},\"n\":{},\"k\":{},\"nnz\":{},\"auto\":{},\"tiled\":{},\"plan_ms\":{},\"planned_tiled\":{},\"planned_tc\":{},\"tc\":{},\"tc_plan_ms\":{},\"tc_tiles\":{},\"configs\":[{}],\"cusparse\":[{}],\"cublas\":{}}}",
                 json_str(&r.problem),
                 r.m,
                 r.n,
@@ -388,6 +454,10 @@ pub fn reports_to_json(reports: &[SddmmReport]) -> String {
                 json_entry(&r.tiled),
                 r.plan_ms.map_or("null".into(), |p| p.to_string()),
                 r.planned_tiled,
+                r.planned_tc,
+                json_entry(&r.tc),
+                r.tc_plan_ms.map_or("null".into(), |p| p.to_string()),
+                r.tc_tiles,
                 list(&r.configs),
                 list(&r.cusparse),
                 r.cublas.as_ref().map_or("null".into(), json_entry)

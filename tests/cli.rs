@@ -464,13 +464,15 @@ fn spmv_f64_keeps_f64_values_and_scalars() {
 }
 
 /// `sddmm --verify`: C = alpha (A B^T) o spy(C) + beta C checked against the oracle's, on the GPU (the automatic
-/// choice, and a config named by --config) or on the CPU backend; with TILESPARSE_REQUIRE_GPU=1 on the GPU, with the
-/// config asked for.
+/// choice, a config named by --config, the tensor cores) or on the CPU backend; with TILESPARSE_REQUIRE_GPU=1 on the
+/// GPU, with the config asked for.
 #[test]
 fn sddmm_runs_and_verifies_on_any_machine() {
     let west = data("west0479.mtx.gz");
-    let cases: [(&str, &str, &str, &[&str], &str); 5] = [
+    let cases: [(&str, &str, &str, &[&str], &str); 7] = [
         ("f32", "auto", "64", &[], "C: uniform_300x200_d0.05, 300 x 200, "),
+        ("f32", "sddmm_tc_f32", "37", &[], "A: 300 x 37"),
+        ("bf16", "sddmm_tc_bf16", "70", &["--alpha", "-1", "--beta", "0.5"], "C = -1 * (A B^T) o spy(C) + 0.5 * C"),
         ("f16", "sddmm_f16_v8_l4_r1", "40", &["--alpha", "0.5", "--beta", "2"], "C = 0.5 * (A B^T) o spy(C) + 2 * C"),
         ("bf16", "auto", "33", &[], "A: 300 x 33; B: 200 x 33"),
         ("f32", "sddmm_f32_v2_l32_r4", "130", &["--matrix", &west], "west0479.mtx.gz, 479 x 479"),

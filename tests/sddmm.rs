@@ -8,7 +8,8 @@ use common::{gpu_or_skip, seed, seed_note, SpmmOracle, POISON};
 use half::{bf16, f16};
 use sprs::CsMat;
 use tilesparse::baseline::cusparse::{Cusparse, CusparseSddmm, SddmmForm};
-use tilesparse::cpu::{backend, oracle::SddmmReference};
+use tilesparse::cpu::backend;
+use tilesparse::cpu::oracle::{SddmmReference, Summation};
 use tilesparse::spmm::{SpmmKernel, TensorCoreConfig};
 use tilesparse::{
     gen, sddmm, sddmm_auto, sddmm_auto_with, sddmm_planned, sddmm_with, spmm_kernel, DType, DeviceCsr, DeviceDense,
@@ -52,7 +53,12 @@ fn run_poisoned<T: Scalar>(
 }
 
 fn assert_matches<T: Scalar>(what: &str, reference: &SddmmReference, got: &[T]) {
-    let cmp = reference.compare(got);
+    assert_matches_summed(what, reference, Summation::Fma, got);
+}
+
+/// `got` against the oracle with the bound of a kernel that sums as `summation`.
+fn assert_matches_summed<T: Scalar>(what: &str, reference: &SddmmReference, summation: Summation, got: &[T]) {
+    let cmp = reference.compare_summed(summation, got);
     assert_eq!(
         cmp.mismatches,
         0,
@@ -144,13 +150,83 @@ fn sanitizer_tiled_sddmm_matches_the_oracle() {
     eprintln!("sddmm: {runs} planned runs matched the oracle");
 }
 
+fn assert_matches_tc<T: Scalar>(what: &str, reference: &SddmmReference, got: &[T]) {
+    assert_matches_summed(what, reference, Summation::tensor_cores(T::DTYPE).unwrap(), got);
+}
+
+/// C = alpha (A B^T) o spy(C) + beta C on the tensor cores, through a plan made for C.
+fn tc<T: Scalar>(
+    gpu: &Gpu,
+    a: &DeviceDense<T>,
+    b: &DeviceDense<T>,
+    c: &mut DeviceCsr<T>,
+    alpha: f32,
+    beta: f32,
+) -> tilesparse::Result<()> {
+    let plan = SddmmPlan::tensor_cores(gpu, c, a.cols())?;
+    sddmm_planned(gpu, a, b, c, &plan, alpha, beta)
+}
+
+fn tensor_cores_of<T: Scalar>(gpu: &Gpu) -> usize {
+    let mut runs = 0;
+    // The configs' shapes, and: a full 130 x 150 (rows of 64 entries in a tile, two rounds of 32 lanes), an attention
+    // mask (tiles skipped), and a band 2000 x 3000 (many column ranges, each row in one or two tiles).
+    let mut shapes = patterns();
+    shapes.push(("full 130 x 150", gen::uniform_random(130, 150, 1.0, seed(8))));
+    shapes.push(("attention mask", tilesparse::suite_softmax::local_global_mask(300, 20, 3)));
+    shapes.push(("band", gen::banded(2000, 3000, 5, seed(9))));
+    for (name, pattern) in shapes {
+        let pattern: CsMat<T> = gen::convert(&pattern);
+        let (m, n) = pattern.shape();
+        let mut c = DeviceCsr::upload(gpu, pattern.view()).unwrap();
+        // Every KS, and k past a few chunks, not a multiple of 16 bytes.
+        for (i, &k) in KS.iter().chain(&[517]).enumerate() {
+            let a = dense::<T>(m, k, seed(400 + i as u64));
+            let b = dense::<T>(n, k, seed(420 + i as u64));
+            let reference = SddmmReference::new(pattern.view(), &a, &b, k);
+            let a_dev = DeviceDense::upload(gpu, m, k, &a).unwrap();
+            let b_dev = DeviceDense::upload(gpu, n, k, &b).unwrap();
+            let what = format!("tensor cores {name}, k = {k}");
+            let plan = SddmmPlan::tensor_cores(gpu, &c, k).unwrap();
+            assert!(plan.uses_tensor_cores() && plan.kernel_name() == format!("sddmm_tc_{}", T::DTYPE.name()));
+            let tiles = tilesparse::sddmm::sddmm_tc_tiles(pattern.indptr().raw_storage(), pattern.indices());
+            assert_eq!(plan.tensor_core_tiles(), tiles, "{what}");
+            let got = run_poisoned(gpu, &mut c, |c| sddmm_planned(gpu, &a_dev, &b_dev, c, &plan, 1.0, 0.0)).unwrap();
+            assert_matches_tc(&what, &reference, &got);
+            // The same bits on every run.
+            let again = run_poisoned(gpu, &mut c, |c| sddmm_planned(gpu, &a_dev, &b_dev, c, &plan, 1.0, 0.0)).unwrap();
+            assert!(got.iter().zip(&again).all(|(x, y)| x.to_f64().to_bits() == y.to_f64().to_bits()), "{what}");
+            runs += 1;
+        }
+    }
+    runs
+}
+
+/// The tensor-core SDDMM, directly and through a plan, on the configs' shapes and three more (rows that fill a tile,
+/// an attention mask whose empty tiles are skipped, a band over many column ranges) at every k of the configs' test
+/// and one past several chunks that is not a multiple of 16 bytes, against the oracle with the tensor cores' bounds,
+/// on a poisoned C, twice for the same bits.
+#[test]
+fn sanitizer_tensor_core_sddmm_matches_the_oracle() {
+    let Some(gpu) = gpu_or_skip("sanitizer_tensor_core_sddmm_matches_the_oracle") else { return };
+    let runs = tensor_cores_of::<f32>(&gpu) + tensor_cores_of::<f16>(&gpu) + tensor_cores_of::<bf16>(&gpu);
+    eprintln!("sddmm: {runs} tensor-core runs matched the oracle");
+}
+
 /// Plans: `SddmmPlan::new` takes the gather kernel on a small matrix and the tiled one on a large uniform f32 one at
 /// k = 256, both matching the oracle with scalars; a tiled plan's refusals (k it cannot take, another matrix, another
 /// k, another type, a tile past the shared memory); new values of C through a kept plan.
 #[test]
 fn sddmm_plans_refuse_what_they_were_not_made_for() {
     let Some(gpu) = gpu_or_skip("sddmm_plans_refuse_what_they_were_not_made_for") else { return };
-    for (m, n, density, k, tiled) in [(200, 150, 0.06, 64, false), (2048, 2048, 0.3, 256, true)] {
+    // The gather kernel on a small matrix, the tiled one on a large uniform f32 one at k = 256 with tiles 10% full,
+    // the tensor cores on one whose tiles are 30% full.
+    for (m, n, density, k, kind) in [
+        (200, 150, 0.06, 64, "sddmm_f32_"),
+        (3000, 3000, 0.1, 256, "sddmm_tiled_"),
+        (2048, 2048, 0.3, 256, "sddmm_tc_"),
+    ] {
+        let tiled = kind == "sddmm_tiled_";
         let pattern = gen::uniform_random(m, n, density, seed(320));
         let a = gen::dense_matrix(m, k, seed(321));
         let b = gen::dense_matrix(n, k, seed(322));
@@ -158,13 +234,16 @@ fn sddmm_plans_refuse_what_they_were_not_made_for() {
         let b_dev = DeviceDense::upload(&gpu, n, k, &b).unwrap();
         let mut c = DeviceCsr::upload(&gpu, pattern.view()).unwrap();
         let plan = SddmmPlan::new(&gpu, &c, k).unwrap();
-        assert_eq!(plan.uses_tiled_kernel(), tiled, "{m} x {n} at {density}, k = {k}: {}", plan.kernel_name());
+        assert!(plan.kernel_name().starts_with(kind), "{m} x {n} at {density}, k = {k}: {}", plan.kernel_name());
+        assert_eq!(plan.uses_tiled_kernel(), tiled);
+        assert_eq!(plan.uses_tensor_cores(), kind == "sddmm_tc_");
         let c0 = gen::dense_matrix(pattern.nnz(), 1, seed(323));
         c.set_values(&gpu, &c0).unwrap();
         sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan, -0.5, 2.0).unwrap();
         let reference = SddmmReference::new(pattern.view(), &a, &b, k);
         let what = format!("{} with scalars", plan.kernel_name());
-        assert_matches(&what, &reference.epilogue(-0.5, 2.0, &c0), c.download(&gpu).unwrap().data());
+        let summation = if plan.uses_tensor_cores() { Summation::Tf32x3 } else { Summation::Fma };
+        assert_matches_summed(&what, &reference.epilogue(-0.5, 2.0, &c0), summation, c.download(&gpu).unwrap().data());
         // Another matrix's plan (the same structure, another identity), another k, another type.
         let other = DeviceCsr::upload(&gpu, pattern.view()).unwrap();
         let other_plan = SddmmPlan::new(&gpu, &other, k).unwrap();
@@ -182,7 +261,7 @@ fn sddmm_plans_refuse_what_they_were_not_made_for() {
         // The kept plan serves new values of C (its structure is the same): the plain product again.
         c.set_values(&gpu, &vec![POISON as f32; pattern.nnz()]).unwrap();
         sddmm_planned(&gpu, &a_dev, &b_dev, &mut c, &plan, 1.0, 0.0).unwrap();
-        assert_matches("kept plan", &reference, c.download(&gpu).unwrap().data());
+        assert_matches_summed("kept plan", &reference, summation, c.download(&gpu).unwrap().data());
         // A tiled plan refuses what its kernels cannot take.
         let unsupported = |r: tilesparse::Result<SddmmPlan>| matches!(r, Err(Error::Unsupported { .. }));
         assert!(unsupported(SddmmPlan::tiled(&gpu, &c, 30, None)), "k not a multiple of 4");
@@ -219,6 +298,24 @@ fn scalars_and_specials<T: Scalar>(gpu: &Gpu) {
         let got = c.download(gpu).unwrap();
         assert_matches("old NaN, beta 0", &reference.epilogue(2.0, 0.0, &c0), got.data());
     }
+    // The same on the tensor cores.
+    for (alpha, beta) in [(0.5f32, -2.0f32), (1.0, 1.0), (-3.0, 0.0), (0.0, 0.25)] {
+        c.set_values(gpu, &c0).unwrap();
+        tc(gpu, &a_dev, &b_dev, &mut c, alpha, beta).unwrap();
+        let got = c.download(gpu).unwrap();
+        assert_matches_tc(
+            &format!("tensor cores alpha {alpha} beta {beta}"),
+            &reference.epilogue(alpha, beta, &c0),
+            got.data(),
+        );
+    }
+    c.set_values(gpu, &vec![T::from_f32(f32::NAN); pattern.nnz()]).unwrap();
+    tc(gpu, &a_dev, &b_dev, &mut c, 2.0, 0.0).unwrap();
+    assert_matches_tc(
+        "tensor cores, old NaN, beta 0",
+        &reference.epilogue(2.0, 0.0, &c0),
+        c.download(gpu).unwrap().data(),
+    );
     // A NaN in a row of A and an Inf in a row of B reach exactly the entries that read them (the oracle's NaN and
     // Inf, as IEEE arithmetic makes them), and no other.
     let (row, col) = {
@@ -235,6 +332,19 @@ fn scalars_and_specials<T: Scalar>(gpu: &Gpu) {
         let got = run_poisoned(gpu, &mut c, |c| sddmm(gpu, &a_dev, &b_dev, c, config)).unwrap();
         assert_matches(&format!("{} NaN and Inf", config.kernel_name()), &reference, &got);
     }
+    // The tensor cores: 3xTF32 splits an Inf into Inf and NaN, so those sums are computed again exactly. A second
+    // Inf of the other sign in a row of B makes the entries that read both NaN (Inf - Inf), and one that reads it
+    // alone -Inf.
+    let got = run_poisoned(gpu, &mut c, |c| tc(gpu, &a_dev, &b_dev, c, 1.0, 0.0)).unwrap();
+    assert_matches_tc("tensor cores, NaN and Inf", &reference, &got);
+    let other = pattern.iter().map(|(_, (_, c))| c).find(|&j| j != col).unwrap();
+    b[other * k + 9] = T::from_f32(f32::NEG_INFINITY);
+    let b_dev = DeviceDense::upload(gpu, n, k, &b).unwrap();
+    let reference = SddmmReference::new(pattern.view(), &a, &b, k);
+    let got = run_poisoned(gpu, &mut c, |c| tc(gpu, &a_dev, &b_dev, c, 1.0, 0.0)).unwrap();
+    assert_matches_tc("tensor cores, NaN, Inf and -Inf", &reference, &got);
+    let got = run_poisoned(gpu, &mut c, |c| sddmm_auto(gpu, &a_dev, &b_dev, c).map(drop)).unwrap();
+    assert_matches("sddmm_auto, NaN, Inf and -Inf", &reference, &got);
 }
 
 /// alpha and beta as cuSPARSE takes them, C's old NaN left unread where beta is 0, and NaN and Inf in A and B.
@@ -265,6 +375,8 @@ fn sddmm_refuses_bad_input() {
     assert!(shape(sddmm(&gpu, &a, &b_wide, &mut c, &config)));
     assert!(shape(sddmm(&gpu, &a, &b_tall, &mut c, &config)));
     assert!(matches!(sddmm_auto(&gpu, &a, &b_tall, &mut c), Err(Error::ShapeMismatch(_))));
+    assert!(shape(tc(&gpu, &a, &b_tall, &mut c, 1.0, 0.0)));
+    assert!(shape(tc(&gpu, &a_short, &b, &mut c, 1.0, 0.0)));
     // A vector that does not divide k names the config that runs it.
     let odd_a = DeviceDense::upload(&gpu, m, 6, &gen::dense_matrix(m, 6, 4)).unwrap();
     let odd_b = DeviceDense::upload(&gpu, n, 6, &gen::dense_matrix(n, 6, 5)).unwrap();
@@ -285,6 +397,7 @@ fn sddmm_refuses_bad_input() {
     let b64 = DeviceDense::upload(&gpu, n, k, &vec![1.0f64; n * k]).unwrap();
     let mut c64 = DeviceCsr::upload(&gpu, p64.view()).unwrap();
     assert!(matches!(sddmm_auto(&gpu, &a64, &b64, &mut c64), Err(Error::UnsupportedDtype { .. })));
+    assert!(matches!(SddmmPlan::tensor_cores(&gpu, &c64, k), Err(Error::UnsupportedDtype { .. })));
     // Another handle's operands.
     let other = Gpu::new(0).unwrap();
     let a_other = DeviceDense::upload(&other, m, k, &gen::dense_matrix(m, k, 6)).unwrap();
@@ -294,6 +407,8 @@ fn sddmm_refuses_bad_input() {
     assert!(wrong(sddmm(&gpu, &a_other, &b, &mut c, &config)));
     assert!(wrong(sddmm(&gpu, &a, &b_other, &mut c, &config)));
     assert!(wrong(sddmm(&gpu, &a, &b, &mut c_other, &config)));
+    assert!(wrong(tc(&gpu, &a_other, &b, &mut c, 1.0, 0.0)));
+    assert!(wrong(tc(&gpu, &a, &b, &mut c_other, 1.0, 0.0)));
     assert!(kept(&c), "an error wrote C");
     // And the right call runs.
     sddmm(&gpu, &a, &b, &mut c, &config).unwrap();

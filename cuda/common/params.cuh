@@ -215,6 +215,27 @@ struct SddmmTiledParams {
 };
 static_assert(sizeof(SddmmTiledParams) == 104, "SddmmTiledParams must match src/sddmm.rs");
 
+/// @brief Arguments of the tensor-core SDDMM kernels (cuda/sddmm/tc.cuh), which run a plan (src/sddmm.rs,
+/// `SddmmPlan::tensor_cores`): the 64 x 64 tiles of C that hold an entry, one block each.
+struct SddmmTcParams {
+  int m;                        // rows of A and C
+  int n;                        // rows of B, columns of C
+  int k;                        // columns of A and B
+  int nnz;                      // stored entries of C
+  int num_tiles;                // blocks: one per tile
+  int pad;
+  const int* row_offsets;       // (m + 1) C's CSR row pointer, global
+  const int* column_indices;    // (nnz) C's CSR column indices, global
+  const int* tiles;             // (num_tiles, 2) each tile's row tile and column tile (64 rows and columns each)
+  const int* starts;            // (num_tiles, 64) each tile's rows' first entries at or past its first column
+  const void* lhs;              // (m, k) A, row-major, global
+  const void* rhs;              // (n, k) B, row-major, global
+  void* values;                 // (nnz) C's values, global
+  float alpha;
+  float beta;                   // 0: C's old values are not read
+};
+static_assert(sizeof(SddmmTcParams) == 88, "SddmmTcParams must match src/sddmm.rs");
+
 /// @brief Arguments of the sparse softmax kernels (cuda/softmax/softmax.cu): each row's stored entries replaced by
 /// their softmax (forward), or a softmax's gradient from its output P and the gradient dP (backward).
 struct SoftmaxParams {

@@ -20,6 +20,7 @@
 #include "common/epilogue.cuh"
 #include "common/params.cuh"
 #include "common/vector.cuh"
+#include "tc.cuh"
 #include "tiled.cuh"
 
 namespace ts {
@@ -246,3 +247,13 @@ TILESPARSE_SDDMM_TILED(bf16, __nv_bfloat16, 8, 4)
 TILESPARSE_SDDMM_TILED(bf16, __nv_bfloat16, 8, 8)
 TILESPARSE_SDDMM_TILED(bf16, __nv_bfloat16, 8, 16)
 TILESPARSE_SDDMM_TILED(bf16, __nv_bfloat16, 8, 32)
+
+#define TILESPARSE_SDDMM_TC(DTYPE, T)                                                                           \
+  extern "C" __global__ void __launch_bounds__(ts::kSddmmTcThreads) sddmm_tc_##DTYPE(const ts::SddmmTcParams p) { \
+    ts::sddmm_tc_kernel<T>(p);                                                                                  \
+  }
+
+// The tensor-core kernels (tc.cuh) the plans run: dense 64 x 64 tiles of A B^T where C has entries.
+TILESPARSE_SDDMM_TC(f32, float)
+TILESPARSE_SDDMM_TC(f16, __half)
+TILESPARSE_SDDMM_TC(bf16, __nv_bfloat16)

@@ -272,7 +272,8 @@ struct SddmmArgs {
     /// Element type of A, B and C: f32, f16 or bf16 (the sums are f32).
     #[arg(long, default_value = "f32")]
     dtype: DType,
-    /// `auto` or a kernel name such as sddmm_f32_v4_l8_r1 (vector width, lanes per entry, runs per warp).
+    /// `auto` or a kernel name such as sddmm_f32_v4_l8_r1 (vector width, lanes per entry, runs per warp), or
+    /// sddmm_tc_f32 (also _f16, _bf16): the tensor cores through a plan (`SddmmPlan::tensor_cores`).
     #[arg(long, default_value = "auto")]
     config: String,
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
@@ -290,8 +291,8 @@ struct SddmmArgs {
     /// Run on the CPU backend even when a GPU is present.
     #[arg(long)]
     cpu: bool,
-    /// Prepare the product for C's structure first (`SddmmPlan::new`: the tiled kernel where it pays, else the
-    /// automatic choice) and run it with `sddmm_planned`. With --config auto only.
+    /// Prepare the product for C's structure first (`SddmmPlan::new`: the tensor cores or the tiled kernel where they
+    /// pay, else the automatic choice) and run it with `sddmm_planned`. With --config auto only.
     #[arg(long)]
     plan: bool,
 }
@@ -863,13 +864,19 @@ fn run_sddmm_typed<T: Scalar>(args: SddmmArgs) -> Result<()> {
     if args.plan && args.config != "auto" {
         return Err(Error::Usage("--plan chooses the kernel; give it with --config auto".into()));
     }
-    let config = if args.config == "auto" {
+    let tensor_cores = args.config == tilesparse::sddmm::sddmm_tc_kernel_name(T::DTYPE);
+    let config = if args.config == "auto" || tensor_cores {
         SddmmConfig::select(k, pattern.nnz(), T::DTYPE)
     } else {
         let found = SddmmConfig::compiled_for(T::DTYPE).into_iter().find(|c| c.kernel_name() == args.config);
         found.ok_or_else(|| Error::InvalidConfig {
             config: args.config.clone(),
-            rule: format!("not an SDDMM kernel for {} (sddmm_{}_v<vector>_l<lanes>_r<1|4>)", T::DTYPE, T::DTYPE),
+            rule: format!(
+                "not an SDDMM kernel for {} (sddmm_{}_v<vector>_l<lanes>_r<1|4>, or sddmm_tc_{})",
+                T::DTYPE,
+                T::DTYPE,
+                T::DTYPE
+            ),
         })?
     };
     // A vector that does not divide k is refused on any machine, as the GPU refuses it.
@@ -884,19 +891,34 @@ fn run_sddmm_typed<T: Scalar>(args: SddmmArgs) -> Result<()> {
         });
     }
     let flops = 2.0 * pattern.nnz() as f64 * k as f64;
+    // How the kernel that ran summed (the bound it is checked against): the CPU backend and the CUDA-core kernels
+    // with FMAs, the tensor cores their own way.
+    let mut summation = oracle::Summation::Fma;
     let got: Vec<T> = match gpu_or_notice(args.cpu) {
         Some(gpu) => {
             let a_dev = DeviceDense::upload(&gpu, m, k, &a)?;
             let b_dev = DeviceDense::upload(&gpu, n, k, &b)?;
             let mut c = DeviceCsr::upload(&gpu, pattern.view())?;
             c.set_values(&gpu, &c0)?;
-            // With --plan, the prepared product (`SddmmPlan`: the tiled kernel where it pays); else the config.
-            let plan = match args.plan {
+            // With --plan, the prepared product (`SddmmPlan`: the tensor cores or the tiled kernel where they pay),
+            // with sddmm_tc_* the tensor cores' plan; else the config.
+            let plan = match args.plan || tensor_cores {
                 true => {
                     let started = Instant::now();
-                    let plan = SddmmPlan::new(&gpu, &c, k)?;
+                    let plan = match tensor_cores {
+                        true => SddmmPlan::tensor_cores(&gpu, &c, k)?,
+                        false => SddmmPlan::new(&gpu, &c, k)?,
+                    };
                     let ms = started.elapsed().as_secs_f64() * 1e3;
-                    println!("plan: {} ({} rows per tile), made in {ms:.1} ms", plan.kernel_name(), plan.tile_rows());
+                    println!(
+                        "plan: {} ({} rows per tile, {} tensor-core tiles), made in {ms:.1} ms",
+                        plan.kernel_name(),
+                        plan.tile_rows(),
+                        plan.tensor_core_tiles()
+                    );
+                    if plan.uses_tensor_cores() {
+                        summation = oracle::Summation::tensor_cores(T::DTYPE).expect("SDDMM takes no f64");
+                    }
                     Some(plan)
                 }
                 false => None,
@@ -925,7 +947,7 @@ fn run_sddmm_typed<T: Scalar>(args: SddmmArgs) -> Result<()> {
     };
     if args.verify {
         let reference = oracle::SddmmReference::new(pattern.view(), &a, &b, k).epilogue(alpha, beta, &c0);
-        let cmp = reference.compare(&got);
+        let cmp = reference.compare_summed(summation, &got);
         if cmp.mismatches == 0 {
             println!(
                 "verify: OK against the f64 oracle: max abs err {:.3e} over {} entries",

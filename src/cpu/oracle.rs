@@ -45,11 +45,15 @@ pub fn sddmm<T: Scalar>(pattern: CsMatView<T>, a: &[T], b: &[T], k: usize) -> (V
 
 /// SDDMM's reference: the oracle's entries of C ([`sddmm`]) and the bound a kernel that sums in f32 with FMAs (in
 /// any order, each entry's k products through at most k + 1 roundings) and stores T must meet: [`spmm_error_bound`]
-/// with each entry a row of k products.
+/// with each entry a row of k products. The tensor-core kernel's bound (`crate::SddmmPlan::tensor_cores`) is
+/// [`spmm_error_bound_tf32x3`] (f32) or [`spmm_error_bound_tc_half`] (f16, bf16) with each entry a row of k products
+/// ([`SddmmReference::compare_summed`]).
 #[derive(Clone, Debug)]
 pub struct SddmmReference {
     want: Vec<f64>,
     bound: Vec<f64>,
+    /// The tensor-core kernel's summation and bound (None for f64).
+    tensor_cores: Option<(Summation, Vec<f64>)>,
 }
 
 impl SddmmReference {
@@ -59,7 +63,16 @@ impl SddmmReference {
         let lens = vec![k; want.len()];
         let u_acc = if T::DTYPE == DType::F64 { DType::F64 } else { DType::F32 }.unit_roundoff();
         let bound = spmm_error_bound(&want, &abs, &lens, 1, u_acc, T::DTYPE.unit_roundoff());
-        SddmmReference { want, bound }
+        let (max_a, max_b) = (max_finite_abs(a), max_finite_abs(b));
+        let tensor_cores = match T::DTYPE {
+            DType::F32 => Some((Summation::Tf32x3, spmm_error_bound_tf32x3(&abs, &lens, 1, max_a, max_b))),
+            DType::F16 | DType::Bf16 => Some((
+                Summation::TensorCoreHalf,
+                spmm_error_bound_tc_half(&want, &abs, &lens, 1, T::DTYPE, max_a, max_b),
+            )),
+            DType::F64 => None,
+        };
+        SddmmReference { want, bound, tensor_cores }
     }
 
     /// The reference for C = alpha A B^T o spy(C) + beta C0, `c0` C's values before the product as stored in T
@@ -68,7 +81,11 @@ impl SddmmReference {
         let c0: Vec<f64> = c0.iter().map(|v| v.to_f64()).collect();
         let scalars = EpilogueScalars { alpha, beta, c0: &c0, bias: None };
         let (want, bound) = epilogue_reference(&self.want, &self.bound, &scalars, 1, T::DTYPE);
-        SddmmReference { want, bound }
+        let tensor_cores = self
+            .tensor_cores
+            .as_ref()
+            .map(|(summation, tc)| (*summation, epilogue_reference(&self.want, tc, &scalars, 1, T::DTYPE).1));
+        SddmmReference { want, bound, tensor_cores }
     }
 
     /// The oracle's entries of C, in C's entry order.
@@ -76,10 +93,23 @@ impl SddmmReference {
         &self.want
     }
 
-    /// `got` (C's values, stored as T) against the oracle ([`compare_stored`] with T's range).
+    /// `got` (C's values, stored as T) against the oracle ([`compare_stored`] with T's range), for a kernel that sums
+    /// with FMAs.
     pub fn compare<T: Scalar>(&self, got: &[T]) -> Comparison {
+        self.compare_summed(Summation::Fma, got)
+    }
+
+    /// `got` against the oracle with the bound of a kernel that sums as `summation` ([`Summation::Fma`]: the gather
+    /// and tiled kernels; T's tensor-core summation: `crate::SddmmPlan::tensor_cores`). Panics for a tensor-core summation of
+    /// another type.
+    pub fn compare_summed<T: Scalar>(&self, summation: Summation, got: &[T]) -> Comparison {
+        let bound = match (summation, &self.tensor_cores) {
+            (Summation::Fma, _) => &self.bound,
+            (s, Some((ours, tc))) if s == *ours => tc,
+            _ => panic!("no {summation:?} bound for {}", T::DTYPE),
+        };
         let got: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
-        compare_stored(&got, &self.want, &self.bound, T::DTYPE)
+        compare_stored(&got, &self.want, bound, T::DTYPE)
     }
 }
 
@@ -556,6 +586,17 @@ pub enum Summation {
     Tf32x3,
     /// f16 or bf16 products summed on the tensor cores.
     TensorCoreHalf,
+}
+
+impl Summation {
+    /// How the tensor-core kernels sum `dtype` (None for f64, which has none).
+    pub fn tensor_cores(dtype: DType) -> Option<Summation> {
+        match dtype {
+            DType::F32 => Some(Summation::Tf32x3),
+            DType::F16 | DType::Bf16 => Some(Summation::TensorCoreHalf),
+            DType::F64 => None,
+        }
+    }
 }
 
 /// The per-element bound for C = A * B (`b` k x n row-major) computed by a kernel that sums as `summation`, given
