@@ -1,6 +1,8 @@
-//! Criterion group `sddmm`: our SDDMM (`sddmm_auto`'s choice) and cuSPARSE's SDDMM (each form of B) on the same inputs,
-//! a sparse layer's weight gradient (a pruned weight's structure, k = 256 tokens) and uniform 4096^2 at 90% (k = 128),
-//! in f32 and f16; CUDA-event time, throughput in FLOP (2 nnz k, reported as elements).
+//! Criterion group `sddmm`: our SDDMM (`sddmm_auto`'s choice, and the plan's choice, `SddmmPlan::new`: the tensor
+//! cores where C's tiles are well filled) and cuSPARSE's SDDMM (each form of B) on the same inputs, a sparse layer's
+//! weight gradient (a pruned weight's structure, k = 256 tokens), uniform 4096^2 at 90% (k = 128) and sparse attention's
+//! scores (a window of 256 and 16 global tokens over 4096, k = 64), in f32 and f16; CUDA-event time, throughput in FLOP
+//! (2 nnz k, reported as elements).
 
 use std::time::Duration;
 
@@ -10,7 +12,7 @@ use sprs::CsMat;
 use tilesparse::baseline::cusparse::{Cusparse, CusparseSddmm, SddmmForm};
 use tilesparse::suite::{load_matrix, matrices_dir};
 use tilesparse::timing::event_time;
-use tilesparse::{gen, sddmm, DeviceCsr, DeviceDense, Gpu, Scalar, SddmmConfig};
+use tilesparse::{gen, sddmm, sddmm_planned, DeviceCsr, DeviceDense, Gpu, Scalar, SddmmConfig, SddmmPlan};
 
 fn one<T: Scalar>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
@@ -31,6 +33,12 @@ fn one<T: Scalar>(
     let config = SddmmConfig::select(k, pattern.nnz(), T::DTYPE);
     group.bench_function(BenchmarkId::new(format!("ours_{}", config.kernel_name()), &id), |bench| {
         bench.iter_custom(|iters| event_time(gpu, iters, || sddmm(gpu, &a, &b, &mut c, &config)).unwrap())
+    });
+    let plan = SddmmPlan::new(gpu, &c, k).unwrap();
+    group.bench_function(BenchmarkId::new(format!("ours_planned_{}", plan.kernel_name()), &id), |bench| {
+        bench.iter_custom(|iters| {
+            event_time(gpu, iters, || sddmm_planned(gpu, &a, &b, &mut c, &plan, 1.0, 0.0)).unwrap()
+        })
     });
     let Some(lib) = lib else { return };
     for form in SddmmForm::ALL {
@@ -55,7 +63,10 @@ fn sddmm_group(c: &mut Criterion) {
         Err(e) => return eprintln!("SKIP sddmm: no GPU ({e})"),
     };
     let lib = Cusparse::new(&gpu).map_err(|e| eprintln!("sddmm: no cuSPARSE baseline ({e})")).ok();
-    let mut problems = vec![("uniform_4096x4096_s90".to_string(), gen::uniform_random(4096, 4096, 0.1, 42), 128)];
+    let mut problems = vec![
+        ("uniform_4096x4096_s90".to_string(), gen::uniform_random(4096, 4096, 0.1, 42), 128),
+        ("attention_s4096_w256_g16".to_string(), tilesparse::suite_softmax::local_global_mask(4096, 256, 16), 64),
+    ];
     let weight = matrices_dir().join("minilm_l0_ffn_in_1536x384_s90.mtx.gz");
     match load_matrix(&weight) {
         Ok(w) => problems.push(("minilm_l0_ffn_in_1536x384_s90".into(), w, 256)),
