@@ -310,8 +310,9 @@ const _: () = assert!(std::mem::size_of::<SddmmTcParams>() == 88, "SddmmTcParams
 // SAFETY: plain old data with the C layout the kernel expects.
 unsafe impl cudarc::driver::DeviceRepr for SddmmTcParams {}
 
-/// A tensor-core plan on the host: each tile's (row tile, column tile), and per tile its 64 rows' first entries at or
-/// past its first column (0 for rows past m, which the kernel reads as empty).
+/// A tensor-core plan on the host: each tile's (row tile, column tile, the most entries one of its rows has in it), and
+/// per tile its 64 rows' first entries at or past its first column (0 for rows past m, which the kernel reads as
+/// empty).
 struct HostTcPlan {
     tiles: Vec<i32>,
     starts: Vec<i32>,
@@ -330,6 +331,7 @@ fn host_tc_plan(row_offsets: &[i32], column_indices: &[i32]) -> HostTcPlan {
             columns.sort_unstable();
             columns.dedup();
             let mut starts = vec![0i32; columns.len() * SDDMM_TC_TILE];
+            let mut widest = vec![0i32; columns.len()];
             for r in r0..r1 {
                 // A merge of the row's columns with the tiles' first columns.
                 let (mut e, end) = (row_offsets[r], row_offsets[r + 1]);
@@ -339,8 +341,13 @@ fn host_tc_plan(row_offsets: &[i32], column_indices: &[i32]) -> HostTcPlan {
                     }
                     starts[i * SDDMM_TC_TILE + (r - r0)] = e;
                 }
+                // The row's entries in each tile: up to the next tile's first, or the row's end.
+                for i in 0..columns.len() {
+                    let next = starts.get((i + 1) * SDDMM_TC_TILE + (r - r0)).copied().unwrap_or(end);
+                    widest[i] = widest[i].max(next - starts[i * SDDMM_TC_TILE + (r - r0)]);
+                }
             }
-            let tiles = columns.iter().flat_map(|&c| [t as i32, c]).collect();
+            let tiles = columns.iter().zip(&widest).flat_map(|(&c, &w)| [t as i32, c, w]).collect();
             (tiles, starts)
         })
         .collect();
@@ -722,7 +729,7 @@ impl SddmmPlan {
     ) -> Result<Self> {
         let host = host_tc_plan(row_offsets, column_indices);
         let up = |v: &[i32]| crate::csr::upload_slice(gpu, v, "uploading an SDDMM plan");
-        let tiles = TcTiles { num_tiles: host.tiles.len() / 2, tiles: up(&host.tiles)?, starts: up(&host.starts)? };
+        let tiles = TcTiles { num_tiles: host.tiles.len() / 3, tiles: up(&host.tiles)?, starts: up(&host.starts)? };
         Ok(SddmmPlan { matrix: c.id(), dtype: T::DTYPE, k, kernel: PlanKernel::TensorCores(Box::new(tiles)) })
     }
 
@@ -909,9 +916,9 @@ fn launch_tensor_cores<T: Scalar>(
             beta,
         };
         // SAFETY: the plan was made from this C's structure (its identity checked by the caller): each tile names 64
-        // rows and 64 columns of C holding an entry, and each of its rows below m the row's first entry at or past
-        // the tile's first column, so the kernel reads column indices only within the rows' ranges and writes each
-        // entry once (the tile holding its column). A holds m x k and B n x k elements (checked); the kernel reads
+        // rows and 64 columns of C holding an entry and the most entries one of its rows has there, and each of its
+        // rows below m the row's first entry at or past the tile's first column, so the kernel reads column indices
+        // only within the rows' ranges and writes each entry once (the tile holding its column). A holds m x k and B n x k elements (checked); the kernel reads
         // rows of them below m and n only, 16 bytes at a time only where k is a multiple of 16 bytes (cudarc's
         // allocations are aligned to 256). m, n (checked when the plan was made) and k, nnz (check_sizes) fit i32
         // with a tile to spare.
@@ -1092,12 +1099,22 @@ mod tests {
                 .collect();
             cols.sort_unstable();
             cols.dedup();
-            want_tiles.extend(cols.into_iter().flat_map(|c| [t, c]));
+            for c in cols {
+                // The most entries a row of the tile has in its columns.
+                let rows = (t * tile) as usize..((t + 1) * tile).min(130) as usize;
+                let count = |r: usize| {
+                    let row = &column_indices[row_offsets[r] as usize..row_offsets[r + 1] as usize];
+                    row.iter().filter(|&&j| j / tile == c).count() as i32
+                };
+                want_tiles.extend([t, c, rows.map(count).max().unwrap()]);
+            }
         }
         assert_eq!(plan.tiles, want_tiles);
-        assert_eq!(plan.starts.len(), plan.tiles.len() / 2 * 64);
-        assert_eq!(super::sddmm_tc_tiles(&row_offsets, &column_indices), plan.tiles.len() / 2);
-        for (i, t) in plan.tiles.chunks(2).enumerate() {
+        assert_eq!(plan.starts.len(), plan.tiles.len() / 3 * 64);
+        assert_eq!(super::sddmm_tc_tiles(&row_offsets, &column_indices), plan.tiles.len() / 3);
+        // The full row 70 fills its tiles of rows 64-127: 64 entries in each of columns 0-191, 8 in 192-199.
+        assert!(plan.tiles.chunks(3).any(|t| t == [1, 0, 64]) && plan.tiles.chunks(3).any(|t| t == [1, 3, 8]));
+        for (i, t) in plan.tiles.chunks(3).enumerate() {
             for lr in 0..64 {
                 let r = (t[0] * tile + lr) as usize;
                 let got = plan.starts[i * 64 + lr as usize];
@@ -1111,7 +1128,7 @@ mod tests {
                 assert_eq!(got, want, "tile {t:?}, row {r}");
             }
         }
-        assert!(plan.tiles.chunks(2).any(|t| t == [0, 0]) && plan.tiles.chunks(2).any(|t| t == [0, 1]));
+        assert!(plan.tiles.chunks(3).any(|t| t[..2] == [0, 0]) && plan.tiles.chunks(3).any(|t| t[..2] == [0, 1]));
     }
 
     #[test]

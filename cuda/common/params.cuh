@@ -226,7 +226,8 @@ struct SddmmTcParams {
   int pad;
   const int* row_offsets;       // (m + 1) C's CSR row pointer, global
   const int* column_indices;    // (nnz) C's CSR column indices, global
-  const int* tiles;             // (num_tiles, 2) each tile's row tile and column tile (64 rows and columns each)
+  const int* tiles;             // (num_tiles, 3) each tile's row tile, column tile (64 rows and columns each) and
+                                // the most entries one of its rows has in it
   const int* starts;            // (num_tiles, 64) each tile's rows' first entries at or past its first column
   const void* lhs;              // (m, k) A, row-major, global
   const void* rhs;              // (n, k) B, row-major, global

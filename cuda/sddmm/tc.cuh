@@ -4,8 +4,8 @@
  * (f16/bf16: m16n8k16 with f32 sums; f32: 3xTF32 on m16n8k8, as the SpMM tensor-core kernels), keeps it in shared
  * memory, and writes the tile's stored entries of C from it. Tiles holding no entry cost nothing.
  *
- * A plan (src/sddmm.rs, `SddmmPlan::tensor_cores`) lists the tiles of C that hold an entry and, for each of their 64
- * rows, the row's first entry in the tile; a block takes one tile, so every tile's latency overlaps the others' and
+ * A plan (src/sddmm.rs, `SddmmPlan::tensor_cores`) lists the tiles of C that hold an entry with the most entries a row
+ * has in each, and for each of their 64 rows the row's first entry in the tile; a block takes one tile, so every tile's latency overlaps the others' and
  * no row of tiles (a global token's full row) sets the time. Four warps, 2 x 2, each 32 x 32 of the tile. The k loop
  * copies a chunk of 64 bytes of each of the tile's 64 rows of A and of B per stage (cp.async, kSddmmTcStages in
  * flight; element loads where k is not a multiple of 16 bytes).
@@ -237,14 +237,57 @@ __device__ __forceinline__ void sddmm_tc_products(const SddmmTcParams& p, unsign
   __syncthreads();
 }
 
+/// @brief Writes a tile's stored entries from its sums (`sums`, 64 rows at kSddmmTcSumStride): each warp takes 16
+/// rows; each lane loads the columns of its rows' entries first + lane (and first + 32 + lane where kHalves is 2: a
+/// row of the tile holds at most 64), all loads in flight together, and stores the entries whose column lies below the
+/// tile's end (columns ascend within a row, so they are the row's first). The plan says per tile how many entries its
+/// widest row has, so tiles of rows of at most 32 take one half.
+template <typename T, int kHalves>
+__device__ __forceinline__ void sddmm_tc_store_entries(const SddmmTcParams& p, const float* sums,
+                                                       const int* first_entry, const int* row_end, int row0,
+                                                       int col0) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  T* values = static_cast<T*>(p.values);
+  const int tile_end = col0 + kSddmmTcTile;
+  int column[16][kHalves];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const int r = warp * 16 + i;
+    const int e = first_entry[r] + lane;
+    const int end = row_end[r];
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+      column[i][h] = e + 32 * h < end ? __ldg(p.column_indices + e + 32 * h) : tile_end;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const int r = warp * 16 + i;
+    const float* row_sums = sums + r * kSddmmTcSumStride - col0;
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+      const int c = column[i][h];
+      if (c < tile_end) {
+        float v = row_sums[c];
+        if (!isfinite(v)) {
+          v = sddmm_tc_exact<T>(static_cast<const T*>(p.lhs), static_cast<const T*>(p.rhs), p.k, row0 + r, c);
+        }
+        float out[1] = {v};
+        finish_store<T, 1>(values + first_entry[r] + 32 * h + lane, out, p.alpha, p.beta, false, 0.0f);
+      }
+    }
+  }
+}
+
 /// @brief One block of the tensor-core SDDMM: one tile of the plan (see the file's comment).
 template <typename T>
 __device__ __forceinline__ void sddmm_tc_kernel(const SddmmTcParams& p) {
   __shared__ __align__(16) unsigned shared[kSddmmTcSharedWords];
   __shared__ int first_entry[kSddmmTcTile], row_end[kSddmmTcTile];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row0 = __ldg(p.tiles + 2 * blockIdx.x) * kSddmmTcTile;
-  const int col0 = __ldg(p.tiles + 2 * blockIdx.x + 1) * kSddmmTcTile;
+  const int row0 = __ldg(p.tiles + 3 * blockIdx.x) * kSddmmTcTile;
+  const int col0 = __ldg(p.tiles + 3 * blockIdx.x + 1) * kSddmmTcTile;
+  const int widest = __ldg(p.tiles + 3 * blockIdx.x + 2);  // the most entries a row has in the tile
 
   // Each row's first entry in the tile (the plan's) and its end, read while the k loop runs (its first barrier
   // publishes them).
@@ -276,37 +319,11 @@ __device__ __forceinline__ void sddmm_tc_kernel(const SddmmTcParams& p) {
   }
   __syncthreads();
 
-  // The tile's stored entries: each warp takes 16 rows. A row has at most 64 entries in the tile, so each lane loads
-  // the columns of its row's entries first + lane and first + 32 + lane, all 32 loads in flight together; the
-  // entries in the tile are those with a column below its end (columns ascend within a row).
-  const float* sums = reinterpret_cast<const float*>(shared);
-  T* values = static_cast<T*>(p.values);
-  const int tile_end = col0 + kSddmmTcTile;
-  int low[16], high[16];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    const int r = warp * 16 + i;
-    const int e = first_entry[r] + lane;
-    const int end = row_end[r];
-    low[i] = e < end ? __ldg(p.column_indices + e) : tile_end;
-    high[i] = e + 32 < end ? __ldg(p.column_indices + e + 32) : tile_end;
-  }
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    const int r = warp * 16 + i;
-    const float* row_sums = sums + r * kSddmmTcSumStride - col0;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int c = h == 0 ? low[i] : high[i];
-      if (c < tile_end) {
-        float v = row_sums[c];
-        if (!isfinite(v)) {
-          v = sddmm_tc_exact<T>(static_cast<const T*>(p.lhs), static_cast<const T*>(p.rhs), p.k, row0 + r, c);
-        }
-        float out[1] = {v};
-        finish_store<T, 1>(values + first_entry[r] + 32 * h + lane, out, p.alpha, p.beta, false, 0.0f);
-      }
-    }
+  // The tile's stored entries (sddmm_tc_store_entries), in one half or two.
+  if (widest > 32) {
+    sddmm_tc_store_entries<T, 2>(p, reinterpret_cast<const float*>(shared), first_entry, row_end, row0, col0);
+  } else {
+    sddmm_tc_store_entries<T, 1>(p, reinterpret_cast<const float*>(shared), first_entry, row_end, row0, col0);
   }
 }
 
