@@ -705,9 +705,10 @@ impl SddmmPlan {
     /// f32 sums, f32 in 3xTF32 (the SpMM tensor-core kernels' split: within
     /// [`crate::cpu::oracle::spmm_error_bound_tf32x3`] with k products per entry), and its entries are written from
     /// it; a sum that comes out Inf or NaN is computed again with exact f32 FMAs, so Inf and NaN reach C as
-    /// [`sddmm_with`] gives them. Any k. Built on the host from one download of C's structure: the tiles and, per
-    /// tile, its rows' first entries (264 bytes a tile). [`Error::Unsupported`] below compute capability 8.0 or for
-    /// a C of 2^31 - 64 rows or columns or more; the errors of [`SddmmPlan::new`].
+    /// [`sddmm_with`] gives them. Any k. Built on the host from one download of C's structure: the tiles (with the most
+    /// entries one of their rows has in them) and their rows' first entries (268 bytes a tile).
+    /// [`Error::Unsupported`] below compute capability 8.0 or for a C of 2^31 - 64 rows or columns or more; the errors
+    /// of [`SddmmPlan::new`].
     pub fn tensor_cores<T: Scalar>(gpu: &Gpu, c: &DeviceCsr<T>, k: usize) -> Result<Self> {
         c.check_gpu(gpu, "C")?;
         if T::DTYPE == DType::F64 {
