@@ -919,10 +919,10 @@ fn launch_tensor_cores<T: Scalar>(
         // SAFETY: the plan was made from this C's structure (its identity checked by the caller): each tile names 64
         // rows and 64 columns of C holding an entry and the most entries one of its rows has there, and each of its
         // rows below m the row's first entry at or past the tile's first column, so the kernel reads column indices
-        // only within the rows' ranges and writes each entry once (the tile holding its column). A holds m x k and B n x k elements (checked); the kernel reads
-        // rows of them below m and n only, 16 bytes at a time only where k is a multiple of 16 bytes (cudarc's
-        // allocations are aligned to 256). m, n (checked when the plan was made) and k, nnz (check_sizes) fit i32
-        // with a tile to spare.
+        // only within the rows' ranges and writes each entry once (the tile holding its column). A holds m x k and B
+        // n x k elements (checked); the kernel reads rows of them below m and n only, 16 bytes at a time only where k
+        // is a multiple of 16 bytes (cudarc's allocations are aligned to 256). m, n (checked when the plan was made)
+        // and k, nnz (check_sizes) fit i32 with a tile to spare.
         unsafe { stream.launch_builder(&function).arg(&params).launch(launch) }
             .map_err(Error::driver("launching the tensor-core SDDMM kernel", 0))?;
         Ok::<(), Error>(())
