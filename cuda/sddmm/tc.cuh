@@ -263,12 +263,12 @@ __device__ __forceinline__ void sddmm_tc_store_entries(const SddmmTcParams& p, c
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
     const int r = warp * 16 + i;
-    const float* row_sums = sums + r * kSddmmTcSumStride - col0;
+    const float* row_sums = sums + r * kSddmmTcSumStride;
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) {
       const int c = column[i][h];
       if (c < tile_end) {
-        float v = row_sums[c];
+        float v = row_sums[c - col0];
         if (!isfinite(v)) {
           v = sddmm_tc_exact<T>(static_cast<const T*>(p.lhs), static_cast<const T*>(p.rhs), p.k, row0 + r, c);
         }
