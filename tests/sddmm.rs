@@ -465,7 +465,8 @@ fn sddmm_values_reach_the_transpose_and_the_tensor_core_blocks() {
     new_values_reach_what_c_keeps::<bf16>(&gpu);
 }
 
-/// An SDDMM recorded once replays with new inputs written into its buffers, and matches the oracle each time.
+/// An SDDMM recorded once replays with new inputs written into its buffers, and matches the oracle each time: the
+/// automatic choice, and a plan on the tensor cores.
 #[test]
 fn sddmm_records_and_replays() {
     let Some(gpu) = gpu_or_skip("sddmm_records_and_replays") else { return };
@@ -486,6 +487,20 @@ fn sddmm_records_and_replays() {
         unsafe { recording.replay(&gpu) }.unwrap();
         let got = c.download(&gpu).unwrap();
         assert_matches(&format!("replay {round}"), &SddmmReference::new(pattern.view(), &new_a, &b, k), got.data());
+    }
+    // A plan on the tensor cores records and replays too.
+    let plan = SddmmPlan::tensor_cores(&gpu, &c, k).unwrap();
+    sddmm_planned(&gpu, &a, &b_dev, &mut c, &plan, 1.0, 0.0).unwrap();
+    let (recording, ()) = gpu.record(|g| sddmm_planned(g, &a, &b_dev, &mut c, &plan, 1.0, 0.0)).unwrap();
+    for round in 0..2 {
+        let new_a = gen::dense_matrix(m, k, seed(46 + round));
+        a.overwrite(&gpu, &new_a).unwrap();
+        c.set_values(&gpu, &vec![POISON as f32; c.nnz()]).unwrap();
+        // SAFETY: A, B, C and the plan outlive the replay, and nothing else uses them meanwhile.
+        unsafe { recording.replay(&gpu) }.unwrap();
+        let got = c.download(&gpu).unwrap();
+        let reference = SddmmReference::new(pattern.view(), &new_a, &b, k);
+        assert_matches_tc(&format!("tensor cores, replay {round}"), &reference, got.data());
     }
 }
 
