@@ -251,16 +251,50 @@ pub fn sddmm_with<T: Scalar>(
         });
     }
     let function = gpu.function(Family::Sddmm, &config.kernel_name())?;
+    let nnz = c.nnz();
+    if nnz == 0 {
+        return Ok(());
+    }
     let warp_entries = 32 / config.lanes_per_entry * ENTRIES_PER_GROUP * config.runs_per_warp;
-    let blocks = c.nnz().div_ceil(warp_entries).div_ceil(THREADS / 32);
+    let blocks = nnz.div_ceil(warp_entries).div_ceil(THREADS / 32);
     let launch =
         LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS as u32, 1, 1), shared_mem_bytes: 0 };
-    launch_on_entries(gpu, &function, launch, a, b, c, alpha, beta, "launching the SDDMM kernel")
+    let stream = gpu.stream().clone();
+    let (m, n) = (c.rows(), c.cols());
+    c.update_values_with_structure(gpu, |row_offsets, column_indices, values| {
+        let (ro, _g1) = row_offsets.device_ptr(&stream);
+        let (ci, _g2) = column_indices.device_ptr(&stream);
+        let (lhs, _g3) = a.data.device_ptr(&stream);
+        let (rhs, _g4) = b.data.device_ptr(&stream);
+        let (out, _g5) = values.device_ptr_mut(&stream);
+        let params = SddmmParams {
+            m: m as i32,
+            n: n as i32,
+            k: k as i32,
+            nnz: nnz as i32,
+            row_offsets: ro,
+            column_indices: ci,
+            lhs,
+            rhs,
+            values: out,
+            alpha,
+            beta,
+        };
+        // SAFETY: C's structure was validated when it was made (a row pointer of m + 1 nondecreasing offsets ending
+        // at nnz, column indices below n), A holds m x k and B n x k elements (checked above), the kernel reads
+        // rows of A and B at those indices and writes C's nnz values (the view's length), each by one lane; k is
+        // a multiple of the vector width and cudarc's allocations are aligned to 256 bytes, so every vector load
+        // is aligned; m, n and nnz fit i32 (a DeviceCsr's), and so does k (checked above).
+        unsafe { stream.launch_builder(&function).arg(&params).launch(launch) }
+            .map_err(Error::driver("launching the SDDMM kernel", 0))?;
+        Ok::<(), Error>(())
+    })
 }
 
 /// Rows and columns of C per tile of the tensor-core kernels (`kSddmmTcTile` in cuda/sddmm/tc.cuh), and their
 /// threads per block (`kSddmmTcThreads`).
 pub const SDDMM_TC_TILE: usize = 64;
+const TC_THREADS: usize = 128;
 const TC_TILE_ELEMENTS: f64 = (SDDMM_TC_TILE * SDDMM_TC_TILE) as f64;
 /// [`SddmmPlan::tensor_cores_pay`]'s least tile count and least average fill.
 const TC_MIN_TILES: usize = 64;
@@ -358,7 +392,6 @@ fn host_tc_plan(row_offsets: &[i32], column_indices: &[i32]) -> HostTcPlan {
     }
     plan
 }
-const TC_THREADS: usize = 128;
 
 /// The tensor-core kernel for `dtype`, e.g. `sddmm_tc_f16`.
 pub fn sddmm_tc_kernel_name(dtype: DType) -> String {
@@ -387,55 +420,6 @@ where
             tiles.len()
         })
         .sum()
-}
-
-/// Launches a gather kernel (it takes [`SddmmParams`]) on C's entries, writing them in place; nothing where C has
-/// none.
-#[allow(clippy::too_many_arguments)]
-fn launch_on_entries<T: Scalar>(
-    gpu: &Gpu,
-    function: &cudarc::driver::CudaFunction,
-    launch: LaunchConfig,
-    a: &DeviceDense<T>,
-    b: &DeviceDense<T>,
-    c: &mut DeviceCsr<T>,
-    alpha: f32,
-    beta: f32,
-    what: &'static str,
-) -> Result<()> {
-    let nnz = c.nnz();
-    if nnz == 0 {
-        return Ok(());
-    }
-    let stream = gpu.stream().clone();
-    let (m, n, k) = (c.rows(), c.cols(), a.cols());
-    c.update_values_with_structure(gpu, |row_offsets, column_indices, values| {
-        let (ro, _g1) = row_offsets.device_ptr(&stream);
-        let (ci, _g2) = column_indices.device_ptr(&stream);
-        let (lhs, _g3) = a.data.device_ptr(&stream);
-        let (rhs, _g4) = b.data.device_ptr(&stream);
-        let (out, _g5) = values.device_ptr_mut(&stream);
-        let params = SddmmParams {
-            m: m as i32,
-            n: n as i32,
-            k: k as i32,
-            nnz: nnz as i32,
-            row_offsets: ro,
-            column_indices: ci,
-            lhs,
-            rhs,
-            values: out,
-            alpha,
-            beta,
-        };
-        // SAFETY: C's structure was validated when it was made (a row pointer of m + 1 nondecreasing offsets ending
-        // at nnz, column indices below n), A holds m x k and B n x k elements (the caller checked), and the kernel
-        // reads rows of A and B at those indices and writes C's nnz values (the view's length), each by one lane;
-        // its vector divides k (checked) and cudarc's allocations are aligned to 256 bytes, so every vector load is
-        // aligned; m, n, nnz and k fit i32 with the margins the caller checked.
-        unsafe { stream.launch_builder(function).arg(&params).launch(launch) }.map_err(Error::driver(what, 0))?;
-        Ok::<(), Error>(())
-    })
 }
 
 /// The arguments of the tiled SDDMM kernels, mirrored field for field by `SddmmTiledParams` in
@@ -604,7 +588,7 @@ impl SddmmPlan {
         if c.nnz() as f64 >= TC_MIN_TILES as f64 * TC_TILE_ELEMENTS * TC_MIN_FILL && tensor_cores_run(gpu, c).is_ok() {
             let (row_offsets, column_indices) = download_structure(gpu, c)?;
             if Self::tensor_cores_pay(T::DTYPE, k, c.nnz(), sddmm_tc_tiles(&row_offsets, &column_indices)) {
-                return Self::tensor_cores_from(c, k, gpu, &row_offsets, &column_indices);
+                return Self::tensor_cores_from(gpu, c, k, &row_offsets, &column_indices);
             }
         }
         if Self::takes_tiled_kernel(c, k) {
@@ -717,14 +701,14 @@ impl SddmmPlan {
         check_sizes(c.rows(), c.nnz(), k)?;
         tensor_cores_run(gpu, c)?;
         let (row_offsets, column_indices) = download_structure(gpu, c)?;
-        Self::tensor_cores_from(c, k, gpu, &row_offsets, &column_indices)
+        Self::tensor_cores_from(gpu, c, k, &row_offsets, &column_indices)
     }
 
     /// The tensor-core plan from C's structure on the host (checked by the caller).
     fn tensor_cores_from<T: Scalar>(
+        gpu: &Gpu,
         c: &DeviceCsr<T>,
         k: usize,
-        gpu: &Gpu,
         row_offsets: &[i32],
         column_indices: &[i32],
     ) -> Result<Self> {
