@@ -46,15 +46,6 @@ constexpr int kSddmmTcSharedWords = kSddmmTcStages * kSddmmTcStageWords > kSddmm
                                         ? kSddmmTcStages * kSddmmTcStageWords
                                         : kSddmmTcTile * kSddmmTcSumStride;
 
-/// @brief One mma.m16n8k8.tf32 (3xTF32's parts: cuda/spmm/tensor_core.cuh explains the split) into c.
-__device__ __forceinline__ void mma_tf32_sddmm(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 /// @brief Copies chunk `chunk` of k (kSddmmTcChunkBytes per row) of rows first..first + 63 of `dense` (rows x k,
 /// row-major) into `stage` (64 rows at kSddmmTcRowWords): 16-byte cp.async where kAligned (k a multiple of 16 bytes;
 /// zero-filled past the rows and k), element loads otherwise (zeros likewise).
@@ -120,19 +111,7 @@ __device__ __forceinline__ void sddmm_tc_stage(const unsigned* stage, int warp_r
       for (int i = 0; i < 2; ++i) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          if constexpr (std::is_same_v<T, __half>) {
-            asm volatile(
-                "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                "{%0,%1,%2,%3};\n"
-                : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
-                : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]), "r"(b[j][1]));
-          } else {
-            asm volatile(
-                "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                "{%0,%1,%2,%3};\n"
-                : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]), "+f"(acc[i][j][3])
-                : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j][0]), "r"(b[j][1]));
-          }
+          TcOps<T>::mma(acc[i][j], a[i], b[j][0], b[j][1]);
         }
       }
     }
@@ -172,9 +151,9 @@ __device__ __forceinline__ void sddmm_tc_stage(const unsigned* stage, int warp_r
       for (int i = 0; i < 2; ++i) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          mma_tf32_sddmm(part[i][j], a_small[i], b_big[j]);
-          mma_tf32_sddmm(part[i][j], a_big[i], b_small[j]);
-          mma_tf32_sddmm(part[i][j], a_big[i], b_big[j]);
+          mma_tf32(part[i][j], a_small[i], b_big[j][0], b_big[j][1]);
+          mma_tf32(part[i][j], a_big[i], b_small[j][0], b_small[j][1]);
+          mma_tf32(part[i][j], a_big[i], b_big[j][0], b_big[j][1]);
         }
       }
     }

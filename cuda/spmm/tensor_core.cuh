@@ -48,52 +48,6 @@ __host__ __device__ constexpr int tc_stages() {
   return kBytes == 4 ? 3 : kTilesN <= 4 ? 6 : 4;
 }
 
-/// @brief The element type's mma (conversions: common/vector.cuh).
-template <typename T>
-struct TcOps;
-
-template <>
-struct TcOps<__half> {
-  static __device__ __forceinline__ void mma(float* c, const unsigned* a, unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-
-template <>
-struct TcOps<__nv_bfloat16> {
-  static __device__ __forceinline__ void mma(float* c, const unsigned* a, unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-
-/// @brief f32 on the tensor cores (3xTF32): x = big + small, big = x rounded to tf32 (cvt.rna), small = x - big
-/// (exact in f32), passed as is (the mma reads its tf32 bits: the low 13 are dropped, a truncation), and
-/// a * b = a_small * b_big + a_big * b_small + a_big * b_big, three mma.m16n8k8.tf32, the small terms first,
-/// summed per k-block from zero and added to the f32 accumulators with round-to-nearest adds. The dropped
-/// a_small * b_small and the truncation of the small parts leave at most 6 * 2^-22 |a b| per product
-/// (src/cpu/oracle.rs, `spmm_error_bound_tf32x3`, derives the whole bound).
-/// big is cvt.rna.tf32.f32 done on the bits: adding half a tf32 ulp (bit 12) to the magnitude and clearing the
-/// low 13 bits rounds to nearest, ties away from zero, a carry moving into the exponent as it should (subnormals
-/// too). Two integer instructions where nvcc 13.0 emulates the cvt in four for sm_90 (an extra NaN test and
-/// select: NOTES.md, "SpMM step 11"). The bits differ from the cvt's only for a NaN x, whose big may come out
-/// Inf; its small (x - big) is then NaN, the accumulators are not finite, and the exact redo computes the tile.
-/// (tf32_big: common/tc_shared.cuh.)
-__device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 /// @brief One k8 half of a k-block's B fragments split for 3xTF32: `rows` holds rows t and t + 4 of the half, four
 /// columns each (TcElem<float>: column j of the four is n8 tile j's), into [n8 tile][b0, b1] big and small parts.
 __device__ __forceinline__ void tf32_split_b(const float4 (&rows)[2], unsigned (&big)[4][2], unsigned (&small)[4][2]) {
