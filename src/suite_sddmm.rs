@@ -10,7 +10,7 @@ use sprs::CsMat;
 
 use crate::baseline::cublas::Cublas;
 use crate::baseline::cusparse::{Cusparse, CusparseSddmm, SddmmForm};
-use crate::cpu::oracle::SddmmReference;
+use crate::cpu::oracle::{SddmmReference, Summation};
 use crate::error::Result;
 use crate::gpu::Gpu;
 use crate::scalar::Scalar;
@@ -231,17 +231,27 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
     let mut c = DeviceCsr::upload(gpu, pattern.view())?;
     let reference = opts.verify.then(|| SddmmReference::new(pattern.view(), &a, &b, k));
     let poison = vec![T::from_f64(crate::cpu::oracle::POISON); nnz];
-    // Checks one result (C poisoned, then `run`), where asked for.
-    let check = |c: &mut DeviceCsr<T>, run: &mut dyn FnMut(&mut DeviceCsr<T>) -> Result<()>| -> Result<Option<usize>> {
+    // Checks one result (C poisoned, then `run`) against the bound of a kernel that sums as `summation`, where asked
+    // for.
+    let check = |c: &mut DeviceCsr<T>,
+                 summation: Summation,
+                 run: &mut dyn FnMut(&mut DeviceCsr<T>) -> Result<()>|
+     -> Result<Option<usize>> {
         let Some(reference) = &reference else { return Ok(None) };
         c.set_values(gpu, &poison)?;
         run(c)?;
-        Ok(Some(reference.compare(c.download(gpu)?.data()).mismatches))
+        Ok(Some(reference.compare_summed(summation, c.download(gpu)?.data()).mismatches))
     };
     let ours = |config: SddmmConfig, c: &mut DeviceCsr<T>| -> Result<SddmmEntry> {
-        let mismatches = check(c, &mut |c| sddmm(gpu, &a_dev, &b_dev, c, &config))?;
+        let mismatches = check(c, Summation::Fma, &mut |c| sddmm(gpu, &a_dev, &b_dev, c, &config))?;
         let t = time_op(gpu, opts.warmup, opts.iters, || sddmm(gpu, &a_dev, &b_dev, c, &config))?;
         Ok(SddmmEntry { name: config.kernel_name(), ms: Ok(t.median_ms()), mismatches })
+    };
+    // A plan's product, checked against the bound of its summation, then timed.
+    let planned = |plan: &SddmmPlan, name: String, summation: Summation, c: &mut DeviceCsr<T>| -> Result<SddmmEntry> {
+        let mismatches = check(c, summation, &mut |c| sddmm_planned(gpu, &a_dev, &b_dev, c, plan, 1.0, 0.0))?;
+        let t = time_op(gpu, opts.warmup, opts.iters, || sddmm_planned(gpu, &a_dev, &b_dev, c, plan, 1.0, 0.0))?;
+        Ok(SddmmEntry { name, ms: Ok(t.median_ms()), mismatches })
     };
     let auto = ours(SddmmConfig::select(k, nnz, T::DTYPE), &mut c)?;
     let largest = SddmmPlan::largest_tile_rows(T::DTYPE, k);
@@ -249,38 +259,24 @@ pub fn bench_sddmm<T: Scalar>(gpu: &Gpu, problem: &SddmmProblem, opts: &SddmmBen
     let plan = SddmmPlan::tiled(gpu, &c, k, opts.tile_rows.map(|rows| rows.min(largest)));
     let plan_ms = plan.is_ok().then(|| started.elapsed().as_secs_f64() * 1e3);
     let tiled = match &plan {
-        Ok(plan) => {
-            let mismatches = check(&mut c, &mut |c| sddmm_planned(gpu, &a_dev, &b_dev, c, plan, 1.0, 0.0))?;
-            let t =
-                time_op(gpu, opts.warmup, opts.iters, || sddmm_planned(gpu, &a_dev, &b_dev, &mut c, plan, 1.0, 0.0))?;
-            let name = format!("{}_t{}", plan.kernel_name(), plan.tile_rows());
-            SddmmEntry { name, ms: Ok(t.median_ms()), mismatches }
-        }
+        Ok(plan) => planned(plan, format!("{}_t{}", plan.kernel_name(), plan.tile_rows()), Summation::Fma, &mut c)?,
         Err(e) => SddmmEntry { name: "sddmm_tiled".into(), ms: Err(e.to_string()), mismatches: None },
     };
     drop(plan);
-    let summation = crate::cpu::oracle::Summation::tensor_cores(T::DTYPE).expect("SDDMM takes no f64");
     let started = std::time::Instant::now();
     let tc_plan = SddmmPlan::tensor_cores(gpu, &c, k);
     let tc_plan_ms = tc_plan.is_ok().then(|| started.elapsed().as_secs_f64() * 1e3);
-    let tc = match &tc_plan {
+    let (tc, tc_tiles) = match &tc_plan {
         Ok(plan) => {
-            let mismatches = match &reference {
-                Some(reference) => {
-                    c.set_values(gpu, &poison)?;
-                    sddmm_planned(gpu, &a_dev, &b_dev, &mut c, plan, 1.0, 0.0)?;
-                    Some(reference.compare_summed(summation, c.download(gpu)?.data()).mismatches)
-                }
-                None => None,
-            };
-            let t =
-                time_op(gpu, opts.warmup, opts.iters, || sddmm_planned(gpu, &a_dev, &b_dev, &mut c, plan, 1.0, 0.0))?;
-            SddmmEntry { name: plan.kernel_name(), ms: Ok(t.median_ms()), mismatches }
+            let summation = Summation::tensor_cores(T::DTYPE).expect("SDDMM takes no f64");
+            (planned(plan, plan.kernel_name(), summation, &mut c)?, plan.tensor_core_tiles())
         }
-        Err(e) => SddmmEntry { name: "sddmm_tc".into(), ms: Err(e.to_string()), mismatches: None },
+        Err(e) => {
+            let tiles = crate::sddmm::sddmm_tc_tiles(pattern.indptr().raw_storage(), pattern.indices());
+            (SddmmEntry { name: "sddmm_tc".into(), ms: Err(e.to_string()), mismatches: None }, tiles)
+        }
     };
     drop(tc_plan);
-    let tc_tiles = crate::sddmm::sddmm_tc_tiles(pattern.indptr().raw_storage(), pattern.indices());
     let planned_tc = tc.ms.is_ok() && SddmmPlan::tensor_cores_pay(T::DTYPE, k, nnz, tc_tiles);
     let planned_tiled = !planned_tc && SddmmPlan::takes_tiled_kernel(&c, k);
     let mut configs = Vec::new();
