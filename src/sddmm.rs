@@ -360,10 +360,8 @@ fn host_tc_plan(row_offsets: &[i32], column_indices: &[i32]) -> HostTcPlan {
         .into_par_iter()
         .map(|t| {
             let (r0, r1) = (t * SDDMM_TC_TILE, ((t + 1) * SDDMM_TC_TILE).min(m));
-            let entries = row_offsets[r0] as usize..row_offsets[r1] as usize;
-            let mut columns: Vec<i32> = column_indices[entries].iter().map(|&c| c / SDDMM_TC_TILE as i32).collect();
-            columns.sort_unstable();
-            columns.dedup();
+            let columns: Vec<i32> =
+                tile_columns(row_offsets, column_indices, t).into_iter().map(|c| c as i32).collect();
             let mut starts = vec![0i32; columns.len() * SDDMM_TC_TILE];
             let mut widest = vec![0i32; columns.len()];
             for r in r0..r1 {
@@ -405,21 +403,23 @@ where
     usize: TryFrom<I>,
 {
     use rayon::prelude::*;
+    let m = row_offsets.len().saturating_sub(1);
+    (0..m.div_ceil(SDDMM_TC_TILE)).into_par_iter().map(|t| tile_columns(row_offsets, column_indices, t).len()).sum()
+}
+
+/// The column tiles (64 columns each) that row tile `t` (its 64 rows) holds entries in, ascending.
+fn tile_columns<I: Copy>(row_offsets: &[I], column_indices: &[I], t: usize) -> Vec<usize>
+where
+    usize: TryFrom<I>,
+{
     let at = |v: I| usize::try_from(v).unwrap_or(0);
     let m = row_offsets.len().saturating_sub(1);
-    (0..m.div_ceil(SDDMM_TC_TILE))
-        .into_par_iter()
-        .map(|t| {
-            let (r0, r1) = (t * SDDMM_TC_TILE, ((t + 1) * SDDMM_TC_TILE).min(m));
-            let mut tiles: Vec<usize> = column_indices[at(row_offsets[r0])..at(row_offsets[r1])]
-                .iter()
-                .map(|&c| at(c) / SDDMM_TC_TILE)
-                .collect();
-            tiles.sort_unstable();
-            tiles.dedup();
-            tiles.len()
-        })
-        .sum()
+    let (r0, r1) = (t * SDDMM_TC_TILE, ((t + 1) * SDDMM_TC_TILE).min(m));
+    let mut tiles: Vec<usize> =
+        column_indices[at(row_offsets[r0])..at(row_offsets[r1])].iter().map(|&c| at(c) / SDDMM_TC_TILE).collect();
+    tiles.sort_unstable();
+    tiles.dedup();
+    tiles
 }
 
 /// The arguments of the tiled SDDMM kernels, mirrored field for field by `SddmmTiledParams` in

@@ -648,12 +648,7 @@ impl SpmmReference {
         let want = spmm(a, b, n);
         let abs = spmm_abs(a, b, n);
         let bound_for = |summation| spmm_error_bound_for(summation, a, b, n, &want, &abs);
-        let tensor_cores = match T::DTYPE {
-            DType::F32 => Some(Summation::Tf32x3),
-            DType::F16 | DType::Bf16 => Some(Summation::TensorCoreHalf),
-            DType::F64 => None,
-        }
-        .map(|summation| (summation, bound_for(summation)));
+        let tensor_cores = Summation::tensor_cores(T::DTYPE).map(|summation| (summation, bound_for(summation)));
         SpmmReference { fma: bound_for(Summation::Fma), tensor_cores, want }
     }
 
