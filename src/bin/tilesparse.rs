@@ -393,7 +393,7 @@ enum BenchCommand {
         /// marked and fails the command.
         #[arg(long)]
         verify: bool,
-        /// Rows per tile of the tiled kernel's plan (`SddmmPlan::with_tile_rows`; at most the largest that fits the
+        /// Rows per tile of the tiled kernel's plan (`SddmmPlan::tiled`; at most the largest that fits the
         /// shared memory at each k, which is the default).
         #[arg(long)]
         tile_rows: Option<usize>,
